@@ -1,0 +1,78 @@
+"""The ``mag`` command line: a table of subcommands, each a thin module.
+
+Each command module defines ``add_arguments(parser)`` and ``run(args) -> int``: it turns
+arguments into a config and makes one library call. Modules are imported only when their
+command runs, so ``mag --help`` stays fast and light.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+#: subcommand -> (module, one-line help). Explicit on purpose: grep here to find a command.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "demo": ("mag_dataset.commands.demo", "build the bundled sample, load it, print statistics and demo scores"),
+    "build": ("mag_dataset.commands.build", "build a Hub-ready dataset folder (both views) from raw episodes"),
+    "publish": ("mag_dataset.commands.publish", "upload a built dataset folder to the Hugging Face Hub"),
+    "record": ("mag_dataset.commands.record", "record expert MiniWoB++ episodes in headless Chromium"),
+    "score": ("mag_dataset.commands.score", "score a predictions file against a dataset split"),
+    "leaderboard": ("mag_dataset.commands.leaderboard", "run the leaderboard Space locally"),
+    "live-eval": ("mag_dataset.commands.live_eval", "evaluate an agent live in BrowserGym tasks"),
+    "draft-guides": ("mag_dataset.commands.annotate", "draft guides with an LLM endpoint (cached)"),
+    "annotate": ("mag_dataset.commands.annotate_app", "run the human verification / adjudication app"),
+    "audit": ("mag_dataset.commands.audit", "three-judge label audit of raw episodes"),
+    "unify": ("mag_dataset.commands.unify", "restore coordinate-only steps and flag stale screenshots"),
+    "import-browsergym": ("mag_dataset.commands.import_browsergym", "convert BrowserGym/AgentLab runs to raw episodes"),
+}
+
+
+class UserError(Exception):
+    """A mistake in the user's input: printed as one clear line, exit status 2, no traceback."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="mag", description="WebMRE / MAG benchmark tools")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, (_, help_text) in COMMANDS.items():
+        sub.add_parser(name, help=help_text, add_help=False)
+    return parser
+
+
+def _version() -> str:
+    from mag_dataset import __version__
+
+    return __version__
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    top = build_parser()
+    if not argv or argv[0] not in COMMANDS:
+        top.parse_args(argv or ["--help"])
+        return 2
+    name = argv[0]
+    module_name, help_text = COMMANDS[name]
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as e:
+        print(f"mag {name}: this command needs an optional dependency that is not installed ({e}).\n"
+              f"Install it with: pip install 'mag_dataset[all]'", file=sys.stderr)
+        return 2
+    parser = argparse.ArgumentParser(prog=f"mag {name}", description=help_text)
+    module.add_arguments(parser)
+    args = parser.parse_args(argv[1:])
+    try:
+        return int(module.run(args) or 0)
+    except UserError as e:
+        print(f"mag {name}: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"mag {name}: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,29 @@
+"""Shared test setup: offline Hub, and the system Chromium for browser tests."""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
+os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+
+
+def chromium_path() -> str | None:
+    for p in (os.environ.get("MAG_CHROMIUM"), "/usr/lib/chromium/chromium", shutil.which("chromium")):
+        if p and os.path.exists(p):
+            return p
+    return None
+
+
+@pytest.fixture(scope="session")
+def chromium() -> str:
+    path = chromium_path()
+    if path is None:
+        pytest.fail("Debian chromium is required for browser tests (apt-get install -y chromium)")
+    return path
