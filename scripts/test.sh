@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# The whole test suite, from a fresh machine: installs what is missing, then runs pytest.
+#   bash scripts/test.sh            # everything (browser, training and server tests included)
+#   bash scripts/test.sh -k scoring # extra arguments go to pytest
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# Debian Chromium drives the browser tests (Playwright cannot download its own browser here).
+if ! command -v chromium >/dev/null 2>&1; then
+  SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium >/dev/null
+fi
+
+# torch first and pinned: 2.13.0 is the CPU build on local disk; any other spec may pull CUDA.
+python -m pip install -q --disable-pip-version-check "torch==2.13.0"
+python -m pip install -q --disable-pip-version-check -e ".[all]"
+
+export HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_HUB_DISABLE_TELEMETRY=1
+export GRADIO_ANALYTICS_ENABLED=False TOKENIZERS_PARALLELISM=false
+exec python -m pytest -n 2 --dist loadfile "$@"
