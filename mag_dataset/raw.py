@@ -294,6 +294,12 @@ def read_episode(folder: str | os.PathLike) -> RawEpisode:
     if not raw_steps:
         raise RawDataError(episode_id, None, "steps", "an episode needs at least one step")
     steps = tuple(parse_step(s, episode_id, folder) for s in raw_steps)
+    seen: set[int] = set()
+    for s in steps:
+        if s.step_index in seen:
+            sid = step_id(strs["task_id"], s.step_index)
+            raise RawDataError(episode_id, s.step_index, "step_index", f"duplicate step id {sid!r}")
+        seen.add(s.step_index)
     for i, s in enumerate(steps):
         if s.step_index != i:
             raise RawDataError(episode_id, s.step_index, "step_index", f"expected {i} (steps must be numbered 0..n-1 in order)")
