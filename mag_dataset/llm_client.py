@@ -1,0 +1,498 @@
+"""A small client for OpenAI-compatible chat-completions endpoints.
+
+Used by guide drafting, the three-judge label audit (WebMRE, arXiv 2609.27353, §3), the
+zero-shot API baselines and live evaluation of an endpoint agent. It speaks plain HTTP
+(stdlib ``urllib``) to ``POST {base_url}/chat/completions`` so it works with OpenAI, vLLM,
+SGLang, llama.cpp, Ollama and any other server of that dialect, and adds what a
+benchmark needs on top:
+
+* greedy decoding by default (``temperature=0``);
+* retries with exponential backoff on HTTP 429, 5xx, timeouts and connection errors
+  (``Retry-After`` is honoured, capped at ``max_backoff``);
+* an on-disk cache keyed by a SHA-256 hash of the full request (endpoint URL, model,
+  messages and every parameter), so a rerun of the same requests makes zero requests;
+* bounded concurrency for batches (:meth:`ChatClient.map`);
+* typed errors (:class:`LLMError` and subclasses) with one clear line each — a missing
+  API key or a malformed base URL is a :class:`LLMConfigError`, never a bare traceback.
+
+``base_url`` follows the OpenAI convention and includes the version prefix, e.g.
+``https://api.openai.com/v1`` or ``http://127.0.0.1:8000/v1``.
+
+Example::
+
+    from mag_dataset.llm_client import ChatClient, image_part
+
+    client = ChatClient("http://127.0.0.1:8000/v1", "Qwen/Qwen3.5-9B", api_key_env=None,
+                        cache_dir=".cache/llm")
+    text = client.complete([{"role": "user", "content": [
+        {"type": "text", "text": "What is on this screenshot?"}, image_part(png_bytes)]}])
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import http.client
+import ipaddress
+import json
+import os
+import socket
+import threading
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+__all__ = [
+    "CACHE_FORMAT_VERSION",
+    "ChatClient",
+    "LLMConfigError",
+    "LLMError",
+    "LLMHTTPError",
+    "LLMResponseError",
+    "LLMTimeoutError",
+    "LLMUnavailableError",
+    "fill_images",
+    "image_part",
+    "request_key",
+]
+
+#: Bumped when the cache layout or key changes, so old entries are never misread.
+CACHE_FORMAT_VERSION = 1
+
+_RETRY_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504})
+
+
+class LLMError(Exception):
+    """Any failure of a chat-completions call. The message is one readable line."""
+
+
+class LLMConfigError(LLMError):
+    """The client is misconfigured (no API key, malformed base URL, bad parameters)."""
+
+
+class LLMHTTPError(LLMError):
+    """The server answered with an HTTP error status that retrying will not fix (or retries ran out).
+
+    Attributes:
+        status: the HTTP status code.
+    """
+
+    def __init__(self, message: str, status: int):
+        super().__init__(message)
+        self.status = status
+
+
+class LLMTimeoutError(LLMError):
+    """Every attempt timed out."""
+
+
+class LLMUnavailableError(LLMError):
+    """The endpoint could not be reached (connection refused, DNS failure) after all retries."""
+
+
+class LLMResponseError(LLMError):
+    """The server answered 200 but the body is not a chat-completions response."""
+
+
+def image_part(png_bytes: bytes, mime: str = "image/png", detail: str | None = None) -> dict[str, Any]:
+    """An OpenAI ``image_url`` content part holding the image as a base64 data URL.
+
+    Args:
+        png_bytes: the encoded image.
+        mime: its MIME type.
+        detail: optional OpenAI ``detail`` hint (``low``, ``high``, ``auto``).
+
+    Returns:
+        ``{"type": "image_url", "image_url": {"url": "data:image/png;base64,..."}}``.
+    """
+    if not isinstance(png_bytes, (bytes, bytearray)):
+        raise TypeError(f"image_part needs bytes, got {type(png_bytes).__name__}")
+    url = f"data:{mime};base64," + base64.b64encode(bytes(png_bytes)).decode("ascii")
+    part: dict[str, Any] = {"type": "image_url", "image_url": {"url": url}}
+    if detail is not None:
+        part["image_url"]["detail"] = detail
+    return part
+
+
+def fill_images(messages: Sequence[dict[str, Any]], images: Sequence[bytes]) -> list[dict[str, Any]]:
+    """Turn transformers-style chat messages into OpenAI ones.
+
+    :func:`mag_dataset.prompts.build_messages` marks the screenshot with a
+    ``{"type": "image"}`` content part; this replaces the i-th such part with
+    :func:`image_part` of ``images[i]``. Messages are copied, never modified in place.
+
+    Raises:
+        LLMConfigError: if the number of image parts and images differ.
+    """
+    out: list[dict[str, Any]] = []
+    used = 0
+    for m in messages:
+        content = m.get("content")
+        if isinstance(content, list):
+            parts = []
+            for p in content:
+                if isinstance(p, dict) and p.get("type") == "image":
+                    if used >= len(images):
+                        raise LLMConfigError(f"messages hold more image parts than the {len(images)} image(s) given")
+                    parts.append(image_part(images[used]))
+                    used += 1
+                else:
+                    parts.append(dict(p) if isinstance(p, dict) else p)
+            m = {**m, "content": parts}
+        else:
+            m = dict(m)
+        out.append(m)
+    if used != len(images):
+        raise LLMConfigError(f"messages hold {used} image part(s) but {len(images)} image(s) were given")
+    return out
+
+
+def _canonical(obj: Any) -> bytes:
+    return json.dumps(obj, sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+def request_key(url: str, body: dict[str, Any]) -> str:
+    """The cache key of a request: SHA-256 over the endpoint URL and the full JSON body."""
+    h = hashlib.sha256()
+    h.update(f"mag-llm-cache-v{CACHE_FORMAT_VERSION}\n{url}\n".encode())
+    h.update(_canonical(body))
+    return h.hexdigest()
+
+
+def _is_loopback(host: str) -> bool:
+    if host in ("localhost", "localhost.localdomain"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+class ChatClient:
+    """Client for one model behind one OpenAI-compatible endpoint.
+
+    Args:
+        base_url: endpoint root including the version prefix, e.g. ``http://127.0.0.1:8000/v1``.
+        model: the model name sent in every request.
+        api_key_env: name of the environment variable holding the API key, or None for an
+            endpoint without authentication. When the variable is unset, loopback
+            endpoints (localhost, 127.0.0.1) are called without a key; any other host
+            raises :class:`LLMConfigError` on the first request that is not cached.
+        timeout: seconds per attempt (connect + read).
+        max_retries: extra attempts after the first on 429, 5xx, timeouts and connection
+            errors (0 = no retry).
+        cache_dir: folder of the response cache, or None for no cache.
+        concurrency: the most requests in flight at once from this client (all
+            :meth:`map` calls and threads together).
+        backoff: seconds before the first retry; doubles on each further retry.
+        max_backoff: cap on one wait, also applied to ``Retry-After``.
+        default_params: parameters merged into every request (``temperature`` defaults to 0).
+
+    Attributes:
+        stats: counters ``requests`` (HTTP attempts sent), ``cache_hits``, ``retries``,
+            ``failures``; read them to check that a rerun made zero requests.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        api_key_env: str | None = "OPENAI_API_KEY",
+        timeout: float = 60.0,
+        max_retries: int = 3,
+        cache_dir: str | os.PathLike | None = None,
+        concurrency: int = 4,
+        backoff: float = 1.0,
+        max_backoff: float = 30.0,
+        default_params: dict[str, Any] | None = None,
+    ):
+        if not isinstance(base_url, str) or not base_url.strip():
+            raise LLMConfigError("base_url is empty; give the endpoint root, e.g. http://127.0.0.1:8000/v1")
+        parsed = urllib.parse.urlparse(base_url.strip())
+        if parsed.scheme not in ("http", "https") or not parsed.hostname:
+            raise LLMConfigError(
+                f"base_url {base_url!r} is not an http(s) URL; give the endpoint root, e.g. http://127.0.0.1:8000/v1"
+            )
+        if not isinstance(model, str) or not model.strip():
+            raise LLMConfigError("model name is empty")
+        if timeout <= 0:
+            raise LLMConfigError(f"timeout must be positive, got {timeout}")
+        if max_retries < 0:
+            raise LLMConfigError(f"max_retries must be >= 0, got {max_retries}")
+        if concurrency < 1:
+            raise LLMConfigError(f"concurrency must be >= 1, got {concurrency}")
+        self.base_url = base_url.strip().rstrip("/")
+        self.url = self.base_url + "/chat/completions"
+        self.host = parsed.hostname
+        self.model = model
+        self.api_key_env = api_key_env
+        self.timeout = float(timeout)
+        self.max_retries = int(max_retries)
+        self.cache_dir = Path(cache_dir) if cache_dir is not None else None
+        self.concurrency = int(concurrency)
+        self.backoff = float(backoff)
+        self.max_backoff = float(max_backoff)
+        self.default_params = {"temperature": 0, **(default_params or {})}
+        self.stats = {"requests": 0, "cache_hits": 0, "retries": 0, "failures": 0}
+        self._lock = threading.Lock()
+        self._slots = threading.BoundedSemaphore(self.concurrency)
+
+    def __repr__(self) -> str:
+        return f"ChatClient({self.base_url!r}, {self.model!r})"
+
+    # -- request building -------------------------------------------------------------
+
+    def build_body(self, messages: Sequence[dict[str, Any]], **params: Any) -> dict[str, Any]:
+        """The JSON body sent for ``messages`` and ``params`` (also what the cache key hashes)."""
+        if not isinstance(messages, (list, tuple)) or not messages:
+            raise LLMConfigError("messages must be a non-empty list of {'role', 'content'} objects")
+        for i, m in enumerate(messages):
+            if not isinstance(m, dict) or "role" not in m or "content" not in m:
+                raise LLMConfigError(f"messages[{i}] must be an object with 'role' and 'content'")
+        if "model" in params or "messages" in params:
+            raise LLMConfigError("model and messages are set by the client, not passed as parameters")
+        body = {"model": self.model, "messages": list(messages), **self.default_params, **params}
+        if body.get("stream"):
+            raise LLMConfigError("streaming responses are not supported")
+        return body
+
+    def _api_key(self) -> str | None:
+        if self.api_key_env is None:
+            return None
+        key = os.environ.get(self.api_key_env)
+        if key:
+            return key
+        if _is_loopback(self.host):
+            return None
+        raise LLMConfigError(
+            f"environment variable {self.api_key_env} is not set: export the API key for {self.base_url} "
+            f"(or configure api_key_env=None for an endpoint without authentication)"
+        )
+
+    # -- cache ------------------------------------------------------------------------
+
+    def _cache_path(self, key: str) -> Path | None:
+        if self.cache_dir is None:
+            return None
+        return self.cache_dir / key[:2] / f"{key}.json"
+
+    def cached(self, messages: Sequence[dict[str, Any]], **params: Any) -> str | None:
+        """The cached answer for this request, or None (never sends a request)."""
+        body = self.build_body(messages, **params)
+        return self._read_cache(request_key(self.url, body))
+
+    def _read_cache(self, key: str) -> str | None:
+        path = self._cache_path(key)
+        if path is None or not path.is_file():
+            return None
+        try:
+            d = json.loads(path.read_text("utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+            return None  # a torn or foreign file is a miss, and is overwritten on success
+        if not isinstance(d, dict) or d.get("cache_format") != CACHE_FORMAT_VERSION or not isinstance(d.get("content"), str):
+            return None
+        return d["content"]
+
+    def _write_cache(self, key: str, content: str, response: dict[str, Any]) -> None:
+        path = self._cache_path(key)
+        if path is None:
+            return
+        path.parent.mkdir(parents=True, exist_ok=True)
+        entry = {
+            "cache_format": CACHE_FORMAT_VERSION,
+            "url": self.url,
+            "model": self.model,
+            "content": content,
+            "finish_reason": _first_choice(response).get("finish_reason"),
+            "usage": response.get("usage"),
+        }
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+        tmp.write_text(json.dumps(entry, ensure_ascii=False, indent=1), "utf-8")
+        os.replace(tmp, path)
+
+    # -- calls ------------------------------------------------------------------------
+
+    def complete(self, messages: Sequence[dict[str, Any]], **params: Any) -> str:
+        """Send one chat request and return the assistant message text.
+
+        Args:
+            messages: OpenAI chat messages; images as :func:`image_part` content parts.
+            **params: request parameters (``max_tokens``, ``temperature``, ``seed``,
+                ``response_format``...), merged over ``default_params``.
+
+        Returns:
+            The content of the first choice (cached answers are returned without a request).
+
+        Raises:
+            LLMConfigError: bad messages/parameters, or a missing API key.
+            LLMHTTPError: a non-retryable HTTP status, or a retryable one that persisted.
+            LLMTimeoutError: every attempt timed out.
+            LLMUnavailableError: the endpoint could not be reached.
+            LLMResponseError: the body is not a chat-completions response.
+        """
+        body = self.build_body(messages, **params)
+        key = request_key(self.url, body)
+        hit = self._read_cache(key)
+        if hit is not None:
+            with self._lock:
+                self.stats["cache_hits"] += 1
+            return hit
+        try:
+            content, response = self._send_with_retries(body)
+        except LLMError:
+            with self._lock:
+                self.stats["failures"] += 1
+            raise
+        self._write_cache(key, content, response)
+        return content
+
+    def map(
+        self,
+        requests: Iterable[Sequence[dict[str, Any]] | dict[str, Any]],
+        return_exceptions: bool = False,
+    ) -> list[Any]:
+        """Run many requests with at most ``concurrency`` in flight; results keep input order.
+
+        Args:
+            requests: each either a message list, or a dict ``{"messages": [...], **params}``.
+            return_exceptions: put an :class:`LLMError` in the result list for a failed
+                request instead of raising the first failure.
+
+        Returns:
+            The answer texts (or :class:`LLMError` instances when ``return_exceptions``).
+        """
+        items = list(requests)
+
+        def one(item: Any) -> Any:
+            if isinstance(item, dict):
+                if "messages" not in item:
+                    raise LLMConfigError("a request dict needs a 'messages' key")
+                params = {k: v for k, v in item.items() if k != "messages"}
+                call = lambda: self.complete(item["messages"], **params)  # noqa: E731
+            else:
+                call = lambda: self.complete(item)  # noqa: E731
+            if not return_exceptions:
+                return call()
+            try:
+                return call()
+            except LLMError as e:
+                return e
+
+        if len(items) <= 1 or self.concurrency == 1:
+            return [one(it) for it in items]
+        with ThreadPoolExecutor(max_workers=min(self.concurrency, len(items)), thread_name_prefix="mag-llm") as pool:
+            return list(pool.map(one, items))
+
+    def _send_with_retries(self, body: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        headers = {"Content-Type": "application/json", "Accept": "application/json"}
+        key = self._api_key()
+        if key:
+            headers["Authorization"] = f"Bearer {key}"
+        data = _canonical(body)
+        last: _Retryable | None = None
+        for attempt in range(self.max_retries + 1):
+            if last is not None:
+                with self._lock:
+                    self.stats["retries"] += 1
+                wait = min(self.max_backoff, self.backoff * (2 ** (attempt - 1)))
+                if last.retry_after is not None:
+                    wait = min(self.max_backoff, max(wait, last.retry_after))
+                time.sleep(wait)
+            try:
+                return self._send_once(data, headers)
+            except _Retryable as e:
+                last = e
+        assert last is not None
+        err = last.error
+        if self.max_retries:
+            err.args = (f"{err} (gave up after {self.max_retries + 1} attempts)",)
+        raise err
+
+    def _send_once(self, data: bytes, headers: dict[str, str]) -> tuple[str, dict[str, Any]]:
+        req = urllib.request.Request(self.url, data=data, headers=headers, method="POST")
+        with self._slots:
+            with self._lock:
+                self.stats["requests"] += 1
+            try:
+                with urllib.request.urlopen(req, timeout=self.timeout) as resp:
+                    raw = resp.read()
+            except urllib.error.HTTPError as e:
+                detail = _error_detail(e)
+                status = e.code
+                msg = f"{self.url} answered HTTP {status}" + (f": {detail}" if detail else "")
+                if status in _RETRY_STATUSES:
+                    raise _Retryable(LLMHTTPError(msg, status), _retry_after(e.headers.get("Retry-After"))) from None
+                if status == 401:
+                    msg += f" (check the API key in ${self.api_key_env})" if self.api_key_env else " (the endpoint wants an API key)"
+                elif status == 404:
+                    msg += " (check base_url: it should end with the version prefix, e.g. /v1, and the model name)"
+                raise LLMHTTPError(msg, status) from None
+            except (TimeoutError, socket.timeout):
+                raise _Retryable(LLMTimeoutError(f"{self.url} did not answer within {self.timeout:g}s")) from None
+            except urllib.error.URLError as e:
+                if isinstance(e.reason, (TimeoutError, socket.timeout)):
+                    raise _Retryable(LLMTimeoutError(f"{self.url} did not answer within {self.timeout:g}s")) from None
+                raise _Retryable(LLMUnavailableError(f"cannot reach {self.url}: {e.reason}")) from None
+            except (ConnectionError, http.client.HTTPException) as e:
+                raise _Retryable(LLMUnavailableError(f"connection to {self.url} failed: {e}")) from None
+        try:
+            response = json.loads(raw.decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError):
+            raise LLMResponseError(f"{self.url} returned a body that is not JSON: {raw[:120]!r}") from None
+        if not isinstance(response, dict):
+            raise LLMResponseError(f"{self.url} returned JSON that is not an object")
+        if "error" in response and "choices" not in response:
+            raise LLMResponseError(f"{self.url} returned an error: {_short(response['error'])}")
+        content = _first_choice(response).get("message", {}).get("content")
+        if isinstance(content, list):  # some servers return content parts
+            content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
+        if not isinstance(content, str):
+            raise LLMResponseError(f"{self.url} returned no choices[0].message.content")
+        return content, response
+
+
+class _Retryable(Exception):
+    def __init__(self, error: LLMError, retry_after: float | None = None):
+        super().__init__(str(error))
+        self.error = error
+        self.retry_after = retry_after
+
+
+def _first_choice(response: dict[str, Any]) -> dict[str, Any]:
+    choices = response.get("choices")
+    if isinstance(choices, list) and choices and isinstance(choices[0], dict):
+        return choices[0]
+    return {}
+
+
+def _retry_after(value: str | None) -> float | None:
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        return None
+
+
+def _short(obj: Any, n: int = 200) -> str:
+    if isinstance(obj, dict) and "message" in obj:
+        obj = obj["message"]
+    s = obj if isinstance(obj, str) else json.dumps(obj, ensure_ascii=False)
+    s = " ".join(s.split())
+    return s if len(s) <= n else s[: n - 3] + "..."
+
+
+def _error_detail(e: urllib.error.HTTPError) -> str:
+    try:
+        raw = e.read()
+    except Exception:  # the body of an error response is best effort only
+        return ""
+    try:
+        d = json.loads(raw.decode("utf-8"))
+        return _short(d.get("error", d) if isinstance(d, dict) else d)
+    except (UnicodeDecodeError, json.JSONDecodeError, AttributeError):
+        return _short(raw.decode("utf-8", "replace"))

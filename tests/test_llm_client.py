@@ -1,0 +1,237 @@
+"""The OpenAI-compatible client against a real local HTTP stub (tests/stub_openai.py)."""
+
+from __future__ import annotations
+
+import base64
+import json
+import threading
+import time
+
+import pytest
+from stub_openai import Malformed, Raw, Slow, Status, StubOpenAI
+
+from mag_dataset.llm_client import (
+    ChatClient,
+    LLMConfigError,
+    LLMHTTPError,
+    LLMResponseError,
+    LLMTimeoutError,
+    LLMUnavailableError,
+    fill_images,
+    image_part,
+    request_key,
+)
+
+MSG = [{"role": "user", "content": "hello"}]
+
+
+def client(stub: StubOpenAI, **kw) -> ChatClient:
+    kw.setdefault("api_key_env", None)
+    kw.setdefault("backoff", 0.01)
+    kw.setdefault("timeout", 5)
+    return ChatClient(stub.base_url, kw.pop("model", "stub-model"), **kw)
+
+
+@pytest.fixture()
+def stub():
+    with StubOpenAI(responder=lambda body: "echo:" + json.dumps(body["messages"][-1]["content"])) as s:
+        yield s
+
+
+def test_complete_sends_greedy_request_and_returns_content(stub):
+    c = client(stub)
+    assert c.complete(MSG) == 'echo:"hello"'
+    assert stub.count == 1
+    body = stub.requests[0]
+    assert body["model"] == "stub-model" and body["temperature"] == 0 and body["messages"] == MSG
+    assert c.complete(MSG, temperature=0.7, max_tokens=5) == 'echo:"hello"'
+    assert stub.requests[1]["temperature"] == 0.7 and stub.requests[1]["max_tokens"] == 5
+
+
+def test_cache_rerun_makes_zero_requests(stub, tmp_path):
+    c = client(stub, cache_dir=tmp_path / "cache")
+    msgs = [[{"role": "user", "content": f"q{i}"}] for i in range(5)]
+    first = c.map(msgs)
+    assert stub.count == 5
+    # a fresh client (a rerun) over the same cache: zero requests, same answers
+    c2 = client(stub, cache_dir=tmp_path / "cache")
+    assert c2.map(msgs) == first
+    assert stub.count == 5 and c2.stats["requests"] == 0 and c2.stats["cache_hits"] == 5
+    files = list((tmp_path / "cache").rglob("*.json"))
+    assert len(files) == 5
+    # any change to the request is a different key
+    c2.complete(msgs[0], max_tokens=3)
+    assert stub.count == 6
+
+
+def test_cache_key_covers_every_field():
+    body = {"model": "m", "messages": MSG, "temperature": 0}
+    k = request_key("http://x/v1/chat/completions", body)
+    assert k == request_key("http://x/v1/chat/completions", dict(reversed(body.items())))
+    assert k != request_key("http://y/v1/chat/completions", body)
+    assert k != request_key("http://x/v1/chat/completions", {**body, "model": "n"})
+    assert k != request_key("http://x/v1/chat/completions", {**body, "seed": 1})
+
+
+def test_retries_429_and_5xx_then_succeeds(stub):
+    stub.script += [Status(429, retry_after=0), Status(500), Status(503)]
+    c = client(stub, max_retries=3)
+    assert c.complete(MSG) == 'echo:"hello"'
+    assert stub.count == 4 and c.stats["retries"] == 3
+
+
+def test_retries_exhausted_raise_typed_error(stub):
+    stub.script += [Status(500)] * 3
+    c = client(stub, max_retries=2)
+    with pytest.raises(LLMHTTPError) as e:
+        c.complete(MSG)
+    assert e.value.status == 500 and "gave up after 3 attempts" in str(e.value)
+    assert stub.count == 3 and c.stats["failures"] == 1
+
+
+def test_backoff_is_exponential(stub):
+    stub.script += [Status(500), Status(500)]
+    c = client(stub, max_retries=2, backoff=0.2)
+    t = time.monotonic()
+    c.complete(MSG)
+    assert time.monotonic() - t >= 0.2 + 0.4 - 0.05
+
+
+def test_non_retryable_status_fails_at_once(stub):
+    stub.script += [Status(400, message="bad request: unknown field")]
+    c = client(stub, max_retries=3)
+    with pytest.raises(LLMHTTPError, match="HTTP 400: bad request: unknown field"):
+        c.complete(MSG)
+    assert stub.count == 1
+
+
+def test_timeout_is_retried_then_typed(stub):
+    stub.script += [Slow(1.0), Slow(1.0)]
+    c = client(stub, timeout=0.3, max_retries=1)
+    with pytest.raises(LLMTimeoutError, match="did not answer within 0.3s"):
+        c.complete(MSG)
+    assert stub.count == 2
+    stub.script += [Slow(1.0)]
+    assert c.complete(MSG) == 'echo:"hello"'  # one timeout, then the answer
+
+
+def test_malformed_body_is_a_response_error(stub):
+    stub.script += [Malformed(), Raw({"no": "choices"}), Raw({"error": {"message": "model overloaded"}})]
+    c = client(stub, max_retries=0, cache_dir=None)
+    with pytest.raises(LLMResponseError, match="not JSON"):
+        c.complete(MSG)
+    with pytest.raises(LLMResponseError, match="no choices"):
+        c.complete(MSG)
+    with pytest.raises(LLMResponseError, match="model overloaded"):
+        c.complete(MSG)
+
+
+def test_failures_are_not_cached(stub, tmp_path):
+    stub.script += [Malformed()]
+    c = client(stub, max_retries=0, cache_dir=tmp_path)
+    with pytest.raises(LLMResponseError):
+        c.complete(MSG)
+    assert c.complete(MSG) == 'echo:"hello"'
+    assert c.complete(MSG) == 'echo:"hello"'
+    assert stub.count == 2
+
+
+def test_api_key_sent_and_missing_key_is_config_error(monkeypatch):
+    with StubOpenAI(require_key="sk-test") as stub:
+        monkeypatch.setenv("MAG_TEST_KEY", "sk-test")
+        c = ChatClient(stub.base_url, "m", api_key_env="MAG_TEST_KEY", backoff=0.01)
+        assert c.complete(MSG) == "ok"
+        assert stub.headers[0]["Authorization"] == "Bearer sk-test"
+        monkeypatch.setenv("MAG_TEST_KEY", "wrong")
+        with pytest.raises(LLMHTTPError, match=r"HTTP 401.*\$MAG_TEST_KEY"):
+            c.complete([{"role": "user", "content": "other"}])
+    monkeypatch.delenv("MAG_TEST_KEY")
+    remote = ChatClient("https://api.example.invalid/v1", "m", api_key_env="MAG_TEST_KEY")
+    with pytest.raises(LLMConfigError, match="MAG_TEST_KEY is not set"):
+        remote.complete(MSG)
+    assert remote.stats["requests"] == 0
+
+
+@pytest.mark.parametrize("url", ["", "127.0.0.1:8000/v1", "ftp://host/v1", "http:///v1", "not a url"])
+def test_bad_base_url_is_config_error(url):
+    with pytest.raises(LLMConfigError, match="base_url"):
+        ChatClient(url, "m")
+
+
+def test_wrong_path_is_explained(stub):
+    c = ChatClient(stub.base_url.removesuffix("/v1"), "m", api_key_env=None)
+    with pytest.raises(LLMHTTPError, match="check base_url"):
+        c.complete(MSG)
+
+
+def test_unreachable_endpoint_is_typed():
+    import socket
+
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()  # nothing listens there now
+    c = ChatClient(f"http://127.0.0.1:{port}/v1", "m", api_key_env=None, max_retries=1, backoff=0.01)
+    with pytest.raises(LLMUnavailableError, match="cannot reach"):
+        c.complete(MSG)
+    assert c.stats["requests"] == 2
+
+
+def test_bad_messages_are_config_errors(stub):
+    c = client(stub)
+    for bad in ([], "hello", [{"content": "x"}]):
+        with pytest.raises(LLMConfigError):
+            c.complete(bad)
+    with pytest.raises(LLMConfigError):
+        c.complete(MSG, model="other")
+    assert stub.count == 0
+
+
+def test_map_bounds_concurrency_and_keeps_order():
+    live = {"now": 0, "max": 0}
+    lock = threading.Lock()
+
+    def responder(body):
+        with lock:
+            live["now"] += 1
+            live["max"] = max(live["max"], live["now"])
+        time.sleep(0.1)
+        with lock:
+            live["now"] -= 1
+        return body["messages"][0]["content"].upper()
+
+    with StubOpenAI(responder=responder) as stub:
+        c = client(stub, concurrency=3)
+        reqs = [[{"role": "user", "content": f"q{i}"}] for i in range(9)]
+        reqs.append({"messages": [{"role": "user", "content": "last"}], "max_tokens": 4})
+        out = c.map(reqs)
+    assert out == [f"Q{i}" for i in range(9)] + ["LAST"]
+    assert stub.count == 10
+    assert live["max"] == 3
+
+
+def test_map_return_exceptions(stub):
+    stub.script += [Status(400)]
+    c = client(stub, concurrency=1, max_retries=0)
+    out = c.map([MSG, [{"role": "user", "content": "b"}]], return_exceptions=True)
+    assert isinstance(out[0], LLMHTTPError) and out[1] == 'echo:"b"'
+
+
+def test_image_part_and_fill_images(stub):
+    png = b"\x89PNG\r\n\x1a\nfake"
+    part = image_part(png)
+    assert part["type"] == "image_url"
+    assert base64.b64decode(part["image_url"]["url"].split(",", 1)[1]) == png
+    hf = [
+        {"role": "system", "content": "sys"},
+        {"role": "user", "content": [{"type": "image"}, {"type": "text", "text": "what?"}]},
+    ]
+    oa = fill_images(hf, [png])
+    assert oa[1]["content"][0] == part and hf[1]["content"][0] == {"type": "image"}
+    with pytest.raises(LLMConfigError):
+        fill_images(hf, [])
+    with pytest.raises(LLMConfigError):
+        fill_images(hf, [png, png])
+    c = client(stub)
+    c.complete(oa)
+    assert stub.requests[0]["messages"][1]["content"][0]["image_url"]["url"].startswith("data:image/png;base64,")
