@@ -1,0 +1,207 @@
+"""BrowserGym MiniWoB++ environments driven by the system Chromium.
+
+Usage (all calls from one thread: Playwright objects are bound to the thread that made them)::
+
+    from mag_dataset.live.env import make_env, strict_success
+    env = make_env("login-user")          # a BrowserGym BrowserEnv, headless system Chromium
+    obs, info = env.reset(seed=3)          # obs["goal"], obs["screenshot"], obs["dom_object"], ...
+    obs, reward, done, trunc, info = env.step("click('14')")
+    ok = strict_success(info)              # MiniWoB's raw reward == 1, not BrowserGym's reward
+    env.close()
+
+Three facts found on this machine shape this module:
+
+* Playwright cannot download its own browsers here, so every launch gets the system
+  Chromium (``executable_path``) and headless-friendly flags. BrowserGym launches the task
+  browser with ``pw_chromium_kwargs`` but its chat window starts a *second* Chromium that
+  ignores them; we replace the chat window by an in-process message list (no browser at
+  all: one Chromium per episode instead of two) and route every launch BrowserGym makes
+  through :func:`_launch_kwargs`.
+* BrowserGym's MiniWoB reward is ``RAW_REWARD > 0``, which counts partial credit as
+  success. :func:`strict_success` uses MiniWoB's raw reward and requires exactly 1.
+* MiniWoB pages ship in pip ``miniwob``; ``MINIWOB_URL`` is set to a ``file://`` URL of its
+  ``html/miniwob/`` folder unless the caller set it.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+#: Flags given to every Chromium launch (the task page's browser, and any other).
+CHROMIUM_FLAGS: tuple[str, ...] = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+)
+
+#: BrowserGym action subsets the executor's strings use.
+ACTION_SUBSETS: tuple[str, ...] = ("chat", "bid", "coord", "nav", "tab")
+
+
+class LiveEnvError(RuntimeError):
+    """The live environment cannot be set up (no Chromium, no MiniWoB pages, unknown task)."""
+
+
+def chromium_executable() -> str:
+    """Path of the system Chromium: ``$MAG_CHROMIUM``, the Debian binary, or ``chromium`` on PATH.
+
+    Raises:
+        LiveEnvError: when none exists.
+    """
+    for p in (os.environ.get("MAG_CHROMIUM"), "/usr/lib/chromium/chromium", shutil.which("chromium"),
+              shutil.which("chromium-browser"), shutil.which("google-chrome")):
+        if p and os.path.exists(p):
+            return p
+    raise LiveEnvError("no Chromium found: install Debian's chromium (apt-get install -y chromium) "
+                       "or set MAG_CHROMIUM to a Chromium executable")
+
+
+def miniwob_url() -> str:
+    """``file://`` URL (with trailing slash) of the MiniWoB++ pages shipped in pip ``miniwob``."""
+    if os.environ.get("MINIWOB_URL"):
+        return os.environ["MINIWOB_URL"]
+    try:
+        import miniwob
+    except ImportError as e:  # pragma: no cover - the [live] extra installs it
+        raise LiveEnvError("pip package 'miniwob' is required for MiniWoB++ pages") from e
+    html = Path(miniwob.__file__).resolve().parent / "html" / "miniwob"
+    if not html.is_dir():
+        raise LiveEnvError(f"MiniWoB++ pages not found in {html}")
+    return html.as_uri() + "/"
+
+
+def _launch_kwargs(kwargs: dict[str, Any]) -> dict[str, Any]:
+    kwargs = dict(kwargs)
+    kwargs["executable_path"] = chromium_executable()
+    kwargs["headless"] = True
+    args = [a for a in kwargs.get("args") or [] if a]
+    kwargs["args"] = args + [f for f in CHROMIUM_FLAGS if f not in args]
+    return kwargs
+
+
+class _ChromiumLauncher:
+    """Wraps ``playwright.chromium`` so every ``launch`` uses the system Chromium."""
+
+    def __init__(self, chromium: Any):
+        self._chromium = chromium
+
+    def launch(self, **kwargs: Any) -> Any:
+        return self._chromium.launch(**_launch_kwargs(kwargs))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._chromium, name)
+
+
+class _PlaywrightProxy:
+    def __init__(self, pw: Any):
+        self._pw = pw
+        self.chromium = _ChromiumLauncher(pw.chromium)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._pw, name)
+
+
+class BrowserlessChat:
+    """Drop-in for BrowserGym's ``Chat`` that keeps messages in memory (no second browser)."""
+
+    def __init__(self, headless: bool = True, chat_size: Any = None, record_video_dir: Any = None, modern: bool = True):
+        self.messages: list[dict[str, Any]] = []
+        self.recording_start_time = None
+
+    def add_message(self, role: str, msg: str) -> None:
+        if role not in ("user", "user_image", "assistant", "info", "infeasible"):
+            raise ValueError(f"Invalid role: {role}")
+        if role != "info":
+            self.messages.append({"role": role, "timestamp": time.time(), "message": msg})
+
+    def wait_for_user_message(self) -> None:
+        raise RuntimeError("interactive chat is not available in headless recording")
+
+    def close(self) -> None:
+        pass
+
+
+_PATCHED = False
+
+
+def _patch_browsergym() -> None:
+    """Route BrowserGym's launches through the system Chromium and drop its chat browser."""
+    global _PATCHED
+    if _PATCHED:
+        return
+    import browsergym.core as bg_core
+    import browsergym.core.chat as bg_chat
+    import browsergym.core.env as bg_env
+
+    def get_playwright() -> Any:
+        pw = bg_core._get_global_playwright()
+        return pw if isinstance(pw, _PlaywrightProxy) else _PlaywrightProxy(pw)
+
+    bg_env._get_global_playwright = get_playwright
+    bg_chat._get_global_playwright = get_playwright
+    bg_env.Chat = BrowserlessChat
+    _PATCHED = True
+
+
+def task_class(task: str) -> type:
+    """The BrowserGym task class of a MiniWoB++ task name such as ``login-user``.
+
+    Raises:
+        LiveEnvError: for an unknown task name.
+    """
+    os.environ.setdefault("MINIWOB_URL", miniwob_url())
+    from browsergym.miniwob import ALL_MINIWOB_TASKS
+
+    by_name = {cls.subdomain: cls for cls in ALL_MINIWOB_TASKS}
+    if task not in by_name:
+        raise LiveEnvError(f"unknown MiniWoB++ task {task!r}")
+    return by_name[task]
+
+
+def make_env(task: str, *, pre_observation_delay: float = 0.3, action_subsets: tuple[str, ...] = ACTION_SUBSETS) -> Any:
+    """Create a headless BrowserGym environment for one MiniWoB++ task.
+
+    Args:
+        task: MiniWoB++ task name (``click-button``, ``login-user``, ``book-flight``, ...).
+        pre_observation_delay: seconds BrowserGym waits after an action before observing.
+        action_subsets: BrowserGym high-level action subsets accepted by ``env.step``.
+
+    Returns:
+        A ``browsergym.core.env.BrowserEnv``; call ``reset(seed=...)`` then ``step(action_str)``.
+        Use it from the thread that created it.
+    """
+    os.environ.setdefault("MINIWOB_URL", miniwob_url())
+    chromium_executable()  # fail early with a clear message
+    _patch_browsergym()
+    from browsergym.core.action.highlevel import HighLevelActionSet
+    from browsergym.core.env import BrowserEnv
+
+    action_set = HighLevelActionSet(subsets=list(action_subsets), multiaction=True, strict=False)
+    return BrowserEnv(
+        task_entrypoint=task_class(task),
+        task_kwargs={"base_url": os.environ["MINIWOB_URL"]},
+        headless=True,
+        action_mapping=action_set.to_python_code,
+        pre_observation_delay=pre_observation_delay,
+    )
+
+
+def raw_reward(info: dict[str, Any]) -> float:
+    """MiniWoB's raw reward from a BrowserGym step/reset ``info`` (0.0 when absent)."""
+    task_info = info.get("task_info") or {}
+    value = task_info.get("RAW_REWARD_GLOBAL")
+    return float(value) if value is not None else 0.0
+
+
+def strict_success(info: dict[str, Any]) -> bool:
+    """Whether the episode ended with MiniWoB's raw reward exactly 1 (no partial credit)."""
+    task_info = info.get("task_info") or {}
+    return bool(task_info.get("DONE_GLOBAL")) and raw_reward(info) >= 1.0

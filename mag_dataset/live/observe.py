@@ -1,0 +1,359 @@
+"""Turn a BrowserGym observation into what a benchmark step records.
+
+Usage::
+
+    from mag_dataset.live.observe import observe
+    ob = observe(obs)                  # obs from env.reset()/env.step()
+    ob.png, ob.som_png                 # raw / Set-of-Mark PNG bytes (cropped screenshot)
+    ob.candidates                      # list[Candidate]: id = BrowserGym bid, bbox in screenshot px
+    ob.width, ob.height                # image size in screenshot px
+    ob.conv.to_page((x, y))            # screenshot px -> page CSS px (exact, incl. crop)
+    ob.elements["14"]                  # DOM/AX facts of every marked element, for experts
+
+Coordinates. BrowserGym captures MiniWoB++ screenshots at ``_bgym_scale_factor`` (1.5) device
+pixels per CSS pixel and reports element boxes in those pixels. We crop the screenshot to the
+task's area (MiniWoB's ``#wrap`` plus anything visible outside it) to keep images small, so a
+point in our screenshot maps to the page as ``page = (shot + crop_origin) / scale``
+(:class:`Conversion`). The conversion is stored with every recorded step.
+
+Candidate menu. Merged from three sources so that no clickable thing is missed: the DOM
+snapshot (tags, attributes, own text, click listeners via CDP's ``isClickable``), the
+accessibility tree (role, accessible name), and BrowserGym's extra element properties (box,
+visibility, clickable, BrowserGym's own set-of-marks choice). An element is a candidate when it
+is visible inside the image and is clickable, has an interactive role or tag, is marked by
+BrowserGym's set-of-marks, or directly holds visible text (spans with delegated click handlers).
+"""
+
+from __future__ import annotations
+
+import io
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from mag_dataset.schema import Candidate
+
+#: Roles that make an element a candidate on their own.
+INTERACTIVE_ROLES = frozenset({
+    "button", "link", "textbox", "searchbox", "checkbox", "radio", "combobox", "listbox", "option",
+    "menuitem", "menuitemcheckbox", "menuitemradio", "tab", "treeitem", "spinbutton", "slider",
+    "switch", "gridcell", "columnheader", "rowheader", "MenuListPopup", "menu", "img", "image",
+})
+INTERACTIVE_TAGS = frozenset({"a", "button", "input", "select", "textarea", "option", "label", "summary", "img"})
+#: Wrapper elements that never become candidates (they cover the whole task area).
+_SKIP_TAGS = frozenset({"html", "body", "head", "script", "style", "br", "svg", "path", "g"})
+_MIN_VISIBILITY = 0.5
+_MIN_SIDE = 2.0  # screenshot px
+
+
+@dataclass(frozen=True)
+class Conversion:
+    """Exact map between our (cropped) screenshot pixels and page CSS pixels.
+
+    Attributes:
+        scale: screenshot pixels per CSS pixel (BrowserGym's ``_bgym_scale_factor``).
+        crop: ``(x0, y0, x1, y1)`` of our image inside BrowserGym's full screenshot, in
+            full-screenshot pixels (integers).
+    """
+
+    scale: float
+    crop: tuple[int, int, int, int]
+
+    def to_page(self, point: tuple[float, float]) -> tuple[float, float]:
+        """Screenshot px -> page CSS px."""
+        return ((point[0] + self.crop[0]) / self.scale, (point[1] + self.crop[1]) / self.scale)
+
+    def to_screenshot(self, point: tuple[float, float]) -> tuple[float, float]:
+        """Page CSS px -> screenshot px."""
+        return (point[0] * self.scale - self.crop[0], point[1] * self.scale - self.crop[1])
+
+    def to_browsergym(self, point: tuple[float, float]) -> tuple[float, float]:
+        """Screenshot px -> the pixels BrowserGym's ``mouse_*`` actions take.
+
+        BrowserGym's coordinate actions divide by ``_bgym_scale_factor`` themselves, so they
+        expect full-screenshot pixels: page px times the scale.
+        """
+        px, py = self.to_page(point)
+        return (px * self.scale, py * self.scale)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"scale_factor": self.scale, "crop": list(self.crop)}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "Conversion":
+        return cls(scale=float(d["scale_factor"]), crop=tuple(int(v) for v in d["crop"]))  # type: ignore[arg-type]
+
+
+@dataclass
+class Element:
+    """Facts about one BrowserGym-marked element (bid), merged from DOM, AX tree and properties.
+
+    ``bbox`` is in full-screenshot pixels (before the crop); ``text`` is its whole visible
+    text content, ``own_text`` only its direct text children.
+    """
+
+    bid: str
+    tag: str
+    attrs: dict[str, str]
+    parent: str | None
+    text: str
+    own_text: str
+    role: str
+    name: str
+    bbox: tuple[float, float, float, float] | None
+    visibility: float
+    clickable: bool
+    som: bool
+    value: str | None = None
+    checked: bool | None = None
+    children: list[str] = field(default_factory=list)
+
+    @property
+    def label(self) -> str:
+        """Best human-readable name: accessible name, text, placeholder, value, id."""
+        for v in (self.name, self.text, self.attrs.get("placeholder"), self.attrs.get("aria-label"),
+                  self.attrs.get("title"), self.value, self.attrs.get("value")):
+            if v and v.strip():
+                return " ".join(v.split())
+        return ""
+
+
+@dataclass
+class Observation:
+    """A processed observation. See the module docstring."""
+
+    png: bytes
+    som_png: bytes
+    width: int
+    height: int
+    candidates: list[Candidate]
+    conv: Conversion
+    goal: str
+    url: str
+    elements: dict[str, Element]
+    focused: str | None = None
+
+    def candidate(self, bid: str) -> Candidate | None:
+        return next((c for c in self.candidates if c.id == bid), None)
+
+    def screen_box(self, bid: str) -> tuple[float, float, float, float] | None:
+        """Box of an element in our screenshot px, clipped to the image (None if not visible)."""
+        el = self.elements.get(bid)
+        if el is None or el.bbox is None:
+            return None
+        return _clip(_shift(el.bbox, self.conv.crop), self.width, self.height)
+
+
+def _norm(s: str | None) -> str:
+    return " ".join((s or "").split())
+
+
+def _shift(box: tuple[float, float, float, float], crop: tuple[int, int, int, int]) -> tuple[float, float, float, float]:
+    return (box[0] - crop[0], box[1] - crop[1], box[2] - crop[0], box[3] - crop[1])
+
+
+def _clip(box: tuple[float, float, float, float], w: int, h: int) -> tuple[float, float, float, float] | None:
+    x0, y0, x1, y1 = max(0.0, box[0]), max(0.0, box[1]), min(float(w), box[2]), min(float(h), box[3])
+    if x1 - x0 < _MIN_SIDE or y1 - y0 < _MIN_SIDE:
+        return None
+    return (round(x0, 2), round(y0, 2), round(x1, 2), round(y1, 2))
+
+
+def parse_elements(obs: dict[str, Any]) -> dict[str, Element]:
+    """Merge the DOM snapshot, the AX tree and the extra properties per BrowserGym bid."""
+    dom = obs["dom_object"]
+    strings = dom["strings"]
+    props = obs.get("extra_element_properties") or {}
+
+    def s(i: int) -> str:
+        return strings[i] if i >= 0 else ""
+
+    ax_by_bid: dict[str, dict[str, Any]] = {}
+    for node in (obs.get("axtree_object") or {}).get("nodes", []):
+        bid = node.get("browsergym_id")
+        if bid is not None and bid not in ax_by_bid:
+            ax_by_bid[str(bid)] = node
+
+    elements: dict[str, Element] = {}
+    for doc in dom["documents"]:
+        nodes = doc["nodes"]
+        parents = nodes["parentIndex"]
+        types = nodes["nodeType"]
+        names = nodes["nodeName"]
+        values = nodes.get("nodeValue", [-1] * len(parents))
+        n = len(parents)
+        attrs = [dict(zip([s(a) for a in al[0::2]], [s(a) for a in al[1::2]])) for al in nodes["attributes"]]
+        input_value = dict(zip(nodes.get("inputValue", {}).get("index", []), nodes.get("inputValue", {}).get("value", [])))
+        checked = set(nodes.get("inputChecked", {}).get("index", []))
+        children: list[list[int]] = [[] for _ in range(n)]
+        for i, p in enumerate(parents):
+            if p >= 0:
+                children[p].append(i)
+        text_memo: dict[int, str] = {}
+
+        def full_text(i: int) -> str:
+            if i in text_memo:
+                return text_memo[i]
+            if types[i] == 3:
+                out = s(values[i])
+            elif s(names[i]).lower() in ("script", "style", "head"):
+                out = ""
+            else:
+                out = " ".join(t for t in (full_text(c) for c in children[i]) if t.strip())
+            text_memo[i] = out
+            return out
+
+        bid_of = [attrs[i].get("bid") for i in range(n)]
+        for i in range(n):
+            bid = bid_of[i]
+            if types[i] != 1 or not bid:
+                continue
+            p = parents[i]
+            while p >= 0 and not bid_of[p]:
+                p = parents[p]
+            ax = ax_by_bid.get(bid, {})
+            pr = props.get(bid, {})
+            box = pr.get("bbox")
+            own = " ".join(s(values[c]) for c in children[i] if types[c] == 3)
+            val = input_value.get(i)
+            elements[bid] = Element(
+                bid=bid,
+                tag=s(names[i]).lower(),
+                attrs={k: v for k, v in attrs[i].items() if not k.startswith("browsergym")},
+                parent=bid_of[p] if p >= 0 else None,
+                text=_norm(full_text(i)),
+                own_text=_norm(own),
+                role=str((ax.get("role") or {}).get("value") or ""),
+                name=_norm(str((ax.get("name") or {}).get("value") or "")),
+                bbox=(box[0], box[1], box[0] + box[2], box[1] + box[3]) if box else None,
+                visibility=float(pr.get("visibility") or 0.0),
+                clickable=bool(pr.get("clickable")),
+                som=bool(pr.get("set_of_marks")),
+                value=s(val) if isinstance(val, int) else None,
+                checked=(i in checked) if s(names[i]).lower() == "input" else None,
+            )
+    for el in elements.values():
+        if el.parent in elements:
+            elements[el.parent].children.append(el.bid)
+    return elements
+
+
+def _is_candidate(el: Element) -> bool:
+    if el.tag in _SKIP_TAGS or el.visibility < _MIN_VISIBILITY or el.bbox is None:
+        return False
+    if el.attrs.get("id") in ("wrap", "area", "query"):
+        return False
+    return (
+        el.clickable
+        or el.som
+        or el.role in INTERACTIVE_ROLES
+        or el.tag in INTERACTIVE_TAGS
+        or bool(el.own_text.strip())
+    )
+
+
+def _role(el: Element) -> str:
+    if el.role and el.role not in ("generic", "none", "StaticText", "paragraph"):
+        return el.role
+    return el.tag
+
+
+def _task_area(elements: dict[str, Element], full_w: int, full_h: int, cands: list[Element]) -> tuple[int, int, int, int]:
+    wrap = next((e for e in elements.values() if e.attrs.get("id") == "wrap" and e.bbox), None)
+    if wrap is None:
+        return (0, 0, full_w, full_h)
+    x0, y0, x1, y1 = wrap.bbox  # type: ignore[misc]
+    for el in cands:  # e.g. autocomplete menus appended to <body>
+        b = el.bbox
+        if b and b[2] > b[0] and b[3] > b[1] and b[0] < full_w and b[1] < full_h and b[2] > 0 and b[3] > 0:
+            x0, y0, x1, y1 = min(x0, b[0]), min(y0, b[1]), max(x1, b[2]), max(y1, b[3])
+    return (max(0, math.floor(x0)), max(0, math.floor(y0)), min(full_w, math.ceil(x1)), min(full_h, math.ceil(y1)))
+
+
+#: BrowserGym's MiniWoB++ screenshot scale (``page._bgym_scale_factor`` set by the task).
+MINIWOB_SCALE = 1.5
+
+
+def page_scale(env: Any) -> float:
+    """Screenshot pixels per CSS pixel of a BrowserGym env's active page."""
+    page = getattr(getattr(env, "unwrapped", env), "page", None)
+    return float(getattr(page, "_bgym_scale_factor", 1.0)) if page is not None else MINIWOB_SCALE
+
+
+def observe(obs: dict[str, Any], crop: bool = True, scale: float = MINIWOB_SCALE) -> Observation:
+    """Process a BrowserGym observation (see the module docstring).
+
+    Args:
+        obs: an observation returned by ``env.reset`` / ``env.step``.
+        crop: crop the screenshot to the task area (MiniWoB's ``#wrap``); False keeps it whole.
+        scale: screenshot px per CSS px; pass ``page_scale(env)`` for non-MiniWoB pages.
+
+    Returns:
+        The :class:`Observation`.
+    """
+    from PIL import Image
+
+    shot = obs["screenshot"]
+    full_h, full_w = int(shot.shape[0]), int(shot.shape[1])
+    elements = parse_elements(obs)
+    visible = [e for e in elements.values() if _is_candidate(e)]
+    area = _task_area(elements, full_w, full_h, visible) if crop else (0, 0, full_w, full_h)
+    image = Image.fromarray(shot).crop(area)
+    width, height = image.size
+    conv = Conversion(scale=float(scale), crop=area)
+    candidates = []
+    for el in sorted(visible, key=lambda e: _bid_key(e.bid)):
+        box = _clip(_shift(el.bbox, area), width, height)  # type: ignore[arg-type]
+        if box is None:
+            continue
+        candidates.append(Candidate(id=el.bid, role=_role(el), text=el.label[:200], bbox=box))
+    return Observation(
+        png=encode_png(image),
+        som_png=encode_png(draw_som(image, candidates)),
+        width=width,
+        height=height,
+        candidates=candidates,
+        conv=conv,
+        goal=str(obs.get("goal") or ""),
+        url=str(obs.get("url") or ""),
+        elements=elements,
+        focused=str(obs.get("focused_element_bid") or "") or None,
+    )
+
+
+def _bid_key(bid: str) -> tuple[int, str]:
+    return (int(bid), "") if bid.isdigit() else (1 << 30, bid)
+
+
+def encode_png(image: Any) -> bytes:
+    """Encode a PIL image as an optimised PNG (deterministic for the same pixels)."""
+    buf = io.BytesIO()
+    image.save(buf, format="PNG", optimize=True)
+    return buf.getvalue()
+
+
+_PALETTE = ((230, 25, 75), (60, 180, 75), (0, 130, 200), (245, 130, 48), (145, 30, 180),
+            (70, 160, 160), (240, 50, 230), (128, 128, 0), (0, 0, 128), (170, 110, 40))
+
+
+def draw_som(image: Any, candidates: list[Candidate]) -> Any:
+    """Draw Set-of-Mark boxes and id labels on a copy of ``image`` (PIL)."""
+    from PIL import ImageDraw, ImageFont
+
+    out = image.convert("RGB").copy()
+    draw = ImageDraw.Draw(out)
+    try:
+        font = ImageFont.load_default(size=10)
+    except TypeError:  # Pillow < 10.1
+        font = ImageFont.load_default()
+    for c in candidates:
+        color = _PALETTE[_bid_key(c.id)[0] % len(_PALETTE)] if c.id.isdigit() else _PALETTE[0]
+        x0, y0, x1, y1 = c.bbox
+        draw.rectangle((x0, y0, max(x0, x1 - 1), max(y0, y1 - 1)), outline=color, width=1)
+        tb = draw.textbbox((0, 0), c.id, font=font)
+        tw, th = tb[2] - tb[0] + 2, tb[3] - tb[1] + 2
+        lx, ly = x0, y0 - th if y0 - th >= 0 else y0
+        lx = min(lx, max(0, out.width - tw))
+        draw.rectangle((lx, ly, lx + tw, ly + th), fill=color)
+        draw.text((lx + 1 - tb[0], ly + 1 - tb[1]), c.id, fill=(255, 255, 255), font=font)
+    return out
