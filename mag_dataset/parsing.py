@@ -1,0 +1,248 @@
+"""The output contract and its parser: the format gate of the scorer.
+
+A model output passes the gate when it is exactly one JSON object in the contract's shape
+(WebMRE, arXiv 2609.27353, "Protocol": OFCR is the share of outputs that pass):
+
+- Surrounding whitespace is tolerated, and so is ONE enclosing Markdown fence (```` ``` ````
+  or ```` ```json ````) around the object. Any other text before or after it fails.
+- Contract A has exactly the key ``action``; G exactly ``guide``; J exactly ``action`` then
+  ``guide``; JG exactly ``guide`` then ``action``. Order matters; a repeated key fails.
+- ``guide`` is a non-empty string.
+- ``action`` is an object with ``type`` (one of :data:`~mag_dataset.actions.ACTION_SPACE`)
+  and exactly the arguments of that type: required ones must be present, optional ones may
+  be, nothing else. Arguments are strings; ``scroll.direction`` is one of its choices.
+- In the som view a targeted action names ``element``: a non-empty string, or an integer,
+  which is compared as its decimal string. In the coord view it gives ``coordinate``:
+  ``[x, y]``, two finite numbers (not booleans) with ``|v| <= MAX_COORDINATE``.
+- Outputs longer than :data:`MAX_OUTPUT_CHARS` fail without being parsed; so do JSON
+  constants ``NaN``/``Infinity`` and numbers that overflow.
+
+:func:`parse_output` never raises: every failure is a :class:`Parsed` with ``ok=False`` and
+a one-line ``reason``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from mag_dataset.actions import ACTION_SPACE, CONTRACT_KEYS, GROUNDING_KEY, ActionType, Contract, View
+from mag_dataset.schema import Action, SchemaError
+
+#: Longest output the gate parses (characters). A guide is one sentence; anything this long
+#: is a runaway generation and fails the gate without being parsed.
+MAX_OUTPUT_CHARS = 16_384
+
+#: Largest absolute coordinate accepted (screenshot pixels); beyond it the output fails.
+MAX_COORDINATE = 100_000.0
+
+_FENCE = re.compile(r"\A```[ \t]*(?:json|JSON)?[ \t]*\n?(.*?)\n?[ \t]*```\Z", re.DOTALL)
+
+
+@dataclass(frozen=True)
+class Parsed:
+    """Result of :func:`parse_output`.
+
+    Attributes:
+        ok: the output passed the format gate.
+        reason: why it failed (None when ok).
+        action: the predicted action (contracts with an ``action`` key), else None. In the
+            som view it carries ``element_id``; in the coord view ``coordinate``.
+        guide: the predicted guide, stripped of surrounding whitespace (contracts with a
+            ``guide`` key), else None.
+    """
+
+    ok: bool
+    reason: str | None = None
+    action: Action | None = None
+    guide: str | None = None
+
+
+class _GateError(Exception):
+    pass
+
+
+def _fail(reason: str) -> Parsed:
+    return Parsed(ok=False, reason=reason)
+
+
+def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    seen: dict[str, Any] = {}
+    for k, v in pairs:
+        if k in seen:
+            raise _GateError(f"repeated key {k!r}")
+        seen[k] = v
+    return seen
+
+
+def _bad_constant(name: str) -> Any:
+    raise _GateError(f"JSON constant {name} is not allowed")
+
+
+def _float(text: str) -> float:
+    v = float(text)
+    if not math.isfinite(v):
+        raise _GateError(f"number {text[:40]} overflows")
+    return v
+
+
+_DECODER = json.JSONDecoder(object_pairs_hook=_pairs, parse_constant=_bad_constant, parse_float=_float)
+
+
+def _unfence(text: str) -> str:
+    if text.startswith("```"):
+        m = _FENCE.match(text)
+        if m is None:
+            raise _GateError("unterminated or malformed code fence")
+        inner = m.group(1)
+        if "```" in inner:
+            raise _GateError("more than one code fence")
+        return inner.strip()
+    return text
+
+
+def _element(value: Any) -> str:
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        raise _GateError(f"element must be a string or an integer, got {type(value).__name__}")
+    s = str(value)
+    if not s.strip():
+        raise _GateError("element is empty")
+    return s
+
+
+def _coordinate(value: Any) -> tuple[float, float]:
+    if not isinstance(value, list) or len(value) != 2:
+        raise _GateError("coordinate must be a list [x, y] of two numbers")
+    out = []
+    for v in value:
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            raise _GateError(f"coordinate must hold numbers, got {type(v).__name__}")
+        try:
+            f = float(v)
+        except OverflowError:
+            raise _GateError("coordinate out of range") from None
+        if not math.isfinite(f):
+            raise _GateError("coordinate must be finite")
+        if abs(f) > MAX_COORDINATE:
+            raise _GateError("coordinate out of range")
+        out.append(f)
+    return out[0], out[1]
+
+
+def _action(obj: Any, view: View) -> Action:
+    if not isinstance(obj, dict):
+        raise _GateError(f"action must be an object, got {_json_type(obj)}")
+    t = obj.get("type")
+    if not isinstance(t, str):
+        raise _GateError("action.type is missing or not a string")
+    try:
+        atype = ActionType(t)
+    except ValueError:
+        raise _GateError(f"unknown action type {t[:40]!r}") from None
+    spec = ACTION_SPACE[atype]
+    allowed = spec.allowed_keys(view)
+    extra = [k for k in obj if k not in allowed]
+    if extra:
+        raise _GateError(f"action.{extra[0][:40]} is not an argument of {atype.value} in the {view.value} view")
+    kwargs: dict[str, Any] = {"type": atype}
+    if spec.targeted:
+        gkey = GROUNDING_KEY[view]
+        if gkey not in obj:
+            raise _GateError(f"{atype.value} needs action.{gkey}")
+        if view is View.SOM:
+            kwargs["element_id"] = _element(obj[gkey])
+        else:
+            kwargs["coordinate"] = _coordinate(obj[gkey])
+    for arg in spec.args:
+        if arg.name not in obj:
+            if arg.required:
+                raise _GateError(f"{atype.value} needs action.{arg.name}")
+            continue
+        v = obj[arg.name]
+        if not isinstance(v, str):
+            raise _GateError(f"action.{arg.name} must be a string, got {_json_type(v)}")
+        if arg.choices is not None and v not in arg.choices:
+            raise _GateError(f"action.{arg.name} must be one of {', '.join(arg.choices)}")
+        kwargs[arg.name] = v
+    try:
+        return Action(**kwargs)
+    except SchemaError as e:  # defensive: the checks above mirror the schema
+        raise _GateError(str(e)) from None
+
+
+def _json_type(v: Any) -> str:
+    return {dict: "object", list: "array", str: "string", bool: "boolean", type(None): "null"}.get(
+        type(v), "number"
+    )
+
+
+def parse_output(text: Any, view: View | str, contract: Contract | str) -> Parsed:
+    """Parse a raw model output under a contract and view; never raises.
+
+    Args:
+        text: the raw model output (anything that is not a ``str`` fails the gate).
+        view: ``som`` or ``coord``.
+        contract: ``A``, ``G``, ``J`` or ``JG``.
+
+    Returns:
+        ``Parsed(ok=True, action=..., guide=...)``, or ``Parsed(ok=False, reason=...)``.
+
+    Raises:
+        ValueError: only for an unknown ``view`` or ``contract`` (a caller's bug, not a
+            model output).
+    """
+    view, contract = View(view), Contract(contract)
+    try:
+        return _parse(text, view, contract)
+    except _GateError as e:
+        return _fail(str(e))
+    except RecursionError:
+        return _fail("JSON nested too deeply")
+    except Exception as e:  # the gate must never take the scorer down
+        return _fail(f"unparseable output ({type(e).__name__})")
+
+
+def _parse(text: Any, view: View, contract: Contract) -> Parsed:
+    if not isinstance(text, str):
+        return _fail(f"output must be a string, got {type(text).__name__}")
+    if len(text) > MAX_OUTPUT_CHARS:
+        return _fail(f"output longer than {MAX_OUTPUT_CHARS} characters")
+    body = _unfence(text.strip())
+    if not body.startswith("{"):
+        return _fail("output does not start with a JSON object" if body else "empty output")
+    try:
+        obj, end = _DECODER.raw_decode(body)
+    except json.JSONDecodeError as e:
+        return _fail(f"invalid JSON: {e.msg} at character {e.pos}")
+    except ValueError as e:  # e.g. an integer with too many digits
+        return _fail(f"invalid JSON: {str(e)[:80]}")
+    if body[end:].strip():
+        return _fail("text after the JSON object")
+    if not isinstance(obj, dict):  # pragma: no cover - body starts with "{"
+        return _fail("output is not a JSON object")
+    keys = tuple(obj)
+    want = CONTRACT_KEYS[contract]
+    if keys != want:
+        missing = [k for k in want if k not in obj]
+        extra = [k for k in keys if k not in want]
+        if extra:
+            return _fail(f"unexpected key {extra[0][:40]!r} for contract {contract.value}")
+        if missing:
+            return _fail(f"missing key {missing[0]!r} for contract {contract.value}")
+        return _fail(f"keys must be in the order {', '.join(want)} for contract {contract.value}")
+    guide = None
+    if "guide" in obj:
+        g = obj["guide"]
+        if not isinstance(g, str):
+            return _fail(f"guide must be a string, got {_json_type(g)}")
+        guide = g.strip()
+        if not guide:
+            return _fail("guide is empty")
+    action = _action(obj["action"], view) if "action" in obj else None
+    return Parsed(ok=True, action=action, guide=guide)
+
+
+__all__ = ["MAX_COORDINATE", "MAX_OUTPUT_CHARS", "Parsed", "parse_output"]
