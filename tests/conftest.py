@@ -27,3 +27,11 @@ def chromium() -> str:
     if path is None:
         pytest.fail("Debian chromium is required for browser tests (apt-get install -y chromium)")
     return path
+
+
+@pytest.fixture(scope="session")
+def tiny_vlm(tmp_path_factory):
+    """Folder of a tiny random-init Qwen3.5-style VLM (built once per test worker, offline)."""
+    from mag_dataset.testing.tiny_vlm import build_tiny_qwen35
+
+    return build_tiny_qwen35(tmp_path_factory.mktemp("tiny_vlm") / "model", seed=0)
