@@ -1,0 +1,642 @@
+"""The dataset builder: raw episodes (format v1, :mod:`mag_dataset.raw`) → a Hub-ready folder.
+
+:class:`WebMREBuilder` is a ``datasets.GeneratorBasedBuilder`` with the configs ``som`` and
+``coord``; features, splits and examples are declared the HF way. ``datasets`` 5.x no
+longer runs builder scripts from a Hub repository, so the builder is used
+programmatically by :func:`build_dataset`, and what is published is its *output*::
+
+    OUT/
+      README.md            dataset card; its YAML ``configs:`` + ``dataset_info`` make
+                           ``datasets.load_dataset(OUT, "som")`` work with no script
+      build_info.json      provenance: raw fingerprint, split seed, counts, file list
+      checksums.sha256     sha256 of every other file (``sha256sum -c`` format)
+      som/train-00000-of-00001.parquet   som/test-...
+      coord/train-00000-of-00001.parquet coord/test-...
+
+Guarantees:
+
+* **Deterministic** — rows in (task_id, step_index) order, screenshots stored as the raw
+  PNG bytes (no re-encoding), no timestamps or absolute paths: the same raw input gives
+  byte-identical Parquet files.
+* **Atomic** — everything is written into a hidden temp folder next to ``OUT`` and renamed
+  at the end; a failed build removes it and leaves an earlier ``OUT`` untouched.
+* **Consistent** — inconsistent raw data is rejected with :class:`mag_dataset.raw.RawDataError`
+  naming the episode, step and field (missing or unreadable image, image size mismatch,
+  target box outside the image, gold coordinate outside the target box, unknown action
+  type, duplicate step ids, a remap to an element not in the menu).
+
+Labels: audit fields come from an audit file (:func:`mag_dataset.raw.read_audit`; by default
+``RAW/audit.jsonl`` when it exists). Without a record a step is ``unaudited``, not
+disputed, and stale only if its raw step says so. A ``remapped`` record replaces the gold
+element id (the recorded one is kept in ``original_element_id``) and the target box becomes
+the remapped candidate's box, in both views; the gold coordinate is kept when it lies in
+the new box, else it becomes the box centre. Splits are task-level and come from
+``RAW/corpus.json`` (seed stored in every row as ``split_seed``); ``unseen_template`` marks
+steps whose intent template never occurs in train.
+
+References:
+    WebMRE (arXiv 2609.27353) §3: corpus unification, three-judge label audit, the SoM and
+    coordinate views sharing tasks, splits, screenshots and guides.
+    MAG (arXiv 2607.10079): the step format (screenshot, intent, previous guides → guide
+    and grounded action).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import random
+import re
+import shutil
+import tempfile
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Iterator
+
+import datasets
+
+from mag_dataset.actions import ACTION_SPACE, View
+from mag_dataset.features import view_features
+from mag_dataset.raw import (
+    AUDIT_FILE,
+    CORPUS_FILE,
+    CORPUS_FORMAT,
+    FORMAT_VERSION,
+    RawDataError,
+    RawEpisode,
+    RawStep,
+    iter_episode_dirs,
+    read_audit,
+    read_episode,
+    step_id,
+)
+from mag_dataset.schema import Action, AuditRecord, AuditStatus, Split, box_center, point_in_box
+
+#: Bump when the content of built rows changes for the same raw input (invalidates caches).
+BUILD_VERSION = 1
+BUILD_INFO_FILE = "build_info.json"
+CHECKSUM_FILE = "checksums.sha256"
+CARD_FILE = "README.md"
+BUILD_FORMAT = "mag-webmre-build"
+#: Split seed and test share used when a raw corpus has no ``corpus.json``.
+DEFAULT_SPLIT_SEED = 0
+DEFAULT_TEST_FRACTION = 0.3
+MAX_SHARD_SIZE = "256MB"
+_PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+class BuildError(ValueError):
+    """The raw corpus as a whole is inconsistent (corpus.json, audit file, output folder)."""
+
+
+@dataclass(frozen=True)
+class CorpusSplits:
+    """Task-level split assignment (from ``corpus.json`` or the documented default)."""
+
+    seed: int
+    splits: dict[str, Split]
+    held_out_templates: tuple[str, ...] = ()
+    source: str = CORPUS_FILE
+
+
+@dataclass(frozen=True)
+class PreparedStep:
+    """One validated step with its labels resolved, before the image bytes are read."""
+
+    episode_dir: Path
+    episode: RawEpisode
+    raw: RawStep
+    split: Split
+    unseen_template: bool
+    previous_guides: tuple[str, ...]
+    som_action: Action
+    coord_action: Action
+    target_bbox: tuple[float, float, float, float] | None
+    audit: AuditRecord
+    original_element_id: str | None
+
+    @property
+    def step_id(self) -> str:
+        return step_id(self.episode.task_id, self.raw.step_index)
+
+    def row(self, view: View) -> dict[str, Any]:
+        """The row of ``view`` without the ``screenshot`` column (JSON-able)."""
+        ep, st = self.episode, self.raw
+        som = view is View.SOM
+        return {
+            "step_id": self.step_id,
+            "task_id": ep.task_id,
+            "site": ep.site,
+            "intent": ep.intent,
+            "intent_template_id": ep.intent_template_id,
+            "step_index": st.step_index,
+            "num_steps": len(ep.steps),
+            "image_width": st.image_width,
+            "image_height": st.image_height,
+            "url": st.url,
+            "previous_guides": list(self.previous_guides),
+            "guide": st.guide,
+            "guide_source": st.guide_source.value,
+            "action": (self.som_action if som else self.coord_action).to_dict(),
+            "target_bbox": list(self.target_bbox) if self.target_bbox is not None else None,
+            "candidates": [c.to_dict() for c in st.candidates] if som else [],
+            "audit_status": self.audit.status.value,
+            "disputed": self.audit.disputed,
+            "stale": self.audit.stale,
+            "coordinate_restored": self.audit.coordinate_restored,
+            "original_element_id": self.original_element_id if som else None,
+            "unseen_template": self.unseen_template,
+            "split": self.split.value,
+        }
+
+    def screenshot(self, view: View) -> dict[str, Any]:
+        """The screenshot of ``view`` as a datasets Image value, validated against the step."""
+        key = "som_screenshot" if view is View.SOM else "screenshot"
+        name = getattr(self.raw, key)
+        data = _read_png(self.episode_dir / name, self.episode.episode_id, self.raw, key)
+        return {"bytes": data, "path": None}
+
+
+@dataclass
+class Corpus:
+    """A validated raw corpus, ready to be generated into both views."""
+
+    raw_dir: Path
+    splits: CorpusSplits
+    steps: list[PreparedStep]
+    audit_path: Path | None
+    fingerprint: str
+    stats: dict[str, Any] = field(default_factory=dict)
+
+    def steps_in(self, split: Split | str) -> list[PreparedStep]:
+        split = Split(split)
+        return [s for s in self.steps if s.split is split]
+
+    @property
+    def splits_present(self) -> list[Split]:
+        """Splits that hold at least one step, train first."""
+        present = {s.split for s in self.steps}
+        return [s for s in Split if s in present]
+
+
+def _read_png(path: Path, episode: str, step: RawStep, key: str) -> bytes:
+    try:
+        data = path.read_bytes()
+    except OSError:
+        raise RawDataError(episode, step.step_index, key, f"missing image file {path.name!r}") from None
+    if not data.startswith(_PNG_MAGIC):
+        raise RawDataError(episode, step.step_index, key, f"{path.name!r} is not a PNG file")
+    from PIL import Image, UnidentifiedImageError
+
+    try:
+        with Image.open(io.BytesIO(data)) as im:
+            size = im.size
+    except (UnidentifiedImageError, OSError, SyntaxError) as e:
+        raise RawDataError(episode, step.step_index, key, f"{path.name!r} is not a readable PNG: {e}") from None
+    if size != (step.image_width, step.image_height):
+        raise RawDataError(
+            episode,
+            step.step_index,
+            key,
+            f"{path.name!r} is {size[0]}x{size[1]} but the step says {step.image_width}x{step.image_height}",
+        )
+    return data
+
+
+def raw_fingerprint(raw_dir: str | os.PathLike, audit_path: str | os.PathLike | None = None) -> str:
+    """sha256 over every file of a raw corpus (names and contents), the audit file and BUILD_VERSION.
+
+    Hidden files and folders (temp folders of an interrupted recording) are skipped.
+    """
+    root = Path(raw_dir)
+    h = hashlib.sha256(f"mag-build-v{BUILD_VERSION}\n".encode())
+    for path in sorted(p for p in root.rglob("*") if p.is_file()):
+        rel = path.relative_to(root).as_posix()
+        if any(part.startswith(".") for part in rel.split("/")):
+            continue
+        h.update(f"{rel}\n{hashlib.sha256(path.read_bytes()).hexdigest()}\n".encode())
+    if audit_path is not None and Path(audit_path).resolve() != (root / AUDIT_FILE).resolve():
+        h.update(b"audit\n" + hashlib.sha256(Path(audit_path).read_bytes()).digest())
+    return h.hexdigest()
+
+
+def read_splits(raw_dir: Path, episodes: list[RawEpisode]) -> CorpusSplits:
+    """Read ``corpus.json``; without one, split tasks with the documented default.
+
+    The default shuffles the sorted task ids with ``random.Random(DEFAULT_SPLIT_SEED)`` and
+    puts the first ``round(DEFAULT_TEST_FRACTION * n)`` (at least one) into test.
+
+    Raises:
+        BuildError: a malformed manifest, a task without a split, or a held-out template
+            that occurs in train.
+    """
+    task_ids = sorted({e.task_id for e in episodes})
+    path = raw_dir / CORPUS_FILE
+    if not path.is_file():
+        rng = random.Random(DEFAULT_SPLIT_SEED)
+        order = list(task_ids)
+        rng.shuffle(order)
+        n_test = max(1, round(DEFAULT_TEST_FRACTION * len(order))) if order else 0
+        test = set(order[:n_test])
+        return CorpusSplits(
+            seed=DEFAULT_SPLIT_SEED,
+            splits={t: Split.TEST if t in test else Split.TRAIN for t in task_ids},
+            source="default",
+        )
+    try:
+        d = json.loads(path.read_text("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise BuildError(f"{path}: not valid UTF-8 JSON: {e}") from None
+    if not isinstance(d, dict) or d.get("format") != CORPUS_FORMAT:
+        raise BuildError(f"{path}: field 'format' must be {CORPUS_FORMAT!r}")
+    if d.get("format_version") != FORMAT_VERSION:
+        raise BuildError(f"{path}: unsupported format_version {d.get('format_version')!r}")
+    seed = d.get("split_seed")
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise BuildError(f"{path}: field 'split_seed' must be an integer, got {seed!r}")
+    raw_splits = d.get("splits")
+    if not isinstance(raw_splits, dict):
+        raise BuildError(f"{path}: field 'splits' must map task ids to 'train' or 'test'")
+    splits: dict[str, Split] = {}
+    for task, value in raw_splits.items():
+        try:
+            splits[task] = Split(value)
+        except ValueError:
+            raise BuildError(f"{path}: task {task!r} has split {value!r}, expected 'train' or 'test'") from None
+    held = d.get("held_out_templates") or []
+    if not isinstance(held, list) or not all(isinstance(t, str) for t in held):
+        raise BuildError(f"{path}: field 'held_out_templates' must be a list of strings")
+    for ep in episodes:
+        if ep.task_id not in splits:
+            raise BuildError(f"{path}: task {ep.task_id!r} (episode {ep.episode_id!r}) has no split")
+        if splits[ep.task_id] is Split.TRAIN and ep.intent_template_id in held:
+            raise BuildError(
+                f"{path}: template {ep.intent_template_id!r} is held out but task {ep.task_id!r} is in train"
+            )
+    return CorpusSplits(seed=seed, splits={t: splits[t] for t in task_ids}, held_out_templates=tuple(held))
+
+
+def _raw_coordinate_restored(step: RawStep) -> bool:
+    # Unification (mag unify) may record the flag as a RawStep field or in its metadata.
+    return bool(getattr(step, "coordinate_restored", False) or step.metadata.get("coordinate_restored", False))
+
+
+def _resolve_labels(ep: RawEpisode, st: RawStep, rec: AuditRecord | None) -> tuple[Action, Action, Any, AuditRecord, str | None]:
+    """Apply an audit record to a raw step: (som action, coord action, target box, audit, original id)."""
+    action, bbox = st.action, st.target_bbox
+    restored = _raw_coordinate_restored(st)
+    if rec is None:
+        audit = AuditRecord(stale=st.stale, coordinate_restored=restored)
+        original = None
+    else:
+        audit = AuditRecord(
+            status=rec.status,
+            disputed=rec.disputed,
+            stale=rec.stale or st.stale,
+            coordinate_restored=rec.coordinate_restored or restored,
+            original_element_id=rec.original_element_id,
+            element_id=rec.element_id,
+        )
+        original = rec.original_element_id
+    if rec is not None and rec.status is AuditStatus.REMAPPED:
+        if not ACTION_SPACE[action.type].targeted:
+            raise RawDataError(ep.episode_id, st.step_index, "audit.status", f"remapped, but a {action.type.value} action has no target")
+        target = next((c for c in st.candidates if c.id == rec.element_id), None)
+        if target is None:
+            raise RawDataError(
+                ep.episode_id, st.step_index, "audit.element_id", f"remapped to {rec.element_id!r}, which is not in the candidate menu"
+            )
+        original = rec.original_element_id or action.element_id
+        bbox = target.bbox
+        point = action.coordinate if action.coordinate is not None and point_in_box(action.coordinate, bbox) else box_center(bbox)
+        action = Action(**{**action.to_dict(), "element_id": target.id, "coordinate": list(point)})
+    coord_action = action
+    if ACTION_SPACE[action.type].targeted:
+        point = action.coordinate if action.coordinate is not None else box_center(bbox)
+        coord_action = Action(**{**action.to_dict(), "element_id": None, "coordinate": list(point)})
+    return action, coord_action, bbox, audit, original
+
+
+def prepare_corpus(
+    raw_dir: str | os.PathLike, audit_path: str | os.PathLike | None = None, progress: bool = True
+) -> Corpus:
+    """Read, validate and label a raw corpus (everything but the image bytes).
+
+    Args:
+        raw_dir: the raw corpus folder (episode folders, optional corpus.json / audit.jsonl).
+        audit_path: an audit file; default ``raw_dir/audit.jsonl`` when it exists.
+        progress: show a progress bar while reading episodes.
+
+    Raises:
+        RawDataError: naming the episode, step and field of an inconsistency.
+        BuildError: corpus-level problems (manifest, audit file naming unknown steps).
+        FileNotFoundError: ``raw_dir`` or ``audit_path`` does not exist.
+    """
+    from tqdm.auto import tqdm
+
+    raw_dir = Path(raw_dir)
+    folders = iter_episode_dirs(raw_dir)
+    if not folders:
+        raise BuildError(f"{raw_dir}: no episode folders found")
+    episodes: list[tuple[Path, RawEpisode]] = []
+    for folder in tqdm(folders, desc="reading raw episodes", unit="ep", disable=not progress):
+        episodes.append((folder, read_episode(folder)))
+    owner: dict[str, str] = {}
+    for _, ep in episodes:
+        for st in ep.steps:
+            sid = step_id(ep.task_id, st.step_index)
+            if sid in owner:
+                raise RawDataError(ep.episode_id, st.step_index, "step_id", f"duplicate step id {sid!r}, also in episode {owner[sid]!r}")
+            owner[sid] = ep.episode_id
+    if audit_path is None and (raw_dir / AUDIT_FILE).is_file():
+        audit_path = raw_dir / AUDIT_FILE
+    audit: dict[str, AuditRecord] = {}
+    if audit_path is not None:
+        if not Path(audit_path).is_file():
+            raise FileNotFoundError(f"audit file not found: {audit_path}")
+        try:
+            audit = read_audit(audit_path)
+        except ValueError as e:
+            raise BuildError(str(e)) from None
+        unknown = sorted(set(audit) - set(owner))
+        if unknown:
+            raise BuildError(f"{audit_path}: audit records for {len(unknown)} unknown step ids, e.g. {unknown[0]!r}")
+    splits = read_splits(raw_dir, [ep for _, ep in episodes])
+    train_templates = {ep.intent_template_id for _, ep in episodes if splits.splits[ep.task_id] is Split.TRAIN}
+    steps: list[PreparedStep] = []
+    for folder, ep in sorted(episodes, key=lambda x: (x[1].task_id, x[1].episode_id)):
+        guides: list[str] = []
+        for st in ep.steps:
+            som_action, coord_action, bbox, rec, original = _resolve_labels(ep, st, audit.get(step_id(ep.task_id, st.step_index)))
+            steps.append(
+                PreparedStep(
+                    episode_dir=folder,
+                    episode=ep,
+                    raw=st,
+                    split=splits.splits[ep.task_id],
+                    unseen_template=ep.intent_template_id not in train_templates,
+                    previous_guides=tuple(guides),
+                    som_action=som_action,
+                    coord_action=coord_action,
+                    target_bbox=bbox,
+                    audit=rec,
+                    original_element_id=original,
+                )
+            )
+            guides.append(st.guide)
+    return Corpus(
+        raw_dir=raw_dir,
+        splits=splits,
+        steps=steps,
+        audit_path=Path(audit_path) if audit_path is not None else None,
+        fingerprint=raw_fingerprint(raw_dir, audit_path),
+    )
+
+
+@dataclass
+class WebMREConfig(datasets.BuilderConfig):
+    """Config of :class:`WebMREBuilder`: the view (config name) and where the raw corpus is.
+
+    Attributes:
+        raw_dir: the raw corpus folder.
+        audit_path: optional audit file (default ``raw_dir/audit.jsonl`` when present).
+    """
+
+    raw_dir: str | None = None
+    audit_path: str | None = None
+
+
+class WebMREBuilder(datasets.GeneratorBasedBuilder):
+    """Builds one view (``som`` or ``coord``) of WebMRE from raw episodes.
+
+    Use :func:`build_dataset` for the Hub-ready folder. A prepared :class:`Corpus` may be
+    passed as ``corpus=`` so both views share one validation pass.
+    """
+
+    BUILDER_CONFIG_CLASS = WebMREConfig
+    BUILDER_CONFIGS = [
+        WebMREConfig(name=View.SOM.value, description="Set-of-Mark view: labelled screenshot, candidate menu, element ids."),
+        WebMREConfig(name=View.COORD.value, description="Coordinate view: raw screenshot, actions grounded by pixel coordinates."),
+    ]
+    DEFAULT_CONFIG_NAME = View.SOM.value
+
+    def __init__(self, *args: Any, corpus: Corpus | None = None, **kwargs: Any):
+        self._corpus = corpus
+        kwargs.setdefault("dataset_name", "webmre")
+        super().__init__(*args, **kwargs)
+
+    @property
+    def view(self) -> View:
+        return View(self.config.name)
+
+    @property
+    def corpus(self) -> Corpus:
+        if self._corpus is None:
+            if self.config.raw_dir is None:
+                raise BuildError("WebMREBuilder needs raw_dir=... or corpus=...")
+            self._corpus = prepare_corpus(self.config.raw_dir, self.config.audit_path)
+        return self._corpus
+
+    def _info(self) -> datasets.DatasetInfo:
+        from mag_dataset.card import CITATION, DESCRIPTION
+
+        return datasets.DatasetInfo(
+            description=DESCRIPTION,
+            features=view_features(self.config.name),
+            citation=CITATION,
+            license="apache-2.0",
+        )
+
+    def _split_generators(self, dl_manager: Any) -> list[datasets.SplitGenerator]:
+        return [datasets.SplitGenerator(name=s.value, gen_kwargs={"split": s.value}) for s in self.corpus.splits_present]
+
+    def _generate_examples(self, split: str) -> Iterator[tuple[str, dict[str, Any]]]:
+        seed = self.corpus.splits.seed
+        for st in self.corpus.steps_in(split):
+            row = {"screenshot": st.screenshot(self.view), **st.row(self.view), "split_seed": seed}
+            yield st.step_id, row
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _is_build(path: Path) -> bool:
+    return (path / BUILD_INFO_FILE).is_file()
+
+
+def _check_target(out_dir: Path) -> None:
+    if out_dir.exists():
+        if not out_dir.is_dir():
+            raise BuildError(f"output {out_dir} exists and is not a folder")
+        if any(out_dir.iterdir()) and not _is_build(out_dir):
+            raise BuildError(f"output folder {out_dir} is not empty and holds no earlier build; choose another --out")
+
+
+def _write_view(builder: WebMREBuilder, work: Path, out: Path, view: View) -> dict[str, dict[str, Any]]:
+    """Run the HF builder for one view into ``work`` and move its Parquet shards to ``out/<view>/``."""
+    prep = work / view.value
+    builder.download_and_prepare(
+        output_dir=str(prep), file_format="parquet", max_shard_size=MAX_SHARD_SIZE, download_mode="force_redownload"
+    )
+    target = out / view.value
+    target.mkdir(parents=True)
+    result: dict[str, dict[str, Any]] = {}
+    for split, info in builder.info.splits.items():
+        pattern = re.compile(rf"-{re.escape(split)}(-\d{{5}}-of-\d{{5}})?\.parquet$")
+        shards = sorted(p for p in prep.iterdir() if pattern.search(p.name))
+        if not shards:
+            raise BuildError(f"the builder wrote no Parquet shard for {view.value}/{split}")
+        files = []
+        for i, shard in enumerate(shards):
+            name = f"{split}-{i:05d}-of-{len(shards):05d}.parquet"
+            os.replace(shard, target / name)
+            files.append(f"{view.value}/{name}")
+        result[split] = {"num_examples": info.num_examples, "num_bytes": info.num_bytes, "files": files}
+    return result
+
+
+def _swap_into_place(tmp: Path, out_dir: Path, overwrite: bool) -> Path:
+    if not out_dir.exists():
+        try:
+            tmp.rename(out_dir)
+            return out_dir
+        except OSError:
+            if not out_dir.exists():
+                raise
+    if not overwrite:
+        shutil.rmtree(tmp)  # another process built the same thing first; keep theirs
+        return out_dir
+    if out_dir.is_dir() and not any(out_dir.iterdir()):
+        out_dir.rmdir()
+        tmp.rename(out_dir)
+        return out_dir
+    old = out_dir.with_name(f".{out_dir.name}.old-{os.getpid()}")
+    out_dir.rename(old)
+    tmp.rename(out_dir)
+    shutil.rmtree(old, ignore_errors=True)
+    return out_dir
+
+
+def build_dataset(
+    raw_dir: str | os.PathLike,
+    out_dir: str | os.PathLike,
+    audit_path: str | os.PathLike | None = None,
+    progress: bool = True,
+    *,
+    overwrite: bool = True,
+) -> Path:
+    """Build both views of a raw corpus into a Hub-ready dataset folder, atomically.
+
+    Args:
+        raw_dir: raw corpus folder (format v1).
+        out_dir: the dataset folder to write. An earlier build there is replaced; a
+            non-empty folder that is not a build is refused.
+        audit_path: optional audit file; default ``raw_dir/audit.jsonl`` when present.
+        progress: show progress bars (tqdm).
+        overwrite: replace an existing build at ``out_dir``; if False, an existing build
+            (e.g. one finished concurrently by another process) is kept.
+
+    Returns:
+        ``out_dir`` as an absolute path.
+
+    Raises:
+        RawDataError: inconsistent raw data, naming the episode, step and field.
+        BuildError: corpus-level inconsistencies or an unusable output folder.
+    """
+    from mag_dataset import __version__
+    from mag_dataset.card import render_card, split_statistics
+
+    out_dir = Path(out_dir).absolute()
+    _check_target(out_dir)
+    corpus = prepare_corpus(raw_dir, audit_path, progress=progress)
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.tmp-", dir=out_dir.parent))
+    was_enabled = datasets.utils.logging.is_progress_bar_enabled()
+    if not progress:
+        datasets.utils.logging.disable_progress_bar()
+    try:
+        work = tmp / ".work"
+        views: dict[str, dict[str, dict[str, Any]]] = {}
+        for view in View:
+            builder = WebMREBuilder(config_name=view.value, cache_dir=str(work / "cache"), corpus=corpus)
+            views[view.value] = _write_view(builder, work, tmp, view)
+        shutil.rmtree(work)
+        stats = {
+            view.value: {s.value: split_statistics(st.row(view) for st in corpus.steps_in(s)) for s in corpus.splits_present}
+            for view in View
+        }
+        info = {
+            "format": BUILD_FORMAT,
+            "build_version": BUILD_VERSION,
+            "package_version": __version__,
+            "raw_fingerprint": corpus.fingerprint,
+            "split_seed": corpus.splits.seed,
+            "split_source": corpus.splits.source,
+            "held_out_templates": list(corpus.splits.held_out_templates),
+            "audited": corpus.audit_path is not None,
+            "views": views,
+        }
+        (tmp / BUILD_INFO_FILE).write_text(json.dumps(info, indent=1, sort_keys=True) + "\n", "utf-8")
+        (tmp / CARD_FILE).write_text(render_card(info, stats), "utf-8")
+        files = sorted(p.relative_to(tmp).as_posix() for p in tmp.rglob("*") if p.is_file())
+        (tmp / CHECKSUM_FILE).write_text("".join(f"{_sha256(tmp / f)}  {f}\n" for f in files), "utf-8")
+        return _swap_into_place(tmp, out_dir, overwrite)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    finally:
+        if was_enabled and not progress:
+            datasets.utils.logging.enable_progress_bar()
+
+
+def verify_checksums(folder: str | os.PathLike) -> list[str]:
+    """Check a built folder against its checksum manifest.
+
+    Returns:
+        The checked files, relative to ``folder``.
+
+    Raises:
+        BuildError: naming the first missing, changed or unlisted file.
+    """
+    folder = Path(folder)
+    manifest = folder / CHECKSUM_FILE
+    if not manifest.is_file():
+        raise BuildError(f"{folder}: no {CHECKSUM_FILE}; is this a built dataset folder?")
+    listed: dict[str, str] = {}
+    for line in manifest.read_text("utf-8").splitlines():
+        digest, _, name = line.partition("  ")
+        listed[name] = digest
+    for name, digest in listed.items():
+        path = folder / name
+        if not path.is_file():
+            raise BuildError(f"{folder}: {name} is listed in {CHECKSUM_FILE} but missing")
+        if _sha256(path) != digest:
+            raise BuildError(f"{folder}: {name} does not match its sha256 in {CHECKSUM_FILE}")
+    present = {p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file()}
+    extra = sorted(present - set(listed) - {CHECKSUM_FILE})
+    extra = [e for e in extra if not any(part.startswith(".") for part in e.split("/"))]
+    if extra:
+        raise BuildError(f"{folder}: {extra[0]} is not listed in {CHECKSUM_FILE}")
+    return sorted(listed)
+
+
+def iter_rows(corpus: Corpus, view: View, split: Split | str) -> Iterable[dict[str, Any]]:
+    """Rows of one view and split without images (for statistics and tests)."""
+    for st in corpus.steps_in(split):
+        yield {**st.row(view), "split_seed": corpus.splits.seed}
+
+
+def group_by_split(corpus: Corpus) -> dict[str, list[str]]:
+    """Step ids per split, in row order."""
+    out: dict[str, list[str]] = defaultdict(list)
+    for st in corpus.steps:
+        out[st.split.value].append(st.step_id)
+    return dict(out)

@@ -1,0 +1,261 @@
+"""The dataset card (README.md) of a built dataset folder, and the statistics it shows.
+
+The card's YAML header is what lets ``datasets.load_dataset(DIR, "som")`` (or the same
+folder uploaded as ``mag/webmre``) work without a loading script: ``configs:`` maps each
+view to its Parquet shards per split, and ``dataset_info`` declares the features and split
+sizes. The body documents fields, views, flags, splits, statistics and citations.
+
+References:
+    MAG (arXiv 2607.10079); WebMRE (arXiv 2609.27353).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any, Iterable
+
+from mag_dataset.actions import ACTION_SPACE, ActionType, View
+
+DESCRIPTION = (
+    "WebMRE / MAG web guide-agent benchmark: each step pairs a web-page screenshot, the task "
+    "intent and the guides of previous steps with a gold guide sentence and a gold action, "
+    "grounded by a Set-of-Mark element id (som view) or by pixel coordinates (coord view)."
+)
+
+CITATION = """\
+@article{mag2026,
+  title         = {{MAG}: A Web-Agent Benchmark and Harness for Multimodal Action and Guide Generation},
+  journal       = {arXiv preprint arXiv:2607.10079},
+  eprint        = {2607.10079},
+  archivePrefix = {arXiv},
+  year          = {2026}
+}
+
+@article{webmre2026,
+  title         = {Guides That Cause Actions: An Offline Study of Guide-Action Mutual Reinforcement in Multimodal Web Agents},
+  journal       = {arXiv preprint arXiv:2609.27353},
+  eprint        = {2609.27353},
+  archivePrefix = {arXiv},
+  year          = {2026}
+}
+"""
+
+#: Flag columns counted in statistics, in display order.
+FLAGS: tuple[str, ...] = ("disputed", "stale", "unseen_template", "coordinate_restored")
+
+#: Columns a statistics computation needs (select these before reading a dataset).
+STAT_COLUMNS: tuple[str, ...] = ("step_id", "task_id", "site", "action", *FLAGS)
+
+
+def split_statistics(rows: Iterable[dict[str, Any]]) -> dict[str, Any]:
+    """Counts for one view and split.
+
+    Args:
+        rows: dataset rows (dicts with at least :data:`STAT_COLUMNS`).
+
+    Returns:
+        ``{"steps", "tasks", "sites", "action_types": {type: n}, <flag>: n ...}``; action
+        types in ActionType order, only those present.
+    """
+    steps = 0
+    tasks: set[str] = set()
+    sites: set[str] = set()
+    types: Counter[str] = Counter()
+    flags: Counter[str] = Counter()
+    for r in rows:
+        steps += 1
+        tasks.add(r["task_id"])
+        sites.add(r["site"])
+        types[r["action"]["type"]] += 1
+        for f in FLAGS:
+            flags[f] += bool(r[f])
+    return {
+        "steps": steps,
+        "tasks": len(tasks),
+        "sites": len(sites),
+        "action_types": {t.value: types[t.value] for t in ActionType if types[t.value]},
+        **{f: flags[f] for f in FLAGS},
+    }
+
+
+def format_statistics(stats: dict[str, dict[str, dict[str, Any]]]) -> str:
+    """A Markdown table of ``{view: {split: split_statistics(...)}}``, one row per view and split."""
+    head = ["view", "split", "steps", "tasks", "sites", "action types", *FLAGS]
+    lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
+    for view, per_split in stats.items():
+        for split, s in per_split.items():
+            types = ", ".join(f"{t} {n}" for t, n in s["action_types"].items())
+            cells = [view, split, s["steps"], s["tasks"], s["sites"], types, *(s[f] for f in FLAGS)]
+            lines.append("| " + " | ".join(str(c) for c in cells) + " |")
+    return "\n".join(lines)
+
+
+def _yaml_header(build_info: dict[str, Any]) -> dict[str, Any]:
+    import datasets
+
+    from mag_dataset.features import view_features
+
+    configs, infos = [], []
+    for view in View:
+        splits = build_info["views"][view.value]
+        configs.append(
+            {
+                "config_name": view.value,
+                "data_files": [{"split": s, "path": f"{view.value}/{s}-*.parquet"} for s in splits],
+                **({"default": True} if view is View.SOM else {}),
+            }
+        )
+        info = datasets.DatasetInfo(
+            features=view_features(view),
+            splits=datasets.SplitDict(
+                {
+                    s: datasets.SplitInfo(name=s, num_bytes=v["num_bytes"], num_examples=v["num_examples"])
+                    for s, v in splits.items()
+                }
+            ),
+            dataset_size=sum(v["num_bytes"] for v in splits.values()),
+        )
+        infos.append({"config_name": view.value, **info._to_yaml_dict()})
+    total = sum(v["num_examples"] for v in build_info["views"][View.SOM.value].values())
+    size = "n<1K" if total < 1000 else "1K<n<10K" if total < 10_000 else "10K<n<100K"
+    return {
+        "pretty_name": "WebMRE",
+        "license": "apache-2.0",
+        "language": ["en"],
+        "task_categories": ["image-text-to-text"],
+        "tags": ["web-agents", "gui-grounding", "set-of-mark", "benchmark"],
+        "size_categories": [size],
+        "configs": configs,
+        "dataset_info": infos,
+    }
+
+
+_FIELDS = [
+    ("step_id", "string", "unique id `task_id:step_index`"),
+    ("screenshot", "image", "som: screenshot with Set-of-Mark labels; coord: the raw screenshot"),
+    ("task_id", "string", "the task (one episode); splits are by task"),
+    ("site", "string", "the web site / application (MiniWoB++ task name in the sample)"),
+    ("intent", "string", "the task instruction"),
+    ("intent_template_id", "string", "the intent template; `unseen_template` is derived from it"),
+    ("step_index, num_steps", "int32", "position of the step in its task, and the task's length"),
+    ("image_width, image_height", "int32", "screenshot size in pixels"),
+    ("url", "string", "page URL at the step"),
+    ("previous_guides", "list of string", "gold guides of the earlier steps of the task (the history input)"),
+    ("guide", "string", "the gold guide sentence"),
+    ("guide_source", "string", "template, llm or human"),
+    ("action", "struct", "gold action: `type`, `element_id`, `coordinate` [x, y], `text`, `value`, `direction`, `key`, `url`, `answer`; unused fields null"),
+    ("target_bbox", "list of 4 float64", "[x0, y0, x1, y1] of the gold target in screenshot pixels; null for untargeted actions"),
+    ("candidates", "list of struct", "som: the candidate menu {`id`, `role`, `text`, `bbox`}; coord: always empty"),
+    ("audit_status", "string", "unaudited, confirmed, remapped, unmappable or disputed"),
+    ("disputed", "bool", "the audit judges disagreed; excluded from element-level scoring"),
+    ("stale", "bool", "the screenshot was recaptured and may not match the action-time page"),
+    ("coordinate_restored", "bool", "the element id was restored from a coordinate-only action"),
+    ("original_element_id", "string", "som: the recorded element id before an audit remap, else null; coord: null"),
+    ("unseen_template", "bool", "the step's intent template never occurs in train"),
+    ("split, split_seed", "string, int64", "the task-level split, and the seed that drew it"),
+]
+
+
+def _action_table() -> str:
+    lines = ["| type | target | arguments | meaning |", "|---|---|---|---|"]
+    for t, spec in ACTION_SPACE.items():
+        args = ", ".join(a.name for a in spec.args) or "—"
+        lines.append(f"| {t.value} | {'yes' if spec.targeted else 'no'} | {args} | {spec.description} |")
+    return "\n".join(lines)
+
+
+def render_card(build_info: dict[str, Any], stats: dict[str, dict[str, dict[str, Any]]]) -> str:
+    """The full README.md of a built folder.
+
+    Args:
+        build_info: the content of ``build_info.json`` (views → splits → counts and files).
+        stats: ``{view: {split: split_statistics(...)}}``.
+
+    Returns:
+        Markdown with a YAML header; deterministic for the same inputs.
+    """
+    import yaml
+
+    header = yaml.safe_dump(_yaml_header(build_info), sort_keys=False, allow_unicode=True, width=120)
+    fields = "\n".join(f"| `{n}` | {t} | {d} |" for n, t, d in _FIELDS)
+    held = ", ".join(f"`{t}`" for t in build_info["held_out_templates"]) or "none declared"
+    split_source = (
+        "`corpus.json` of the raw corpus" if build_info["split_source"] != "default" else "the builder's default (no corpus.json)"
+    )
+    audited = "an audit file" if build_info["audited"] else "no audit file: every step is `unaudited`"
+    return f"""---
+{header}---
+
+# WebMRE (sample build)
+
+{DESCRIPTION}
+
+This folder was written by `mag build` (package `mag_dataset` {build_info['package_version']},
+build format {build_info['build_version']}) from raw episodes with fingerprint
+`{build_info['raw_fingerprint'][:16]}`; labels from {audited}. The full WebMRE corpus
+(541 WebArena tasks, 5,293 steps) is built by its maintainers with the same builder.
+
+## Loading
+
+```python
+from datasets import load_dataset
+
+som = load_dataset("mag/webmre", "som", split="test")      # or a local folder path
+coord = load_dataset("mag/webmre", "coord", split="test")
+```
+
+No loading script is involved: the `configs:` entries above map each view to its Parquet
+shards. `checksums.sha256` lists the sha256 of every file (`sha256sum -c checksums.sha256`).
+
+## Views
+
+Both views hold the same steps (same `step_id`s, guides, splits and flags); they differ in
+grounding.
+
+- **som** — the screenshot carries Set-of-Mark labels, `candidates` is the menu of labelled
+  elements, and the gold `action.element_id` names one of them.
+- **coord** — the raw screenshot, no candidate menu, and no element ids at all (the gold
+  `action.element_id` and `original_element_id` are null): the gold action is grounded by
+  `action.coordinate` in screenshot pixels. `target_bbox` stays for scoring: a predicted
+  point is correct when it lies inside it. Join on `step_id` with the som view to recover
+  the element (provenance).
+
+## Fields
+
+| field | type | meaning |
+|---|---|---|
+{fields}
+
+Coordinates and boxes are in screenshot pixels; a point is inside a box when
+`x0 <= x <= x1` and `y0 <= y <= y1`.
+
+### Action space
+
+{_action_table()}
+
+## Flags
+
+- `audit_status` / `disputed`: outcome of the three-judge label audit. A `remapped` step's
+  gold element was replaced (the recorded id is kept in `original_element_id`) and its
+  `target_bbox` is the new element's box. Disputed steps are excluded from element-level
+  scoring; unmappable steps have no trustworthy element.
+- `stale`: the observation was recaptured after the fact and differs from the action-time one.
+- `coordinate_restored`: the element id was restored from a coordinate-only action (the
+  smallest candidate box containing the point).
+- `unseen_template`: the step's intent template never occurs in train.
+
+## Splits
+
+Splits are by task, taken from {split_source}, drawn with seed `{build_info['split_seed']}`
+(stored in every row as `split_seed`). Templates held out of train: {held}.
+
+## Statistics
+
+{format_statistics(stats)}
+
+## Citation
+
+```bibtex
+{CITATION.rstrip()}
+```
+"""

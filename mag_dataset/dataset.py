@@ -1,0 +1,182 @@
+"""Loading built WebMRE datasets: the bundled sample, local folders and Hub repositories.
+
+The bundled sample corpus (recorded MiniWoB++ episodes, raw format v1) ships inside the
+package; :func:`bundled_dataset` builds it once into a cache folder keyed by its
+fingerprint, so every command and test reads the same Parquet files. Everything else
+goes through ``datasets.load_dataset`` on a built folder or a Hub repo id, exactly as a
+user of ``mag/webmre`` would.
+
+``datasets`` is imported inside the functions that need it, so importing this module is
+cheap.
+
+References:
+    WebMRE (arXiv 2609.27353): the som and coord views, the audited gold labels.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterable
+
+from mag_dataset.actions import View
+from mag_dataset.schema import Action, Candidate, SchemaError, Step
+
+if TYPE_CHECKING:
+    import datasets
+
+#: Environment variable overriding the cache folder of :func:`bundled_dataset`.
+CACHE_ENV = "MAG_CACHE_DIR"
+
+#: Step columns kept in a gold record (everything but the screenshot and split_seed).
+_STEP_FIELDS: tuple[str, ...] = (
+    "step_id",
+    "task_id",
+    "site",
+    "intent",
+    "intent_template_id",
+    "step_index",
+    "num_steps",
+    "image_width",
+    "image_height",
+    "previous_guides",
+    "guide",
+    "guide_source",
+    "action",
+    "target_bbox",
+    "audit_status",
+    "disputed",
+    "stale",
+    "coordinate_restored",
+    "original_element_id",
+    "unseen_template",
+    "split",
+    "url",
+    "candidates",
+)
+
+
+def bundled_raw_dir() -> Path:
+    """The committed sample corpus (raw format v1): ``mag_dataset/data/raw/``."""
+    return Path(__file__).resolve().parent / "data" / "raw"
+
+
+def default_cache_dir() -> Path:
+    """``$MAG_CACHE_DIR``, else ``$XDG_CACHE_HOME/mag_dataset``, else ``~/.cache/mag_dataset``."""
+    if os.environ.get(CACHE_ENV):
+        return Path(os.environ[CACHE_ENV])
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "mag_dataset"
+
+
+def bundled_dataset(cache_dir: str | os.PathLike | None = None) -> Path:
+    """Build the bundled sample corpus once and return its Hub-ready folder.
+
+    The folder is ``<cache_dir>/webmre-sample-<fingerprint[:16]>``; the fingerprint covers
+    every raw file and the builder version, so a changed corpus or builder gets a fresh
+    folder. Concurrent callers are safe: each builds into its own temp folder and the
+    first finished rename wins.
+
+    Args:
+        cache_dir: where built folders live; default :func:`default_cache_dir`.
+
+    Returns:
+        The built folder, loadable with ``datasets.load_dataset(folder, "som")``.
+    """
+    from mag_dataset.builder import BUILD_INFO_FILE, build_dataset, raw_fingerprint
+
+    raw = bundled_raw_dir()
+    if not raw.is_dir() or not any(p.is_dir() for p in raw.iterdir()):
+        raise FileNotFoundError(f"the bundled raw corpus is missing or empty: {raw}")
+    root = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    out = root / f"webmre-sample-{raw_fingerprint(raw)[:16]}"
+    if (out / BUILD_INFO_FILE).is_file():
+        return out
+    return build_dataset(raw, out, progress=False, overwrite=False)
+
+
+def _is_local(source: str | os.PathLike) -> bool:
+    """A path (existing, or written like one) rather than a Hub repo id ``owner/name``."""
+    if isinstance(source, os.PathLike):
+        return True
+    s = str(source)
+    return os.path.exists(os.path.expanduser(s)) or s.startswith((".", "/", "~")) or s.count("/") > 1 or "\\" in s
+
+
+def load_view(source: str | os.PathLike, view: View | str, split: str) -> "datasets.Dataset":
+    """Load one view and split of a built dataset with ``datasets.load_dataset``.
+
+    Args:
+        source: a built folder (local path) or a Hub dataset repo id such as ``mag/webmre``.
+        view: ``som`` or ``coord`` (the config name).
+        split: ``train`` or ``test``.
+
+    Returns:
+        The ``datasets.Dataset``; ``screenshot`` decodes to a PIL image.
+
+    Raises:
+        FileNotFoundError: a local folder that does not exist.
+        ValueError: an unknown view or split.
+    """
+    import datasets
+
+    view = View(view)
+    if _is_local(source):
+        path = Path(source).expanduser()
+        if not path.is_dir():
+            raise FileNotFoundError(f"dataset folder not found: {path}")
+        source = str(path.resolve())
+    return datasets.load_dataset(os.fspath(source), view.value, split=split)
+
+
+def row_to_step(row: dict[str, Any]) -> Step:
+    """Convert a dataset row (or gold record) to a :class:`~mag_dataset.schema.Step`.
+
+    The screenshot and any extra column are ignored.
+
+    Raises:
+        SchemaError: a row that violates the schema, naming the field.
+    """
+    try:
+        kwargs = {k: row[k] for k in _STEP_FIELDS if k in row}
+        action = dict(kwargs.pop("action"))
+        kwargs["action"] = Action.from_dict(action)
+        kwargs["candidates"] = tuple(Candidate.from_dict(c) for c in kwargs.get("candidates") or ())
+        kwargs["previous_guides"] = tuple(kwargs.get("previous_guides") or ())
+        return Step(**kwargs)
+    except KeyError as e:
+        raise SchemaError(f"row {row.get('step_id')!r} lacks field {e.args[0]!r}") from None
+    except TypeError as e:
+        raise SchemaError(f"row {row.get('step_id')!r}: {e}") from None
+
+
+def step_from_record(d: dict[str, Any]) -> Step:
+    """Rebuild a Step from a gold record made by :func:`gold_records`."""
+    return row_to_step(d)
+
+
+def _without_images(ds: "datasets.Dataset") -> "datasets.Dataset":
+    drop = [c for c in ("screenshot",) if c in ds.column_names]
+    return ds.remove_columns(drop) if drop else ds
+
+
+def gold_records(ds: "datasets.Dataset | Iterable[dict[str, Any]]") -> list[dict[str, Any]]:
+    """JSON-able gold records without images, one per row, in row order.
+
+    These are what the ``evaluate`` module takes as references; :func:`step_from_record`
+    turns one back into a Step.
+    """
+    rows = _without_images(ds).to_list() if hasattr(ds, "remove_columns") else ds
+    return [{k: r[k] for k in _STEP_FIELDS if k in r} for r in rows]
+
+
+def load_steps(source: str | os.PathLike, view: View | str, split: str = "test") -> list[Step]:
+    """Steps of one view and split, without images.
+
+    Args:
+        source: a built folder or a Hub repo id (see :func:`load_view`).
+        view: ``som`` or ``coord``.
+        split: ``train`` or ``test``.
+    """
+    ds = _without_images(load_view(source, view, split))
+    return [row_to_step(r) for r in ds.to_list()]
