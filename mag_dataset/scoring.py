@@ -1,0 +1,740 @@
+"""The deterministic scorer: per-step metrics, then aggregates. Pure: no I/O, no clock.
+
+Implements the offline protocol of WebMRE (arXiv 2609.27353, "Protocol"): a format gate
+(OFCR), action-type and target matching, typed-text token F1, step action accuracy, guide
+BLEU and ROUGE, and judge-rated usefulness from cached verdicts. The same inputs always
+give byte-identical report JSON; the only randomness is the task-level bootstrap, drawn
+from an explicit ``random.Random(BOOTSTRAP_SEED)``.
+
+Per step (``None`` = not applicable, ``0.0`` = wrong; a failed output scores 0 on every
+applicable metric and stays in every denominator):
+
+========================  ===============================================================
+metric                    applies to / definition
+========================  ===============================================================
+``ofcr``                  every step: 1 when the output passes :mod:`mag_dataset.parsing`.
+``action_type_acc``       contracts with an action: predicted type == gold type.
+``target_acc``            contracts with an action, gold action targeted, step not
+                          ``disputed``/``unmappable``: som — element ids equal (as
+                          strings); coord — the point inside ``target_bbox``, edges
+                          included.
+``text_f1``               contracts with an action, gold type ``type``: SQuAD-style token
+                          F1 (lower-cased, punctuation split off as tokens, multiset
+                          overlap) of predicted vs gold text; 0 if the type differs.
+``saa``                   contracts with an action, step not disputed/unmappable: type
+                          equal, target equal where the gold has one, and every scored
+                          argument equal after :func:`normalize_arg` (``finish`` answer
+                          ignored).
+``bleu1``, ``bleu4``      contracts with a guide: sacrebleu sentence BLEU (the
+                          ``sentence_bleu`` defaults: exp smoothing, effective order) with
+                          ``max_ngram_order`` 1 / 4, ``lowercase=True``, divided by 100.
+``rouge_l``               contracts with a guide: rouge-score ``rougeL`` F-measure, no
+                          stemmer.
+``usefulness``            contracts with a guide, when verdicts are given: 1 when the
+                          majority of three judges rated the guide useful; ``None`` (and
+                          counted as unjudged) when a verdict is missing.
+========================  ===============================================================
+
+Aggregates: micro mean over steps, macro mean over tasks (mean of per-task means), each
+with its denominator; several seeds give the mean over seeds and the sample std; ``ci95``
+is a task-level bootstrap of the micro mean (tasks resampled with replacement, seeds
+pooled). Breakdowns by site, gold action type, stale and unseen_template.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import hashlib
+import json
+import math
+import random
+import re
+import statistics
+import unicodedata
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from mag_dataset.actions import ACTION_SPACE, CONTRACT_KEYS, ActionType, Contract, View
+from mag_dataset.parsing import Parsed, parse_output
+from mag_dataset.predictions import Prediction, PredictionsError, SeenSteps
+from mag_dataset.prompts import PROMPT_VERSION
+from mag_dataset.schema import Action, AuditStatus, Step, point_in_box
+
+#: Bumped whenever a score could change for the same inputs (golden tests pin it).
+SCORER_VERSION = "1.0.0"
+
+#: Report metric keys, in report order.
+METRIC_NAMES: tuple[str, ...] = (
+    "ofcr",
+    "action_type_acc",
+    "target_acc",
+    "text_f1",
+    "saa",
+    "bleu1",
+    "bleu4",
+    "rouge_l",
+    "usefulness",
+)
+
+#: Breakdown dimensions of the report.
+BREAKDOWNS: tuple[str, ...] = ("site", "action_type", "stale", "unseen_template")
+
+BOOTSTRAP_SEED = 0
+BOOTSTRAP_RESAMPLES = 1000
+#: Decimal places of every float in the report (per-step scores are kept exact).
+REPORT_DECIMALS = 6
+
+_PUNCT_TOKEN = re.compile(r"\w+|[^\w\s]", re.UNICODE)
+
+
+# --------------------------------------------------------------------------- text helpers
+
+
+def normalize_arg(s: str) -> str:
+    """Normalise an action argument for exact comparison: NFKC, lower case, single spaces."""
+    return " ".join(unicodedata.normalize("NFKC", s).lower().split())
+
+
+def _normalize_url(s: str) -> str:
+    return normalize_arg(s).rstrip("/")
+
+
+def tokens(s: str) -> list[str]:
+    """Lower-cased word tokens with punctuation split off as separate tokens."""
+    return _PUNCT_TOKEN.findall(unicodedata.normalize("NFKC", s).lower())
+
+
+def token_f1(pred: str, gold: str) -> float:
+    """SQuAD-style token F1 with multiset overlap (1.0 when both are empty)."""
+    p, g = tokens(pred), tokens(gold)
+    if not p or not g:
+        return float(p == g)
+    common = sum((Counter(p) & Counter(g)).values())
+    if common == 0:
+        return 0.0
+    precision, recall = common / len(p), common / len(g)
+    return 2 * precision * recall / (precision + recall)
+
+
+_BLEU: dict[int, Any] = {}
+_ROUGE: list[Any] = []
+
+
+def _bleu_metric(order: int) -> Any:
+    m = _BLEU.get(order)
+    if m is None:
+        from sacrebleu.metrics import BLEU
+
+        # Same settings as sacrebleu.sentence_bleu (exp smoothing, effective order), plus
+        # lowercase and the n-gram order; built once because construction is costly.
+        m = _BLEU[order] = BLEU(lowercase=True, max_ngram_order=order, effective_order=True)
+    return m
+
+
+def bleu(pred: str, gold: str, order: int) -> float:
+    """Sentence BLEU in [0, 1] (sacrebleu, lowercase, max_ngram_order=order)."""
+    return _bleu_metric(order).sentence_score(pred, [gold]).score / 100.0
+
+
+def rouge_l(pred: str, gold: str) -> float:
+    """rouge-score ``rougeL`` F-measure, no stemmer."""
+    if not _ROUGE:
+        from rouge_score import rouge_scorer
+
+        _ROUGE.append(rouge_scorer.RougeScorer(["rougeL"], use_stemmer=False))
+    return _ROUGE[0].score(gold, pred)["rougeL"].fmeasure
+
+
+# --------------------------------------------------------------------------- per step
+
+
+@dataclass(frozen=True)
+class StepScore:
+    """Scores of one output on one step (``None`` = not applicable).
+
+    Attributes:
+        step_id, task_id, site: identify the step.
+        gold_type: the gold action type (breakdown key).
+        stale, unseen_template: the step's flags (breakdown keys).
+        seed: the prediction's seed.
+        format_ok: the output passed the format gate.
+        reason: why it failed the gate (None when it passed).
+        unjudged: verdicts were given but none covers this guide.
+        ofcr ... usefulness: the metrics, see the module docstring.
+    """
+
+    step_id: str
+    task_id: str
+    site: str
+    gold_type: str
+    stale: bool
+    unseen_template: bool
+    seed: int
+    format_ok: bool
+    reason: str | None
+    unjudged: bool
+    ofcr: float
+    action_type_acc: float | None
+    target_acc: float | None
+    text_f1: float | None
+    saa: float | None
+    bleu1: float | None
+    bleu4: float | None
+    rouge_l: float | None
+    usefulness: float | None
+
+    def metric(self, name: str) -> float | None:
+        return getattr(self, name)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+def _target_match(pred: Action, step: Step, view: View) -> bool:
+    gold = step.action
+    if view is View.SOM:
+        return pred.element_id is not None and gold.element_id is not None and pred.element_id == gold.element_id
+    return pred.coordinate is not None and step.target_bbox is not None and point_in_box(pred.coordinate, step.target_bbox)
+
+
+def _target_applies(step: Step, view: View) -> bool:
+    if not step.has_target or not step.element_scored:
+        return False
+    return step.action.element_id is not None if view is View.SOM else step.target_bbox is not None
+
+
+def _args_match(pred: Action, gold: Action) -> bool:
+    for arg in ACTION_SPACE[gold.type].args:
+        if not arg.scored:
+            continue
+        g, p = getattr(gold, arg.name), getattr(pred, arg.name)
+        if g is None:
+            continue
+        if p is None:
+            return False
+        norm = _normalize_url if arg.name == "url" else normalize_arg
+        if norm(p) != norm(g):
+            return False
+    return True
+
+
+# Each metric: (parsed output, step, view, contract, verdicts) -> float | None. A metric
+# returns None when it does not apply, else 0.0 for a failed output, else its score.
+MetricFn = Callable[[Parsed, Step, View, Contract, Any], "float | None"]
+
+
+def _has(contract: Contract, key: str) -> bool:
+    return key in CONTRACT_KEYS[contract]
+
+
+def _m_ofcr(p: Parsed, step: Step, view: View, contract: Contract, verdicts: Any) -> float | None:
+    return 1.0 if p.ok else 0.0
+
+
+def _m_type(p: Parsed, step: Step, view: View, contract: Contract, verdicts: Any) -> float | None:
+    if not _has(contract, "action"):
+        return None
+    return float(p.ok and p.action is not None and p.action.type is step.action.type)
+
+
+def _m_target(p: Parsed, step: Step, view: View, contract: Contract, verdicts: Any) -> float | None:
+    if not _has(contract, "action") or not _target_applies(step, view):
+        return None
+    return float(p.ok and p.action is not None and _target_match(p.action, step, view))
+
+
+def _m_text_f1(p: Parsed, step: Step, view: View, contract: Contract, verdicts: Any) -> float | None:
+    if not _has(contract, "action") or step.action.type is not ActionType.TYPE:
+        return None
+    if not p.ok or p.action is None or p.action.type is not ActionType.TYPE:
+        return 0.0
+    return token_f1(p.action.text or "", step.action.text or "")
+
+
+def _m_saa(p: Parsed, step: Step, view: View, contract: Contract, verdicts: Any) -> float | None:
+    if not _has(contract, "action") or not step.element_scored:
+        return None
+    if not p.ok or p.action is None or p.action.type is not step.action.type:
+        return 0.0
+    if step.has_target and not _target_match(p.action, step, view):
+        return 0.0
+    return float(_args_match(p.action, step.action))
+
+
+def _m_bleu1(p: Parsed, step: Step, view: View, contract: Contract, verdicts: Any) -> float | None:
+    if not _has(contract, "guide"):
+        return None
+    return bleu(p.guide, step.guide, 1) if p.ok and p.guide is not None else 0.0
+
+
+def _m_bleu4(p: Parsed, step: Step, view: View, contract: Contract, verdicts: Any) -> float | None:
+    if not _has(contract, "guide"):
+        return None
+    return bleu(p.guide, step.guide, 4) if p.ok and p.guide is not None else 0.0
+
+
+def _m_rouge_l(p: Parsed, step: Step, view: View, contract: Contract, verdicts: Any) -> float | None:
+    if not _has(contract, "guide"):
+        return None
+    return rouge_l(p.guide, step.guide) if p.ok and p.guide is not None else 0.0
+
+
+def _m_usefulness(p: Parsed, step: Step, view: View, contract: Contract, verdicts: Any) -> float | None:
+    if verdicts is None or not _has(contract, "guide"):
+        return None
+    if not p.ok or p.guide is None:
+        return 0.0
+    verdict = verdicts.useful(step.step_id, p.guide)
+    return None if verdict is None else float(verdict)
+
+
+#: The metric table: report key -> per-step function. Grep here to find a metric.
+METRICS: dict[str, MetricFn] = {
+    "ofcr": _m_ofcr,
+    "action_type_acc": _m_type,
+    "target_acc": _m_target,
+    "text_f1": _m_text_f1,
+    "saa": _m_saa,
+    "bleu1": _m_bleu1,
+    "bleu4": _m_bleu4,
+    "rouge_l": _m_rouge_l,
+    "usefulness": _m_usefulness,
+}
+assert tuple(METRICS) == METRIC_NAMES
+
+
+def score_parsed(
+    parsed: Parsed, step: Step, view: View | str, contract: Contract | str, verdicts: Any = None, *, seed: int = 0
+) -> StepScore:
+    """Score an already parsed output (see :func:`score_step`)."""
+    view, contract = View(view), Contract(contract)
+    values = {name: fn(parsed, step, view, contract, verdicts) for name, fn in METRICS.items()}
+    unjudged = (
+        verdicts is not None and _has(contract, "guide") and parsed.ok and values["usefulness"] is None
+    )
+    return StepScore(
+        step_id=step.step_id,
+        task_id=step.task_id,
+        site=step.site,
+        gold_type=step.action.type.value,
+        stale=step.stale,
+        unseen_template=step.unseen_template,
+        seed=seed,
+        format_ok=parsed.ok,
+        reason=parsed.reason,
+        unjudged=unjudged,
+        **values,
+    )
+
+
+def score_step(
+    output: Any, step: Step, view: View | str, contract: Contract | str, verdicts: Any = None, *, seed: int = 0
+) -> StepScore:
+    """Score one raw model output on one step.
+
+    Args:
+        output: the raw model text.
+        step: the gold step.
+        view: ``som`` or ``coord``.
+        contract: ``A``, ``G``, ``J`` or ``JG``.
+        verdicts: cached judge verdicts (:class:`mag_dataset.verdicts.Verdicts`) or None.
+        seed: the prediction's seed, carried into the score.
+
+    Returns:
+        The step's scores; metrics that do not apply are None.
+    """
+    return score_parsed(parse_output(output, view, contract), step, view, contract, verdicts, seed=seed)
+
+
+_MISSING = Parsed(ok=False, reason="no prediction for this step")
+
+
+# --------------------------------------------------------------------------- aggregation
+
+
+def _gold_record(step: Step) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for f in dataclasses.fields(step):
+        v = getattr(step, f.name)
+        if isinstance(v, Action):
+            v = v.to_dict()
+        elif f.name == "candidates":
+            v = [c.to_dict() for c in v]
+        elif isinstance(v, tuple):
+            v = list(v)
+        elif isinstance(v, enum.Enum):
+            v = v.value
+        out[f.name] = v
+    return out
+
+
+def dataset_fingerprint(steps: Iterable[Step]) -> str:
+    """sha256 over the canonical gold records (sorted by step id, canonical JSON lines)."""
+    h = hashlib.sha256()
+    for rec in sorted((_gold_record(s) for s in steps), key=lambda r: r["step_id"]):
+        h.update(json.dumps(rec, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8"))
+        h.update(b"\n")
+    return "sha256:" + h.hexdigest()
+
+
+def _r(x: float | None) -> float | None:
+    if x is None:
+        return None
+    v = round(x, REPORT_DECIMALS)
+    return 0.0 if v == 0 else v  # no "-0.0"
+
+
+class _Sums:
+    """Sum and count per metric."""
+
+    __slots__ = ("s", "n")
+
+    def __init__(self) -> None:
+        self.s = [0.0] * len(METRIC_NAMES)
+        self.n = [0] * len(METRIC_NAMES)
+
+    def add(self, vals: Sequence[float | None]) -> None:
+        s, n = self.s, self.n
+        for k, v in enumerate(vals):
+            if v is not None:
+                s[k] += v
+                n[k] += 1
+
+    def mean(self, k: int) -> float | None:
+        return self.s[k] / self.n[k] if self.n[k] else None
+
+
+@dataclass(frozen=True)
+class Report:
+    """An aggregated score report; :meth:`to_json` is byte-identical for the same inputs.
+
+    Attributes:
+        metrics: metric name -> {micro, macro, n, n_tasks, std, ci95, per_seed}.
+        counts: steps, tasks, seeds, predictions, format failures, missing, exclusions.
+        breakdowns: dimension -> group -> {steps, metric -> {value, n}}.
+        provenance: scorer version, dataset fingerprint, view, contract, steps scored and
+            excluded, bootstrap settings.
+        steps: the per-step scores, sorted by (seed, step id), when asked for.
+    """
+
+    metrics: dict[str, dict[str, Any]]
+    counts: dict[str, Any]
+    breakdowns: dict[str, dict[str, Any]]
+    provenance: dict[str, Any]
+    steps: tuple[StepScore, ...] | None = None
+
+    def value(self, metric: str) -> float | None:
+        """The headline number of a metric: the micro mean (over seeds, their mean)."""
+        return self.metrics[metric]["micro"]
+
+    def to_dict(self, *, include_steps: bool = False) -> dict[str, Any]:
+        d: dict[str, Any] = {name: self.metrics[name] for name in METRIC_NAMES}
+        d["counts"] = self.counts
+        d["breakdowns"] = self.breakdowns
+        d["provenance"] = self.provenance
+        if include_steps and self.steps is not None:
+            d["steps"] = [s.to_dict() for s in self.steps]
+        return d
+
+    def to_json(self, *, include_steps: bool = False) -> str:
+        return json.dumps(self.to_dict(include_steps=include_steps), ensure_ascii=False, indent=2) + "\n"
+
+
+class Aggregator:
+    """Streams :class:`StepScore` objects into a :class:`Report` in constant memory per step.
+
+    Memory is proportional to (seeds x tasks) and the breakdown groups, not to the number
+    of scores added (unless ``keep_steps``).
+    """
+
+    def __init__(
+        self,
+        steps: Sequence[Step],
+        view: View | str,
+        contract: Contract | str,
+        *,
+        verdicts: Any = None,
+        keep_steps: bool = False,
+        bootstrap_resamples: int = BOOTSTRAP_RESAMPLES,
+        bootstrap_seed: int = BOOTSTRAP_SEED,
+    ) -> None:
+        self.steps = steps
+        self.view, self.contract = View(view), Contract(contract)
+        self.verdicts = verdicts
+        self.keep = [] if keep_steps else None
+        self.resamples, self.boot_seed = bootstrap_resamples, bootstrap_seed
+        self.task_ids = sorted({s.task_id for s in steps})
+        self.task_index = {t: i for i, t in enumerate(self.task_ids)}
+        self.per_seed: dict[int, list[_Sums]] = {}
+        self.groups: dict[tuple[str, str], _Sums] = {}
+        self.group_steps: Counter[tuple[str, str]] = Counter()
+        self.n_scores = 0
+        self.n_failed = 0
+        self.n_missing = 0
+        self.n_unjudged = 0
+        self.fail_reasons: Counter[str] = Counter()
+
+    def add(self, sc: StepScore, *, missing: bool = False) -> None:
+        vals = [getattr(sc, name) for name in METRIC_NAMES]
+        tasks = self.per_seed.get(sc.seed)
+        if tasks is None:
+            tasks = self.per_seed[sc.seed] = [_Sums() for _ in self.task_ids]
+        tasks[self.task_index[sc.task_id]].add(vals)
+        for dim, key in (
+            ("site", sc.site),
+            ("action_type", sc.gold_type),
+            ("stale", "true" if sc.stale else "false"),
+            ("unseen_template", "true" if sc.unseen_template else "false"),
+        ):
+            g = self.groups.get((dim, key))
+            if g is None:
+                g = self.groups[(dim, key)] = _Sums()
+            g.add(vals)
+            self.group_steps[(dim, key)] += 1
+        self.n_scores += 1
+        if not sc.format_ok:
+            self.n_failed += 1
+            # group reasons by their leading words so the table stays short
+            self.fail_reasons[_reason_class(sc.reason)] += 1
+        self.n_missing += missing
+        self.n_unjudged += sc.unjudged
+        if self.keep is not None:
+            self.keep.append(sc)
+
+    # ----------------------------------------------------------------- report
+    def _bootstrap(self, pooled: list[_Sums]) -> list[list[float] | None]:
+        """Task-level bootstrap 95% interval of the micro mean, per metric."""
+        import numpy as np
+
+        T, K = len(pooled), len(METRIC_NAMES)
+        if T == 0 or self.resamples <= 0:
+            return [None] * K
+        rng = random.Random(self.boot_seed)
+        pop = range(T)
+        mult = np.zeros((self.resamples, T), dtype=np.float64)
+        for b in range(self.resamples):
+            mult[b] = np.bincount(rng.choices(pop, k=T), minlength=T)
+        sums = np.array([p.s for p in pooled], dtype=np.float64)  # T x K
+        counts = np.array([p.n for p in pooled], dtype=np.float64)
+        out: list[list[float] | None] = []
+        for k in range(K):
+            if counts[:, k].sum() == 0:
+                out.append(None)
+                continue
+            # elementwise product + numpy's pairwise sum: deterministic, no BLAS threading
+            bs = (mult * sums[:, k]).sum(axis=1)
+            bn = (mult * counts[:, k]).sum(axis=1)
+            ok = bn > 0
+            ratios = bs[ok] / bn[ok]
+            lo, hi = np.percentile(ratios, [2.5, 97.5])
+            out.append([_r(float(lo)), _r(float(hi))])
+        return out
+
+    def report(self) -> Report:
+        K = len(METRIC_NAMES)
+        if not self.per_seed:
+            self.per_seed[0] = [_Sums() for _ in self.task_ids]
+        seeds = sorted(self.per_seed)
+        pooled = [_Sums() for _ in self.task_ids]
+        for seed in seeds:
+            for t, ts in enumerate(self.per_seed[seed]):
+                for k in range(K):
+                    pooled[t].s[k] += ts.s[k]
+                    pooled[t].n[k] += ts.n[k]
+        cis = self._bootstrap(pooled)
+        metrics: dict[str, dict[str, Any]] = {}
+        for k, name in enumerate(METRIC_NAMES):
+            per_seed: dict[str, Any] = {}
+            micros, macros = [], []
+            n_total = 0
+            for seed in seeds:
+                tasks = self.per_seed[seed]
+                s = math.fsum(ts.s[k] for ts in tasks)
+                n = sum(ts.n[k] for ts in tasks)
+                n_total += n
+                micro = s / n if n else None
+                task_means = [ts.s[k] / ts.n[k] for ts in tasks if ts.n[k]]
+                macro = math.fsum(task_means) / len(task_means) if task_means else None
+                per_seed[str(seed)] = {"micro": _r(micro), "macro": _r(macro), "n": n}
+                if micro is not None:
+                    micros.append(micro)
+                if macro is not None:
+                    macros.append(macro)
+            metrics[name] = {
+                "micro": _r(math.fsum(micros) / len(micros)) if micros else None,
+                "macro": _r(math.fsum(macros) / len(macros)) if macros else None,
+                "n": n_total,
+                "n_tasks": sum(1 for p in pooled if p.n[k]),
+                "std": _r(statistics.stdev(micros)) if len(micros) >= 2 else None,
+                "ci95": cis[k],
+                "per_seed": per_seed,
+            }
+        breakdowns: dict[str, dict[str, Any]] = {dim: {} for dim in BREAKDOWNS}
+        for (dim, key) in sorted(self.groups):
+            g = self.groups[(dim, key)]
+            entry: dict[str, Any] = {"steps": self.group_steps[(dim, key)]}
+            for k, name in enumerate(METRIC_NAMES):
+                entry[name] = {"value": _r(g.mean(k)), "n": g.n[k]}
+            breakdowns[dim][key] = entry
+        excluded = sum(1 for s in self.steps if not s.element_scored)
+        counts = {
+            "steps": len(self.steps),
+            "tasks": len(self.task_ids),
+            "seeds": seeds,
+            "scored": self.n_scores,
+            "format_ok": self.n_scores - self.n_failed,
+            "format_failures": self.n_failed,
+            "failure_reasons": dict(sorted(self.fail_reasons.items())),
+            "missing": self.n_missing,
+            "disputed": sum(1 for s in self.steps if s.audit_status is AuditStatus.DISPUTED),
+            "unmappable": sum(1 for s in self.steps if s.audit_status is AuditStatus.UNMAPPABLE),
+            "element_level_excluded": excluded,
+            "usefulness_unjudged": self.n_unjudged,
+        }
+        provenance = {
+            "scorer_version": SCORER_VERSION,
+            "prompt_version": PROMPT_VERSION,
+            "dataset_fingerprint": dataset_fingerprint(self.steps),
+            "view": self.view.value,
+            "contract": self.contract.value,
+            "steps_scored": len(self.steps),
+            "steps_excluded": excluded,
+            "seeds": seeds,
+            "bootstrap": {"unit": "task", "resamples": self.resamples, "seed": self.boot_seed, "interval": 0.95},
+            "bleu": f"sacrebleu {_sacrebleu_version()} sentence BLEU, lowercase, exp smoothing, effective order, /100",
+            "rouge": "rouge-score rougeL F-measure, no stemmer",
+            "verdicts": None
+            if self.verdicts is None
+            else {"judges": list(self.verdicts.judges), "fingerprint": self.verdicts.fingerprint()},
+        }
+        steps = None
+        if self.keep is not None:
+            steps = tuple(sorted(self.keep, key=lambda s: (s.seed, s.step_id)))
+        return Report(metrics=metrics, counts=counts, breakdowns=breakdowns, provenance=provenance, steps=steps)
+
+
+def _reason_class(reason: str | None) -> str:
+    if not reason:
+        return "unknown"
+    # strip quoted details and numbers: "invalid JSON: Expecting value at character 3" ->
+    # "invalid JSON: Expecting value at character N"
+    return re.sub(r"\d+", "N", re.sub(r"'[^']*'", "'…'", reason))[:80]
+
+
+def _sacrebleu_version() -> str:
+    import sacrebleu
+
+    return str(sacrebleu.__version__)
+
+
+def aggregate(
+    scores: Iterable[StepScore],
+    steps: Sequence[Step],
+    view: View | str,
+    contract: Contract | str,
+    *,
+    verdicts: Any = None,
+    keep_steps: bool = False,
+    bootstrap_resamples: int = BOOTSTRAP_RESAMPLES,
+) -> Report:
+    """Aggregate per-step scores into a report.
+
+    Args:
+        scores: per-step scores (any order; several seeds allowed).
+        steps: every step of the split (denominators, fingerprint, exclusions).
+        view, contract: the condition scored.
+        verdicts: the verdicts used (recorded in the provenance).
+        keep_steps: keep the per-step scores in ``Report.steps``.
+        bootstrap_resamples: bootstrap size (0 disables the interval).
+
+    Returns:
+        The report.
+    """
+    agg = Aggregator(
+        steps, view, contract, verdicts=verdicts, keep_steps=keep_steps, bootstrap_resamples=bootstrap_resamples
+    )
+    for sc in scores:
+        agg.add(sc)
+    return agg.report()
+
+
+def score_predictions(
+    predictions: Iterable[Prediction],
+    steps: Sequence[Step] | Mapping[str, Step],
+    view: View | str,
+    contract: Contract | str,
+    *,
+    verdicts: Any = None,
+    allow_missing: bool = False,
+    keep_steps: bool = False,
+    bootstrap_resamples: int = BOOTSTRAP_RESAMPLES,
+) -> Report:
+    """Score predictions against the gold steps of a split (streams the predictions).
+
+    Args:
+        predictions: one :class:`Prediction` per (step, seed); an iterator is consumed once.
+        steps: every gold step of the split (a sequence or a step_id -> Step mapping).
+        view: ``som`` or ``coord``.
+        contract: ``A``, ``G``, ``J`` or ``JG``.
+        verdicts: cached judge verdicts for usefulness, or None.
+        allow_missing: score steps without a prediction as format failures instead of
+            raising.
+        keep_steps: keep the per-step scores in ``Report.steps``.
+        bootstrap_resamples: bootstrap size (0 disables the interval).
+
+    Returns:
+        The report.
+
+    Raises:
+        PredictionsError: an unknown step id, a duplicate (step id, seed), or (without
+            ``allow_missing``) a step with no prediction.
+    """
+    view, contract = View(view), Contract(contract)
+    step_list = list(steps.values()) if isinstance(steps, Mapping) else list(steps)
+    by_id = {s.step_id: s for s in step_list}
+    if len(by_id) != len(step_list):
+        raise ValueError("steps contain duplicate step ids")
+    seen = SeenSteps(list(by_id))
+    agg = Aggregator(
+        step_list, view, contract, verdicts=verdicts, keep_steps=keep_steps, bootstrap_resamples=bootstrap_resamples
+    )
+    for n, pred in enumerate(predictions, start=1):
+        i = seen.index.get(pred.step_id)
+        if i is None:
+            raise PredictionsError(f"prediction {n}: unknown step_id {pred.step_id[:200]!r}")
+        if seen.add(i, pred.seed, n):
+            raise PredictionsError(f"prediction {n}: duplicate step_id {pred.step_id[:200]!r} for seed {pred.seed}")
+        agg.add(score_step(pred.output, by_id[pred.step_id], view, contract, verdicts, seed=pred.seed))
+    for seed in seen.seeds:
+        missing = seen.missing(seed)
+        if missing and not allow_missing:
+            shown = ", ".join(repr(m) for m in missing[:5]) + (", ..." if len(missing) > 5 else "")
+            raise PredictionsError(f"{len(missing)} step id(s) have no prediction for seed {seed}: {shown}")
+        for sid in missing:
+            agg.add(score_parsed(_MISSING, by_id[sid], view, contract, verdicts, seed=seed), missing=True)
+    return agg.report()
+
+
+__all__ = [
+    "Aggregator",
+    "BOOTSTRAP_RESAMPLES",
+    "BOOTSTRAP_SEED",
+    "METRICS",
+    "METRIC_NAMES",
+    "Report",
+    "SCORER_VERSION",
+    "StepScore",
+    "aggregate",
+    "bleu",
+    "dataset_fingerprint",
+    "normalize_arg",
+    "rouge_l",
+    "score_parsed",
+    "score_predictions",
+    "score_step",
+    "token_f1",
+    "tokens",
+]
