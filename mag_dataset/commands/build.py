@@ -1,0 +1,29 @@
+"""``mag build --out DIR [--raw RAW_DIR] [--audit FILE]``: raw episodes → Hub-ready dataset folder."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--out", required=True, type=Path, help="dataset folder to write (an earlier build there is replaced)")
+    parser.add_argument("--raw", type=Path, default=None, help="raw corpus folder (default: the bundled sample corpus)")
+    parser.add_argument("--audit", type=Path, default=None, help="audit file (default: RAW/audit.jsonl when present)")
+    parser.add_argument("--no-progress", action="store_true", help="hide progress bars")
+
+
+def run(args: argparse.Namespace) -> int:
+    from mag_dataset.builder import BuildError, build_dataset
+    from mag_dataset.cli import UserError
+    from mag_dataset.dataset import bundled_raw_dir
+    from mag_dataset.raw import RawDataError
+
+    raw = args.raw if args.raw is not None else bundled_raw_dir()
+    try:
+        out = build_dataset(raw, args.out, audit_path=args.audit, progress=not args.no_progress)
+    except (RawDataError, BuildError, FileNotFoundError) as e:
+        raise UserError(str(e)) from None
+    print(f"built {out}")
+    print(f'load it with: datasets.load_dataset("{out}", "som")  # or "coord"')
+    return 0

@@ -1,0 +1,85 @@
+"""``mag demo [--out DIR]``: build the bundled sample, load both views with ``datasets``, show statistics.
+
+The demo runs as stages, each a plain function, so a stage can be added with one line in
+:func:`run`:
+
+1. :func:`stage_build` — build both views of the bundled raw corpus (the cached build by
+   default, or a fresh one into ``--out``);
+2. :func:`stage_load` — load every view and split with ``datasets.load_dataset``;
+3. :func:`stage_statistics` — print the statistics table per view and split.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+from typing import Any
+
+from mag_dataset.actions import View
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--out", type=Path, default=None, help="build into this folder (default: the cached build of the bundled corpus)"
+    )
+
+
+def stage_build(out: Path | None) -> Path:
+    """Build the bundled corpus (both views) and return the dataset folder."""
+    from mag_dataset.builder import build_dataset
+    from mag_dataset.dataset import bundled_dataset, bundled_raw_dir
+
+    start = time.perf_counter()
+    if out is None:
+        folder = bundled_dataset()
+    else:
+        folder = build_dataset(bundled_raw_dir(), out, progress=True)
+    print(f"[build] {folder} ({time.perf_counter() - start:.1f} s)")
+    return folder
+
+
+def stage_load(folder: Path) -> dict[str, dict[str, Any]]:
+    """Load every view and split with ``datasets``: ``{view: {split: Dataset}}``."""
+    import json
+
+    from mag_dataset.builder import BUILD_INFO_FILE
+    from mag_dataset.dataset import load_view
+    from mag_dataset.schema import Split
+
+    info = json.loads((folder / BUILD_INFO_FILE).read_text("utf-8"))
+    start = time.perf_counter()
+    out: dict[str, dict[str, Any]] = {}
+    for view in View:
+        splits = [s.value for s in Split if s.value in info["views"][view.value]]
+        out[view.value] = {split: load_view(folder, view, split) for split in splits}
+    n = sum(len(ds) for per in out.values() for ds in per.values())
+    print(f"[load] {n} rows in {sum(len(v) for v in out.values())} view/split datasets ({time.perf_counter() - start:.1f} s)")
+    return out
+
+
+def stage_statistics(loaded: dict[str, dict[str, Any]]) -> dict[str, dict[str, dict[str, Any]]]:
+    """Print and return the statistics table (steps, tasks, sites, action types, flags)."""
+    from mag_dataset.card import STAT_COLUMNS, format_statistics, split_statistics
+
+    stats = {
+        view: {split: split_statistics(ds.select_columns(list(STAT_COLUMNS)).to_list()) for split, ds in per.items()}
+        for view, per in loaded.items()
+    }
+    print("[statistics]")
+    print(format_statistics(stats))
+    return stats
+
+
+def run(args: argparse.Namespace) -> int:
+    from mag_dataset.builder import BuildError
+    from mag_dataset.cli import UserError
+    from mag_dataset.raw import RawDataError
+
+    try:
+        folder = stage_build(args.out)
+    except (RawDataError, BuildError, FileNotFoundError) as e:
+        raise UserError(str(e)) from None
+    loaded = stage_load(folder)
+    stage_statistics(loaded)
+    return 0
