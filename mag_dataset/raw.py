@@ -30,6 +30,10 @@ the dataset. A raw corpus is a folder::
                 "guide": "Click 'Submit' to send the form.", "guide_source": "template",
                 "stale": false, "metadata": {...}}, ...]}
 
+An episode with ``"success": false`` may have no steps: ``mag live-eval`` writes such an
+episode when its agent never executed an action the format can hold (its full attempt log is
+in ``metadata["trajectory"]``). Builders yield no rows for it.
+
 Screenshot paths are relative to the episode folder. Coordinates and boxes are in
 screenshot pixels. ``step_id`` is ``f"{task_id}:{step_index}"``.
 
@@ -177,6 +181,21 @@ def write_episode(root: str | os.PathLike, episode: RawEpisode, images: dict[str
     return final
 
 
+def rewrite_episode_json(folder: str | os.PathLike, episode: RawEpisode) -> Path:
+    """Replace an existing episode's ``episode.json`` atomically (images untouched).
+
+    Used by the harness (unification, guide write-back) to update labels in place.
+
+    Returns:
+        The path of ``episode.json``.
+    """
+    path = Path(folder) / EPISODE_FILE
+    tmp = path.with_name(f".{EPISODE_FILE}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(episode.to_json(), indent=1, ensure_ascii=False) + "\n", "utf-8")
+    os.replace(tmp, path)
+    return path
+
+
 def _rmtree(path: Path) -> None:
     import shutil
 
@@ -291,7 +310,9 @@ def read_episode(folder: str | os.PathLike) -> RawEpisode:
     episode_id = _req(d, "episode_id", name, None, str)
     strs = {k: _req(d, k, episode_id, None, str) for k in ("task_id", "site", "intent", "intent_template_id")}
     raw_steps = _req(d, "steps", episode_id, None, list)
-    if not raw_steps:
+    if not raw_steps and d.get("success", True) is not False:
+        # A failed live-eval episode whose agent never executed a representable action
+        # (mag live-eval) is kept for inspection with no steps; gold episodes need steps.
         raise RawDataError(episode_id, None, "steps", "an episode needs at least one step")
     steps = tuple(parse_step(s, episode_id, folder) for s in raw_steps)
     seen: set[int] = set()

@@ -1,0 +1,48 @@
+"""``mag unify RAW_DIR``: restore coordinate-only steps and flag stale screenshots, in place.
+
+The rules are documented in :mod:`mag_dataset.harness.unify`.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from mag_dataset.harness import unify as _rules
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("raw", type=Path, help="raw corpus folder (episode folders are updated in place)")
+    parser.add_argument("--audit", type=Path, default=None, help="audit file to merge the flags into (default: RAW/audit.jsonl)")
+    parser.add_argument("--dry-run", action="store_true", help="only report what would change")
+    parser.add_argument("--pixel-tolerance", type=int, default=_rules.PIXEL_TOLERANCE,
+                        help="per-channel difference (0-255) below which two pixels count as equal")
+    parser.add_argument("--pixel-fraction", type=float, default=_rules.PIXEL_FRACTION,
+                        help="share of differing pixels above which a recaptured screenshot is stale")
+    parser.add_argument("--box-tolerance", type=float, default=_rules.BOX_TOLERANCE,
+                        help="pixels the target box may move before a recaptured step is stale")
+
+
+def run(args: argparse.Namespace) -> int:
+    from mag_dataset.cli import UserError
+    from mag_dataset.raw import RawDataError
+
+    if not args.raw.is_dir():
+        raise UserError(f"raw corpus folder not found: {args.raw}")
+    if not 0 <= args.pixel_tolerance <= 255:
+        raise UserError(f"--pixel-tolerance must be in 0..255, got {args.pixel_tolerance}")
+    if not 0 <= args.pixel_fraction <= 1:
+        raise UserError(f"--pixel-fraction must be in 0..1, got {args.pixel_fraction}")
+    try:
+        report = _rules.unify_corpus(
+            args.raw,
+            dry_run=args.dry_run,
+            audit_path=args.audit,
+            pixel_tolerance=args.pixel_tolerance,
+            pixel_fraction=args.pixel_fraction,
+            box_tolerance=args.box_tolerance,
+        )
+    except (RawDataError, ValueError) as e:
+        raise UserError(str(e)) from None
+    print(("would change: " if args.dry_run else "unified: ") + report.summary())
+    return 0
