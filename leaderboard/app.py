@@ -1,0 +1,420 @@
+"""The WebMRE / MAG leaderboard Space: upload predictions, score against hidden gold, rank.
+
+Glue only: every rule lives in the library. :class:`mag_dataset.board.Board` validates
+the upload, scores it with :func:`mag_dataset.scoring.score_predictions` (the same call
+``mag score`` makes, WebMRE's deterministic protocol, arXiv 2609.27353) and stores it;
+this file builds the page and shows what the board returns. Names and links are shown
+as plain text (no component here renders HTML from a submission).
+
+Run locally::
+
+    python leaderboard/app.py            # or: mag leaderboard serve
+    python leaderboard/app.py --port 7861 --host 0.0.0.0
+
+Configuration is by ``MAG_BOARD_*`` environment variables (see ``mag_dataset/board.py``
+and ``leaderboard/README.md``). Submitting from a script::
+
+    from gradio_client import Client, handle_file
+    message, result = Client("http://127.0.0.1:7860").predict(
+        model_name="my-model", view="som", contract="J",
+        predictions=handle_file("preds.jsonl"), api_name="/submit")
+"""
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+try:
+    import mag_dataset  # noqa: F401
+except ImportError:  # a Space repo carries the package folder next to app.py
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import gradio as gr
+
+from mag_dataset.actions import Contract, View
+from mag_dataset.board import (
+    EXTENSIONS,
+    METRIC_COLUMNS,
+    PROVENANCE_TAGS,
+    Board,
+    BoardConfig,
+    Submission,
+    SubmissionRejected,
+)
+
+#: Leaderboard table columns, in order.
+TABLE_COLUMNS: list[str] = [
+    "rank", "model", "organisation", "contract", "seeds",
+    *METRIC_COLUMNS.values(),
+    "provenance", "date", "id",
+]
+TABLE_TYPES: list[str] = ["number", "str", "str", "str", "number", *(["number"] * len(METRIC_COLUMNS)), "str", "str", "number"]
+ALL = "all"
+
+#: Breakdown charts on the Details tab: report breakdown key -> chart title.
+CHARTS: dict[str, str] = {"site": "per site", "action_type": "per gold action type"}
+CHART_METRICS: tuple[str, ...] = ("saa", "target_acc", "action_type_acc", "bleu1")
+
+
+# --------------------------------------------------------------------------- pure helpers
+
+
+def table_rows(board: Board, view: str, contract: str | None) -> list[list[Any]]:
+    """Rows of one view's table: ranked within each contract (see ``board.rank_key``)."""
+    rows = []
+    for rank, s in board.ranked(view, None if contract in (None, "", ALL) else contract):
+        metrics = [None if s.summary.get(k) is None else round(s.summary[k], 4) for k in METRIC_COLUMNS]
+        rows.append([rank, s.model_name, s.organisation, s.contract, s.seeds, *metrics, s.provenance_tag, s.date, s.id])
+    return rows
+
+
+def _frame(rows: list[list[Any]]) -> Any:
+    import pandas as pd
+
+    return pd.DataFrame(rows, columns=TABLE_COLUMNS)
+
+
+def submission_choices(board: Board) -> list[tuple[str, str]]:
+    return [
+        (f"#{s.id} {s.model_name} ({s.view}, {s.contract})", str(s.id))
+        for s in reversed(board.submissions())
+    ]
+
+
+def _breakdown(report: dict[str, Any], key: str) -> dict[str, dict[str, Any]]:
+    """A report breakdown ``{group: {metric: value, ...}}``, tolerant of nesting."""
+    block = report.get("breakdowns") or {}
+    data = block.get(key) or block.get(key.replace("_", "")) or {}
+    return data if isinstance(data, dict) else {}
+
+
+def _value(v: Any) -> float | None:
+    from mag_dataset.board import _metric_value
+
+    return _metric_value(v)
+
+
+def breakdown_figure(sub: Submission, key: str, title: str) -> Any:
+    """A grouped bar chart of the applicable headline metrics per group of a breakdown."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    groups = _breakdown(sub.report, key)
+    names = sorted(groups)
+    metrics = [m for m in CHART_METRICS if any(_value(groups[g].get(m)) is not None for g in names)]
+    fig, ax = plt.subplots(figsize=(max(5.0, 0.9 * len(names) + 2), 3.6), dpi=90)
+    width = 0.8 / max(1, len(metrics))
+    for j, m in enumerate(metrics):
+        xs = [i + (j - (len(metrics) - 1) / 2) * width for i in range(len(names))]
+        ys = [_value(groups[g].get(m)) or 0.0 for g in names]
+        ax.bar(xs, ys, width=width, label=METRIC_COLUMNS[m])
+    ax.set_xticks(range(len(names)))
+    ax.set_xticklabels(names, rotation=30, ha="right", fontsize=8)
+    ax.set_ylim(0, 1.0)
+    ax.set_ylabel("score")
+    ax.set_title(f"#{sub.id} {sub.model_name[:40]} — {title}", fontsize=10)
+    if metrics:
+        ax.legend(fontsize=7, ncol=len(metrics))
+    else:
+        ax.text(0.5, 0.5, "no breakdown in this report", ha="center", transform=ax.transAxes)
+    fig.tight_layout()
+    plt.close(fig)
+    return fig
+
+
+def split_rows(sub: Submission) -> list[list[Any]]:
+    """Stale vs fresh and unseen vs seen template rows of a report."""
+    rows = []
+    for key, label in (("stale", "stale"), ("unseen_template", "unseen template")):
+        for group, metrics in sorted(_breakdown(sub.report, key).items()):
+            n = metrics.get("n") if isinstance(metrics, dict) else None
+            if n is None and isinstance(metrics, dict):
+                n = metrics.get("steps") or metrics.get("count")
+            rows.append([f"{label} = {group}", n, *[_round(_value(metrics.get(m))) for m in METRIC_COLUMNS]])
+    return rows
+
+
+def _round(v: float | None) -> float | None:
+    return None if v is None else round(v, 4)
+
+
+# --------------------------------------------------------------------------- the app
+
+ABOUT = """
+## About this leaderboard
+
+This board ranks models on the **WebMRE / MAG** offline web guide-agent benchmark
+(MAG, arXiv 2607.10079; WebMRE, arXiv 2609.27353). Each step gives a screenshot, the task
+intent, the guides of the previous steps and (in the Set-of-Mark view) a candidate menu;
+the model writes an **action** grounded by element id (`som` view) or pixel coordinate
+(`coord` view) and/or a one-sentence **guide**, in one of four output contracts.
+
+### Protocol
+* You upload predictions for the hidden test split; the server scores them with the
+  *same deterministic scorer* as `mag score` (`mag_dataset.scoring`), stores the file
+  (content-addressed by SHA-256), the full report, the scorer version and the gold
+  fingerprint, and ranks the submission. Re-scoring a stored file gives identical bytes.
+* Gold labels and gold guides are never returned — not by the page, not by the API, not
+  in an error message. Breakdowns are aggregates.
+* Limits: a daily cap of accepted submissions per submitter (your Hugging Face login on
+  the Space, the typed *submitter* name locally); an identical file (same hash, view,
+  contract) is not scored twice; an upload cap; a rejected file stores nothing.
+* Ranking is within a view and contract: by **SAA** for A, J and JG, by **BLEU-1** for G
+  (ties: the next metrics, then the older submission).
+
+### Output contracts
+| contract | the model writes exactly |
+|---|---|
+| A | `{"action": {...}}` |
+| G | `{"guide": "..."}` |
+| J | `{"action": {...}, "guide": "..."}` (action first) |
+| JG | `{"guide": "...", "action": {...}}` (guide first) |
+
+An action is `{"type": ..., <arguments>}`; targeted actions (click, type, select, hover) name
+`"element": "12"` in `som` or `"coordinate": [x, y]` (screenshot pixels) in `coord`.
+Surrounding whitespace and one enclosing ```` ``` ```` / ```` ```json ```` fence are tolerated;
+anything else fails the format gate.
+
+### Metrics (exact rules)
+* **OFCR** — share of outputs that pass the format gate. A failed output stays in every
+  denominator and scores 0 on every applicable metric.
+* **type acc** — predicted action type equals the gold type.
+* **target acc** — `som`: predicted element id equals the gold id (an integer is compared as
+  its string); `coord`: the point lies inside the gold target box, edges included. Only for
+  gold actions with a target, and not for steps whose label is *disputed* or *unmappable*.
+* **text F1** — for gold `type` actions: SQuAD-style token F1 (lower-cased, punctuation split
+  off, multiset overlap) between predicted and gold text; 0 if the predicted type differs.
+* **SAA** (step action accuracy) — type matches, the target matches where the gold has one,
+  and the argument matches (typed text exactly after normalisation, select value, scroll
+  direction, key, url; a `finish` answer is ignored). Excludes disputed/unmappable steps.
+* **BLEU-1 / BLEU-4** — sacrebleu `sentence_bleu` with `max_ngram_order` 1 and 4, lower-cased,
+  default smoothing, divided by 100; mean over steps (contracts G, J, JG).
+* **ROUGE-L** — rouge-score `rougeL` F-measure, no stemmer (contracts G, J, JG).
+* **usefulness** — share of guides rated useful by a majority of three judges, only when
+  cached judge verdicts exist for the guides; never computed by calling a model.
+
+A blank cell means *not applicable* (e.g. guide metrics under contract A); 0 means wrong.
+The full report (micro and macro means, denominators, per-site / per-action-type / stale /
+unseen-template breakdowns, bootstrap intervals, provenance) is downloadable on *Details*.
+
+### Predictions file
+JSON Lines, one object per test step (and seed), UTF-8:
+
+```json
+{"step_id": "click-button.seed-3:0", "output": "{\\"action\\": {\\"type\\": \\"click\\", \\"element\\": \\"12\\"}, \\"guide\\": \\"Click the Submit button.\\"}", "seed": 0}
+```
+
+`output` is the raw model text, exactly as generated; `seed` is optional (several seeds →
+mean and standard deviation). Every test step id must appear once per seed; unknown or
+duplicate ids are rejected with the line named. Accepted: `.jsonl`, `.jsonl.gz`, and
+`.parquet` (columns `step_id`, `output`, optional `seed`).
+
+### Worked example
+```bash
+pip install "mag_dataset[leaderboard]"
+python baselines/heuristic.py --view som --contract J --out preds.jsonl   # a no-model baseline
+mag score --predictions preds.jsonl --dataset DIR --view som --contract J  # the same scores, locally
+```
+then upload `preds.jsonl` on *Submit*, or from a script:
+
+```python
+from gradio_client import Client, handle_file
+client = Client("http://127.0.0.1:7860")          # or the Space id
+message, result = client.predict(
+    model_name="heuristic", view="som", contract="J",
+    predictions=handle_file("preds.jsonl"),
+    organisation="me", link="https://example.org", provenance_tag="self-reported",
+    api_name="/submit")
+print(message)            # "Accepted: submission #1 ..." or "Rejected: <why>"
+print(result["ok"], result.get("saa"))
+```
+
+The `submit` endpoint takes `model_name`, `view` (`som`/`coord`), `contract`
+(`A`/`G`/`J`/`JG`) and `predictions` (the file); `organisation`, `link` (http/https only),
+`provenance_tag` (self-reported / externally evaluated / reproduced) and `submitter` are
+optional. It returns a message and a JSON result with `ok` and, when accepted, the
+submission's id, rank and scores.
+"""
+
+
+def _on_space() -> bool:
+    return bool(os.environ.get("SPACE_ID")) and bool(os.environ.get("OAUTH_CLIENT_ID"))
+
+
+def build_app(board: Board) -> gr.Blocks:
+    """The Blocks app over ``board``. Every event has an explicit public ``api_name``."""
+    report_dir = Path(tempfile.mkdtemp(prefix="mag-board-reports-"))
+
+    def do_submit(model_name, view, contract, predictions, organisation, link, provenance_tag, submitter, login_name=None):
+        try:
+            if not predictions:
+                raise SubmissionRejected("no predictions file was uploaded")
+            path = Path(predictions if isinstance(predictions, str) else getattr(predictions, "name", predictions))
+            size = path.stat().st_size
+            if size > board.config.max_bytes:
+                raise SubmissionRejected(
+                    f"the file is {size:,} bytes, over the upload cap of {board.config.max_bytes:,} bytes"
+                )
+            sub = board.submit(
+                data=path.read_bytes(),
+                filename=path.name,
+                model_name=model_name,
+                view=view,
+                contract=contract,
+                organisation=organisation or "",
+                link=link or "",
+                provenance_tag=provenance_tag or "self-reported",
+                submitter=login_name or submitter or None,
+            )
+        except SubmissionRejected as e:
+            return f"Rejected: {e}", {"ok": False, "error": str(e)}
+        rank = next(r for r, s in board.ranked(sub.view, sub.contract) if s.id == sub.id)
+        n = len(board.submissions(sub.view, sub.contract))
+        primary = "BLEU-1" if sub.contract == "G" else "SAA"
+        value = sub.summary.get("bleu1" if sub.contract == "G" else "saa")
+        msg = (
+            f"Accepted: submission #{sub.id} ({sub.view}, contract {sub.contract}) — "
+            f"{primary} {value:.4f}, rank {rank} of {n}." if value is not None else
+            f"Accepted: submission #{sub.id} ({sub.view}, contract {sub.contract}), rank {rank} of {n}."
+        )
+        return msg, {"ok": True, "rank": rank, **sub.public_dict()}
+
+    if _on_space():
+        def submit(model_name, view, contract, predictions, organisation, link, provenance_tag, submitter,
+                   profile: gr.OAuthProfile | None):
+            if profile is None:
+                return "Rejected: sign in with Hugging Face to submit", {"ok": False, "error": "not signed in"}
+            return do_submit(model_name, view, contract, predictions, organisation, link, provenance_tag,
+                             submitter, login_name=profile.username)
+    else:
+        def submit(model_name, view, contract, predictions, organisation, link, provenance_tag, submitter):
+            return do_submit(model_name, view, contract, predictions, organisation, link, provenance_tag, submitter)
+
+    def refresh(som_filter, coord_filter):
+        return (
+            _frame(table_rows(board, View.SOM.value, som_filter)),
+            _frame(table_rows(board, View.COORD.value, coord_filter)),
+            gr.Dropdown(choices=submission_choices(board)),
+        )
+
+    def details(choice):
+        sub = board.get(int(choice)) if choice not in (None, "") and str(choice).isdigit() else None
+        if sub is None:
+            return "Choose a submission.", None, None, [], None
+        info = (
+            f"#{sub.id} {sub.model_name} — {sub.organisation or 'no organisation'} — view {sub.view}, "
+            f"contract {sub.contract}, {sub.seeds} seed(s), {sub.provenance_tag}, {sub.date}\n"
+            f"link: {sub.link or '(none)'}\n"
+            f"file sha256 {sub.file_sha256}; scorer {sub.scorer_version}; gold {sub.gold_fingerprint}"
+        )
+        path = report_dir / f"submission-{sub.id}-report.json"
+        if not path.exists():
+            tmp = path.with_suffix(".tmp")
+            tmp.write_text(sub.report_json, encoding="utf-8")
+            os.replace(tmp, path)
+        return (
+            info,
+            breakdown_figure(sub, "site", CHARTS["site"]),
+            breakdown_figure(sub, "action_type", CHARTS["action_type"]),
+            split_rows(sub),
+            str(path),
+        )
+
+    filters = [ALL] + [c.value for c in Contract]
+    with gr.Blocks(title="WebMRE / MAG leaderboard", analytics_enabled=False) as demo:
+        gr.Markdown("# WebMRE / MAG leaderboard\nOffline, deterministic scoring of web guide agents "
+                    "against a hidden test split. See *About* for the exact rules.")
+        with gr.Tabs():
+            with gr.Tab("Leaderboard", id="leaderboard"):
+                with gr.Row():
+                    som_filter = gr.Dropdown(filters, value=ALL, label="som view: contract")
+                    coord_filter = gr.Dropdown(filters, value=ALL, label="coord view: contract")
+                    refresh_btn = gr.Button("Refresh", scale=0)
+                gr.Markdown("### Set-of-Mark view (`som`)")
+                som_table = gr.Dataframe(
+                    value=_frame([]), headers=TABLE_COLUMNS, datatype=TABLE_TYPES, interactive=False,
+                    elem_id="table-som", wrap=True,
+                )
+                gr.Markdown("### Coordinate view (`coord`)")
+                coord_table = gr.Dataframe(
+                    value=_frame([]), headers=TABLE_COLUMNS, datatype=TABLE_TYPES, interactive=False,
+                    elem_id="table-coord", wrap=True,
+                )
+            with gr.Tab("Submit", id="submit"):
+                if _on_space():
+                    gr.LoginButton()
+                with gr.Row():
+                    model_name = gr.Textbox(label="Model name", max_lines=1, elem_id="model-name")
+                    organisation = gr.Textbox(value="", label="Organisation (optional)", max_lines=1, elem_id="organisation")
+                with gr.Row():
+                    view = gr.Radio([v.value for v in View], value=View.SOM.value, label="View")
+                    contract = gr.Radio([c.value for c in Contract], value=Contract.J.value, label="Contract")
+                predictions = gr.File(label=f"Predictions ({', '.join(EXTENSIONS)})", type="filepath",
+                                      elem_id="predictions")
+                with gr.Row():
+                    link = gr.Textbox(value="", label="Link (optional, http/https)", max_lines=1, elem_id="link")
+                    provenance_tag = gr.Dropdown(list(PROVENANCE_TAGS), value=PROVENANCE_TAGS[0], label="Provenance")
+                    submitter = gr.Textbox(value="", label="Submitter (optional; your HF login on the Space)", max_lines=1,
+                                           elem_id="submitter")
+                submit_btn = gr.Button("Submit", variant="primary", elem_id="submit-button")
+                status = gr.Textbox(label="Result", interactive=False, elem_id="submit-status")
+                result = gr.JSON(label="Details", visible=False)
+            with gr.Tab("Details", id="details"):
+                choice = gr.Dropdown(choices=submission_choices(board), label="Submission", elem_id="details-choice",
+                                     allow_custom_value=True)
+                info = gr.Textbox(label="Submission", interactive=False, lines=3, elem_id="details-info")
+                with gr.Row():
+                    site_plot = gr.Plot(label="Per site", elem_id="plot-site")
+                    type_plot = gr.Plot(label="Per action type", elem_id="plot-type")
+                splits = gr.Dataframe(
+                    headers=["split", "steps", *METRIC_COLUMNS.values()],
+                    datatype=["str", "number", *(["number"] * len(METRIC_COLUMNS))],
+                    interactive=False, label="Stale and unseen-template splits",
+                )
+                report_file = gr.File(label="Full report (JSON)", interactive=False, elem_id="report-file")
+            with gr.Tab("About", id="about"):
+                gr.Markdown(ABOUT)
+
+        tables = [som_table, coord_table, choice]
+        gr.on(
+            [demo.load, refresh_btn.click, som_filter.change, coord_filter.change],
+            refresh, [som_filter, coord_filter], tables, api_name="leaderboard", queue=False,
+        )
+        submit_btn.click(
+            submit,
+            [model_name, view, contract, predictions, organisation, link, provenance_tag, submitter],
+            [status, result],
+            api_name="submit",
+            concurrency_limit=2,
+        ).then(refresh, [som_filter, coord_filter], tables, api_name="leaderboard_after_submit", queue=False)
+        choice.change(details, [choice], [info, site_plot, type_plot, splits, report_file], api_name="details")
+    return demo
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Start the server (blocking). Settings come from ``MAG_BOARD_*`` variables."""
+    parser = argparse.ArgumentParser(description="Run the WebMRE / MAG leaderboard.")
+    parser.add_argument("--host", default=os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"))
+    parser.add_argument("--port", type=int, default=int(os.environ.get("GRADIO_SERVER_PORT", "7860")))
+    args = parser.parse_args(argv)
+    board = Board(BoardConfig.from_env())
+    print(f"leaderboard: database {board.config.db_path}; loading gold ...", flush=True)
+    gold = board.gold
+    print(f"leaderboard: gold {gold.source} ({gold.split}: "
+          + ", ".join(f"{v.value} {len(gold.steps[v])} steps" for v in gold.views()) + ")", flush=True)
+    demo = build_app(board)
+    demo.queue(default_concurrency_limit=2)
+    demo.launch(server_name=args.host, server_port=args.port, max_file_size=board.config.max_bytes,
+                show_error=False, quiet=False)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

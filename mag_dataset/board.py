@@ -1,0 +1,913 @@
+"""Leaderboard store: validate an uploaded predictions file, score it against hidden gold
+with the library scorer, and keep it in SQLite with the file itself, content-addressed.
+
+The leaderboard Space (``leaderboard/app.py``) and ``mag leaderboard`` are thin edges
+over :class:`Board`; this module never re-implements a scoring rule: every figure comes
+from :func:`mag_dataset.scoring.score_predictions`, the same call ``mag score`` makes.
+The protocol is WebMRE's (arXiv 2609.27353): deterministic, rule-based scoring, so a
+stored file re-scores to the same bytes (:meth:`Board.rescore_all`).
+
+Configuration, read by :meth:`BoardConfig.from_env` (every variable optional):
+
+=========================  ================================================================
+``MAG_BOARD_GOLD``         gold source: a built dataset folder or a Hub dataset repo id
+                           (default: the bundled sample corpus, built once into a cache)
+``MAG_BOARD_GOLD_TOKEN``   token for a private Hub gold dataset (default: ``HF_TOKEN``)
+``MAG_BOARD_SPLIT``        split scored (default ``test``)
+``MAG_BOARD_DIR``          data folder holding ``board.sqlite`` and ``files/``
+                           (default ``./leaderboard_data``)
+``MAG_BOARD_DB``           database path (default ``$MAG_BOARD_DIR/board.sqlite``)
+``MAG_BOARD_MAX_MB``       upload cap in MiB, enforced by the server and the handler
+                           (default 20); also caps a ``.jsonl.gz`` file's decompressed size
+``MAG_BOARD_MAX_LINES``    most lines a predictions file may have (default 200000)
+``MAG_BOARD_DAILY_CAP``    accepted submissions per submitter per UTC day (default 5)
+``MAG_BOARD_ADMINS``       comma-separated submitter names exempt from the daily cap
+``MAG_BOARD_SYNC_REPO``    Hub dataset repo id the database and files are mirrored to
+                           after each accepted submission and restored from at start-up
+                           when the local database is missing (default: no sync)
+``MAG_BOARD_SYNC_TOKEN``   token for that repo (default: ``HF_TOKEN``)
+=========================  ================================================================
+
+Storage: one SQLite database in WAL mode, one row per accepted submission, each write a
+short ``BEGIN IMMEDIATE`` transaction (scoring happens before it, outside any lock on the
+database). A row keeps the report JSON exactly as the scorer wrote it, the scorer
+version, the gold fingerprint, the SHA-256 of the uploaded bytes and its extension; the
+bytes live in ``files/<sha[:2]>/<sha><ext>``. A rejected file stores nothing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import io
+import json
+import logging
+import os
+import sqlite3
+import tempfile
+import threading
+import zlib
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable, Iterator, Sequence
+
+from mag_dataset.actions import Contract, View
+from mag_dataset.schema import Step
+
+log = logging.getLogger(__name__)
+
+#: Upload formats the board accepts, longest suffix first.
+EXTENSIONS: tuple[str, ...] = (".jsonl.gz", ".jsonl", ".parquet")
+
+#: Self-declared provenance of a submission's predictions.
+PROVENANCE_TAGS: tuple[str, ...] = ("self-reported", "externally evaluated", "reproduced")
+
+#: Report metrics shown on the board, in column order: report key -> column title.
+METRIC_COLUMNS: dict[str, str] = {
+    "saa": "SAA",
+    "target_acc": "target acc",
+    "action_type_acc": "type acc",
+    "text_f1": "text F1",
+    "ofcr": "OFCR",
+    "bleu1": "BLEU-1",
+    "bleu4": "BLEU-4",
+    "rouge_l": "ROUGE-L",
+    "usefulness": "usefulness",
+}
+
+MAX_NAME_CHARS = 120
+MAX_LINK_CHARS = 500
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS submissions (
+    id               INTEGER PRIMARY KEY AUTOINCREMENT,
+    created_at       TEXT    NOT NULL,
+    submitter        TEXT    NOT NULL,
+    model_name       TEXT    NOT NULL,
+    organisation     TEXT    NOT NULL DEFAULT '',
+    link             TEXT    NOT NULL DEFAULT '',
+    provenance_tag   TEXT    NOT NULL,
+    view             TEXT    NOT NULL,
+    contract         TEXT    NOT NULL,
+    split            TEXT    NOT NULL,
+    file_sha256      TEXT    NOT NULL,
+    file_ext         TEXT    NOT NULL,
+    file_size        INTEGER NOT NULL,
+    seeds            INTEGER NOT NULL,
+    scorer_version   TEXT    NOT NULL,
+    gold_fingerprint TEXT    NOT NULL,
+    summary_json     TEXT    NOT NULL,
+    report_json      TEXT    NOT NULL,
+    UNIQUE (file_sha256, view, contract)
+);
+CREATE INDEX IF NOT EXISTS submissions_by_submitter ON submissions (submitter, created_at);
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', '1');
+"""
+
+
+class SubmissionRejected(ValueError):
+    """A submission was refused; the message says exactly why and is safe to show.
+
+    Messages never quote gold data: they name the file's line, the step id the file
+    gave, or the limit that was hit.
+    """
+
+
+# --------------------------------------------------------------------------- config
+
+
+def _env_int(env: dict[str, str], name: str, default: int) -> int:
+    raw = env.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ValueError(f"{name} must be an integer, got {raw!r}") from None
+    if value < 0:
+        raise ValueError(f"{name} must not be negative, got {value}")
+    return value
+
+
+@dataclass(frozen=True)
+class BoardConfig:
+    """Board settings; see the module docstring for the environment variables.
+
+    Attributes:
+        data_dir: folder for the database (by default) and the stored files.
+        db_path: the SQLite database.
+        gold: gold source (folder or Hub repo id); ``None`` means the bundled corpus.
+        gold_token: token for a private Hub gold dataset.
+        split: split scored.
+        max_bytes: upload cap in bytes (also the decompressed cap of ``.jsonl.gz``).
+        max_lines: most lines a predictions file may have.
+        daily_cap: accepted submissions per submitter per UTC day.
+        admins: submitter names exempt from the daily cap.
+        sync_repo: Hub dataset repo id to mirror to, or ``None``.
+        sync_token: token for ``sync_repo``.
+    """
+
+    data_dir: Path = Path("leaderboard_data")
+    db_path: Path | None = None
+    gold: str | None = None
+    gold_token: str | None = None
+    split: str = "test"
+    max_bytes: int = 20 * 1024 * 1024
+    max_lines: int = 200_000
+    daily_cap: int = 5
+    admins: frozenset[str] = frozenset()
+    sync_repo: str | None = None
+    sync_token: str | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "data_dir", Path(self.data_dir))
+        if self.db_path is None:
+            object.__setattr__(self, "db_path", self.data_dir / "board.sqlite")
+        else:
+            object.__setattr__(self, "db_path", Path(self.db_path))
+        object.__setattr__(self, "admins", frozenset(self.admins))
+        if self.max_bytes <= 0 or self.max_lines <= 0:
+            raise ValueError("max_bytes and max_lines must be positive")
+
+    @property
+    def files_dir(self) -> Path:
+        return self.data_dir / "files"
+
+    @classmethod
+    def from_env(cls, env: dict[str, str] | None = None, **overrides: Any) -> "BoardConfig":
+        """Read the ``MAG_BOARD_*`` variables; keyword overrides win over the environment."""
+        env = dict(os.environ if env is None else env)
+        hf_token = env.get("HF_TOKEN") or None
+        kwargs: dict[str, Any] = {
+            "data_dir": Path(env.get("MAG_BOARD_DIR") or "leaderboard_data"),
+            "db_path": Path(env["MAG_BOARD_DB"]) if env.get("MAG_BOARD_DB") else None,
+            "gold": env.get("MAG_BOARD_GOLD") or None,
+            "gold_token": env.get("MAG_BOARD_GOLD_TOKEN") or hf_token,
+            "split": env.get("MAG_BOARD_SPLIT") or "test",
+            "max_bytes": _env_int(env, "MAG_BOARD_MAX_MB", 20) * 1024 * 1024,
+            "max_lines": _env_int(env, "MAG_BOARD_MAX_LINES", 200_000),
+            "daily_cap": _env_int(env, "MAG_BOARD_DAILY_CAP", 5),
+            "admins": frozenset(a.strip() for a in env.get("MAG_BOARD_ADMINS", "").split(",") if a.strip()),
+            "sync_repo": env.get("MAG_BOARD_SYNC_REPO") or None,
+            "sync_token": env.get("MAG_BOARD_SYNC_TOKEN") or hf_token,
+        }
+        kwargs.update({k: v for k, v in overrides.items() if v is not None})
+        return cls(**kwargs)
+
+
+# --------------------------------------------------------------------------- gold
+
+
+@dataclass
+class Gold:
+    """The hidden gold: the scored split's steps of each view. Never leaves the server.
+
+    Attributes:
+        source: where it came from (folder, repo id, or a label for in-memory gold).
+        split: the split.
+        steps: view -> steps, in dataset order.
+    """
+
+    source: str
+    split: str
+    steps: dict[View, list[Step]]
+    _ids: dict[View, list[str]] = field(default_factory=dict, repr=False)
+
+    def __post_init__(self) -> None:
+        self.steps = {View(v): list(s) for v, s in self.steps.items()}
+        for view, steps in self.steps.items():
+            if not steps:
+                raise ValueError(f"gold {self.source} has no {view.value} {self.split} steps")
+            self._ids[view] = [s.step_id for s in steps]
+
+    def views(self) -> list[View]:
+        return [v for v in View if v in self.steps]
+
+    def step_ids(self, view: View) -> list[str]:
+        return self._ids[View(view)]
+
+    @classmethod
+    def load(cls, source: str | Path | None = None, split: str = "test", token: str | None = None) -> "Gold":
+        """Load both views' ``split`` from a built folder, a Hub repo id, or the bundled corpus.
+
+        Args:
+            source: a built dataset folder or a Hub dataset repo id; ``None`` builds (once,
+                cached) and uses the bundled sample corpus.
+            split: the split to score against.
+            token: Hub token for a private gold dataset.
+        """
+        from mag_dataset import dataset
+
+        if source is None:
+            folder: str | Path = dataset.bundled_dataset()
+            label = f"bundled sample corpus ({folder})"
+        elif Path(source).exists():
+            folder, label = Path(source), str(source)
+        else:
+            from huggingface_hub import snapshot_download
+
+            folder = snapshot_download(repo_id=str(source), repo_type="dataset", token=token)
+            label = str(source)
+        steps = {view: dataset.load_steps(folder, view.value, split) for view in View}
+        return cls(source=label, split=split, steps=steps)
+
+
+# --------------------------------------------------------------------------- upload decoding
+
+
+def file_extension(filename: str) -> str | None:
+    """The accepted extension ``filename`` ends with (case-insensitive), else ``None``."""
+    low = filename.lower()
+    return next((ext for ext in EXTENSIONS if low.endswith(ext)), None)
+
+
+def decode_upload(data: bytes, filename: str, *, max_bytes: int, max_lines: int) -> bytes:
+    """Turn uploaded bytes into JSON Lines bytes, or refuse with a specific message.
+
+    Checks, in order: extension, size cap, emptiness, (gzip / Parquet decoding), binary
+    content, UTF-8, line count. JSON validity and step ids are checked afterwards by
+    :func:`mag_dataset.predictions.read_predictions`.
+
+    Args:
+        data: the uploaded bytes.
+        filename: the uploaded file's name (only its extension is used).
+        max_bytes: upload cap; also the cap on a gzip file's decompressed size.
+        max_lines: most non-empty lines allowed.
+
+    Returns:
+        UTF-8 JSON Lines bytes.
+
+    Raises:
+        SubmissionRejected: with the reason.
+    """
+    ext = file_extension(filename)
+    if ext is None:
+        suffix = Path(filename).suffix or "(none)"
+        raise SubmissionRejected(
+            f"wrong file extension {suffix!r}: upload a .jsonl, .jsonl.gz or .parquet predictions file"
+        )
+    if len(data) > max_bytes:
+        raise SubmissionRejected(f"the file is {len(data):,} bytes, over the upload cap of {max_bytes:,} bytes")
+    if not data:
+        raise SubmissionRejected("the file is empty: expected one JSON object per line")
+    if ext == ".jsonl.gz":
+        data = _gunzip(data, max_bytes)
+        if not data.strip():
+            raise SubmissionRejected("the file is empty after decompression: expected one JSON object per line")
+    elif ext == ".parquet":
+        data = _parquet_to_jsonl(data, max_lines)
+    if not data.strip():
+        raise SubmissionRejected("the file is empty: it holds only whitespace, expected one JSON object per line")
+    nul = data.find(b"\x00")
+    if nul >= 0:
+        raise SubmissionRejected(
+            f"the file looks binary (a NUL byte at offset {nul}), not JSON Lines text"
+        )
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        raise SubmissionRejected(
+            f"line {line}: the file is not UTF-8 text (invalid byte 0x{data[e.start]:02x} at offset {e.start})"
+        ) from None
+    n_lines = sum(1 for line in data.splitlines() if line.strip())
+    if n_lines > max_lines:
+        raise SubmissionRejected(f"too many lines: {n_lines:,} non-empty lines, the limit is {max_lines:,}")
+    return data
+
+
+def _gunzip(data: bytes, max_bytes: int) -> bytes:
+    # Decompress in bounded chunks so a gzip bomb is refused before it fills memory.
+    out = io.BytesIO()
+    d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    try:
+        chunk = d.decompress(data, max_bytes + 1)
+        while True:
+            out.write(chunk)
+            if out.tell() > max_bytes:
+                raise SubmissionRejected(f"the gzip file decompresses to over the cap of {max_bytes:,} bytes")
+            if not d.unconsumed_tail:
+                break
+            chunk = d.decompress(d.unconsumed_tail, max_bytes + 1 - out.tell())
+        out.write(d.flush())
+    except zlib.error as e:
+        raise SubmissionRejected(f"the file ends in .jsonl.gz but is not valid gzip data ({e})") from None
+    if not d.eof:
+        raise SubmissionRejected("the .jsonl.gz file is truncated: the gzip stream does not end")
+    if out.tell() > max_bytes:
+        raise SubmissionRejected(f"the gzip file decompresses to over the cap of {max_bytes:,} bytes")
+    return out.getvalue()
+
+
+def _parquet_to_jsonl(data: bytes, max_lines: int) -> bytes:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        pf = pq.ParquetFile(io.BytesIO(data))
+    except Exception as e:  # pyarrow raises several types for a non-Parquet file
+        raise SubmissionRejected(f"the file ends in .parquet but is not a readable Parquet file ({type(e).__name__})") from None
+    if pf.metadata.num_rows > max_lines:
+        raise SubmissionRejected(f"too many lines: {pf.metadata.num_rows:,} rows, the limit is {max_lines:,}")
+    names = set(pf.schema_arrow.names)
+    missing = [c for c in ("step_id", "output") if c not in names]
+    if missing:
+        raise SubmissionRejected(f"the Parquet file lacks the column(s) {missing}: it needs step_id and output (and optionally seed)")
+    extra = sorted(names - {"step_id", "output", "seed"})
+    if extra:
+        raise SubmissionRejected(f"the Parquet file has unexpected column(s) {extra}: only step_id, output and seed are allowed")
+    try:
+        table = pf.read()
+    except Exception as e:
+        raise SubmissionRejected(f"the Parquet file could not be read ({type(e).__name__})") from None
+    for col in ("step_id", "output"):
+        if not pa.types.is_string(table.schema.field(col).type) and not pa.types.is_large_string(table.schema.field(col).type):
+            raise SubmissionRejected(f"the Parquet column {col!r} must be strings, got {table.schema.field(col).type}")
+    lines = []
+    for row in table.to_pylist():
+        rec = {"step_id": row["step_id"], "output": row["output"]}
+        if row.get("seed") is not None:
+            rec["seed"] = row["seed"]
+        lines.append(json.dumps(rec, ensure_ascii=False))
+    return ("\n".join(lines) + "\n").encode("utf-8")
+
+
+# --------------------------------------------------------------------------- records
+
+
+def clean_text(value: str | None, what: str, limit: int = MAX_NAME_CHARS, required: bool = False) -> str:
+    """Normalise a free-text field (names) or refuse it; the text is always shown as text."""
+    text = " ".join((value or "").split())
+    if required and not text:
+        raise SubmissionRejected(f"{what} is required")
+    if len(text) > limit:
+        raise SubmissionRejected(f"{what} is {len(text)} characters long, the limit is {limit}")
+    if any(ord(c) < 32 or ord(c) == 127 for c in text):
+        raise SubmissionRejected(f"{what} contains control characters")
+    return text
+
+
+def clean_link(value: str | None) -> str:
+    """An optional link: empty, or an http(s) URL without spaces."""
+    link = (value or "").strip()
+    if not link:
+        return ""
+    if len(link) > MAX_LINK_CHARS:
+        raise SubmissionRejected(f"link is {len(link)} characters long, the limit is {MAX_LINK_CHARS}")
+    low = link.lower()
+    if not (low.startswith("http://") or low.startswith("https://")) or len(link.split("//", 1)[1]) == 0:
+        raise SubmissionRejected("link must be an http:// or https:// URL")
+    if any(c.isspace() or ord(c) < 32 for c in link) or any(c in link for c in "<>\"'`"):
+        raise SubmissionRejected("link must be a plain URL (no spaces, quotes or angle brackets)")
+    return link
+
+
+def summary_from_report(report: dict[str, Any]) -> dict[str, float | None]:
+    """The board's metric columns from a report dict (``None`` where not applicable)."""
+    return {key: _metric_value(report.get(key)) for key in METRIC_COLUMNS}
+
+
+def _metric_value(v: Any) -> float | None:
+    # Accept a bare number or an aggregate object carrying its mean and denominator.
+    if v is None or isinstance(v, bool):
+        return None
+    if isinstance(v, (int, float)):
+        return float(v)
+    if isinstance(v, dict):
+        for key in ("mean", "value", "micro", "score"):
+            if key in v:
+                return _metric_value(v[key])
+    return None
+
+
+def report_fingerprint(report: dict[str, Any]) -> str:
+    """The gold fingerprint recorded in a report's provenance block."""
+    prov = report.get("provenance") or {}
+    for key in ("dataset_fingerprint", "gold_fingerprint", "fingerprint"):
+        if prov.get(key):
+            return str(prov[key])
+    raise ValueError("the report's provenance carries no dataset fingerprint")
+
+
+@dataclass(frozen=True)
+class Submission:
+    """One stored submission (a row of the board)."""
+
+    id: int
+    created_at: str
+    submitter: str
+    model_name: str
+    organisation: str
+    link: str
+    provenance_tag: str
+    view: str
+    contract: str
+    split: str
+    file_sha256: str
+    file_ext: str
+    file_size: int
+    seeds: int
+    scorer_version: str
+    gold_fingerprint: str
+    summary: dict[str, float | None]
+    report_json: str
+
+    @property
+    def report(self) -> dict[str, Any]:
+        return json.loads(self.report_json)
+
+    @property
+    def date(self) -> str:
+        return self.created_at[:10]
+
+    def public_dict(self) -> dict[str, Any]:
+        """What the board shows: everything but the submitter's name and the report body."""
+        return {
+            "id": self.id,
+            "date": self.date,
+            "model_name": self.model_name,
+            "organisation": self.organisation,
+            "link": self.link,
+            "provenance_tag": self.provenance_tag,
+            "view": self.view,
+            "contract": self.contract,
+            "split": self.split,
+            "seeds": self.seeds,
+            "file_sha256": self.file_sha256,
+            "scorer_version": self.scorer_version,
+            "gold_fingerprint": self.gold_fingerprint,
+            **self.summary,
+        }
+
+
+_COLUMNS = (
+    "id, created_at, submitter, model_name, organisation, link, provenance_tag, view, contract, split, "
+    "file_sha256, file_ext, file_size, seeds, scorer_version, gold_fingerprint, summary_json, report_json"
+)
+
+
+def _row_to_submission(row: tuple) -> Submission:
+    values = list(row)
+    values[16] = json.loads(values[16])
+    return Submission(*values)
+
+
+@dataclass(frozen=True)
+class RescoreResult:
+    """Outcome of re-scoring one stored submission."""
+
+    id: int
+    identical: bool
+    stored_version: str
+    current_version: str
+    detail: str = ""
+
+
+# --------------------------------------------------------------------------- the board
+
+
+class Board:
+    """The leaderboard: validate, score with the library, store, list.
+
+    Thread-safe: each operation opens its own short-lived SQLite connection; writes take
+    a process lock and a ``BEGIN IMMEDIATE`` transaction, so concurrent submissions are
+    never lost.
+
+    Args:
+        config: settings.
+        gold: the gold; loaded from ``config`` on first use when not given.
+        clock: returns the current UTC time (tests pass a fixed clock).
+    """
+
+    def __init__(
+        self,
+        config: BoardConfig,
+        gold: Gold | None = None,
+        clock: Callable[[], datetime] | None = None,
+    ) -> None:
+        self.config = config
+        self._gold = gold
+        self._gold_lock = threading.Lock()
+        self._write_lock = threading.Lock()
+        self._clock = clock or (lambda: datetime.now(timezone.utc))
+        self._sync_lock = threading.Lock()
+        config.data_dir.mkdir(parents=True, exist_ok=True)
+        config.db_path.parent.mkdir(parents=True, exist_ok=True)
+        if config.sync_repo and not config.db_path.exists():
+            try:
+                restore_from_hub(config)
+            except Exception as e:  # a Space must still start when the Hub is down
+                log.warning("could not restore the board from %s: %s", config.sync_repo, e)
+        with self._connect() as con:
+            con.execute("PRAGMA journal_mode=WAL")
+            con.executescript(_SCHEMA)
+
+    # ---- infrastructure
+
+    @contextlib.contextmanager
+    def _connect(self) -> Iterator[sqlite3.Connection]:
+        con = sqlite3.connect(self.config.db_path, timeout=60, isolation_level=None)
+        try:
+            con.execute("PRAGMA busy_timeout=60000")
+            con.execute("PRAGMA synchronous=NORMAL")
+            yield con
+        finally:
+            con.close()
+
+    @property
+    def gold(self) -> Gold:
+        if self._gold is None:
+            with self._gold_lock:
+                if self._gold is None:
+                    self._gold = Gold.load(self.config.gold, self.config.split, self.config.gold_token)
+        return self._gold
+
+    def file_path(self, sha256: str, ext: str) -> Path:
+        """Where the uploaded bytes with this hash are kept."""
+        return self.config.files_dir / sha256[:2] / f"{sha256}{ext}"
+
+    # ---- submitting
+
+    def submit(
+        self,
+        *,
+        data: bytes,
+        filename: str,
+        model_name: str,
+        view: str,
+        contract: str,
+        submitter: str | None = None,
+        organisation: str = "",
+        link: str = "",
+        provenance_tag: str = "self-reported",
+    ) -> Submission:
+        """Validate, score and store one predictions file.
+
+        Args:
+            data: the uploaded bytes.
+            filename: the uploaded file's name (for its extension).
+            model_name: shown on the board.
+            view: ``som`` or ``coord``.
+            contract: ``A``, ``G``, ``J`` or ``JG``.
+            submitter: who submits (the HF login on a Space); the daily cap counts per
+                submitter. Defaults to the organisation, else the model name.
+            organisation: shown on the board.
+            link: optional http(s) link (paper, model card).
+            provenance_tag: one of :data:`PROVENANCE_TAGS`.
+
+        Returns:
+            The stored submission.
+
+        Raises:
+            SubmissionRejected: for any bad input or limit; nothing is stored then.
+        """
+        from mag_dataset.predictions import PredictionsError, read_predictions
+        from mag_dataset.scoring import score_predictions
+
+        model_name = clean_text(model_name, "model name", required=True)
+        organisation = clean_text(organisation, "organisation")
+        link = clean_link(link)
+        v = _parse_enum(View, view, "view")
+        c = _parse_enum(Contract, contract, "contract")
+        tag = (provenance_tag or "self-reported").strip()
+        if tag not in PROVENANCE_TAGS:
+            raise SubmissionRejected(f"provenance tag must be one of {list(PROVENANCE_TAGS)}, got {tag!r}")
+        who = clean_text(submitter, "submitter") or organisation or model_name
+        if not isinstance(data, (bytes, bytearray)):
+            raise SubmissionRejected("no predictions file was uploaded")
+        data = bytes(data)
+        ext = file_extension(filename or "")
+        jsonl = decode_upload(data, filename or "", max_bytes=self.config.max_bytes, max_lines=self.config.max_lines)
+        sha = hashlib.sha256(data).hexdigest()
+        with self._connect() as con:  # cheap early checks, repeated under the write lock
+            self._check_limits(con, who, sha, v, c)
+        gold = self.gold
+        if v not in gold.steps:
+            raise SubmissionRejected(f"this board has no gold for the {v.value} view")
+        try:
+            predictions = read_predictions(jsonl, gold.step_ids(v), max_lines=self.config.max_lines)
+        except PredictionsError as e:
+            raise SubmissionRejected(str(e)) from None
+        report = score_predictions(predictions, gold.steps[v], v, c)
+        report_json = report.to_json()
+        report_dict = json.loads(report_json)
+        seeds = len({getattr(p, "seed", None) for p in predictions}) or 1
+        version = str(report_dict.get("provenance", {}).get("scorer_version") or _scorer_version())
+        row = {
+            "created_at": self._clock().astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "submitter": who,
+            "model_name": model_name,
+            "organisation": organisation,
+            "link": link,
+            "provenance_tag": tag,
+            "view": v.value,
+            "contract": c.value,
+            "split": gold.split,
+            "file_sha256": sha,
+            "file_ext": ext,
+            "file_size": len(data),
+            "seeds": seeds,
+            "scorer_version": version,
+            "gold_fingerprint": report_fingerprint(report_dict),
+            "summary_json": json.dumps(summary_from_report(report_dict), sort_keys=True),
+            "report_json": report_json,
+        }
+        new_id = self._store(row, data, who)
+        sub = self.get(new_id)
+        assert sub is not None
+        if self.config.sync_repo:
+            threading.Thread(target=self._sync_quietly, args=(sub,), daemon=True).start()
+        return sub
+
+    def _check_limits(self, con: sqlite3.Connection, who: str, sha: str, view: View, contract: Contract) -> None:
+        dup = con.execute(
+            "SELECT id FROM submissions WHERE file_sha256=? AND view=? AND contract=?",
+            (sha, view.value, contract.value),
+        ).fetchone()
+        if dup:
+            raise SubmissionRejected(
+                f"this exact file was already scored for view {view.value}, contract {contract.value} "
+                f"(submission #{dup[0]}); it is not scored twice"
+            )
+        if who in self.config.admins:
+            return
+        day = self._clock().astimezone(timezone.utc).strftime("%Y-%m-%d")
+        (n,) = con.execute(
+            "SELECT COUNT(*) FROM submissions WHERE submitter=? AND substr(created_at, 1, 10)=?", (who, day)
+        ).fetchone()
+        if n >= self.config.daily_cap:
+            raise SubmissionRejected(
+                f"daily limit reached: {who!r} already has {n} submission(s) today (UTC), the cap is "
+                f"{self.config.daily_cap}; try again tomorrow"
+            )
+
+    def _store(self, row: dict[str, Any], data: bytes, who: str) -> int:
+        path = self.file_path(row["file_sha256"], row["file_ext"])
+        with self._write_lock, self._connect() as con:
+            con.execute("BEGIN IMMEDIATE")
+            created_file = False
+            try:
+                self._check_limits(con, who, row["file_sha256"], View(row["view"]), Contract(row["contract"]))
+                if not path.exists():
+                    _atomic_write(path, data)
+                    created_file = True
+                cur = con.execute(
+                    f"INSERT INTO submissions ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})",
+                    tuple(row.values()),
+                )
+                con.execute("COMMIT")
+                return int(cur.lastrowid)
+            except BaseException:
+                con.execute("ROLLBACK")
+                if created_file:
+                    path.unlink(missing_ok=True)
+                raise
+
+    # ---- reading
+
+    def get(self, submission_id: int) -> Submission | None:
+        with self._connect() as con:
+            row = con.execute(f"SELECT {_COLUMNS} FROM submissions WHERE id=?", (int(submission_id),)).fetchone()
+        return _row_to_submission(row) if row else None
+
+    def submissions(self, view: str | None = None, contract: str | None = None) -> list[Submission]:
+        """Stored submissions, oldest first, optionally filtered."""
+        sql, args = f"SELECT {_COLUMNS} FROM submissions WHERE 1=1", []
+        if view:
+            sql += " AND view=?"
+            args.append(View(view).value)
+        if contract:
+            sql += " AND contract=?"
+            args.append(Contract(contract).value)
+        with self._connect() as con:
+            rows = con.execute(sql + " ORDER BY id", args).fetchall()
+        return [_row_to_submission(r) for r in rows]
+
+    def count(self) -> int:
+        with self._connect() as con:
+            return int(con.execute("SELECT COUNT(*) FROM submissions").fetchone()[0])
+
+    def ranked(self, view: str, contract: str | None = None) -> list[tuple[int, Submission]]:
+        """Submissions of a view ranked within their contract by :func:`rank_key`.
+
+        Returns:
+            ``(rank, submission)`` pairs, ordered by contract (A, G, J, JG) then rank;
+            ties share a rank.
+        """
+        out: list[tuple[int, Submission]] = []
+        subs = self.submissions(view, contract)
+        for c in Contract:
+            group = sorted((s for s in subs if s.contract == c.value), key=rank_key)
+            prev, rank = None, 0
+            for i, s in enumerate(group, 1):
+                key = rank_key(s)[:-1]
+                if key != prev:
+                    rank, prev = i, key
+                out.append((rank, s))
+        return out
+
+    def read_file(self, sub: Submission) -> bytes:
+        """The stored bytes of a submission, checked against its SHA-256."""
+        data = self.file_path(sub.file_sha256, sub.file_ext).read_bytes()
+        if hashlib.sha256(data).hexdigest() != sub.file_sha256:
+            raise ValueError(f"stored file of submission #{sub.id} does not match its SHA-256")
+        return data
+
+    # ---- admin
+
+    def rescore_all(self, update: bool = False) -> list[RescoreResult]:
+        """Re-score every stored submission from its stored file and compare reports.
+
+        Args:
+            update: store the new report (and scorer version, fingerprint, summary) where
+                it differs, e.g. after a deliberate scorer change.
+
+        Returns:
+            One result per submission; ``identical`` means byte-identical report JSON.
+        """
+        from mag_dataset.predictions import read_predictions
+        from mag_dataset.scoring import score_predictions
+
+        results = []
+        gold = self.gold
+        for sub in self.submissions():
+            v, c = View(sub.view), Contract(sub.contract)
+            jsonl = decode_upload(self.read_file(sub), f"x{sub.file_ext}", max_bytes=max(self.config.max_bytes, sub.file_size) * 64, max_lines=10**9)
+            predictions = read_predictions(jsonl, gold.step_ids(v), max_lines=10**9)
+            new_json = score_predictions(predictions, gold.steps[v], v, c).to_json()
+            new_dict = json.loads(new_json)
+            version = str(new_dict.get("provenance", {}).get("scorer_version") or _scorer_version())
+            same = new_json == sub.report_json
+            detail = ""
+            if not same:
+                old = sub.report
+                changed = [k for k in sorted(set(old) | set(new_dict)) if old.get(k) != new_dict.get(k)]
+                detail = f"changed keys: {', '.join(changed) or '(formatting only)'}"
+                if update:
+                    with self._write_lock, self._connect() as con:
+                        con.execute("BEGIN IMMEDIATE")
+                        con.execute(
+                            "UPDATE submissions SET report_json=?, summary_json=?, scorer_version=?, gold_fingerprint=? WHERE id=?",
+                            (new_json, json.dumps(summary_from_report(new_dict), sort_keys=True), version,
+                             report_fingerprint(new_dict), sub.id),
+                        )
+                        con.execute("COMMIT")
+            results.append(RescoreResult(sub.id, same, sub.scorer_version, version, detail))
+        return results
+
+    def snapshot(self, dest: Path) -> Path:
+        """A consistent copy of the database (SQLite online backup), for syncing."""
+        dest = Path(dest)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        tmp = dest.with_name(dest.name + ".tmp")
+        tmp.unlink(missing_ok=True)
+        with self._connect() as con:
+            target = sqlite3.connect(tmp)
+            try:
+                con.backup(target)
+            finally:
+                target.close()
+        os.replace(tmp, dest)
+        return dest
+
+    def sync_to_hub(self, subs: Sequence[Submission] = ()) -> None:
+        """Upload a database snapshot and the given submissions' files to ``sync_repo``."""
+        from huggingface_hub import CommitOperationAdd, HfApi
+
+        if not self.config.sync_repo:
+            raise ValueError("MAG_BOARD_SYNC_REPO is not set")
+        with self._sync_lock, tempfile.TemporaryDirectory() as tmp:
+            snap = self.snapshot(Path(tmp) / "board.sqlite")
+            ops = [CommitOperationAdd("board.sqlite", str(snap))]
+            for s in subs:
+                p = self.file_path(s.file_sha256, s.file_ext)
+                ops.append(CommitOperationAdd(p.relative_to(self.config.data_dir).as_posix(), str(p)))
+            api = HfApi(token=self.config.sync_token)
+            api.create_repo(self.config.sync_repo, repo_type="dataset", private=True, exist_ok=True)
+            api.create_commit(
+                self.config.sync_repo, ops, commit_message=f"board: {self.count()} submissions", repo_type="dataset"
+            )
+
+    def _sync_quietly(self, sub: Submission) -> None:
+        try:
+            self.sync_to_hub([sub])
+        except Exception as e:  # the submission is stored locally either way
+            log.warning("Hub sync to %s failed: %s", self.config.sync_repo, e)
+
+
+def restore_from_hub(config: BoardConfig) -> None:
+    """Download the mirrored database and files from ``config.sync_repo`` into place."""
+    from huggingface_hub import snapshot_download
+
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(snapshot_download(config.sync_repo, repo_type="dataset", token=config.sync_token, local_dir=tmp))
+        src_db = folder / "board.sqlite"
+        if not src_db.exists():
+            return
+        for f in (folder / "files").rglob("*"):
+            if f.is_file():
+                dest = config.data_dir / f.relative_to(folder)
+                if not dest.exists():
+                    _atomic_write(dest, f.read_bytes())
+        _atomic_write(Path(config.db_path), src_db.read_bytes())
+
+
+def rank_key(sub: Submission) -> tuple:
+    """Sort key within one (view, contract): primary metric descending, then the rest.
+
+    The primary metric is SAA for contracts with an action (A, J, JG) and BLEU-1 for G;
+    missing values sort last; the submission id (older first) breaks exact ties.
+    """
+    primary = ("bleu1", "rouge_l", "bleu4") if sub.contract == Contract.G.value else ("saa", "target_acc", "action_type_acc", "bleu1")
+    key = tuple(-(sub.summary.get(m) if sub.summary.get(m) is not None else -1.0) for m in primary)
+    return (*key, sub.id)
+
+
+def _parse_enum(enum_cls: Any, value: Any, what: str) -> Any:
+    try:
+        return enum_cls(str(value).strip() if value is not None else value)
+    except ValueError:
+        allowed = ", ".join(m.value for m in enum_cls)
+        raise SubmissionRejected(f"{what} must be one of {allowed}, got {value!r}") from None
+
+
+def _scorer_version() -> str:
+    from mag_dataset.scoring import SCORER_VERSION
+
+    return str(SCORER_VERSION)
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+__all__ = [
+    "Board",
+    "BoardConfig",
+    "EXTENSIONS",
+    "Gold",
+    "METRIC_COLUMNS",
+    "PROVENANCE_TAGS",
+    "RescoreResult",
+    "Submission",
+    "SubmissionRejected",
+    "clean_link",
+    "clean_text",
+    "decode_upload",
+    "rank_key",
+    "restore_from_hub",
+    "summary_from_report",
+]
