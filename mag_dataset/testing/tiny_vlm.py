@@ -300,3 +300,54 @@ def build_tiny_qwen35(out_dir: str | os.PathLike, seed: int = 0) -> Path:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return out
+
+
+def tiny_steps(
+    n: int = 4, split: str = "test", view: str = "som", size: tuple[int, int] = (96, 64)
+) -> list[tuple[Any, Any]]:
+    """``n`` small synthetic benchmark steps with their screenshots, for tests (no dataset needed).
+
+    Two tasks of a form-filling site; actions cycle through type, click, scroll and finish,
+    each targeted action with a candidate menu and a gold box, so every contract and both
+    views render a gold answer. Images are tiny RGB screenshots with the candidates drawn;
+    as in a built dataset, the coord view's steps carry no candidate menu.
+
+    Returns:
+        ``[(step, image), ...]``: :class:`mag_dataset.schema.Step` and ``PIL.Image``.
+    """
+    from PIL import Image, ImageDraw
+
+    from mag_dataset.schema import Action, Candidate, Step
+
+    w, h = size
+    cands = (
+        Candidate("3", "textbox", "Username", (4, 4, 60, 16)),
+        Candidate("7", "button", "Submit", (4, 24, 40, 36)),
+        Candidate("12", "link", "Home", (50, 24, 90, 36)),
+    )
+    plans = [
+        (Action("type", element_id="3", coordinate=(30, 10), text="Cheree"), cands[0].bbox,
+         "Type 'Cheree' into the Username field."),
+        (Action("click", element_id="7", coordinate=(20, 30)), cands[1].bbox, "Click 'Submit'."),
+        (Action("scroll", direction="down"), None, "Scroll down to see more of the page."),
+        (Action("finish", answer="done"), None, "The task is complete."),
+    ]
+    out = []
+    per_task = 2
+    for i in range(n):
+        action, box, guide = plans[i % len(plans)]
+        task, index = divmod(i, per_task)
+        image = Image.new("RGB", (w, h), (250, 250, 250))
+        draw = ImageDraw.Draw(image)
+        for c in cands:
+            draw.rectangle(c.bbox, outline=(200, 30, 30))
+        step = Step(
+            step_id=f"tiny-{task}:{index}", task_id=f"tiny-{task}", site="tiny-form",
+            intent=f"Log in as Cheree (task {task}).", intent_template_id="tiny-login",
+            step_index=index, num_steps=per_task, image_width=w, image_height=h,
+            previous_guides=tuple(plans[(i - k - 1) % len(plans)][2] for k in range(index)),
+            guide=guide, guide_source="template", action=action, target_bbox=box, split=split,
+            url="http://localhost/form", candidates=cands if view == "som" else (),
+        )
+        out.append((step, image))
+    return out

@@ -1,0 +1,390 @@
+"""Machinery shared by the model baselines: data, prompts, greedy decoding, provenance.
+
+Only what more than one script needs lives here; each script under ``baselines/`` stays a
+self-contained recipe (dataclass arguments, an optional YAML config, the launch command in
+its docstring). Prompts, target rendering and output parsing always come from the library
+(:mod:`mag_dataset.prompts`, :mod:`mag_dataset.parsing`); nothing here formats a prompt or
+parses an answer by hand.
+
+Run the scripts from the repository root as modules (``python -m baselines.infer ...``,
+``accelerate launch -m baselines.sft ...``) so ``baselines`` is importable.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
+
+from mag_dataset.actions import CONTRACT_KEYS, Contract, View
+from mag_dataset.schema import Step
+
+if TYPE_CHECKING:  # pragma: no cover
+    from PIL.Image import Image
+
+#: Keyword arguments for every chat-template call. Qwen3.5 checkpoints ship a template that
+#: opens a ``<think>`` block by default; the benchmark's answers are a bare JSON object, so
+#: training and decoding both use the template's non-thinking form (an empty think block in
+#: the generation prompt), and the two agree token for token.
+CHAT_TEMPLATE_KWARGS: dict[str, Any] = {"enable_thinking": False}
+
+
+@dataclass(frozen=True)
+class Example:
+    """One benchmark step with its screenshot (the view's image: SoM or raw)."""
+
+    step: Step
+    image: "Image"
+
+
+# ----------------------------------------------------------------------------- arguments
+
+
+def parse_args(dataclass_types: Sequence[type], argv: Sequence[str] | None = None) -> tuple[Any, ...]:
+    """Parse ``--config FILE.yaml`` plus command-line flags into the given dataclasses.
+
+    The YAML file sets defaults; flags given on the command line win (TRL's ``TrlParser``).
+    """
+    from trl import TrlParser
+
+    parser = TrlParser(tuple(dataclass_types))
+    return tuple(parser.parse_args_and_config(args=None if argv is None else list(argv)))
+
+
+def view_and_contract(view: str, contract: str) -> tuple[View, Contract]:
+    """Validate ``view`` and ``contract`` strings, with a clear error for a user's typo."""
+    from mag_dataset.cli import UserError
+
+    try:
+        v = View(view)
+    except ValueError:
+        raise UserError(f"unknown view {view!r}; choose one of {[x.value for x in View]}") from None
+    try:
+        c = Contract(contract)
+    except ValueError:
+        raise UserError(f"unknown contract {contract!r}; choose one of {[x.value for x in Contract]}") from None
+    return v, c
+
+
+# ----------------------------------------------------------------------------- data
+
+
+def load_examples(dataset: str, view: View | str, split: str, limit: int | None = None) -> list[Example]:
+    """Steps and screenshots of one split of one view, from a local folder or a Hub repo id.
+
+    ``dataset="bundled"`` builds (once, cached) and uses the sample corpus shipped with the
+    package.
+
+    Args:
+        dataset: folder of a built dataset, a Hub repo id, or ``bundled``.
+        view: ``som`` or ``coord``.
+        split: ``train`` or ``test``.
+        limit: keep only the first ``limit`` rows (in the dataset's stored order).
+    """
+    from mag_dataset import dataset as ds_lib
+
+    source: str | Path = ds_lib.bundled_dataset() if dataset == "bundled" else dataset
+    ds = ds_lib.load_view(source, View(view), split)
+    if limit is not None:
+        ds = ds.select(range(min(limit, len(ds))))
+    out = []
+    for row in ds:
+        image = row["screenshot"]
+        out.append(Example(step=ds_lib.row_to_step(row), image=image.convert("RGB")))
+    return out
+
+
+def dataset_revision(dataset: str) -> str | None:
+    """A revision string for provenance: the Hub commit if resolvable, else None (local)."""
+    if dataset == "bundled" or os.path.isdir(dataset):
+        return None
+    try:  # offline, or no such repo: provenance simply lacks the revision
+        from huggingface_hub import HfApi
+
+        return HfApi().dataset_info(dataset).sha
+    except Exception:
+        return None
+
+
+# ----------------------------------------------------------------------------- model
+
+
+def load_model_and_processor(
+    model_name_or_path: str,
+    revision: str | None = None,
+    dtype: str = "auto",
+    device: str | None = None,
+    attn_implementation: str | None = None,
+) -> tuple[Any, Any]:
+    """Load an ``AutoModelForImageTextToText`` and its processor, eval mode, on ``device``.
+
+    Without torchvision, the Qwen3-VL processor is loaded through the image-only shim of
+    :mod:`mag_dataset.testing.tiny_vlm` (it needs no video processor to read screenshots).
+    """
+    import torch
+    from transformers import AutoModelForImageTextToText
+
+    from mag_dataset.testing.tiny_vlm import load_processor
+
+    kwargs: dict[str, Any] = {"revision": revision}
+    if dtype != "auto":
+        kwargs["dtype"] = getattr(torch, dtype)
+    else:
+        kwargs["dtype"] = "auto"
+    if attn_implementation:
+        kwargs["attn_implementation"] = attn_implementation
+    model = AutoModelForImageTextToText.from_pretrained(model_name_or_path, **kwargs)
+    device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+    model.to(device).eval()
+    processor = load_processor(model_name_or_path, revision=revision)
+    return model, processor
+
+
+def prompt_text(processor: Any, step: Step, view: View | str, contract: Contract | str) -> str:
+    """The chat-template text of a step's prompt, ending with the assistant generation prompt."""
+    from mag_dataset.prompts import build_messages
+
+    return processor.apply_chat_template(
+        build_messages(step, view, contract), add_generation_prompt=True, tokenize=False, **CHAT_TEMPLATE_KWARGS
+    )
+
+
+def guide_prefix(guide: str, contract: Contract | str = Contract.JG) -> str:
+    """The start of a guide-first answer up to (not including) the action value.
+
+    Forcing this string after the generation prompt makes the model decode the action that
+    a given guide induces (WebMRE's forced-guide mediation; MG-GRPO's mediated reward).
+    Derived from :func:`mag_dataset.prompts.render_output`, so it is byte-identical to the
+    start of a rendered gold answer.
+
+    Raises:
+        ValueError: the contract does not put the guide before the action.
+    """
+    from mag_dataset.prompts import render_output
+
+    contract = Contract(contract)
+    keys = CONTRACT_KEYS[contract]
+    if keys[:2] != ("guide", "action"):
+        raise ValueError(f"contract {contract.value} does not write the guide before the action; use JG")
+    sentinel = {"type": "\x00sentinel\x00"}
+    full = render_output(sentinel, guide, contract)
+    return full[: full.index(json.dumps(sentinel, ensure_ascii=False))]
+
+
+@dataclass(frozen=True)
+class Decoded:
+    """One greedy decoding: the forced prefix, the generated text, and the full answer."""
+
+    prefix: str
+    generated: str
+    n_tokens: int
+
+    @property
+    def text(self) -> str:
+        """The answer as the scorer sees it: forced prefix + generated continuation."""
+        return self.prefix + self.generated
+
+
+def greedy_generate(
+    model: Any,
+    processor: Any,
+    prompts: Sequence[str],
+    images: Sequence["Image"],
+    prefixes: Sequence[str] | None = None,
+    max_new_tokens: int = 256,
+) -> list[Decoded]:
+    """Batched greedy decoding (left padding) of chat-template prompts, one image each.
+
+    Args:
+        model: an ``AutoModelForImageTextToText`` (eval mode).
+        processor: its processor.
+        prompts: chat-template texts ending with the generation prompt.
+        images: one screenshot per prompt.
+        prefixes: optional forced answer prefixes, appended to the prompts before decoding.
+        max_new_tokens: decoding budget per answer.
+
+    Returns:
+        One :class:`Decoded` per prompt, in order.
+    """
+    import torch
+
+    prefixes = list(prefixes) if prefixes is not None else [""] * len(prompts)
+    if not (len(prompts) == len(images) == len(prefixes)):
+        raise ValueError("prompts, images and prefixes must have the same length")
+    texts = [p + f for p, f in zip(prompts, prefixes)]
+    inputs = processor(text=texts, images=list(images), return_tensors="pt", padding=True, padding_side="left")
+    inputs = inputs.to(model.device)
+    tok = processor.tokenizer
+    with torch.inference_mode():
+        out = model.generate(
+            **inputs,
+            max_new_tokens=max_new_tokens,
+            do_sample=False,
+            num_beams=1,
+            pad_token_id=tok.pad_token_id,
+            temperature=None,
+            top_p=None,
+            top_k=None,
+        )
+    new = out[:, inputs["input_ids"].shape[1]:]
+    eos = {tok.eos_token_id, tok.pad_token_id}
+    result = []
+    for prefix, row in zip(prefixes, new.tolist()):
+        n = next((i for i, t in enumerate(row) if t in eos), len(row))
+        result.append(Decoded(prefix=prefix, generated=tok.decode(row[:n], skip_special_tokens=True), n_tokens=n))
+    return result
+
+
+class TransformersBackend:
+    """Greedy decoding with ``transformers`` ``generate``, batched; works on CPU and GPU."""
+
+    name = "transformers"
+
+    def __init__(self, model_name_or_path: str, revision: str | None = None, dtype: str = "auto",
+                 device: str | None = None, batch_size: int = 8, max_new_tokens: int = 256,
+                 model: Any = None, processor: Any = None):
+        if model is None or processor is None:
+            model, processor = load_model_and_processor(model_name_or_path, revision, dtype, device)
+        self.model, self.processor = model, processor
+        self.batch_size, self.max_new_tokens = batch_size, max_new_tokens
+
+    def prompt(self, step: Step, view: View | str, contract: Contract | str) -> str:
+        return prompt_text(self.processor, step, view, contract)
+
+    def generate(self, prompts: Sequence[str], images: Sequence["Image"],
+                 prefixes: Sequence[str] | None = None) -> list[Decoded]:
+        prefixes = list(prefixes) if prefixes is not None else [""] * len(prompts)
+        out: list[Decoded] = []
+        for i in range(0, len(prompts), self.batch_size):
+            sl = slice(i, i + self.batch_size)
+            out += greedy_generate(self.model, self.processor, prompts[sl], images[sl], prefixes[sl],
+                                   self.max_new_tokens)
+        return out
+
+
+class VLLMBackend:
+    """Greedy decoding with vLLM (GPU, continuous batching). Optional dependency: ``pip install vllm``."""
+
+    name = "vllm"
+
+    def __init__(self, model_name_or_path: str, revision: str | None = None, dtype: str = "auto",
+                 device: str | None = None, batch_size: int = 256, max_new_tokens: int = 256,
+                 seed: int = 0, gpu_memory_utilization: float = 0.85, max_model_len: int | None = 16384,
+                 tensor_parallel_size: int = 1):
+        try:
+            from vllm import LLM, SamplingParams
+        except ImportError as e:
+            from mag_dataset.cli import UserError
+
+            raise UserError(f"the vllm backend needs vLLM (pip install vllm): {e}") from None
+        from mag_dataset.testing.tiny_vlm import load_processor
+
+        self.processor = load_processor(model_name_or_path, revision=revision)
+        self.llm = LLM(model=model_name_or_path, revision=revision, dtype=dtype, seed=seed,
+                       limit_mm_per_prompt={"image": 1}, gpu_memory_utilization=gpu_memory_utilization,
+                       max_model_len=max_model_len, tensor_parallel_size=tensor_parallel_size)
+        self.params = SamplingParams(temperature=0.0, max_tokens=max_new_tokens, seed=seed)
+        self.batch_size = batch_size
+
+    def prompt(self, step: Step, view: View | str, contract: Contract | str) -> str:
+        return prompt_text(self.processor, step, view, contract)
+
+    def generate(self, prompts: Sequence[str], images: Sequence["Image"],
+                 prefixes: Sequence[str] | None = None) -> list[Decoded]:
+        prefixes = list(prefixes) if prefixes is not None else [""] * len(prompts)
+        requests = [{"prompt": p + f, "multi_modal_data": {"image": im}}
+                    for p, f, im in zip(prompts, prefixes, images)]
+        outs = self.llm.generate(requests, self.params, use_tqdm=False)
+        return [Decoded(prefix=f, generated=o.outputs[0].text, n_tokens=len(o.outputs[0].token_ids))
+                for f, o in zip(prefixes, outs)]
+
+
+BACKENDS = {"transformers": TransformersBackend, "vllm": VLLMBackend}
+
+
+def make_backend(name: str, model_name_or_path: str, **kwargs: Any) -> Any:
+    """Instantiate a decoding backend by name (``transformers`` or ``vllm``)."""
+    from mag_dataset.cli import UserError
+
+    if name not in BACKENDS:
+        raise UserError(f"unknown backend {name!r}; choose one of {sorted(BACKENDS)}")
+    if name == "transformers":
+        kwargs.pop("seed", None)
+    return BACKENDS[name](model_name_or_path, **kwargs)
+
+
+# ----------------------------------------------------------------------------- outputs
+
+
+def sha256_file(path: str | os.PathLike) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def environment() -> dict[str, str]:
+    """Versions of the software that produced a result."""
+    import importlib.metadata as md
+
+    env = {"python": platform.python_version()}
+    for name in ("mag_dataset", "torch", "transformers", "trl", "peft", "vllm"):
+        try:
+            env[name] = md.version(name)
+        except md.PackageNotFoundError:
+            pass
+    return env
+
+
+def provenance_path(predictions_path: str | os.PathLike) -> Path:
+    """Sidecar file holding a predictions file's provenance: ``preds.jsonl`` -> ``preds.provenance.json``."""
+    p = Path(predictions_path)
+    return p.with_name(p.name[: -len(p.suffix)] + ".provenance.json" if p.suffix else p.name + ".provenance.json")
+
+
+def write_json_atomic(path: str | os.PathLike, obj: Any) -> None:
+    """Write JSON to a temporary file next to ``path``, then rename it into place."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(obj, f, indent=2, sort_keys=True, ensure_ascii=False)
+            f.write("\n")
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def jsonl_lines(records: Iterable[dict[str, Any]]) -> str:
+    return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
+
+
+class Throughput:
+    """Counts steps and prints ``steps/s`` (to stderr, so stdout stays machine-readable)."""
+
+    def __init__(self) -> None:
+        self.start = time.perf_counter()
+        self.steps = 0
+
+    def add(self, n: int) -> None:
+        self.steps += n
+
+    @property
+    def rate(self) -> float:
+        dt = time.perf_counter() - self.start
+        return self.steps / dt if dt > 0 else 0.0
+
+    def report(self, label: str) -> str:
+        line = f"{label}: {self.steps} steps in {time.perf_counter() - self.start:.1f} s = {self.rate:.2f} steps/s"
+        print(line, file=sys.stderr, flush=True)
+        return line

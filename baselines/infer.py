@@ -1,0 +1,181 @@
+"""Greedy inference over a split, writing the predictions JSONL that ``mag score`` reads.
+
+WebMRE (arXiv 2609.27353) evaluates every checkpoint with greedy decoding under locked
+prompts; one test pass takes under a GPU hour. Prompts come from
+:mod:`mag_dataset.prompts`; the raw decoded text is written unparsed (the scorer's format
+gate judges it).
+
+Output: ``--output preds.jsonl`` with one ``{"step_id", "output", "seed"}`` line per step,
+plus ``preds.provenance.json`` (model, revision, dataset, split, view, contract, seed,
+decoding settings, backend, software versions, sha256 of the predictions). The file is
+written as ``preds.jsonl.partial`` while running and renamed when complete; rerunning the
+same command resumes, skipping step ids already written.
+
+Launch::
+
+    # GPU, vLLM (pip install vllm)
+    python -m baselines.infer --model_name_or_path runs/sft-qwen35-4b-som-J-s0 \\
+        --dataset mag/webmre --view som --contract J --output preds/4b-som-J-s0.jsonl --backend vllm
+    # anywhere, transformers
+    python -m baselines.infer --config baselines/configs/infer.yaml --model_name_or_path MODEL \\
+        --output preds.jsonl
+    mag score --predictions preds.jsonl --dataset mag/webmre --view som --contract J
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+from baselines import common
+
+
+@dataclass
+class InferArguments:
+    model_name_or_path: str = field(metadata={"help": "checkpoint folder or Hub model id"})
+    output: str = field(metadata={"help": "predictions JSONL to write"})
+    model_revision: str | None = field(default=None, metadata={"help": "Hub revision of the model"})
+    dataset: str = field(default="bundled", metadata={"help": "built dataset folder, Hub repo id, or 'bundled'"})
+    view: str = field(default="som", metadata={"help": "som or coord"})
+    contract: str = field(default="J", metadata={"help": "A, G, J or JG"})
+    split: str = field(default="test", metadata={"help": "train or test"})
+    seed: int = field(default=0, metadata={"help": "seed recorded in the file (the training seed of the model)"})
+    backend: str = field(default="transformers", metadata={"help": "transformers or vllm"})
+    batch_size: int = field(default=8, metadata={"help": "prompts per generate call (and per resumable chunk)"})
+    max_new_tokens: int = field(default=256, metadata={"help": "decoding budget per step"})
+    dtype: str = field(default="auto", metadata={"help": "auto, bfloat16, float16 or float32"})
+    device: str | None = field(default=None, metadata={"help": "cuda, cpu, ... (transformers backend)"})
+    limit: int | None = field(default=None, metadata={"help": "only the first N steps (smoke tests)"})
+    progress: bool = field(default=True, metadata={"help": "show a progress bar"})
+
+
+def _read_done(path: Path, seed: int) -> dict[str, str]:
+    """Step id -> output of the complete lines already in a (partial) predictions file."""
+    done: dict[str, str] = {}
+    if not path.exists():
+        return done
+    data = path.read_bytes()
+    if not data.endswith(b"\n"):  # a line cut by a crash: drop it, it is redone
+        data = data[: data.rfind(b"\n") + 1]
+        path.write_bytes(data)
+    for line in data.decode("utf-8").splitlines():
+        if line.strip():
+            rec = json.loads(line)
+            if rec.get("seed", 0) == seed:
+                done[rec["step_id"]] = rec["output"]
+    return done
+
+
+def provenance(args: InferArguments, n_steps: int, backend: str, predictions: Path) -> dict[str, Any]:
+    from mag_dataset.prompts import PROMPT_VERSION
+
+    return {
+        "kind": "mag-predictions-provenance",
+        "model": args.model_name_or_path,
+        "model_revision": args.model_revision,
+        "dataset": args.dataset,
+        "dataset_revision": common.dataset_revision(args.dataset),
+        "split": args.split,
+        "view": args.view,
+        "contract": args.contract,
+        "seed": args.seed,
+        "steps": n_steps,
+        "prompt_version": PROMPT_VERSION,
+        "decoding": {"strategy": "greedy", "max_new_tokens": args.max_new_tokens,
+                     "chat_template_kwargs": common.CHAT_TEMPLATE_KWARGS},
+        "backend": backend,
+        "dtype": args.dtype,
+        "predictions_sha256": common.sha256_file(predictions),
+        "environment": common.environment(),
+    }
+
+
+def predict(
+    args: InferArguments,
+    examples: Sequence[common.Example] | None = None,
+    backend: Any = None,
+) -> Path:
+    """Decode every step of the split greedily and write the predictions file.
+
+    Args:
+        args: the run's arguments.
+        examples: the steps to predict (default: loaded from ``args.dataset``).
+        backend: a decoding backend (default: built from ``args``).
+
+    Returns:
+        The path of the completed predictions file.
+    """
+    from tqdm.auto import tqdm
+
+    view, contract = common.view_and_contract(args.view, args.contract)
+    out = Path(args.output)
+    partial = out.with_name(out.name + ".partial")
+    if examples is None:
+        examples = common.load_examples(args.dataset, view, args.split, args.limit)
+    elif args.limit is not None:
+        examples = list(examples)[: args.limit]
+    order = [e.step.step_id for e in examples]
+    done = _read_done(out, args.seed) if out.exists() else {}
+    if set(order) <= set(done):
+        print(f"{out}: complete ({len(order)} steps), nothing to do", file=sys.stderr)
+        return out
+    done.update(_read_done(partial, args.seed))
+    todo = [e for e in examples if e.step.step_id not in done]
+    if done:
+        print(f"resuming: {len(done)} steps already in {partial}, {len(todo)} to go", file=sys.stderr)
+    if backend is None:
+        backend = common.make_backend(
+            args.backend, args.model_name_or_path, revision=args.model_revision, dtype=args.dtype,
+            device=args.device, batch_size=args.batch_size, max_new_tokens=args.max_new_tokens, seed=args.seed,
+        )
+    partial.parent.mkdir(parents=True, exist_ok=True)
+    meter = common.Throughput()
+    bar = tqdm(total=len(examples), initial=len(examples) - len(todo), desc="infer", unit="step",
+               disable=not args.progress)
+    with open(partial, "a", encoding="utf-8") as f:
+        for i in range(0, len(todo), args.batch_size):
+            chunk = todo[i : i + args.batch_size]
+            prompts = [backend.prompt(e.step, view, contract) for e in chunk]
+            decoded = backend.generate(prompts, [e.image for e in chunk])
+            records = [{"step_id": e.step.step_id, "output": d.text, "seed": args.seed}
+                       for e, d in zip(chunk, decoded)]
+            f.write(common.jsonl_lines(records))
+            f.flush()
+            os.fsync(f.fileno())
+            for r in records:
+                done[r["step_id"]] = r["output"]
+            meter.add(len(chunk))
+            bar.update(len(chunk))
+            bar.set_postfix(steps_per_s=f"{meter.rate:.2f}")
+    bar.close()
+    meter.report(f"infer [{getattr(backend, 'name', 'custom')}]")
+    # Final file in dataset order, written atomically; the partial file goes away.
+    tmp = out.with_name(f".{out.name}.tmp")
+    tmp.write_text(common.jsonl_lines({"step_id": s, "output": done[s], "seed": args.seed} for s in order),
+                   encoding="utf-8")
+    os.replace(tmp, out)
+    partial.unlink(missing_ok=True)
+    common.write_json_atomic(common.provenance_path(out),
+                             provenance(args, len(order), getattr(backend, "name", "custom"), out))
+    return out
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from mag_dataset.cli import UserError
+
+    (args,) = common.parse_args([InferArguments], argv)
+    try:
+        out = predict(args)
+    except UserError as e:
+        print(f"infer: error: {e}", file=sys.stderr)
+        return 2
+    print(out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
