@@ -75,4 +75,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # Run through the package module so commands' `mag_dataset.cli.UserError` is the class caught
+    # (under `python -m`, this file is `__main__` and its UserError would be a different class).
+    from mag_dataset.cli import main as _main
+
+    sys.exit(_main())
