@@ -154,10 +154,12 @@ class PreparedStep:
 
     def screenshot(self, view: View) -> dict[str, Any]:
         """The screenshot of ``view`` as a datasets Image value, validated against the step."""
-        key = "som_screenshot" if view is View.SOM else "screenshot"
-        name = getattr(self.raw, key)
-        data = _read_png(self.episode_dir / name, self.episode.episode_id, self.raw, key)
-        return {"bytes": data, "path": None}
+        # Both images are checked in both views, so an error names the same field either way.
+        data = {
+            key: _read_png(self.episode_dir / getattr(self.raw, key), self.episode.episode_id, self.raw, key)
+            for key in ("screenshot", "som_screenshot")
+        }
+        return {"bytes": data["som_screenshot" if view is View.SOM else "screenshot"], "path": None}
 
 
 @dataclass
@@ -483,9 +485,15 @@ def _check_target(out_dir: Path) -> None:
 def _write_view(builder: WebMREBuilder, work: Path, out: Path, view: View) -> dict[str, dict[str, Any]]:
     """Run the HF builder for one view into ``work`` and move its Parquet shards to ``out/<view>/``."""
     prep = work / view.value
-    builder.download_and_prepare(
-        output_dir=str(prep), file_format="parquet", max_shard_size=MAX_SHARD_SIZE, download_mode="force_redownload"
-    )
+    try:
+        builder.download_and_prepare(
+            output_dir=str(prep), file_format="parquet", max_shard_size=MAX_SHARD_SIZE, download_mode="force_redownload"
+        )
+    except datasets.exceptions.DatasetGenerationError as e:
+        # datasets wraps errors raised while generating rows; surface ours unwrapped.
+        if isinstance(e.__cause__, (RawDataError, BuildError)):
+            raise e.__cause__ from None
+        raise
     target = out / view.value
     target.mkdir(parents=True)
     result: dict[str, dict[str, Any]] = {}

@@ -190,6 +190,11 @@ def render_card(build_info: dict[str, Any], stats: dict[str, dict[str, dict[str,
 
 {DESCRIPTION}
 
+The benchmark is defined by two papers: **MAG** ("MAG: A Web-Agent Benchmark and Harness for
+Multimodal Action and Guide Generation", arXiv 2607.10079) and **WebMRE** ("Guides That Cause
+Actions: An Offline Study of Guide-Action Mutual Reinforcement in Multimodal Web Agents",
+arXiv 2609.27353); cite both (see the end of this card).
+
 This folder was written by `mag build` (package `mag_dataset` {build_info['package_version']},
 build format {build_info['build_version']}) from raw episodes with fingerprint
 `{build_info['raw_fingerprint'][:16]}`; labels from {audited}. The full WebMRE corpus

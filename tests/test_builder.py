@@ -1,0 +1,376 @@
+"""The builder: layout, determinism, atomicity, rejected inputs, audit labels, splits."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import datasets
+import pytest
+import yaml
+
+from mag_dataset.actions import View
+from mag_dataset.builder import (
+    BuildError,
+    WebMREBuilder,
+    build_dataset,
+    prepare_corpus,
+    raw_fingerprint,
+    verify_checksums,
+)
+from mag_dataset.cli import main
+from mag_dataset.raw import AUDIT_FILE, CORPUS_FILE, RawDataError, write_audit
+from mag_dataset.schema import AuditRecord, point_in_box
+from synthetic_raw import BOXES, TEMPLATES, edit_episode, make_corpus
+
+N_TEMPLATES = len(TEMPLATES)
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory) -> tuple[Path, dict]:
+    root = tmp_path_factory.mktemp("raw") / "raw"
+    manifest = make_corpus(root)
+    return root, manifest
+
+
+@pytest.fixture(scope="module")
+def built(corpus, tmp_path_factory) -> Path:
+    raw, _ = corpus
+    return build_dataset(raw, tmp_path_factory.mktemp("out") / "webmre", progress=False)
+
+
+@pytest.fixture()
+def raw_copy(corpus, tmp_path) -> Path:
+    dst = tmp_path / "raw"
+    shutil.copytree(corpus[0], dst)
+    return dst
+
+
+def _load(folder: Path, view: str, split: str) -> datasets.Dataset:
+    return datasets.load_dataset(str(folder), view, split=split)
+
+
+# --------------------------------------------------------------------------- layout
+
+
+def test_layout_card_and_manifest(built, corpus):
+    shards = sorted(p.relative_to(built).as_posix() for p in built.rglob("*.parquet"))
+    assert shards == [
+        "coord/test-00000-of-00001.parquet",
+        "coord/train-00000-of-00001.parquet",
+        "som/test-00000-of-00001.parquet",
+        "som/train-00000-of-00001.parquet",
+    ]
+    checked = verify_checksums(built)
+    assert sorted(checked) == sorted(["README.md", "build_info.json", *shards])
+    lines = (built / "checksums.sha256").read_text().splitlines()
+    assert len(lines) == 6 and all(len(line.split("  ")[0]) == 64 for line in lines)
+
+    card = (built / "README.md").read_text()
+    header = yaml.safe_load(card.split("---\n")[1])
+    assert [c["config_name"] for c in header["configs"]] == ["som", "coord"]
+    for cfg in header["configs"]:
+        assert {f["split"]: f["path"] for f in cfg["data_files"]} == {
+            "train": f"{cfg['config_name']}/train-*.parquet",
+            "test": f"{cfg['config_name']}/test-*.parquet",
+        }
+    info = {d["config_name"]: d for d in header["dataset_info"]}
+    n_steps = sum(3 + (10 * t + k) % 3 for t in range(N_TEMPLATES) for k in range(2))
+    assert sum(s["num_examples"] for s in info["som"]["splits"]) == n_steps
+    assert "screenshot" in [f["name"] for f in info["coord"]["features"]]
+    for must in ("arXiv 2607.10079", "2609.27353", "## Fields", "## Views", "## Flags", "## Splits", "## Statistics"):
+        assert must in card, must
+    # the statistics table has one row per view and split
+    assert sum(1 for line in card.splitlines() if line.startswith(("| som |", "| coord |"))) == 4
+    build_info = json.loads((built / "build_info.json").read_text())
+    assert build_info["split_seed"] == 7 and build_info["raw_fingerprint"] == raw_fingerprint(corpus[0])
+
+
+def test_builder_is_a_generator_based_builder_with_two_configs(corpus, tmp_path):
+    assert issubclass(WebMREBuilder, datasets.GeneratorBasedBuilder)
+    assert [c.name for c in WebMREBuilder.BUILDER_CONFIGS] == ["som", "coord"]
+    builder = WebMREBuilder(config_name="coord", raw_dir=str(corpus[0]), cache_dir=str(tmp_path / "cache"))
+    builder.download_and_prepare()
+    ds = builder.as_dataset(split="test")
+    assert len(ds) == len(prepare_corpus(corpus[0], progress=False).steps_in("test")) > 0
+    assert ds.features["screenshot"] == datasets.Image()
+    assert all(r["candidates"] == [] for r in ds.remove_columns("screenshot"))
+
+
+# --------------------------------------------------------------------------- determinism / atomicity
+
+
+def test_build_is_byte_identical(built, raw_copy, tmp_path):
+    # a copy of the raw corpus at another path, built into another folder
+    again = build_dataset(raw_copy, tmp_path / "elsewhere" / "again", progress=False)
+    files = sorted(p.relative_to(built) for p in built.rglob("*") if p.is_file())
+    assert len([f for f in files if f.suffix == ".parquet"]) == 4
+    for rel in files:
+        assert (again / rel).read_bytes() == (built / rel).read_bytes(), rel
+    assert sorted(p.relative_to(again) for p in again.rglob("*") if p.is_file()) == files
+
+
+def test_screenshots_are_stored_as_the_raw_png_bytes(built, corpus):
+    raw = corpus[0]
+    for view, suffix in (("som", "_som.png"), ("coord", ".png")):
+        ds = _load(built, view, "train").cast_column("screenshot", datasets.Image(decode=False))
+        rows = ds.select_columns(["task_id", "step_index", "screenshot"]).to_list()
+        assert len(rows) > 0
+        for r in rows:
+            expected = (raw / r["task_id"] / f"step_{r['step_index']:03d}{suffix}").read_bytes()
+            assert r["screenshot"]["bytes"] == expected
+            assert r["screenshot"]["path"] is None
+
+
+def test_failed_build_leaves_nothing(raw_copy, tmp_path):
+    out_parent = tmp_path / "target"
+    out_parent.mkdir()
+    last = sorted(p for p in raw_copy.iterdir() if p.is_dir())[-1]
+    # passes the raw-format checks (file exists), fails while generating rows
+    (last / "step_001_som.png").write_bytes(b"\x89PNG\r\n\x1a\n" + b"garbage" * 10)
+    with pytest.raises(RawDataError) as e:
+        build_dataset(raw_copy, out_parent / "webmre", progress=False)
+    assert f"episode {last.name!r}, step 1, field 'som_screenshot'" in str(e.value)
+    assert "not a readable PNG" in str(e.value)
+    assert list(out_parent.iterdir()) == []
+
+
+def test_failed_rebuild_keeps_the_earlier_build(raw_copy, tmp_path):
+    out = build_dataset(raw_copy, tmp_path / "webmre", progress=False)
+    before = {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    last = sorted(p for p in raw_copy.iterdir() if p.is_dir())[-1]
+    (last / "step_000.png").write_bytes(b"not a png")
+    with pytest.raises(RawDataError, match="field 'screenshot'"):
+        build_dataset(raw_copy, out, progress=False)
+    after = {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    assert after == before and len(before) == 7
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["raw", "webmre"]  # no temp folder left
+
+
+def test_refuses_a_foreign_non_empty_output_folder(raw_copy, tmp_path):
+    out = tmp_path / "mine"
+    out.mkdir()
+    (out / "notes.txt").write_text("keep me")
+    with pytest.raises(BuildError, match="not empty and holds no earlier build"):
+        build_dataset(raw_copy, out, progress=False)
+    assert (out / "notes.txt").read_text() == "keep me"
+
+
+def test_progress_bars_are_shown(raw_copy, tmp_path, capfd):
+    build_dataset(raw_copy, tmp_path / "p", progress=True)
+    err = capfd.readouterr().err
+    assert "reading raw episodes" in err and "Generating test split" in err
+
+
+# --------------------------------------------------------------------------- rejected inputs
+
+
+def _episode(raw: Path, k: int = 0) -> Path:
+    return sorted(p for p in raw.iterdir() if p.is_dir())[k]
+
+
+def _build_error(raw: Path, tmp_path: Path) -> str:
+    with pytest.raises(RawDataError) as e:
+        build_dataset(raw, tmp_path / "out", progress=False)
+    assert not (tmp_path / "out").exists()
+    return str(e.value)
+
+
+def test_rejects_missing_image(raw_copy, tmp_path):
+    ep = _episode(raw_copy, 2)
+    (ep / "step_001.png").unlink()
+    msg = _build_error(raw_copy, tmp_path)
+    assert msg == f"episode {ep.name!r}, step 1, field 'screenshot': missing image file 'step_001.png'"
+
+
+def test_rejects_target_box_outside_image(raw_copy, tmp_path):
+    ep = _episode(raw_copy, 1)
+    edit_episode(ep, lambda d: d["steps"][0].update(target_bbox=[100, 10, 170, 30]))
+    msg = _build_error(raw_copy, tmp_path)
+    assert msg == f"episode {ep.name!r}, step 0, field 'target_bbox': box [100.0, 10.0, 170.0, 30.0] outside the 160x120 image"
+
+
+def test_rejects_gold_coordinate_outside_target_box(raw_copy, tmp_path):
+    ep = _episode(raw_copy, 3)
+    edit_episode(ep, lambda d: d["steps"][1]["action"].update(coordinate=[150.0, 5.0]))
+    msg = _build_error(raw_copy, tmp_path)
+    assert msg.startswith(f"episode {ep.name!r}, step 1, field 'action.coordinate': gold coordinate [150.0, 5.0]")
+    assert "outside target box [10.0, 40.0, 110.0, 60.0]" in msg
+
+
+def test_rejects_unknown_action_type(raw_copy, tmp_path):
+    ep = _episode(raw_copy, 0)
+    edit_episode(ep, lambda d: d["steps"][2]["action"].update(type="double_click"))
+    msg = _build_error(raw_copy, tmp_path)
+    assert msg == f"episode {ep.name!r}, step 2, field 'action.type': unknown action type 'double_click'"
+
+
+def test_rejects_duplicate_step_ids_within_an_episode(raw_copy, tmp_path):
+    ep = _episode(raw_copy, 4)
+    edit_episode(ep, lambda d: d["steps"][1].update(step_index=0))
+    msg = _build_error(raw_copy, tmp_path)
+    assert msg == f"episode {ep.name!r}, step 0, field 'step_index': duplicate step id '{ep.name}:0'"
+
+
+def test_rejects_duplicate_step_ids_across_episodes(raw_copy, tmp_path):
+    first, second = _episode(raw_copy, 0), _episode(raw_copy, 1)
+    copy = raw_copy / "zz-copy"
+    shutil.copytree(first, copy)
+    edit_episode(copy, lambda d: d.update(episode_id="zz-copy"))
+    msg = _build_error(raw_copy, tmp_path)
+    assert msg == f"episode 'zz-copy', step 0, field 'step_id': duplicate step id '{first.name}:0', also in episode {first.name!r}"
+    assert second.exists()
+
+
+def test_rejects_image_size_mismatch(raw_copy, tmp_path):
+    ep = _episode(raw_copy, 0)
+    edit_episode(ep, lambda d: d["steps"][0].update(image_width=200))
+    msg = _build_error(raw_copy, tmp_path)
+    assert msg == f"episode {ep.name!r}, step 0, field 'screenshot': 'step_000.png' is 160x120 but the step says 200x120"
+
+
+def test_cli_reports_rejected_input_in_one_line(raw_copy, tmp_path, capsys):
+    ep = _episode(raw_copy, 2)
+    (ep / "step_000_som.png").unlink()
+    rc = main(["build", "--raw", str(raw_copy), "--out", str(tmp_path / "out"), "--no-progress"])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2
+    assert err == f"mag build: error: episode {ep.name!r}, step 0, field 'som_screenshot': missing image file 'step_000_som.png'"
+    assert not (tmp_path / "out").exists()
+
+
+def test_cli_builds(raw_copy, tmp_path, capsys):
+    assert main(["build", "--raw", str(raw_copy), "--out", str(tmp_path / "cli"), "--no-progress"]) == 0
+    assert f"built {tmp_path / 'cli'}" in capsys.readouterr().out
+    assert len(verify_checksums(tmp_path / "cli")) == 6
+
+
+# --------------------------------------------------------------------------- splits
+
+
+def test_splits_and_unseen_templates_follow_corpus_json(built, corpus):
+    _, manifest = corpus
+    for view in ("som", "coord"):
+        seen_tasks = {}
+        for split in ("train", "test"):
+            rows = _load(built, view, split).select_columns(["task_id", "intent_template_id", "split", "split_seed", "unseen_template"]).to_list()
+            assert rows and all(r["split"] == split and r["split_seed"] == 7 for r in rows)
+            seen_tasks.update({r["task_id"]: split for r in rows})
+            unseen = {r["intent_template_id"] for r in rows if r["unseen_template"]}
+            assert unseen == ({"held-out-a", "held-out-b"} if split == "test" else set())
+        assert seen_tasks == manifest["splits"]
+
+
+def test_default_split_without_corpus_json(raw_copy, tmp_path):
+    (raw_copy / CORPUS_FILE).unlink()
+    out = build_dataset(raw_copy, tmp_path / "d", progress=False)
+    info = json.loads((out / "build_info.json").read_text())
+    assert info["split_seed"] == 0 and info["split_source"] == "default"
+    n_test = info["views"]["som"]["test"]["num_examples"]
+    n_train = info["views"]["som"]["train"]["num_examples"]
+    assert n_test > 0 and n_train > 0
+    tasks = {r["task_id"] for r in _load(out, "coord", "test").select_columns(["task_id"]).to_list()}
+    assert len(tasks) == 3  # round(0.3 * 10)
+
+
+def test_rejects_task_without_split(raw_copy, tmp_path):
+    d = json.loads((raw_copy / CORPUS_FILE).read_text())
+    task = sorted(d["splits"])[0]
+    del d["splits"][task]
+    (raw_copy / CORPUS_FILE).write_text(json.dumps(d))
+    with pytest.raises(BuildError, match=f"task '{task}' .* has no split"):
+        build_dataset(raw_copy, tmp_path / "x", progress=False)
+
+
+def test_rejects_held_out_template_in_train(raw_copy, tmp_path):
+    d = json.loads((raw_copy / CORPUS_FILE).read_text())
+    d["splits"]["held-out-a.seed-30"] = "train"
+    (raw_copy / CORPUS_FILE).write_text(json.dumps(d))
+    with pytest.raises(BuildError, match="template 'held-out-a' is held out but task 'held-out-a.seed-30' is in train"):
+        build_dataset(raw_copy, tmp_path / "x", progress=False)
+
+
+# --------------------------------------------------------------------------- audit labels
+
+
+def _rows(folder: Path, view: str) -> dict[str, dict]:
+    out = {}
+    for split in ("train", "test"):
+        for r in _load(folder, view, split).remove_columns("screenshot").to_list():
+            out[r["step_id"]] = r
+    return out
+
+
+def test_without_audit_every_step_is_unaudited(built):
+    for view in ("som", "coord"):
+        rows = _rows(built, view)
+        assert len(rows) == 40
+        assert {r["audit_status"] for r in rows.values()} == {"unaudited"}
+        assert not any(r["disputed"] or r["stale"] or r["coordinate_restored"] for r in rows.values())
+        assert all(r["original_element_id"] is None for r in rows.values())
+
+
+def test_raw_stale_flag_survives_without_audit(raw_copy, tmp_path):
+    ep = _episode(raw_copy, 0)
+    edit_episode(ep, lambda d: d["steps"][1].update(stale=True))
+    rows = _rows(build_dataset(raw_copy, tmp_path / "s", progress=False), "som")
+    stale = sorted(sid for sid, r in rows.items() if r["stale"])
+    assert stale == [f"{ep.name}:1"]
+    assert rows[f"{ep.name}:1"]["audit_status"] == "unaudited"
+
+
+def test_audit_file_sets_labels_in_both_views(raw_copy, tmp_path):
+    task = _episode(raw_copy, 0).name  # steps: type(1), select(2), scroll, ...
+    other = _episode(raw_copy, 1).name
+    records = {
+        f"{task}:0": AuditRecord(status="remapped", element_id="2", original_element_id="1"),
+        f"{task}:1": AuditRecord(status="confirmed", stale=True),
+        f"{task}:2": AuditRecord(status="unmappable", coordinate_restored=True),
+        f"{other}:0": AuditRecord(status="disputed", disputed=True),
+    }
+    write_audit(raw_copy / AUDIT_FILE, records)  # picked up by default from RAW/audit.jsonl
+    out = build_dataset(raw_copy, tmp_path / "a", progress=False)
+    som, coord = _rows(out, "som"), _rows(out, "coord")
+    assert set(som) == set(coord)
+    for rows in (som, coord):
+        assert {sid: r["audit_status"] for sid, r in rows.items() if r["audit_status"] != "unaudited"} == {
+            f"{task}:0": "remapped",
+            f"{task}:1": "confirmed",
+            f"{task}:2": "unmappable",
+            f"{other}:0": "disputed",
+        }
+        assert [sid for sid, r in rows.items() if r["disputed"]] == [f"{other}:0"]
+        assert [sid for sid, r in rows.items() if r["stale"]] == [f"{task}:1"]
+        assert [sid for sid, r in rows.items() if r["coordinate_restored"]] == [f"{task}:2"]
+        remapped = rows[f"{task}:0"]
+        assert remapped["target_bbox"] == list(BOXES["2"])
+        assert point_in_box(tuple(remapped["action"]["coordinate"]), BOXES["2"])
+    assert som[f"{task}:0"]["action"]["element_id"] == "2"
+    assert som[f"{task}:0"]["original_element_id"] == "1"
+    assert coord[f"{task}:0"]["action"]["element_id"] is None
+    assert coord[f"{task}:0"]["original_element_id"] is None
+    assert json.loads((out / "build_info.json").read_text())["audited"] is True
+
+
+def test_explicit_audit_path_and_unknown_steps(raw_copy, tmp_path):
+    audit = tmp_path / "elsewhere.jsonl"
+    write_audit(audit, {"no-such-task:0": AuditRecord(status="confirmed")})
+    with pytest.raises(BuildError, match="audit records for 1 unknown step ids, e.g. 'no-such-task:0'"):
+        build_dataset(raw_copy, tmp_path / "x", audit_path=audit, progress=False)
+    assert not (tmp_path / "x").exists()
+
+
+def test_remap_to_an_element_outside_the_menu_is_rejected(raw_copy, tmp_path):
+    task = _episode(raw_copy, 0).name
+    write_audit(raw_copy / AUDIT_FILE, {f"{task}:0": AuditRecord(status="remapped", element_id="99")})
+    msg = _build_error(raw_copy, tmp_path)
+    assert msg == f"episode {task!r}, step 0, field 'audit.element_id': remapped to '99', which is not in the candidate menu"
+
+
+def test_coord_view_gives_no_element_ids(built):
+    rows = _rows(built, View.COORD.value)
+    targeted = [r for r in rows.values() if r["target_bbox"] is not None]
+    assert len(targeted) > 20
+    assert all(r["candidates"] == [] and r["action"]["element_id"] is None for r in rows.values())
+    assert all(point_in_box(tuple(r["action"]["coordinate"]), tuple(r["target_bbox"])) for r in targeted)
