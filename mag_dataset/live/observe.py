@@ -88,8 +88,10 @@ class Conversion:
 class Element:
     """Facts about one BrowserGym-marked element (bid), merged from DOM, AX tree and properties.
 
-    ``bbox`` is in full-screenshot pixels (before the crop); ``text`` is its whole visible
-    text content, ``own_text`` only its direct text children.
+    ``bbox`` is in full-screenshot pixels (before the crop); ``text`` is its rendered text
+    content, ``all_text`` its whole DOM text (hidden parts included, for experts),
+    ``own_text`` only its direct text children, ``field_label`` the text of a ``<label>``
+    sibling just before a form field (MiniWoB labels are not linked with ``for=``).
     """
 
     bid: str
@@ -106,15 +108,24 @@ class Element:
     som: bool
     value: str | None = None
     checked: bool | None = None
+    all_text: str = ""
+    field_label: str = ""
     children: list[str] = field(default_factory=list)
 
     @property
     def label(self) -> str:
-        """Best human-readable name: accessible name, text, placeholder, value, id."""
+        """Best human-readable name: accessible name, text, placeholder, field label, icon class."""
         for v in (self.name, self.text, self.attrs.get("placeholder"), self.attrs.get("aria-label"),
-                  self.attrs.get("title"), self.value, self.attrs.get("value")):
+                  self.attrs.get("title"), self.field_label):
             if v and v.strip():
                 return " ".join(v.split())
+        if self.tag in ("input", "textarea", "select"):
+            return ""
+        if self.tag in ("span", "i", "div", "img") and self.attrs.get("class"):
+            # icon glyphs (MiniWoB's trash/star/reply spans) are named by their class
+            return self.attrs["class"].split()[0].replace("-", " ").replace("_", " ")
+        if self.attrs.get("id"):
+            return self.attrs["id"].replace("-", " ").replace("_", " ")
         return ""
 
 
@@ -189,18 +200,22 @@ def parse_elements(obs: dict[str, Any]) -> dict[str, Element]:
         for i, p in enumerate(parents):
             if p >= 0:
                 children[p].append(i)
-        text_memo: dict[int, str] = {}
+        rendered = set(doc.get("layout", {}).get("nodeIndex", []))
+        memo: dict[tuple[int, bool], str] = {}
 
-        def full_text(i: int) -> str:
-            if i in text_memo:
-                return text_memo[i]
-            if types[i] == 3:
+        def full_text(i: int, only_rendered: bool) -> str:
+            key = (i, only_rendered)
+            if key in memo:
+                return memo[key]
+            if only_rendered and i not in rendered:
+                out = ""
+            elif types[i] == 3:
                 out = s(values[i])
             elif s(names[i]).lower() in ("script", "style", "head"):
                 out = ""
             else:
-                out = " ".join(t for t in (full_text(c) for c in children[i]) if t.strip())
-            text_memo[i] = out
+                out = " ".join(t for t in (full_text(c, only_rendered) for c in children[i]) if t.strip())
+            memo[key] = out
             return out
 
         bid_of = [attrs[i].get("bid") for i in range(n)]
@@ -221,7 +236,8 @@ def parse_elements(obs: dict[str, Any]) -> dict[str, Element]:
                 tag=s(names[i]).lower(),
                 attrs={k: v for k, v in attrs[i].items() if not k.startswith("browsergym")},
                 parent=bid_of[p] if p >= 0 else None,
-                text=_norm(full_text(i)),
+                text=_norm(full_text(i, True)),
+                all_text=_norm(full_text(i, False)),
                 own_text=_norm(own),
                 role=str((ax.get("role") or {}).get("value") or ""),
                 name=_norm(str((ax.get("name") or {}).get("value") or "")),
@@ -235,6 +251,13 @@ def parse_elements(obs: dict[str, Any]) -> dict[str, Element]:
     for el in elements.values():
         if el.parent in elements:
             elements[el.parent].children.append(el.bid)
+    for el in elements.values():
+        if el.tag in ("input", "textarea", "select") and not el.name and el.parent in elements:
+            siblings = elements[el.parent].children
+            before = siblings[: siblings.index(el.bid)]
+            label = next((elements[b] for b in reversed(before) if elements[b].tag == "label"), None)
+            if label is not None:
+                el.field_label = label.text
     return elements
 
 

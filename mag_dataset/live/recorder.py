@@ -1,0 +1,225 @@
+"""Record expert MiniWoB++ episodes as raw episodes (format v1, :mod:`mag_dataset.raw`).
+
+Usage::
+
+    from mag_dataset.live.recorder import record_episode, record_corpus
+    result = record_episode("login-user", seed=3)       # RecordResult
+    if result.ok: write_episode(out_dir, result.episode, result.images)
+    record_corpus(out_dir, tasks=["login-user"], episodes=5, seed=0)
+
+Each step is recorded from the observation *before* the action: the cropped raw screenshot,
+the Set-of-Mark screenshot, the candidate menu, and the gold action with both its element id
+(the BrowserGym bid) and its coordinate (the centre of the target's box, in screenshot px).
+Clicks are executed at that coordinate (BrowserGym ``mouse_click``), so every recorded click
+coordinate is known to hit its element; typing and selecting run on the element id. Only
+episodes that end with MiniWoB's raw reward exactly 1 are kept.
+
+Determinism: episode ``k`` of task ``T`` under corpus seed ``S`` uses the MiniWoB seed
+``episode_seed(T, k, S)``; experts are pure functions of the observation, so the same seeds
+give the same tasks, actions, candidates and guides (pixels may differ across Chromium builds).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from mag_dataset.actions import ACTION_SPACE, ActionType, View
+from mag_dataset.guides import template_guide
+from mag_dataset.raw import RawEpisode, RawStep
+from mag_dataset.schema import Action, GuideSource, box_center, point_in_box
+
+#: Most steps an expert may take before the episode is abandoned.
+MAX_STEPS = 15
+
+
+@dataclass
+class RecordResult:
+    """Outcome of one recording attempt; ``episode``/``images`` are set when ``ok``."""
+
+    task: str
+    seed: int
+    ok: bool
+    reason: str = ""
+    episode: RawEpisode | None = None
+    images: dict[str, bytes] = field(default_factory=dict)
+    seconds: float = 0.0
+
+
+def episode_seed(task: str, index: int, seed: int) -> int:
+    """MiniWoB seed of episode ``index`` of ``task`` in a corpus recorded with ``seed``."""
+    digest = hashlib.sha256(f"{task}|{seed}|{index}".encode()).hexdigest()
+    return int(digest[:8], 16) % 1_000_000
+
+
+def _gold_point(box: tuple[float, float, float, float]) -> tuple[float, float]:
+    x, y = box_center(box)
+    pt = (round(x, 2), round(y, 2))
+    return pt if point_in_box(pt, box) else (x, y)
+
+
+def record_episode(task: str, seed: int, *, env: Any = None, expert: Callable | None = None,
+                   max_steps: int = MAX_STEPS) -> RecordResult:
+    """Run the task's expert on one MiniWoB seed and record the episode.
+
+    Args:
+        task: MiniWoB++ task name with an expert in :data:`~mag_dataset.live.experts.EXPERTS`.
+        seed: the MiniWoB seed (task instance).
+        env: an env from :func:`~mag_dataset.live.env.make_env` for this task to reuse.
+        expert: override the expert (tests).
+        max_steps: abandon after this many steps.
+
+    Returns:
+        A :class:`RecordResult`; ``ok`` only for strictly successful episodes.
+    """
+    from mag_dataset.live.env import make_env, raw_reward, strict_success
+    from mag_dataset.live.execute import to_browsergym_action
+    from mag_dataset.live.experts import EXPERTS, ExpertError
+    from mag_dataset.live.observe import observe
+
+    start = time.monotonic()
+    expert = expert or EXPERTS[task]
+    own_env = env is None
+    env = env or make_env(task)
+    result = RecordResult(task=task, seed=seed, ok=False)
+    try:
+        obs, info = env.reset(seed=seed)
+        memory: dict[str, Any] = {}
+        steps: list[RawStep] = []
+        images: dict[str, bytes] = {}
+        goal = str(obs.get("goal") or "")
+        done = False
+        for index in range(max_steps):
+            ob = observe(obs)
+            try:
+                decision = expert(ob, memory)
+            except (ExpertError, IndexError, ValueError) as e:
+                result.reason = f"step {index}: expert failed: {e}"
+                return result
+            if decision is None:
+                result.reason = f"step {index}: expert has no action"
+                return result
+            targeted = ACTION_SPACE[decision.type].targeted
+            target = ob.candidate(decision.bid) if decision.bid is not None else None
+            if targeted and target is None:
+                result.reason = f"step {index}: target {decision.bid!r} is not a visible candidate"
+                return result
+            point = _gold_point(target.bbox) if target is not None else None
+            action = Action(
+                type=decision.type,
+                element_id=target.id if target is not None else None,
+                coordinate=point,
+                text=decision.text,
+                value=decision.value,
+                key=decision.key,
+                direction=decision.direction,
+            )
+            # clicks run at the gold coordinate (proves it hits), the rest on the element id
+            view = View.COORD if action.type is ActionType.CLICK else View.SOM
+            bg_action = to_browsergym_action(action, view, ob.conv)
+            shot, som = f"step_{index:03d}.png", f"step_{index:03d}_som.png"
+            images[shot], images[som] = ob.png, ob.som_png
+            steps.append(RawStep(
+                step_index=index,
+                screenshot=shot,
+                som_screenshot=som,
+                image_width=ob.width,
+                image_height=ob.height,
+                candidates=tuple(ob.candidates),
+                action=action,
+                target_bbox=target.bbox if target is not None else None,
+                guide=template_guide(action, target),
+                guide_source=GuideSource.TEMPLATE,
+                url=_short_url(ob.url),
+                metadata={"conversion": ob.conv.to_dict(), "browsergym_action": bg_action},
+            ))
+            obs, reward, terminated, truncated, info = env.step(bg_action)
+            if obs.get("last_action_error"):
+                result.reason = f"step {index}: action failed: {obs['last_action_error'][:200]}"
+                return result
+            if terminated or truncated:
+                done = True
+                break
+        if not done:
+            result.reason = f"not done after {max_steps} steps"
+            return result
+        if not strict_success(info):
+            result.reason = f"raw reward {raw_reward(info)} != 1"
+            return result
+        episode_id = f"{task}.seed-{seed}"
+        result.episode = RawEpisode(
+            episode_id=episode_id,
+            task_id=episode_id,
+            site=task,
+            intent=goal,
+            intent_template_id=task,
+            steps=tuple(steps),
+            source="miniwob",
+            seed=seed,
+            reward=raw_reward(info),
+            success=True,
+            metadata=_provenance(task),
+        )
+        result.images = images
+        result.ok = True
+        return result
+    finally:
+        result.seconds = round(time.monotonic() - start, 2)
+        if own_env:
+            env.close()
+
+
+def _short_url(url: str) -> str:
+    """MiniWoB page URLs point into site-packages; keep them machine-independent."""
+    marker = "/miniwob/html/"
+    return "miniwob://" + url.split(marker, 1)[1] if marker in url else url
+
+
+def _provenance(task: str) -> dict[str, Any]:
+    from importlib.metadata import PackageNotFoundError, version
+
+    out: dict[str, Any] = {"recorder": "mag_dataset.live.recorder", "expert": task}
+    for pkg in ("browsergym-core", "miniwob", "playwright"):
+        try:
+            out[pkg] = version(pkg)
+        except PackageNotFoundError:  # pragma: no cover
+            out[pkg] = None
+    return out
+
+
+def record_corpus(out_dir: str | Path, tasks: list[str], episodes: int, seed: int = 0, *,
+                  max_attempts: int | None = None, log: Callable[[str], None] | None = None) -> list[RecordResult]:
+    """Record ``episodes`` successful episodes per task into ``out_dir`` (raw format v1).
+
+    Episode ``k`` tries MiniWoB seeds ``episode_seed(task, k, seed)``, ``k+1``... in a fixed
+    order until one succeeds; failures are reported, never written.
+
+    Returns:
+        Every attempt's :class:`RecordResult`, in order.
+    """
+    from mag_dataset.live.env import make_env
+    from mag_dataset.raw import write_episode
+
+    max_attempts = max_attempts or episodes * 3
+    results: list[RecordResult] = []
+    for task in tasks:
+        env = make_env(task)
+        try:
+            kept, k = 0, 0
+            while kept < episodes and k < max_attempts:
+                s = episode_seed(task, k, seed)
+                k += 1
+                res = record_episode(task, s, env=env)
+                results.append(res)
+                if res.ok:
+                    write_episode(out_dir, res.episode, res.images)
+                    kept += 1
+                if log:
+                    log(f"{task} seed={s}: {'ok' if res.ok else 'FAILED ' + res.reason} "
+                        f"({len(res.episode.steps) if res.episode else 0} steps, {res.seconds}s)")
+        finally:
+            env.close()
+    return results
