@@ -39,7 +39,7 @@ MAX_OUTPUT_CHARS = 16_384
 #: Largest absolute coordinate accepted (screenshot pixels); beyond it the output fails.
 MAX_COORDINATE = 100_000.0
 
-_FENCE = re.compile(r"\A```[ \t]*(?:json|JSON)?[ \t]*\n?(.*?)\n?[ \t]*```\Z", re.DOTALL)
+_FENCE = re.compile(r"\A```[ \t]*([A-Za-z0-9_+-]*)[ \t]*\n?(.*?)\n?[ \t]*```\Z", re.DOTALL)
 
 
 @dataclass(frozen=True)
@@ -97,7 +97,9 @@ def _unfence(text: str) -> str:
         m = _FENCE.match(text)
         if m is None:
             raise _GateError("unterminated or malformed code fence")
-        inner = m.group(1)
+        if m.group(1) and m.group(1).lower() != "json":
+            raise _GateError(f"code fence language must be json, got {m.group(1)[:20]!r}")
+        inner = m.group(2)
         if "```" in inner:
             raise _GateError("more than one code fence")
         return inner.strip()

@@ -27,7 +27,8 @@ metric                    applies to / definition
                           ignored).
 ``bleu1``, ``bleu4``      contracts with a guide: sacrebleu sentence BLEU (the
                           ``sentence_bleu`` defaults: exp smoothing, effective order) with
-                          ``max_ngram_order`` 1 / 4, ``lowercase=True``, divided by 100.
+                          ``max_ngram_order`` 1 / 4, ``lowercase=True``, divided by 100
+                          and rounded to 10 decimals (float noise only).
 ``rouge_l``               contracts with a guide: rouge-score ``rougeL`` F-measure, no
                           stemmer.
 ``usefulness``            contracts with a guide, when verdicts are given: 1 when the
@@ -84,8 +85,10 @@ BREAKDOWNS: tuple[str, ...] = ("site", "action_type", "stale", "unseen_template"
 
 BOOTSTRAP_SEED = 0
 BOOTSTRAP_RESAMPLES = 1000
-#: Decimal places of every float in the report (per-step scores are kept exact).
+#: Decimal places of every float in the report.
 REPORT_DECIMALS = 6
+#: Decimal places of the per-step BLEU and ROUGE-L values (removes float noise only).
+STEP_DECIMALS = 10
 
 _PUNCT_TOKEN = re.compile(r"\w+|[^\w\s]", re.UNICODE)
 
@@ -135,8 +138,12 @@ def _bleu_metric(order: int) -> Any:
 
 
 def bleu(pred: str, gold: str, order: int) -> float:
-    """Sentence BLEU in [0, 1] (sacrebleu, lowercase, max_ngram_order=order)."""
-    return _bleu_metric(order).sentence_score(pred, [gold]).score / 100.0
+    """Sentence BLEU in [0, 1] (sacrebleu, lowercase, max_ngram_order=order).
+
+    Rounded to :data:`STEP_DECIMALS` places: sacrebleu's log-space arithmetic returns
+    100.00000000000004 for identical strings, and a perfect guide must score exactly 1.
+    """
+    return round(_bleu_metric(order).sentence_score(pred, [gold]).score / 100.0, STEP_DECIMALS)
 
 
 def rouge_l(pred: str, gold: str) -> float:
@@ -145,7 +152,7 @@ def rouge_l(pred: str, gold: str) -> float:
         from rouge_score import rouge_scorer
 
         _ROUGE.append(rouge_scorer.RougeScorer(["rougeL"], use_stemmer=False))
-    return _ROUGE[0].score(gold, pred)["rougeL"].fmeasure
+    return round(_ROUGE[0].score(gold, pred)["rougeL"].fmeasure, STEP_DECIMALS)
 
 
 # --------------------------------------------------------------------------- per step
