@@ -1,0 +1,63 @@
+"""``mag audit RAW_DIR --judges JUDGES.yaml``: the three-judge label audit.
+
+The judges file lists three OpenAI-compatible endpoints::
+
+    judges:
+      - {name: gpt, base_url: https://api.openai.com/v1, model: gpt-5.5, api_key_env: OPENAI_API_KEY}
+      - {name: qwen, base_url: http://127.0.0.1:8000/v1, model: Qwen/Qwen3.5-9B, api_key_env: null}
+      - {name: claude, base_url: https://example.invalid/v1, model: some-model, timeout: 120}
+
+``mag audit RAW_DIR --replay`` recomputes the audit file from the verdict log without any
+endpoint. The prompt, the answer format and the merge rule are documented in
+:mod:`mag_dataset.harness.audit`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("raw", type=Path, help="raw corpus folder")
+    parser.add_argument("--judges", type=Path, help="YAML/JSON file listing the three judge endpoints")
+    parser.add_argument("--out", type=Path, default=None, help="audit file to write (default: RAW/audit.jsonl)")
+    parser.add_argument("--verdicts", type=Path, default=None,
+                        help="verdict log (default: audit_verdicts.jsonl next to the audit file)")
+    parser.add_argument("--cache", type=Path, default=None, help="answer cache folder (default: ~/.cache/mag_dataset/llm)")
+    parser.add_argument("--select", choices=("all", "flagged"), default="all",
+                        help="audit every targeted step, or only flagged ones (stale, coordinate-restored)")
+    parser.add_argument("--split", choices=("all", "train", "test"), default="all", help="only tasks of this split (corpus.json)")
+    parser.add_argument("--replay", action="store_true", help="recompute the audit file from the verdict log, no endpoint")
+
+
+def run(args: argparse.Namespace) -> int:
+    from mag_dataset.cli import UserError
+    from mag_dataset.harness import audit
+    from mag_dataset.llm_client import LLMConfigError
+
+    if not args.raw.is_dir():
+        raise UserError(f"raw corpus folder not found: {args.raw}")
+    try:
+        if args.replay:
+            out = args.out or args.raw / "audit.jsonl"
+            vpath = args.verdicts or out.with_name(audit.VERDICTS_FILE)
+            if not vpath.is_file():
+                raise UserError(f"verdict log not found: {vpath} (run the audit with --judges first)")
+            report = audit.replay_audit(args.raw, vpath, out_path=args.out)
+        else:
+            if args.judges is None:
+                raise UserError("--judges FILE is required (or --replay to recompute from the verdict log)")
+            judges = audit.load_judges(args.judges)
+            report = audit.run_audit(
+                args.raw, judges, out_path=args.out, verdicts_path=args.verdicts, cache_dir=args.cache,
+                select=args.select, split=args.split, progress=lambda line: print(line, file=sys.stderr),
+            )
+    except LLMConfigError as e:
+        raise UserError(str(e)) from None
+    except ValueError as e:  # RawDataError is a ValueError too
+        raise UserError(str(e)) from None
+    print(report.summary())
+    print(f"wrote {report.audit_path}" + (f" and {report.verdicts_path}" if not args.replay else ""))
+    return 0

@@ -1,0 +1,470 @@
+"""LLM-assisted guide drafting and the store of human verification decisions.
+
+MAG (arXiv 2607.10079) writes gold guides with LLM assistance and human verification:
+an LLM drafts one guide per step from what the annotator sees, and a person accepts,
+edits or rejects each draft in the verification app (:mod:`mag_dataset.harness.annotate_app`).
+
+Drafting (``mag draft-guides``)
+    For every step, an OpenAI-compatible endpoint (:class:`mag_dataset.llm_client.ChatClient`)
+    receives :data:`DRAFT_SYSTEM_PROMPT` and a user message with the step's Set-of-Mark
+    screenshot and :func:`draft_user_text` (task intent, earlier guides, the gold action and
+    its target element). Its answer, cleaned by :func:`clean_draft` to one sentence, is the
+    draft. Answers are cached by request hash, so redrafting costs no requests; drafts are
+    stored in ``RAW/guide_drafts.jsonl`` (``step_id``, ``draft``, ``model``,
+    ``prompt_version``).
+
+Verification (``mag annotate``)
+    Decisions live in a SQLite database (``RAW/annotations.sqlite`` by default), one row per
+    step, so the app can be closed and resumed at any time. :func:`apply_decisions` writes
+    them back into the raw episodes:
+
+    * accept → the draft becomes the guide, ``guide_source = "llm"``;
+    * edit → the edited text becomes the guide, ``guide_source = "human"``;
+    * reject → the step keeps (or gets back) the guide it had before annotation.
+
+    Each step's ``metadata["verified_by"]`` names the annotator and
+    ``metadata["verification"]`` the decision.
+
+Adjudication
+    The same database holds human resolutions of disputed audit steps
+    (:meth:`AnnotationStore.adjudicate`); :func:`apply_adjudications` writes them into the
+    audit file and :func:`mag_dataset.harness.audit.run_audit` re-applies them on every rerun.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import sqlite3
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+from mag_dataset.actions import ACTION_SPACE
+from mag_dataset.llm_client import ChatClient, LLMConfigError, LLMError, LLMHTTPError, image_part
+from mag_dataset.raw import (
+    AUDIT_FILE,
+    RawEpisode,
+    RawStep,
+    iter_episode_dirs,
+    read_audit,
+    read_episode,
+    rewrite_episode_json,
+    step_id,
+    write_audit,
+)
+from mag_dataset.schema import AuditStatus, GuideSource
+
+PROMPT_VERSION = 1
+DRAFTS_FILE = "guide_drafts.jsonl"
+DEFAULT_DB = "annotations.sqlite"
+MAX_DRAFT_CHARS = 300
+
+DRAFT_SYSTEM_PROMPT = """\
+You write guides for a digital adoption platform: short instructions overlaid on a web page that \
+tell a user what to do next to complete their task. You see a screenshot of the page with numbered \
+Set-of-Mark boxes, the user's task, the guides already shown for the earlier steps, and the action \
+the user must take now (with the element it acts on).
+
+Write the guide for this action: one imperative sentence of about 8 to 20 words that names the \
+target the way it reads on screen (its label or visible text), includes any text to type or option \
+to choose, and says nothing about element ids, boxes or coordinates. Answer with the sentence only."""
+
+VERIFICATION_DECISIONS = ("accept", "edit", "reject")
+
+
+def _action_text(step: RawStep) -> str:
+    a = step.action
+    parts = [a.type.value]
+    for name in ("text", "value", "direction", "key", "url", "answer"):
+        v = getattr(a, name)
+        if v is not None:
+            parts.append(f"{name}={json.dumps(v, ensure_ascii=False)}")
+    return " ".join(parts)
+
+
+def target_of(step: RawStep) -> Any:
+    """The candidate the gold action acts on, or None."""
+    return next((c for c in step.candidates if c.id == step.action.element_id), None)
+
+
+def describe_action(step: RawStep) -> str:
+    """The gold action in words, as shown to the drafting model and to annotators."""
+    text = _action_text(step)
+    if not ACTION_SPACE[step.action.type].targeted:
+        return text
+    t = target_of(step)
+    if t is not None:
+        return f"{text} on element [{t.id}] ({t.role} {json.dumps(t.text, ensure_ascii=False)})"
+    if step.action.coordinate is not None:
+        x, y = step.action.coordinate
+        return f"{text} at point ({x:g}, {y:g})"
+    return text
+
+
+def draft_user_text(episode: RawEpisode, step: RawStep) -> str:
+    """The text part of the drafting prompt for one step."""
+    previous = [s.guide for s in episode.steps[: step.step_index]]
+    lines = [
+        f"Task: {episode.intent}",
+        "Guides already shown:" if previous else "Guides already shown: (none, this is the first step)",
+        *[f"{i + 1}. {g}" for i, g in enumerate(previous)],
+        f"Action to take now: {describe_action(step)}",
+        "Guide:",
+    ]
+    return "\n".join(lines)
+
+
+def draft_messages(episode: RawEpisode, step: RawStep, som_png: bytes) -> list[dict[str, Any]]:
+    """The chat messages sent to draft one step's guide."""
+    return [
+        {"role": "system", "content": DRAFT_SYSTEM_PROMPT},
+        {"role": "user", "content": [image_part(som_png), {"type": "text", "text": draft_user_text(episode, step)}]},
+    ]
+
+
+def clean_draft(text: str) -> str | None:
+    """One clean sentence from a model answer, or None when nothing usable is left.
+
+    Keeps the first non-empty line, drops a ``Guide:`` prefix and wrapping quotes, collapses
+    whitespace and cuts at :data:`MAX_DRAFT_CHARS`.
+    """
+    for line in text.strip().splitlines():
+        s = " ".join(line.split())
+        if s.lower().startswith("guide:"):
+            s = s[6:].strip()
+        if len(s) >= 2 and s[0] == s[-1] and s[0] in "\"'`":
+            s = s[1:-1].strip()
+        if s:
+            return s[:MAX_DRAFT_CHARS]
+    return None
+
+
+@dataclass(frozen=True)
+class Draft:
+    step_id: str
+    draft: str
+    model: str
+    prompt_version: int = PROMPT_VERSION
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+def read_drafts(path: str | os.PathLike) -> dict[str, Draft]:
+    """Read a drafts file: ``step_id -> Draft``.
+
+    Raises:
+        ValueError: naming the line of a malformed entry.
+    """
+    out: dict[str, Draft] = {}
+    with open(path, encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                d = json.loads(line)
+                out[d["step_id"]] = Draft(d["step_id"], str(d["draft"]), str(d.get("model", "")), int(d.get("prompt_version", 0)))
+            except (json.JSONDecodeError, KeyError, TypeError, ValueError) as e:
+                raise ValueError(f"{path}:{n}: bad draft entry: {e}") from None
+    return out
+
+
+def write_drafts(path: str | os.PathLike, drafts: dict[str, Draft]) -> None:
+    """Write a drafts file atomically, sorted by step id."""
+    path = Path(path)
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w", encoding="utf-8") as f:
+        for sid in sorted(drafts):
+            f.write(json.dumps(drafts[sid].to_json(), ensure_ascii=False, sort_keys=True) + "\n")
+    os.replace(tmp, path)
+
+
+@dataclass
+class DraftReport:
+    steps: int = 0
+    drafted: int = 0
+    empty: int = 0
+    failed: int = 0
+    requests: int = 0
+    cache_hits: int = 0
+    path: Path | None = None
+
+    def summary(self) -> str:
+        return (
+            f"{self.drafted} drafts for {self.steps} steps ({self.empty} empty answers, {self.failed} failed calls); "
+            f"requests sent {self.requests}, cached answers {self.cache_hits}; wrote {self.path}"
+        )
+
+
+def draft_guides(
+    raw_dir: str | os.PathLike,
+    client: ChatClient,
+    *,
+    out_path: str | os.PathLike | None = None,
+    sources: tuple[str, ...] = ("template",),
+    progress: Callable[[str], None] | None = None,
+) -> DraftReport:
+    """Draft a guide for every step whose guide comes from one of ``sources``.
+
+    Args:
+        raw_dir: the raw corpus.
+        client: the drafting endpoint (its cache makes redrafting free).
+        out_path: drafts file (default ``raw_dir/guide_drafts.jsonl``); drafts of other steps
+            already there are kept.
+        sources: which steps to draft, by current ``guide_source``.
+        progress: called with one line per stage.
+
+    Returns:
+        A :class:`DraftReport`.
+
+    Raises:
+        LLMConfigError: the endpoint is misconfigured (missing key, HTTP 401/403/404).
+    """
+    raw_dir = Path(raw_dir)
+    out = Path(out_path) if out_path is not None else raw_dir / DRAFTS_FILE
+    wanted = {GuideSource(s) for s in sources}
+    items: list[tuple[str, list[dict[str, Any]]]] = []
+    for folder in iter_episode_dirs(raw_dir):
+        ep = read_episode(folder)
+        for st in ep.steps:
+            if st.guide_source in wanted:
+                png = (folder / st.som_screenshot).read_bytes()
+                items.append((step_id(ep.task_id, st.step_index), draft_messages(ep, st, png)))
+    if progress:
+        progress(f"drafting {len(items)} guides with {client.model}")
+    answers = client.map([m for _, m in items], return_exceptions=True)
+    drafts = read_drafts(out) if out.is_file() else {}
+    report = DraftReport(steps=len(items), path=out)
+    for (sid, _), ans in zip(items, answers):
+        if isinstance(ans, LLMConfigError):
+            raise ans
+        if isinstance(ans, LLMHTTPError) and ans.status in (401, 403, 404):
+            raise LLMConfigError(str(ans))
+        if isinstance(ans, LLMError):
+            report.failed += 1
+            continue
+        text = clean_draft(ans)
+        if text is None:
+            report.empty += 1
+            continue
+        drafts[sid] = Draft(sid, text, client.model)
+        report.drafted += 1
+    report.requests, report.cache_hits = client.stats["requests"], client.stats["cache_hits"]
+    out.parent.mkdir(parents=True, exist_ok=True)
+    write_drafts(out, drafts)
+    return report
+
+
+# -- decisions ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Decision:
+    step_id: str
+    decision: str
+    guide: str
+    draft: str
+    annotator: str
+    decided_at: str
+
+
+@dataclass(frozen=True)
+class Adjudication:
+    step_id: str
+    status: AuditStatus
+    element_id: str | None
+    annotator: str
+    note: str
+    decided_at: str
+
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS decisions (
+    step_id TEXT PRIMARY KEY,
+    decision TEXT NOT NULL CHECK (decision IN ('accept', 'edit', 'reject')),
+    guide TEXT NOT NULL,
+    draft TEXT NOT NULL,
+    annotator TEXT NOT NULL,
+    decided_at TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS originals (
+    step_id TEXT PRIMARY KEY,
+    guide TEXT NOT NULL,
+    guide_source TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS adjudications (
+    step_id TEXT PRIMARY KEY,
+    status TEXT NOT NULL CHECK (status IN ('confirmed', 'remapped', 'unmappable')),
+    element_id TEXT,
+    annotator TEXT NOT NULL,
+    note TEXT NOT NULL DEFAULT '',
+    decided_at TEXT NOT NULL
+);
+"""
+
+
+class AnnotationStore:
+    """The SQLite store of verification decisions and adjudications (thread-safe).
+
+    Args:
+        path: the database file (created with its tables when missing).
+    """
+
+    def __init__(self, path: str | os.PathLike):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        try:
+            self._db = sqlite3.connect(self.path, check_same_thread=False)
+            self._db.executescript(_SCHEMA)
+        except sqlite3.DatabaseError as e:
+            raise ValueError(f"{self.path}: not an annotation database ({e})") from None
+
+    def close(self) -> None:
+        self._db.close()
+
+    def __enter__(self) -> "AnnotationStore":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def _rows(self, sql: str, args: tuple = ()) -> list[tuple]:
+        with self._lock:
+            return list(self._db.execute(sql, args))
+
+    def decide(self, sid: str, decision: str, guide: str, draft: str, annotator: str, original: tuple[str, str]) -> Decision:
+        """Record (or replace) the decision on one step.
+
+        Args:
+            sid: the step id.
+            decision: ``accept``, ``edit`` or ``reject``.
+            guide: the resulting guide text (the draft, the edit, or the original).
+            draft: the draft shown.
+            annotator: who decided (required).
+            original: the step's ``(guide, guide_source)`` before any decision; stored once.
+        """
+        if decision not in VERIFICATION_DECISIONS:
+            raise ValueError(f"decision must be one of {VERIFICATION_DECISIONS}, got {decision!r}")
+        if not annotator or not annotator.strip():
+            raise ValueError("an annotator name is required")
+        guide = " ".join(guide.split())
+        if decision == "edit" and not guide:
+            raise ValueError("an edited guide cannot be empty")
+        now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        with self._lock, self._db:
+            self._db.execute("INSERT OR IGNORE INTO originals VALUES (?, ?, ?)", (sid, original[0], original[1]))
+            self._db.execute(
+                "INSERT OR REPLACE INTO decisions VALUES (?, ?, ?, ?, ?, ?)",
+                (sid, decision, guide, draft, annotator.strip(), now),
+            )
+        return Decision(sid, decision, guide, draft, annotator.strip(), now)
+
+    def decisions(self) -> dict[str, Decision]:
+        return {r[0]: Decision(*r) for r in self._rows("SELECT * FROM decisions ORDER BY step_id")}
+
+    def originals(self) -> dict[str, tuple[str, str]]:
+        return {r[0]: (r[1], r[2]) for r in self._rows("SELECT * FROM originals")}
+
+    def adjudicate(self, sid: str, status: AuditStatus | str, element_id: str | None, annotator: str, note: str = "") -> Adjudication:
+        """Record (or replace) the human resolution of a disputed step."""
+        status = AuditStatus(status)
+        if status not in (AuditStatus.CONFIRMED, AuditStatus.REMAPPED, AuditStatus.UNMAPPABLE):
+            raise ValueError(f"an adjudication resolves to confirmed, remapped or unmappable, got {status.value}")
+        if status is AuditStatus.REMAPPED and not element_id:
+            raise ValueError("a remap needs the element id")
+        if not annotator or not annotator.strip():
+            raise ValueError("an annotator name is required")
+        element_id = element_id if status is AuditStatus.REMAPPED else None
+        now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        with self._lock, self._db:
+            self._db.execute(
+                "INSERT OR REPLACE INTO adjudications VALUES (?, ?, ?, ?, ?, ?)",
+                (sid, status.value, element_id, annotator.strip(), note, now),
+            )
+        return Adjudication(sid, status, element_id, annotator.strip(), note, now)
+
+    def adjudications(self) -> dict[str, Adjudication]:
+        return {
+            r[0]: Adjudication(r[0], AuditStatus(r[1]), r[2], r[3], r[4], r[5])
+            for r in self._rows("SELECT * FROM adjudications ORDER BY step_id")
+        }
+
+
+def _steps(raw_dir: Path) -> Iterator[tuple[Path, RawEpisode]]:
+    for folder in iter_episode_dirs(raw_dir):
+        yield folder, read_episode(folder)
+
+
+def apply_decisions(raw_dir: str | os.PathLike, store: AnnotationStore, episode_ids: set[str] | None = None) -> int:
+    """Write verification decisions back into the raw episodes (idempotent).
+
+    Args:
+        raw_dir: the raw corpus.
+        store: the decisions.
+        episode_ids: only these episodes (default all).
+
+    Returns:
+        The number of episodes rewritten.
+    """
+    decisions = store.decisions()
+    originals = store.originals()
+    changed = 0
+    for folder, ep in _steps(Path(raw_dir)):
+        if episode_ids is not None and ep.episode_id not in episode_ids:
+            continue
+        steps = []
+        for st in ep.steps:
+            sid = step_id(ep.task_id, st.step_index)
+            d = decisions.get(sid)
+            if d is None:
+                steps.append(st)
+                continue
+            meta = {**st.metadata, "verified_by": d.annotator, "verification": d.decision}
+            if d.decision == "accept":
+                st = dataclasses.replace(st, guide=d.guide, guide_source=GuideSource.LLM, metadata=meta)
+            elif d.decision == "edit":
+                st = dataclasses.replace(st, guide=d.guide, guide_source=GuideSource.HUMAN, metadata=meta)
+            else:
+                guide, source = originals.get(sid, (st.guide, st.guide_source.value))
+                st = dataclasses.replace(st, guide=guide, guide_source=GuideSource(source), metadata=meta)
+            steps.append(st)
+        new = dataclasses.replace(ep, steps=tuple(steps))
+        if new.to_json() != ep.to_json():
+            rewrite_episode_json(folder, new)
+            changed += 1
+    return changed
+
+
+def apply_adjudications(raw_dir: str | os.PathLike, store: AnnotationStore, audit_path: str | os.PathLike | None = None) -> int:
+    """Write human adjudications into the audit file (flags kept). Returns records changed.
+
+    Raises:
+        ValueError: an adjudicated step is not in the corpus, or its remap target is not
+            in the step's candidate menu.
+    """
+    from mag_dataset.harness.audit import make_record
+
+    raw_dir = Path(raw_dir)
+    path = Path(audit_path) if audit_path is not None else raw_dir / AUDIT_FILE
+    adj = store.adjudications()
+    if not adj:
+        return 0
+    records = read_audit(path) if path.is_file() else {}
+    steps = {step_id(ep.task_id, st.step_index): st for _, ep in _steps(raw_dir) for st in ep.steps}
+    out = dict(records)
+    for sid, a in adj.items():
+        st = steps.get(sid)
+        if st is None:
+            raise ValueError(f"adjudicated step {sid!r} is not in {raw_dir}")
+        if a.status is AuditStatus.REMAPPED and a.element_id not in {c.id for c in st.candidates}:
+            raise ValueError(f"step {sid}: adjudicated remap to {a.element_id!r}, which is not in the candidate menu")
+        out[sid] = make_record(st, a.status, a.element_id, records.get(sid))
+    changed = sum(out.get(s) != records.get(s) for s in out)
+    if changed:
+        write_audit(path, out)
+    return changed

@@ -1,0 +1,313 @@
+"""Three-judge audit against three real local stub endpoints; merge rule; cache; replay; round trip."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+
+import harness_fixtures as hf
+import pytest
+from stub_openai import Slow, Status, StubOpenAI
+
+from mag_dataset.cli import main
+from mag_dataset.harness.audit import (
+    JUDGE_SYSTEM_PROMPT,
+    AuditItem,
+    JudgeConfig,
+    Verdict,
+    Vote,
+    judge_user_text,
+    load_judges,
+    merge_verdicts,
+    parse_verdict,
+    read_verdicts,
+    replay_audit,
+    run_audit,
+    select_steps,
+)
+from mag_dataset.llm_client import ChatClient, LLMConfigError
+from mag_dataset.raw import read_audit
+from mag_dataset.schema import AuditStatus
+
+C, R, U = Vote.CONFIRM, Vote.REMAP, Vote.UNMAPPABLE
+
+
+def V(vote, el=None, judge="j"):
+    return Verdict(judge, vote, element_id=el, error=None if vote else "timeout")
+
+
+@pytest.mark.parametrize(
+    "votes, expected",
+    [
+        ([V(C), V(C), V(C)], (AuditStatus.CONFIRMED, None)),
+        ([V(R, "7"), V(R, "7"), V(C)], (AuditStatus.REMAPPED, "7")),
+        ([V(R, "7"), V(R, "7"), V(R, "7")], (AuditStatus.REMAPPED, "7")),
+        ([V(R, "7"), V(R, "7"), V(None)], (AuditStatus.REMAPPED, "7")),  # majority of the panel
+        ([V(U), V(U), V(R, "7")], (AuditStatus.UNMAPPABLE, None)),
+        ([V(U), V(U), V(None)], (AuditStatus.UNMAPPABLE, None)),
+        ([V(C), V(C), V(None)], (AuditStatus.DISPUTED, None)),  # "all confirm" not established
+        ([V(C), V(C), V(R, "7")], (AuditStatus.DISPUTED, None)),
+        ([V(R, "7"), V(R, "8"), V(C)], (AuditStatus.DISPUTED, None)),  # remaps to different elements
+        ([V(C), V(R, "7"), V(U)], (AuditStatus.DISPUTED, None)),
+        ([V(None), V(None), V(None)], (AuditStatus.DISPUTED, None)),
+        ([], (AuditStatus.DISPUTED, None)),
+    ],
+)
+def test_merge_rule(votes, expected):
+    assert merge_verdicts(votes) == expected
+
+
+IDS = ["1", "2", "3", "4", "5"]
+
+
+@pytest.mark.parametrize(
+    "text, vote, element, error",
+    [
+        ('{"verdict": "confirm"}', C, None, None),
+        ('  {"verdict": "remap", "element": "3", "reason": "the row"}\n', R, "3", None),
+        ('{"verdict": "remap", "element": 3}', R, "3", None),
+        ('{"verdict": "remap", "element": "2"}', C, None, None),  # remap to the recorded element
+        ('{"verdict": "unmappable"}', U, None, None),
+        ('```json\n{"verdict": "unmappable"}\n```', U, None, None),
+        ('Sure! {"verdict": "confirm"}', None, None, "malformed"),
+        ('{"verdict": "remap", "element": "99"}', None, None, "malformed"),
+        ('{"verdict": "remap"}', None, None, "malformed"),
+        ('{"verdict": "yes"}', None, None, "malformed"),
+        ('{"verdict": "confirm", "confidence": 0.9}', None, None, "malformed"),
+        ('{"verdict": "confirm", "element": "2"}', None, None, "malformed"),
+        ('["confirm"]', None, None, "malformed"),
+        ("", None, None, "malformed"),
+        ("[" * 100000, None, None, "malformed"),
+    ],
+)
+def test_parse_verdict_is_strict(text, vote, element, error):
+    v = parse_verdict("j", text, IDS, "2")
+    assert (v.vote, v.element_id, v.error) == (vote, element, error)
+
+
+def corpus(root):
+    """Two episodes (8 targeted steps); A's last step stale, B's step 2 coordinate-restored."""
+    a = dataclasses.replace(hf.login_episode("ep-a.seed-0"), intent="Task A")
+    steps = list(a.steps)
+    steps[3] = dataclasses.replace(steps[3], stale=True)
+    a = dataclasses.replace(a, steps=tuple(steps))
+    b = dataclasses.replace(hf.login_episode("ep-b.seed-0"), intent="Task B")
+    steps = list(b.steps)
+    steps[2] = dataclasses.replace(steps[2], metadata={"coordinate_restored": True})
+    b = dataclasses.replace(b, steps=tuple(steps))
+    hf.write(root, a)
+    hf.write(root, b)
+    (root / "corpus.json").write_text(json.dumps({
+        "format": "mag-raw-corpus", "format_version": 1, "split_seed": 0, "held_out_templates": [],
+        "splits": {"ep-a.seed-0": "train", "ep-b.seed-0": "test"},
+    }))
+    return a, b
+
+
+CONF, UNM = '{"verdict": "confirm"}', '{"verdict": "unmappable"}'
+
+
+def remap(x):
+    return json.dumps({"verdict": "remap", "element": x})
+
+
+# (task, step index) -> answers of judges 1, 2, 3
+SCRIPT = {
+    ("Task A", 0): (CONF, CONF, CONF),  # confirmed
+    ("Task A", 1): (remap("1"), remap("1"), CONF),  # remapped to 1
+    ("Task A", 2): (UNM, UNM, remap("3")),  # unmappable
+    ("Task A", 3): (CONF, remap("1"), UNM),  # disputed
+    ("Task B", 0): (CONF, CONF, "TIMEOUT"),  # disputed on the first run (no vote), confirmed later
+    ("Task B", 1): (CONF, CONF, 'Sure! {"verdict": "confirm"}'),  # malformed -> no vote -> disputed
+    ("Task B", 2): (remap("3"), remap("3"), '{"verdict": remap'),  # remapped despite a malformed vote
+    ("Task B", 3): (remap("4"), remap("1"), remap("99")),  # disputed
+}
+EXPECTED = {
+    "ep-a.seed-0:0": ("confirmed", None),
+    "ep-a.seed-0:1": ("remapped", "1"),
+    "ep-a.seed-0:2": ("unmappable", None),
+    "ep-a.seed-0:3": ("disputed", None),
+    "ep-b.seed-0:0": ("disputed", None),
+    "ep-b.seed-0:1": ("disputed", None),
+    "ep-b.seed-0:2": ("remapped", "3"),
+    "ep-b.seed-0:3": ("disputed", None),
+}
+
+
+def responder(j, timeouts):
+    def answer(body):
+        text = body["messages"][1]["content"][1]["text"]
+        task = re.search(r"^Task: (.*)$", text, re.M).group(1)
+        k = int(re.search(r"^Step (\d+) of", text, re.M).group(1)) - 1
+        a = SCRIPT[(task, k)][j]
+        if a == "TIMEOUT":
+            timeouts["n"] += 1
+            return Slow(1.5, CONF) if timeouts["n"] == 1 else CONF  # times out once, then answers
+        return a
+
+    return answer
+
+
+@pytest.fixture()
+def judges():
+    timeouts = {"n": 0}
+    stubs = [StubOpenAI(responder=responder(j, timeouts)).start() for j in range(3)]
+    yield stubs
+    for s in stubs:
+        s.stop()
+
+
+def configs(stubs):
+    return [
+        JudgeConfig(name=f"judge{i + 1}", base_url=s.base_url, model=f"stub-{i + 1}", api_key_env=None,
+                    timeout=0.5, max_retries=0)
+        for i, s in enumerate(stubs)
+    ]
+
+
+def test_audit_end_to_end_with_three_stub_judges(tmp_path, judges):
+    raw = tmp_path / "raw"
+    corpus(raw)
+    cache = tmp_path / "cache"
+    report = run_audit(raw, configs(judges), cache_dir=cache)
+    assert report.steps == 8 and [s.count for s in judges] == [8, 8, 8] and report.requests == 24
+    recs = read_audit(raw / "audit.jsonl")
+    assert {sid: (r.status.value, r.element_id) for sid, r in recs.items()} == EXPECTED
+    assert recs["ep-a.seed-0:1"].original_element_id == "2" and recs["ep-b.seed-0:2"].original_element_id == "4"
+    assert all(r.disputed == (r.status is AuditStatus.DISPUTED) for r in recs.values())
+    assert recs["ep-a.seed-0:3"].stale and recs["ep-b.seed-0:2"].coordinate_restored
+    assert sum(r.stale for r in recs.values()) == 1 and sum(r.coordinate_restored for r in recs.values()) == 1
+    assert dict(report.statuses) == {AuditStatus.CONFIRMED: 1, AuditStatus.REMAPPED: 2, AuditStatus.UNMAPPABLE: 1, AuditStatus.DISPUTED: 4}
+    assert report.votes["judge3"]["no_vote:timeout"] == 1 and report.votes["judge3"]["no_vote:malformed"] == 3
+    # the verdict log keeps every answer and why a vote is missing
+    log = read_verdicts(raw / "audit_verdicts.jsonl")
+    assert len(log) == 8 and all(len(v) == 3 for v in log.values())
+    assert log["ep-b.seed-0:0"][2].error == "timeout" and log["ep-b.seed-0:1"][2].answer.startswith("Sure!")
+    # what the judges saw: the SoM screenshot, the menu, the recorded action
+    body = judges[0].requests[0]
+    assert body["messages"][0]["content"] == JUDGE_SYSTEM_PROMPT and body["temperature"] == 0
+    assert body["messages"][1]["content"][0]["image_url"]["url"].startswith("data:image/png;base64,")
+
+    # rerun: cached answers are reused; only the judge that timed out is asked again
+    report2 = run_audit(raw, configs(judges), cache_dir=cache)
+    assert [s.count for s in judges] == [8, 8, 9] and report2.requests == 1 and report2.cache_hits == 23
+    assert read_audit(raw / "audit.jsonl")["ep-b.seed-0:0"].status is AuditStatus.CONFIRMED
+
+    # third run: everything cached, zero requests, identical files
+    before = (raw / "audit.jsonl").read_bytes(), (raw / "audit_verdicts.jsonl").read_bytes()
+    report3 = run_audit(raw, configs(judges), cache_dir=cache)
+    assert [s.count for s in judges] == [8, 8, 9] and report3.requests == 0 and report3.cache_hits == 24
+    assert before == ((raw / "audit.jsonl").read_bytes(), (raw / "audit_verdicts.jsonl").read_bytes())
+
+    # replay from the verdict log: no endpoint at all, same audit file
+    (raw / "audit.jsonl").unlink()
+    for s in judges:
+        s.stop()
+    replayed = replay_audit(raw, raw / "audit_verdicts.jsonl")
+    assert replayed.steps == 8 and (raw / "audit.jsonl").read_bytes() == before[0]
+
+
+def test_judge_errors_are_no_votes_but_misconfiguration_stops(tmp_path):
+    raw = tmp_path / "raw"
+    corpus(raw)
+    with StubOpenAI(responder=lambda b: CONF) as ok, StubOpenAI(responder=lambda b: Status(500)) as down, \
+            StubOpenAI(responder=lambda b: Status(401, message="bad key")) as denied:
+        cfg = configs([ok, ok, down])
+        cfg[1] = dataclasses.replace(cfg[1], name="judge2b")
+        report = run_audit(raw, cfg, cache_dir=None, out_path=tmp_path / "a.jsonl")
+        assert report.statuses[AuditStatus.DISPUTED] == 8 and report.votes["judge3"]["no_vote:http"] == 8
+        with pytest.raises(LLMConfigError, match="judge3.*HTTP 401: bad key"):
+            run_audit(raw, configs([ok, ok, denied]), cache_dir=None, out_path=tmp_path / "b.jsonl")
+        assert not (tmp_path / "b.jsonl").exists()
+
+
+def test_select_flagged_and_split(tmp_path):
+    raw = tmp_path / "raw"
+    corpus(raw)
+    assert len(select_steps(raw)) == 8
+    assert [i.step_id for i in select_steps(raw, "flagged")] == ["ep-a.seed-0:3", "ep-b.seed-0:2"]
+    assert [i.step_id for i in select_steps(raw, "all", "test")] == [f"ep-b.seed-0:{k}" for k in range(4)]
+    with pytest.raises(ValueError):
+        select_steps(raw, "some")
+
+
+def test_judge_prompt_lists_menu_and_action(tmp_path):
+    a, _ = corpus(tmp_path / "raw")
+    text = judge_user_text(a, a.steps[1])
+    assert "Task: Task A" in text and "Step 2 of 4." in text
+    assert '- Type \'ann\' into the Username field.' in text
+    assert 'Recorded element: [2] textbox "Password" [10, 40, 150, 60]' in text
+    assert text.count("\n[") == 5
+
+
+def test_load_judges(tmp_path):
+    p = tmp_path / "judges.yaml"
+    p.write_text("judges:\n" + "".join(f"  - {{name: j{i}, base_url: 'http://127.0.0.1:1/v1', model: m}}\n" for i in range(3)))
+    assert [j.name for j in load_judges(p)] == ["j0", "j1", "j2"]
+    p.write_text("judges:\n  - {name: j0, base_url: 'http://x/v1', model: m}\n")
+    with pytest.raises(ValueError, match="exactly 3 judges"):
+        load_judges(p)
+    p.write_text("judges:\n" + "".join(f"  - {{name: j, base_url: 'http://x/v1', model: m}}\n" for i in range(3)))
+    with pytest.raises(ValueError, match="unique"):
+        load_judges(p)
+    p.write_text("judges:\n" + "".join(f"  - {{name: j{i}, base_url: 'http://x/v1', modl: m}}\n" for i in range(3)))
+    with pytest.raises(ValueError, match="'model' is required"):
+        load_judges(p)
+
+
+def test_cli_audit_and_replay(tmp_path, judges, capsys, monkeypatch):
+    raw = tmp_path / "raw"
+    corpus(raw)
+    spec = {"judges": [dict(name=c.name, base_url=c.base_url, model=c.model, api_key_env=None, timeout=0.5, max_retries=0)
+                       for c in configs(judges)]}
+    (tmp_path / "judges.json").write_text(json.dumps(spec))
+    args = ["audit", str(raw), "--judges", str(tmp_path / "judges.json"), "--cache", str(tmp_path / "cache")]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "audited 8 steps: confirmed 1, remapped 2, unmappable 1, disputed 4" in out
+    assert main(["audit", str(raw), "--replay"]) == 0
+    assert "audited 8 steps" in capsys.readouterr().out
+    assert main(["audit", str(raw)]) == 2
+    assert "--judges FILE is required" in capsys.readouterr().err
+    # a remote judge without its API key: one clear line, exit 2, nothing written
+    spec["judges"][0].update(base_url="https://judge.example.invalid/v1", api_key_env="MAG_NO_SUCH_KEY")
+    (tmp_path / "judges.json").write_text(json.dumps(spec))
+    monkeypatch.delenv("MAG_NO_SUCH_KEY", raising=False)
+    assert main([*args[:-2], "--cache", str(tmp_path / "cache2"), "--out", str(tmp_path / "x.jsonl")]) == 2
+    err = capsys.readouterr().err
+    assert "MAG_NO_SUCH_KEY is not set" in err and "Traceback" not in err
+    assert not (tmp_path / "x.jsonl").exists()
+
+
+@pytest.mark.slow
+def test_round_trip_audit_build_load(tmp_path, judges):
+    """raw episodes -> audit with stub judges -> build_dataset -> datasets.load_dataset."""
+    import datasets
+
+    from mag_dataset.builder import build_dataset
+
+    raw = tmp_path / "raw"
+    corpus(raw)
+    run_audit(raw, configs(judges), cache_dir=tmp_path / "cache")
+    out = build_dataset(raw, tmp_path / "ds", progress=False)
+    seen = {}
+    for view in ("som", "coord"):
+        dd = datasets.load_dataset(str(out), view)
+        assert sorted(dd) == ["test", "train"]
+        rows = [r for split in ("train", "test") for r in dd[split]]
+        assert len(rows) == 8
+        for r in rows:
+            seen.setdefault(r["step_id"], {})[view] = r
+    for sid, (status, element) in EXPECTED.items():
+        som, coord = seen[sid]["som"], seen[sid]["coord"]
+        for r in (som, coord):
+            assert r["audit_status"] == status and r["disputed"] == (status == "disputed")
+        if status == "remapped":
+            assert som["action"]["element_id"] == element
+            assert som["original_element_id"] == {"ep-a.seed-0:1": "2", "ep-b.seed-0:2": "4"}[sid]
+            box = next(c["bbox"] for c in som["candidates"] if c["id"] == element)
+            assert list(coord["target_bbox"]) == list(box)
+    assert seen["ep-a.seed-0:3"]["som"]["stale"] and seen["ep-b.seed-0:2"]["som"]["coordinate_restored"]
+    assert sum(v["som"]["stale"] for v in seen.values()) == 1
+    assert sum(v["coord"]["coordinate_restored"] for v in seen.values()) == 1
