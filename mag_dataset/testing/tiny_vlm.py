@@ -107,10 +107,17 @@ def _training_corpus() -> list[str]:
         lines.append(f"{spec.type.value}: {spec.description} " + " ".join(a.description for a in spec.args))
     lines.append(" ".join(k for keys in CONTRACT_KEYS.values() for k in keys))
     lines.append(" ".join(GROUNDING_KEY.values()))
+    try:  # the locked prompts themselves, so a prompt is a few hundred tokens, not thousands
+        from mag_dataset.actions import Contract, View
+        from mag_dataset.prompts import system_prompt
+
+        lines += [system_prompt(v, c) for v in View for c in Contract]
+    except ImportError:  # pragma: no cover - prompts module absent
+        pass
     return lines * 20
 
 
-def _train_tokenizer(vocab_size: int = 1024) -> Any:
+def _train_tokenizer(vocab_size: int = 4096) -> Any:
     """Train a byte-level BPE with Qwen3.5's normaliser and pre-tokenizer."""
     from tokenizers import Regex, Tokenizer, decoders, normalizers, pre_tokenizers, trainers
     from tokenizers.models import BPE
