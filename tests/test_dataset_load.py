@@ -1,0 +1,168 @@
+"""Loading built folders with ``datasets``: both views agree, Steps round-trip, loads are fast."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import datasets
+import pytest
+
+from mag_dataset.builder import BUILD_INFO_FILE, build_dataset, raw_fingerprint
+from mag_dataset.commands import demo
+from mag_dataset.dataset import (
+    _is_local,
+    bundled_dataset,
+    bundled_raw_dir,
+    gold_records,
+    load_steps,
+    load_view,
+    row_to_step,
+    step_from_record,
+)
+from mag_dataset.schema import Split, Step
+from synthetic_raw import make_corpus
+
+SHARED = ("step_id", "task_id", "guide", "previous_guides", "split", "split_seed", "target_bbox", "audit_status",
+          "disputed", "stale", "unseen_template", "coordinate_restored", "intent")
+
+
+@pytest.fixture(scope="module")
+def synthetic(tmp_path_factory) -> Path:
+    raw = tmp_path_factory.mktemp("raw") / "raw"
+    make_corpus(raw)
+    return build_dataset(raw, tmp_path_factory.mktemp("built") / "webmre", progress=False)
+
+
+@pytest.fixture(scope="module")
+def bundled(tmp_path_factory) -> Path:
+    raw = bundled_raw_dir()
+    if not raw.is_dir():
+        pytest.skip("the bundled corpus (engineer A) is not committed yet")
+    return bundled_dataset(cache_dir=tmp_path_factory.mktemp("cache"))
+
+
+def _columns(folder: Path, view: str, split: str) -> list[dict]:
+    return datasets.load_dataset(str(folder), view, split=split).select_columns(list(SHARED)).to_list()
+
+
+def _assert_views_agree(folder: Path) -> int:
+    n = 0
+    for split in ("train", "test"):
+        som, coord = _columns(folder, "som", split), _columns(folder, "coord", split)
+        assert len(som) == len(coord) > 0
+        assert [r["step_id"] for r in som] == [r["step_id"] for r in coord]
+        assert som == coord  # guides, splits, flags, target boxes: all the same
+        assert {r["split"] for r in som} == {split}
+        n += len(som)
+    return n
+
+
+def test_views_return_the_same_steps_guides_and_splits(synthetic):
+    assert _assert_views_agree(synthetic) == 40
+
+
+def test_bundled_views_agree(bundled):
+    n = _assert_views_agree(bundled)
+    info = json.loads((bundled / BUILD_INFO_FILE).read_text())
+    assert n == sum(v["num_examples"] for v in info["views"]["som"].values()) >= 400
+
+
+def test_screenshots_differ_between_views_but_share_sizes(synthetic):
+    som = load_view(synthetic, "som", "test")
+    coord = load_view(synthetic, "coord", "test")
+    for i in (0, len(som) - 1):
+        a, b = som[i], coord[i]
+        assert a["screenshot"].size == b["screenshot"].size == (a["image_width"], a["image_height"])
+        assert a["screenshot"].tobytes() != b["screenshot"].tobytes()  # SoM labels drawn
+
+
+def test_second_load_is_fast(synthetic):
+    for view in ("som", "coord"):
+        load_view(synthetic, view, "test")
+        start = time.perf_counter()
+        ds = load_view(synthetic, view, "test")
+        elapsed = time.perf_counter() - start
+        assert len(ds) == 28
+        assert elapsed < 1.0, f"second load of {view} took {elapsed:.2f} s"
+
+
+def test_load_steps_gold_records_round_trip(synthetic):
+    for view in ("som", "coord"):
+        steps = load_steps(synthetic, view, "test")
+        assert len(steps) == 28 and all(isinstance(s, Step) for s in steps)
+        assert all(s.split is Split.TEST for s in steps)
+        records = gold_records(load_view(synthetic, view, "test"))
+        text = json.dumps(records)  # JSON-able, no image bytes
+        assert "screenshot" not in text
+        assert [step_from_record(r) for r in json.loads(text)] == steps
+    som = load_steps(synthetic, "som", "test")
+    coord = load_steps(synthetic, "coord", "test")
+    assert all(len(s.candidates) == 3 for s in som)
+    assert all(s.candidates == () and s.action.element_id is None for s in coord)
+    assert sum(s.has_target for s in coord) > 10
+
+
+def test_row_to_step_every_row(synthetic):
+    n = 0
+    for split in ("train", "test"):
+        ds = load_view(synthetic, "som", split)
+        for row in ds.remove_columns("screenshot"):
+            step = row_to_step(row)
+            assert step.step_id == f"{step.task_id}:{step.step_index}"
+            assert list(step.previous_guides) == row["previous_guides"]
+            n += 1
+    assert n == 40
+
+
+def test_repo_ids_and_paths_are_told_apart(tmp_path):
+    assert not _is_local("mag/webmre")
+    assert not _is_local("webmre")
+    assert _is_local(tmp_path)
+    assert _is_local(str(tmp_path))
+    assert _is_local("./webmre")
+    with pytest.raises(FileNotFoundError, match="dataset folder not found"):
+        load_view(tmp_path / "missing", "som", "test")
+
+
+def test_fingerprint_follows_the_raw_files(tmp_path):
+    raw = tmp_path / "raw"
+    make_corpus(raw, seeds_per_template=1)
+    before = raw_fingerprint(raw)
+    assert raw_fingerprint(raw) == before
+    ep = sorted(p for p in raw.iterdir() if p.is_dir())[0]
+    (ep / "step_000.png").write_bytes((ep / "step_001.png").read_bytes())
+    assert raw_fingerprint(raw) != before
+
+
+def test_bundled_dataset_is_built_once(bundled):
+    info = bundled / BUILD_INFO_FILE
+    stamp = info.stat().st_mtime_ns
+    assert bundled_dataset(cache_dir=bundled.parent) == bundled
+    assert info.stat().st_mtime_ns == stamp
+    assert bundled.name == f"webmre-sample-{raw_fingerprint(bundled_raw_dir())[:16]}"
+
+
+def test_demo_stages_print_a_table_per_view_and_split(synthetic, capsys):
+    loaded = demo.stage_load(synthetic)
+    stats = demo.stage_statistics(loaded)
+    out = capsys.readouterr().out
+    rows = [line for line in out.splitlines() if line.startswith(("| som |", "| coord |"))]
+    assert len(rows) == 4
+    assert stats["som"]["test"] == stats["coord"]["test"]
+    assert stats["som"]["test"]["unseen_template"] == 16
+    assert stats["som"]["train"]["action_types"] == {"click": 2, "type": 3, "select": 3, "scroll": 3, "finish": 1}
+
+
+@pytest.mark.slow
+def test_mag_demo_on_the_bundled_corpus(bundled, tmp_path, capsys):
+    from mag_dataset.cli import main
+
+    assert main(["demo", "--out", str(tmp_path / "demo")]) == 0
+    out = capsys.readouterr().out
+    rows = [line for line in out.splitlines() if line.startswith(("| som |", "| coord |"))]
+    assert len(rows) == 4
+    # the demo's fresh build is byte-identical to the cached one
+    for shard in sorted(bundled.rglob("*.parquet")):
+        assert (tmp_path / "demo" / shard.relative_to(bundled)).read_bytes() == shard.read_bytes()
