@@ -623,6 +623,44 @@ class Aggregator:
         return Report(metrics=metrics, counts=counts, breakdowns=breakdowns, provenance=provenance, steps=steps)
 
 
+def _fmt(v: float | None) -> str:
+    return "—" if v is None else f"{v:.3f}"
+
+
+def format_report(report: Report, *, breakdown_metrics: Sequence[str] = ("ofcr", "saa", "target_acc", "bleu1")) -> str:
+    """A readable plain-text table of a report (what ``mag score`` prints).
+
+    Args:
+        report: the report.
+        breakdown_metrics: the metrics shown per breakdown group.
+    """
+    p, c = report.provenance, report.counts
+    lines = [
+        f"view {p['view']}  contract {p['contract']}  steps {c['steps']}  tasks {c['tasks']}  "
+        f"seeds {len(c['seeds'])}  scorer {p['scorer_version']}",
+        f"dataset {p['dataset_fingerprint'][:23]}…  element-level excluded {p['steps_excluded']}  "
+        f"format failures {c['format_failures']}  missing {c['missing']}",
+        "",
+        f"{'metric':<16}{'micro':>8}{'macro':>8}{'std':>8}  {'95% CI (task bootstrap)':<24}{'n':>8}",
+    ]
+    for name in METRIC_NAMES:
+        m = report.metrics[name]
+        ci = "—" if m["ci95"] is None else f"[{m['ci95'][0]:.3f}, {m['ci95'][1]:.3f}]"
+        lines.append(f"{name:<16}{_fmt(m['micro']):>8}{_fmt(m['macro']):>8}{_fmt(m['std']):>8}  {ci:<24}{m['n']:>8}")
+    for dim in BREAKDOWNS:
+        groups = report.breakdowns.get(dim) or {}
+        if not groups:
+            continue
+        lines += ["", f"{'by ' + dim:<20}{'steps':>7}" + "".join(f"{m:>12}" for m in breakdown_metrics)]
+        for key, g in groups.items():
+            lines.append(f"{key[:20]:<20}{g['steps']:>7}" + "".join(f"{_fmt(g[m]['value']):>12}" for m in breakdown_metrics))
+    if c["failure_reasons"]:
+        lines += ["", "format failures by reason:"]
+        for reason, n in sorted(c["failure_reasons"].items(), key=lambda kv: (-kv[1], kv[0]))[:10]:
+            lines.append(f"  {n:>6}  {reason}")
+    return "\n".join(lines)
+
+
 def _reason_class(reason: str | None) -> str:
     if not reason:
         return "unknown"
@@ -737,6 +775,7 @@ __all__ = [
     "aggregate",
     "bleu",
     "dataset_fingerprint",
+    "format_report",
     "normalize_arg",
     "rouge_l",
     "score_parsed",

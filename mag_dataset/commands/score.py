@@ -1,0 +1,117 @@
+"""``mag score``: score a predictions file against a dataset split; print a table, write the JSON.
+
+Example::
+
+    mag score --predictions preds.jsonl --dataset mag/webmre --view som --contract J \\
+        --split test --judges verdicts.jsonl --output report.json
+
+``--dataset bundled`` scores against the bundled sample corpus.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from mag_dataset.actions import Contract, View
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--predictions", required=True, type=Path, help="predictions JSONL (step_id, output[, seed])")
+    parser.add_argument("--dataset", required=True, help="built dataset folder, Hub repo id, or 'bundled'")
+    parser.add_argument("--view", required=True, choices=[v.value for v in View])
+    parser.add_argument("--contract", required=True, choices=[c.value for c in Contract])
+    parser.add_argument("--split", default="test", choices=["train", "test"])
+    parser.add_argument("--judges", type=Path, default=None, help="cached judge verdicts JSONL (enables usefulness)")
+    parser.add_argument("--output", type=Path, default=None, help="write the report JSON here")
+    parser.add_argument(
+        "--allow-missing", action="store_true", help="score steps without a prediction as format failures"
+    )
+    parser.add_argument("--max-lines", type=int, default=None, help="reject files with more lines than this")
+    parser.add_argument("--per-step", action="store_true", help="include per-step scores in the JSON")
+
+
+def load_gold(dataset: str, view: View | str, split: str) -> list[Any]:
+    """Gold steps of one split and view (``bundled`` = the bundled sample corpus)."""
+    from mag_dataset.dataset import bundled_dataset, load_steps
+
+    source = str(bundled_dataset()) if dataset == "bundled" else dataset
+    return load_steps(source, view, split)
+
+
+def write_atomic(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def score_file(
+    predictions: Path | str | bytes,
+    steps: list[Any],
+    view: View | str,
+    contract: Contract | str,
+    *,
+    judges: Path | None = None,
+    allow_missing: bool = False,
+    max_lines: int | None = None,
+    keep_steps: bool = False,
+):
+    """Validate and score a predictions file (streamed) against gold steps; returns a Report."""
+    from mag_dataset.predictions import iter_predictions
+    from mag_dataset.scoring import score_predictions
+    from mag_dataset.verdicts import read_verdicts
+
+    verdicts = read_verdicts(judges) if judges is not None else None
+    stream = iter_predictions(
+        predictions, [s.step_id for s in steps], allow_missing=allow_missing, max_lines=max_lines
+    )
+    return score_predictions(
+        stream, steps, view, contract, verdicts=verdicts, allow_missing=allow_missing, keep_steps=keep_steps
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    from mag_dataset.cli import UserError
+    from mag_dataset.predictions import PredictionsError
+    from mag_dataset.schema import SchemaError
+    from mag_dataset.scoring import format_report
+    from mag_dataset.verdicts import VerdictsError
+
+    if not args.predictions.is_file():
+        raise UserError(f"predictions file not found: {args.predictions}")
+    try:
+        steps = load_gold(args.dataset, args.view, args.split)
+    except (FileNotFoundError, ValueError, SchemaError) as e:
+        raise UserError(f"cannot load {args.view}/{args.split} of dataset {args.dataset!r}: {e}") from None
+    if not steps:
+        raise UserError(f"dataset {args.dataset!r} has no {args.split} steps in the {args.view} view")
+    try:
+        report = score_file(
+            args.predictions,
+            steps,
+            args.view,
+            args.contract,
+            judges=args.judges,
+            allow_missing=args.allow_missing,
+            max_lines=args.max_lines,
+            keep_steps=args.per_step,
+        )
+    except PredictionsError as e:
+        raise UserError(f"{args.predictions}: {e}") from None
+    except VerdictsError as e:
+        raise UserError(str(e)) from None
+    print(format_report(report))
+    if args.output is not None:
+        write_atomic(args.output, report.to_json(include_steps=args.per_step))
+        print(f"\nreport written to {args.output}")
+    return 0
