@@ -78,6 +78,28 @@ def split_statistics(rows: Iterable[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+def medians(rows: Iterable[dict[str, Any]]) -> dict[str, float]:
+    """Medians the WebMRE paper reports (guide words, candidate menu size, steps per task).
+
+    Args:
+        rows: som-view rows of one split (the candidate menu is empty in the coord view).
+    """
+    import statistics
+
+    words, menus, lengths = [], [], {}
+    for r in rows:
+        words.append(len(r["guide"].split()))
+        menus.append(len(r["candidates"]))
+        lengths[r["task_id"]] = r["num_steps"]
+    if not words:
+        return {"guide_words": 0.0, "candidates": 0.0, "task_steps": 0.0}
+    return {
+        "guide_words": float(statistics.median(words)),
+        "candidates": float(statistics.median(menus)),
+        "task_steps": float(statistics.median(lengths.values())),
+    }
+
+
 def format_statistics(stats: dict[str, dict[str, dict[str, Any]]]) -> str:
     """A Markdown table of ``{view: {split: split_statistics(...)}}``, one row per view and split."""
     head = ["view", "split", "steps", "tasks", "sites", "action types", *FLAGS]
@@ -164,12 +186,17 @@ def _action_table() -> str:
     return "\n".join(lines)
 
 
-def render_card(build_info: dict[str, Any], stats: dict[str, dict[str, dict[str, Any]]]) -> str:
+def render_card(
+    build_info: dict[str, Any],
+    stats: dict[str, dict[str, dict[str, Any]]],
+    split_medians: dict[str, dict[str, float]] | None = None,
+) -> str:
     """The full README.md of a built folder.
 
     Args:
         build_info: the content of ``build_info.json`` (views → splits → counts and files).
         stats: ``{view: {split: split_statistics(...)}}``.
+        split_medians: ``{split: medians(som rows)}``, shown next to the paper's medians.
 
     Returns:
         Markdown with a YAML header; deterministic for the same inputs.
@@ -181,6 +208,10 @@ def render_card(build_info: dict[str, Any], stats: dict[str, dict[str, dict[str,
     held = ", ".join(f"`{t}`" for t in build_info["held_out_templates"]) or "none declared"
     split_source = (
         "`corpus.json` of the raw corpus" if build_info["split_source"] != "default" else "the builder's default (no corpus.json)"
+    )
+    med_rows = "\n".join(
+        f"| {split} | {m['guide_words']:g} | {m['candidates']:g} | {m['task_steps']:g} |"
+        for split, m in (split_medians or {}).items()
     )
     audited = "an audit file" if build_info["audited"] else "no audit file: every step is `unaudited`"
     return f"""---
@@ -257,6 +288,12 @@ Splits are by task, taken from {split_source}, drawn with seed `{build_info['spl
 ## Statistics
 
 {format_statistics(stats)}
+
+Medians (WebMRE's full corpus: guide 13 words, candidate menu 55 elements, task 6 steps):
+
+| split | guide words | candidates (som) | steps per task |
+|---|---|---|---|
+{med_rows}
 
 ## Citation
 
