@@ -36,8 +36,8 @@ CLICK_NOUNS: dict[str, str] = {
     "textbox": "field",
     "searchbox": "search box",
     "combobox": "drop-down",
-    "img": "image",
-    "image": "image",
+    "img": "icon",
+    "image": "icon",
 }
 
 _FIELD_ROLES = frozenset({"textbox", "searchbox", "combobox", "input", "textarea", "spinbutton"})

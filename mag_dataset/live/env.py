@@ -205,3 +205,19 @@ def strict_success(info: dict[str, Any]) -> bool:
     """Whether the episode ended with MiniWoB's raw reward exactly 1 (no partial credit)."""
     task_info = info.get("task_info") or {}
     return bool(task_info.get("DONE_GLOBAL")) and raw_reward(info) >= 1.0
+
+
+def page_task_info(env: Any) -> dict[str, Any]:
+    """MiniWoB's own episode state read from the page (``{"task_info": {...}}`` like ``info``).
+
+    BrowserGym's ``validate`` reports reward 0 with an ``invalid url`` error as soon as the
+    page URL changes, which clicking any ``<a href="#">`` in MiniWoB does (search-engine,
+    click-link, ...), even when MiniWoB itself scored the episode 1. Read the page instead.
+    """
+    task = getattr(getattr(env, "unwrapped", env), "task", None)
+    if task is None:
+        return {"task_info": {}}
+    try:
+        return {"task_info": task._get_info()}
+    except Exception:  # the page is gone
+        return {"task_info": {}}

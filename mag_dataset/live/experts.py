@@ -97,7 +97,7 @@ def click_button(ob: Observation, memory: dict) -> Decision | None:
 
 def click_link(ob: Observation, memory: dict) -> Decision | None:
     want = _norm((_quoted(ob.goal) or [""])[0])
-    return _click(_find(ob, lambda e: e.tag == "a" and _norm(e.text) == want))
+    return _click(_find(ob, lambda e: (e.tag == "a" or "alink" in e.attrs.get("class", "")) and _norm(e.text) == want))
 
 
 def click_dialog(ob: Observation, memory: dict) -> Decision | None:
@@ -121,13 +121,10 @@ def enter_password(ob: Observation, memory: dict) -> Decision | None:
 
 def login_user(ob: Observation, memory: dict) -> Decision | None:
     user, pw = _quoted(ob.goal)[:2]
-    # login-user-popup: a modal may cover the form; dismiss it first
-    popup = _find(ob, lambda e: e.attrs.get("id") == "popup" or "popup" in e.attrs.get("class", "").split())
-    if popup is not None:
-        cancel = _find(ob, lambda e: e.tag == "button" and _norm(e.text) in ("cancel", "close", "no", "ok")
-                       and _is_descendant(ob, e, popup))
-        if cancel is not None:
-            return _click(cancel)
+    # login-user-popup: a modal ("Exit to home page?") may cover the form; cancel it first
+    cancel = _by_id(ob, "popup-cancel")
+    if cancel is not None and _visible(ob, cancel):
+        return _click(cancel)
     return (_type_if_needed(ob, _by_id(ob, "username"), user)
             or _type_if_needed(ob, _by_id(ob, "password"), pw)
             or _click(_by_id(ob, "subbtn")))
@@ -194,18 +191,15 @@ def click_option(ob: Observation, memory: dict) -> Decision | None:
 
 def click_tab_2(ob: Observation, memory: dict) -> Decision | None:
     want = _norm(_quoted(ob.goal)[0] if _quoted(ob.goal) else "")
-    link = _find(ob, lambda e: e.tag == "a" and _norm(e.text) == want and "ui-tabs-anchor" not in e.attrs.get("class", ""))
+    link = _find(ob, lambda e: "alink" in e.attrs.get("class", "") and _norm(e.text) == want)
     if link is not None:
         return _click(link)
-    # open the next tab whose (hidden) panel holds the link
+    # open the tab whose (hidden) panel holds the link
     for el in ob.elements.values():
         if el.tag == "a" and "ui-tabs-anchor" in el.attrs.get("class", "") and _visible(ob, el):
             panel = _by_id(ob, el.attrs.get("href", "").lstrip("#"))
-            if panel is not None and any(_norm(w) == want for w in re.split(r"\s{2,}|(?<=[a-z,.])\s", panel.all_text)) \
-                    or panel is not None and want in _norm(panel.all_text).split(" "):
-                if not memory.get("opened") == el.bid:
-                    memory["opened"] = el.bid
-                    return _click(el)
+            if panel is not None and want in [_norm(w) for w in _alinks(ob, panel)]:
+                return _click(el)
     return None
 
 

@@ -75,7 +75,7 @@ def record_episode(task: str, seed: int, *, env: Any = None, expert: Callable | 
     Returns:
         A :class:`RecordResult`; ``ok`` only for strictly successful episodes.
     """
-    from mag_dataset.live.env import make_env, raw_reward, strict_success
+    from mag_dataset.live.env import make_env, page_task_info, raw_reward, strict_success
     from mag_dataset.live.execute import to_browsergym_action
     from mag_dataset.live.experts import EXPERTS, ExpertError
     from mag_dataset.live.observe import observe
@@ -137,6 +137,9 @@ def record_episode(task: str, seed: int, *, env: Any = None, expert: Callable | 
                 metadata={"conversion": ob.conv.to_dict(), "browsergym_action": bg_action},
             ))
             obs, reward, terminated, truncated, info = env.step(bg_action)
+            if terminated or truncated:
+                info = page_task_info(env)
+                terminated = terminated or bool(info["task_info"].get("DONE_GLOBAL"))
             if obs.get("last_action_error"):
                 result.reason = f"step {index}: action failed: {obs['last_action_error'][:200]}"
                 return result
@@ -223,3 +226,88 @@ def record_corpus(out_dir: str | Path, tasks: list[str], episodes: int, seed: in
         finally:
             env.close()
     return results
+
+
+#: The bundled sample corpus: tasks, successful episodes per task, seeds, held-out templates.
+BUNDLED_TASKS: tuple[str, ...] = (
+    "click-button", "click-link", "click-dialog", "enter-text", "enter-password", "login-user",
+    "login-user-popup", "choose-list", "click-checkboxes", "click-option", "click-tab-2",
+    "click-collapsible-2", "navigate-tree", "search-engine", "use-autocomplete",
+    "email-inbox-delete", "social-media",
+)
+BUNDLED_EPISODES = 12
+BUNDLED_SEED = 0
+#: Templates kept out of train entirely, so test has ``unseen_template`` steps.
+HELD_OUT_TEMPLATES: tuple[str, ...] = ("login-user-popup", "click-tab-2")
+#: Share of each seen template's tasks assigned to test.
+TEST_FRACTION = 0.3
+
+
+def split_tasks(task_templates: dict[str, str], split_seed: int, held_out: tuple[str, ...] | list[str],
+                test_fraction: float = TEST_FRACTION) -> dict[str, str]:
+    """Assign every task to train or test, by task, with a fixed seed.
+
+    Tasks of a held-out template all go to test. For every other template its tasks are
+    shuffled with ``random.Random(f"{split_seed}:{template}")`` (sorted first, so the input
+    order does not matter) and ``ceil(n * test_fraction)`` of them go to test, keeping at
+    least one in train when there are two or more.
+
+    Args:
+        task_templates: task_id -> intent_template_id.
+        split_seed: the corpus' split seed.
+        held_out: templates that never appear in train.
+        test_fraction: share of a seen template's tasks put in test.
+
+    Returns:
+        task_id -> "train" | "test".
+    """
+    import math
+    import random
+
+    by_template: dict[str, list[str]] = {}
+    for task_id, template in task_templates.items():
+        by_template.setdefault(template, []).append(task_id)
+    splits: dict[str, str] = {}
+    for template in sorted(by_template):
+        ids = sorted(by_template[template])
+        if template in held_out:
+            splits.update({t: "test" for t in ids})
+            continue
+        random.Random(f"{split_seed}:{template}").shuffle(ids)
+        n_test = math.ceil(len(ids) * test_fraction)
+        if len(ids) >= 2:
+            n_test = min(n_test, len(ids) - 1)
+        else:
+            n_test = 0
+        for i, t in enumerate(ids):
+            splits[t] = "test" if i < n_test else "train"
+    return dict(sorted(splits.items()))
+
+
+def write_corpus_manifest(root: str | Path, split_seed: int, held_out: tuple[str, ...] | list[str] = HELD_OUT_TEMPLATES,
+                          test_fraction: float = TEST_FRACTION) -> Path:
+    """Write ``corpus.json`` (split seed, held-out templates, split per task) for a raw corpus.
+
+    Reads (and validates) every episode under ``root``; written atomically.
+    """
+    import json
+    import os
+
+    from mag_dataset.raw import CORPUS_FILE, CORPUS_FORMAT, FORMAT_VERSION, read_corpus
+
+    root = Path(root)
+    templates = {ep.task_id: ep.intent_template_id for ep in read_corpus(root)}
+    held = sorted(t for t in held_out if t in set(templates.values()))
+    manifest = {
+        "format": CORPUS_FORMAT,
+        "format_version": FORMAT_VERSION,
+        "split_seed": split_seed,
+        "test_fraction": test_fraction,
+        "held_out_templates": held,
+        "splits": split_tasks(templates, split_seed, held, test_fraction),
+    }
+    path = root / CORPUS_FILE
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n", "utf-8")
+    os.replace(tmp, path)
+    return path

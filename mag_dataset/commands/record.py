@@ -1,0 +1,59 @@
+"""``mag record``: record expert MiniWoB++ episodes in headless Chromium (raw format v1).
+
+Re-recording the bundled corpus::
+
+    mag record --out /tmp/raw            # same tasks, seeds, actions, candidates, guides
+
+Same ``--seed`` and ``--episodes`` give the same task instances, actions, candidate menus and
+guides (pixels may differ with the Chromium build). Writes ``corpus.json`` with the split.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from mag_dataset.cli import UserError
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from mag_dataset.live.recorder import BUNDLED_EPISODES, BUNDLED_SEED, BUNDLED_TASKS, HELD_OUT_TEMPLATES
+
+    parser.add_argument("--out", required=True, type=Path, help="new (or empty) folder for the raw episodes")
+    parser.add_argument("--tasks", nargs="+", default=list(BUNDLED_TASKS), metavar="TASK",
+                        help="MiniWoB++ task names (default: the bundled corpus' %(default)s)")
+    parser.add_argument("--episodes", type=int, default=BUNDLED_EPISODES,
+                        help="successful episodes per task (default: %(default)s)")
+    parser.add_argument("--seed", type=int, default=BUNDLED_SEED,
+                        help="corpus seed: picks the MiniWoB seeds and the split (default: %(default)s)")
+    parser.add_argument("--held-out", nargs="*", default=list(HELD_OUT_TEMPLATES), metavar="TASK",
+                        help="task types kept out of train (default: %(default)s)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from mag_dataset.live.experts import EXPERTS
+    from mag_dataset.live.recorder import record_corpus, write_corpus_manifest
+
+    unknown = [t for t in args.tasks if t not in EXPERTS]
+    if unknown:
+        raise UserError(f"no expert for task(s) {', '.join(unknown)}; supported: {', '.join(sorted(EXPERTS))}")
+    if args.episodes < 1:
+        raise UserError(f"--episodes must be at least 1, got {args.episodes}")
+    if args.out.exists() and (not args.out.is_dir() or any(args.out.iterdir())):
+        raise UserError(f"--out {args.out} exists and is not an empty folder; choose a new folder")
+    from mag_dataset.live.env import LiveEnvError
+
+    try:
+        results = record_corpus(args.out, args.tasks, args.episodes, args.seed,
+                                log=lambda m: print(m, file=sys.stderr, flush=True))
+    except LiveEnvError as e:
+        raise UserError(str(e)) from None
+    kept = [r for r in results if r.ok]
+    if not kept:
+        raise UserError("no episode succeeded; nothing written")
+    write_corpus_manifest(args.out, args.seed, args.held_out)
+    steps = sum(len(r.episode.steps) for r in kept if r.episode)
+    print(f"recorded {len(kept)} episodes ({steps} steps) of {len({r.task for r in kept})} tasks "
+          f"into {args.out} ({len(results) - len(kept)} failed attempts dropped)")
+    return 0
