@@ -1,0 +1,149 @@
+"""``mag score`` end to end on a real built dataset (Parquet via ``datasets``)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from mag_dataset.builder import build_dataset
+from mag_dataset.cli import main
+from mag_dataset.dataset import load_steps
+from mag_dataset.heuristic import heuristic_predictions
+from mag_dataset.predictions import Prediction, write_predictions
+from mag_dataset.prompts import render_target
+from mag_dataset.scoring import METRIC_NAMES, score_predictions
+from mag_dataset.verdicts import Verdict, write_verdicts
+from synthetic_raw import make_corpus
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory) -> Path:
+    raw = tmp_path_factory.mktemp("raw") / "raw"
+    make_corpus(raw)
+    return build_dataset(raw, tmp_path_factory.mktemp("built") / "webmre", progress=False)
+
+
+@pytest.fixture(scope="module")
+def test_steps(built):
+    steps = {v: load_steps(built, v, "test") for v in ("som", "coord")}
+    assert len(steps["som"]) == len(steps["coord"]) >= 10
+    return steps
+
+
+def _heuristic_file(path: Path, steps, view: str, contract: str) -> Path:
+    menus = {s.step_id: s.candidates for s in steps["som"]}
+    return write_predictions(path, heuristic_predictions(steps[view], view, contract, menus=menus))
+
+
+@pytest.mark.parametrize("view", ["som", "coord"])
+def test_score_prints_a_table_and_writes_the_same_report_as_the_library(built, test_steps, tmp_path, capsys, view):
+    preds = _heuristic_file(tmp_path / "p.jsonl", test_steps, view, "J")
+    out = tmp_path / "reports" / "r.json"
+    rc = main(["score", "--predictions", str(preds), "--dataset", str(built), "--view", view, "--contract", "J",
+               "--output", str(out)])
+    assert rc == 0
+    printed = capsys.readouterr().out
+    for name in METRIC_NAMES:
+        assert name in printed
+    assert "by site" in printed and f"report written to {out}" in printed
+    menus = {s.step_id: s.candidates for s in test_steps["som"]}
+    expected = score_predictions(heuristic_predictions(test_steps[view], view, "J", menus=menus), test_steps[view], view, "J")
+    assert out.read_text("utf-8") == expected.to_json()
+    report = json.loads(out.read_text("utf-8"))
+    assert report["provenance"]["view"] == view and report["counts"]["steps"] == len(test_steps[view])
+    assert report["ofcr"]["micro"] == 1.0
+    # re-scoring gives identical bytes
+    out2 = tmp_path / "r2.json"
+    main(["score", "--predictions", str(preds), "--dataset", str(built), "--view", view, "--contract", "J",
+          "--output", str(out2)])
+    assert out2.read_bytes() == out.read_bytes()
+
+
+def test_gold_predictions_score_one_through_the_cli(built, test_steps, tmp_path):
+    for view in ("som", "coord"):
+        for contract in ("A", "G", "J", "JG"):
+            steps = test_steps[view]
+            preds = write_predictions(tmp_path / f"{view}{contract}.jsonl",
+                                      [Prediction(s.step_id, render_target(s, view, contract)) for s in steps])
+            out = tmp_path / f"{view}{contract}.json"
+            assert main(["score", "--predictions", str(preds), "--dataset", str(built), "--view", view,
+                         "--contract", contract, "--output", str(out)]) == 0
+            report = json.loads(out.read_text("utf-8"))
+            values = [report[m]["micro"] for m in METRIC_NAMES if report[m]["micro"] is not None]
+            assert values and all(v == 1.0 for v in values), (view, contract, report)
+
+
+def test_bad_predictions_file_is_one_clear_line_exit_2(built, test_steps, tmp_path, capsys):
+    steps = test_steps["som"]
+    lines = [json.dumps({"step_id": s.step_id, "output": "{}"}) for s in steps]
+    lines.insert(3, lines[1])
+    path = tmp_path / "dup.jsonl"
+    path.write_text("\n".join(lines) + "\n", "utf-8")
+    out = tmp_path / "r.json"
+    rc = main(["score", "--predictions", str(path), "--dataset", str(built), "--view", "som", "--contract", "A",
+               "--output", str(out)])
+    err = capsys.readouterr().err
+    assert rc == 2 and not out.exists()
+    assert err.count("\n") == 1 and "line 4: duplicate step_id" in err and "(first on line 2)" in err
+
+
+def test_missing_ids_need_allow_missing(built, test_steps, tmp_path, capsys):
+    steps = test_steps["som"]
+    path = write_predictions(tmp_path / "p.jsonl", [Prediction(s.step_id, render_target(s, "som", "A")) for s in steps[1:]])
+    rc = main(["score", "--predictions", str(path), "--dataset", str(built), "--view", "som", "--contract", "A"])
+    assert rc == 2 and "have no prediction" in capsys.readouterr().err
+    out = tmp_path / "r.json"
+    rc = main(["score", "--predictions", str(path), "--dataset", str(built), "--view", "som", "--contract", "A",
+               "--allow-missing", "--output", str(out), "--per-step"])
+    report = json.loads(out.read_text("utf-8"))
+    assert rc == 0 and report["counts"]["missing"] == 1 and report["counts"]["format_failures"] == 1
+    assert len(report["steps"]) == len(steps)
+    assert report["ofcr"]["micro"] == pytest.approx((len(steps) - 1) / len(steps), abs=1e-6)
+
+
+def test_judges_file_enables_usefulness(built, test_steps, tmp_path):
+    steps = test_steps["som"]
+    verdicts = [Verdict(s.step_id, s.guide, j, useful=(i % 2 == 0) or j != "c")
+                for i, s in enumerate(steps) for j in ("a", "b", "c")]
+    judges = write_verdicts(tmp_path / "v.jsonl", verdicts)
+    preds = write_predictions(tmp_path / "p.jsonl", [Prediction(s.step_id, render_target(s, "som", "G")) for s in steps])
+    out = tmp_path / "r.json"
+    assert main(["score", "--predictions", str(preds), "--dataset", str(built), "--view", "som", "--contract", "G",
+                 "--judges", str(judges), "--output", str(out)]) == 0
+    report = json.loads(out.read_text("utf-8"))
+    assert report["usefulness"]["n"] == len(steps) and report["usefulness"]["micro"] == 1.0
+    assert report["provenance"]["verdicts"]["judges"] == ["a", "b", "c"]
+
+
+def test_user_errors(built, tmp_path, capsys):
+    assert main(["score", "--predictions", str(tmp_path / "none.jsonl"), "--dataset", str(built), "--view", "som",
+                 "--contract", "A"]) == 2
+    assert "predictions file not found" in capsys.readouterr().err
+    p = tmp_path / "p.jsonl"
+    p.write_text("", "utf-8")
+    assert main(["score", "--predictions", str(p), "--dataset", str(tmp_path / "nodata"), "--view", "som",
+                 "--contract", "A"]) == 2
+    assert "cannot load som/test" in capsys.readouterr().err
+    bad = tmp_path / "v.jsonl"
+    bad.write_text('{"key": "x"}\n', "utf-8")
+    assert main(["score", "--predictions", str(p), "--dataset", str(built), "--view", "som", "--contract", "G",
+                 "--judges", str(bad), "--allow-missing"]) == 2
+    assert "line 1" in capsys.readouterr().err
+
+
+def test_entry_point_and_baseline_script_in_a_subprocess(built, tmp_path):
+    preds = tmp_path / "h.jsonl"
+    r = subprocess.run([sys.executable, "-m", "baselines.heuristic", "--dataset", str(built), "--view", "coord",
+                        "--contract", "JG", "--output", str(preds)], cwd=REPO, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert "wrote" in r.stdout and preds.is_file()
+    r = subprocess.run([sys.executable, "-m", "mag_dataset.cli", "score", "--predictions", str(preds), "--dataset",
+                        str(built), "--view", "coord", "--contract", "JG"], cwd=REPO, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert "rouge_l" in r.stdout and "Traceback" not in r.stderr
