@@ -320,6 +320,16 @@ def test_raw_stale_flag_survives_without_audit(raw_copy, tmp_path):
     assert rows[f"{ep.name}:1"]["audit_status"] == "unaudited"
 
 
+def test_unified_coordinate_restored_flag_survives_without_audit(raw_copy, tmp_path):
+    # `mag unify` records restored steps as metadata["coordinate_restored"] in the raw step
+    ep = _episode(raw_copy, 2)
+    edit_episode(ep, lambda d: d["steps"][0]["metadata"].update(coordinate_restored=True))
+    out = build_dataset(raw_copy, tmp_path / "u", progress=False)
+    for view in ("som", "coord"):
+        rows = _rows(out, view)
+        assert sorted(sid for sid, r in rows.items() if r["coordinate_restored"]) == [f"{ep.name}:0"]
+
+
 def test_audit_file_sets_labels_in_both_views(raw_copy, tmp_path):
     task = _episode(raw_copy, 0).name  # steps: type(1), select(2), scroll, ...
     other = _episode(raw_copy, 1).name
