@@ -166,3 +166,17 @@ def test_mag_demo_on_the_bundled_corpus(bundled, tmp_path, capsys):
     # the demo's fresh build is byte-identical to the cached one
     for shard in sorted(bundled.rglob("*.parquet")):
         assert (tmp_path / "demo" / shard.relative_to(bundled)).read_bytes() == shard.read_bytes()
+
+
+def test_loading_api_imports_cheaply():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, mag_dataset.dataset, mag_dataset.card, mag_dataset.hub, mag_dataset.commands.demo, "
+        "mag_dataset.commands.build, mag_dataset.commands.publish\n"
+        "heavy = [m for m in ('datasets', 'torch', 'gradio', 'pyarrow', 'huggingface_hub') if m in sys.modules]\n"
+        "print(','.join(heavy))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert out == ""
