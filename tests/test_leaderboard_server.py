@@ -1,0 +1,414 @@
+"""The leaderboard Space end to end: the real server (``python leaderboard/app.py``) in a
+subprocess on 127.0.0.1, driven with ``gradio_client`` and a real headless Chromium.
+
+One server is shared by the whole module (started once, restarted once by the
+persistence test); its gold is the default one, the bundled sample corpus' test split.
+Tests that add rows count relative to what is already there, so their order is free.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from mag_dataset.actions import Contract, View
+from mag_dataset.prompts import render_target
+
+ROOT = Path(__file__).resolve().parents[1]
+APP = ROOT / "leaderboard" / "app.py"
+METRICS = ("saa", "target_acc", "action_type_acc", "text_f1", "ofcr", "bleu1", "bleu4", "rouge_l", "usefulness")
+TITLES = ("SAA", "target acc", "type acc", "text F1", "OFCR", "BLEU-1", "BLEU-4", "ROUGE-L", "usefulness")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Server:
+    """A leaderboard subprocess on a free port with its own data folder."""
+
+    def __init__(self, data_dir: Path, log: Path) -> None:
+        self.data_dir, self.log = data_dir, log
+        self.port = _free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.proc: subprocess.Popen | None = None
+
+    def start(self) -> None:
+        env = dict(os.environ)
+        env.update({
+            "MAG_BOARD_DIR": str(self.data_dir),
+            "MAG_BOARD_DAILY_CAP": "1000",
+            "MAG_BOARD_MAX_MB": "1",
+            "MAG_BOARD_MAX_LINES": "5000",
+            "GRADIO_ANALYTICS_ENABLED": "False",
+            "HF_HUB_OFFLINE": "1",
+            "PYTHONUNBUFFERED": "1",
+        })
+        env.pop("SPACE_ID", None)
+        with open(self.log, "ab") as log:
+            self.proc = subprocess.Popen([sys.executable, str(APP), "--port", str(self.port)], cwd=ROOT,
+                                         env=env, stdout=log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 180
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"the server exited ({self.proc.returncode}):\n{self.log.read_text()[-3000:]}")
+            try:
+                with urllib.request.urlopen(self.url + "/config", timeout=2) as r:
+                    if r.status == 200:
+                        return
+            except OSError:
+                time.sleep(0.3)
+        raise RuntimeError(f"the server did not start:\n{self.log.read_text()[-3000:]}")
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.proc = None
+
+    def client(self):
+        from gradio_client import Client
+
+        return Client(self.url, verbose=False, download_files=str(self.data_dir.parent / "downloads"))
+
+
+@pytest.fixture(scope="module")
+def gold_dir() -> Path:
+    from mag_dataset.dataset import bundled_dataset
+
+    return Path(os.environ.get("MAG_BOARD_GOLD") or bundled_dataset())
+
+
+@pytest.fixture(scope="module")
+def gold(gold_dir: Path) -> dict[View, list]:
+    from mag_dataset.dataset import load_steps
+
+    steps = {v: load_steps(gold_dir, v.value, "test") for v in View}
+    assert len(steps[View.SOM]) >= 10 and [s.step_id for s in steps[View.SOM]] == [s.step_id for s in steps[View.COORD]]
+    return steps
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory, gold_dir: Path):
+    root = tmp_path_factory.mktemp("board")
+    srv = Server(root / "data", root / "server.log")
+    srv.start()
+    yield srv
+    srv.stop()
+
+
+@pytest.fixture(scope="module")
+def client(server: Server):
+    return server.client()
+
+
+def predictions_file(path: Path, steps, view: View, contract: Contract, tag: str = "") -> Path:
+    """Gold answers on two steps in three, a format failure on the rest (a realistic mix)."""
+    lines = []
+    for i, step in enumerate(steps):
+        out = render_target(step, view, contract) if i % 3 else f"I would click something {tag}"
+        lines.append(json.dumps({"step_id": step.step_id, "output": out}))
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def table(client, view: View = View.SOM, contract: str = "all") -> list[dict]:
+    som, coord, _ = client.predict(contract, contract, api_name="/leaderboard")
+    t = som if view is View.SOM else coord
+    return [dict(zip(t["headers"], row)) for row in t["data"]]
+
+
+def n_rows(client) -> int:
+    return len(table(client, View.SOM)) + len(table(client, View.COORD))
+
+
+def submit(client, path: Path, **kw):
+    from gradio_client import handle_file
+
+    args = {"model_name": "test-model", "view": "som", "contract": "J"}
+    args.update(kw)
+    return client.predict(predictions=handle_file(str(path)), api_name="/submit", **args)
+
+
+# ----------------------------------------------------------------------------- submitting
+
+
+def test_good_file_gives_a_ranked_row_with_the_scores_mag_score_gives(server, client, gold, gold_dir, tmp_path):
+    steps = gold[View.SOM]
+    path = predictions_file(tmp_path / "preds.jsonl", steps, View.SOM, Contract.J)
+    report_path = tmp_path / "mag-score.json"
+    cli = subprocess.run(
+        [sys.executable, "-m", "mag_dataset.cli", "score", "--predictions", str(path), "--dataset", str(gold_dir),
+         "--view", "som", "--contract", "J", "--output", str(report_path)],
+        capture_output=True, text=True, cwd=ROOT, timeout=300,
+    )
+    assert cli.returncode == 0, cli.stderr
+    expected = json.loads(report_path.read_text())
+
+    message, result = submit(client, path, model_name="mix-J", organisation="lab", link="https://example.org/mix")
+    assert message.startswith("Accepted: submission #"), message
+    assert result["ok"] is True and result["rank"] >= 1
+    for m in METRICS:
+        want = expected[m]["micro"]
+        assert result[m] == want, m
+    assert 0 < result["saa"] < 1 and result["usefulness"] is None
+
+    rows = [r for r in table(client, View.SOM, "J") if r["id"] == result["id"]]
+    assert len(rows) == 1
+    row = rows[0]
+    assert (row["model"], row["organisation"], row["contract"], row["seeds"]) == ("mix-J", "lab", "J", 1)
+    assert row["rank"] == result["rank"]
+    for m, title in zip(METRICS, TITLES):
+        want = expected[m]["micro"]
+        assert (row[title] is None) if want is None else row[title] == pytest.approx(want, abs=5e-5), title
+
+    # the downloadable report is byte for byte the file `mag score` wrote
+    info, site_plot, type_plot, splits, report_file = client.predict(str(result["id"]), api_name="/details")
+    assert Path(report_file).read_bytes() == report_path.read_bytes()
+    assert f"#{result['id']} mix-J" in info
+    for plot in (site_plot, type_plot):
+        assert plot["type"] == "matplotlib" and plot["plot"].startswith("data:image/")
+        assert len(base64.b64decode(plot["plot"].split(",", 1)[1])) > 1000
+    labels = [r[0] for r in splits["data"]]
+    assert any(lbl.startswith("stale = ") for lbl in labels) and any(lbl.startswith("unseen template = ") for lbl in labels)
+
+
+BAD = {
+    "empty": (b"", "p.jsonl", "the file is empty"),
+    "binary": (b"\x00\x01\x02\x03binary\x00", "p.jsonl", "looks binary"),
+    "not utf-8": (b'{"step_id": "x", "output": "\xff\xfe"}\n', "p.jsonl", "not UTF-8"),
+    "wrong extension": (b'{"step_id": "x", "output": "{}"}\n', "p.txt", "wrong file extension '.txt'"),
+    "not json": (b"hello world\n", "p.jsonl", "line 1: not a JSON object"),
+    "unknown ids": (b'{"step_id": "no-such-step:0", "output": "{}"}\n', "p.jsonl", "line 1: unknown step_id 'no-such-step:0'"),
+    "too many lines": (b'{"step_id": "x", "output": "{}"}\n' * 5001, "p.jsonl", "too many lines"),
+    "over the cap": (b'{"step_id": "x", "output": "' + b"a" * (1024 * 1024) + b'"}\n', "p.jsonl", "upload cap"),
+}
+
+
+def test_each_bad_file_gets_its_message_and_no_row(server, client, gold, tmp_path):
+    ids = [s.step_id for s in gold[View.SOM]]
+    cases = dict(BAD)
+    good = [json.dumps({"step_id": i, "output": "{}"}) for i in ids]
+    cases["missing ids"] = (("\n".join(good[:-1]) + "\n").encode(), "p.jsonl", "1 step id(s) have no prediction")
+    cases["duplicate ids"] = (("\n".join(good + good[:1]) + "\n").encode(), "p.jsonl",
+                              f"line {len(ids) + 1}: duplicate step_id {ids[0]!r}")
+    before = n_rows(client)
+    seen = 0
+    for case, (data, name, expected) in cases.items():
+        path = tmp_path / case.replace(" ", "_") / name
+        path.parent.mkdir()
+        path.write_bytes(data)
+        try:
+            message, result = submit(client, path, model_name=f"bad {case}")
+        except Exception as e:  # the server's own max_file_size guard answers the over-cap upload
+            assert case == "over the cap", (case, e)
+            assert re.search(r"too large|exceeds|maximum|413", str(e), re.I), str(e)
+            seen += 1
+            continue
+        assert message.startswith("Rejected: ") and expected in message, (case, message)
+        assert result == {"ok": False, "error": message[len("Rejected: "):]}
+        seen += 1
+    assert seen == len(cases) == 10
+    assert n_rows(client) == before
+    files = [p for p in (server.data_dir / "files").rglob("*") if p.is_file()]
+    assert all(not p.name.startswith(".") for p in files)  # no half-written temp files left
+
+
+def test_forty_concurrent_submissions_give_forty_rows(server, client, gold, tmp_path):
+    steps = gold[View.SOM]
+    paths = [predictions_file(tmp_path / f"c{i}.jsonl", steps, View.SOM, Contract.A, tag=str(i)) for i in range(40)]
+    before = len(table(client, View.SOM, "A"))
+    from gradio_client import handle_file
+
+    t0 = time.perf_counter()
+    jobs = [client.submit(model_name=f"concurrent-{i}", view="som", contract="A", predictions=handle_file(str(p)),
+                          submitter=f"user{i}", api_name="/submit") for i, p in enumerate(paths)]
+    results = [job.result(timeout=300) for job in jobs]
+    elapsed = time.perf_counter() - t0
+    assert all(msg.startswith("Accepted") for msg, _ in results), [m for m, _ in results if not m.startswith("Accepted")]
+    rows = table(client, View.SOM, "A")
+    assert len(rows) == before + 40
+    assert {f"concurrent-{i}" for i in range(40)} <= {r["model"] for r in rows}
+    assert len({r["id"] for r in rows}) == len(rows)
+    print(f"40 concurrent submissions in {elapsed:.1f} s")
+
+
+# ----------------------------------------------------------------------------- no gold leaks
+
+
+def _gold_strings(gold) -> set[str]:
+    out = set()
+    for view, steps in gold.items():
+        for s in steps:
+            out.add(s.guide)
+            for c in Contract:
+                out.add(render_target(s, view, c))
+            for arg in (s.action.text, s.action.value, s.action.url):
+                if arg and len(arg) >= 6:
+                    out.add(arg)
+    return {g for g in out if g}
+
+
+def _strip_images(obj):
+    if isinstance(obj, dict):
+        if obj.get("type") in ("matplotlib", "altair", "plotly", "bokeh") and "plot" in obj:
+            return {"type": obj["type"], "plot": "<image>"}
+        return {k: _strip_images(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_strip_images(v) for v in obj]
+    return obj
+
+
+def test_every_api_endpoint_is_listed_called_and_returns_no_gold(server, client, gold, tmp_path):
+    deps = client.config["dependencies"]
+    with_fn = [d for d in deps if d.get("backend_fn")]
+    assert with_fn, "no endpoints found"
+    # every backend function is reachable by its api_name: nothing hides behind "private"
+    assert all(d.get("api_name") and d.get("api_visibility", "public") != "private" for d in with_fn), with_fn
+    names = sorted({d["api_name"] for d in with_fn})
+    assert names == ["details", "leaderboard", "leaderboard_after_submit", "submit"], names
+    listed = client.view_api(print_info=False, return_format="dict")["named_endpoints"]
+    assert sorted(n.lstrip("/") for n in listed) == names
+
+    secrets = _gold_strings(gold)
+    assert len(secrets) > len({s.guide for s in gold[View.SOM]}) >= 3
+    steps = gold[View.SOM]
+    path = predictions_file(tmp_path / "leak.jsonl", steps, View.SOM, Contract.JG, tag="leak")
+    outputs = []
+    calls = 0
+    # submit: accepted, duplicate, and rejections that quote the file
+    for args in ({"contract": "JG"}, {"contract": "JG"}, {"contract": "G", "view": "coord"}):
+        outputs.append(submit(client, path, model_name="leak-check", **args))
+        calls += 1
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps({"step_id": steps[0].step_id, "output": "{}"}) + "\n" + "{not json\n")
+    outputs.append(submit(client, bad, model_name="leak-bad"))
+    calls += 1
+    for name in ("leaderboard", "leaderboard_after_submit"):
+        for f in ["all"] + [c.value for c in Contract]:
+            outputs.append(client.predict(f, f, api_name=f"/{name}"))
+            calls += 1
+    all_ids = [r["id"] for v in View for r in table(client, v)]
+    # one submission of every (view, contract) on the board, plus a spread of the rest
+    firsts = {(v, r["contract"]): r["id"] for v in View for r in table(client, v)}
+    ids = sorted(set(firsts.values()) | set(all_ids[:: max(1, len(all_ids) // 6)]))
+    assert ids
+    for sid in [*ids, 999999, "", "not-a-number"]:
+        res = client.predict(str(sid), api_name="/details")
+        calls += 1
+        outputs.append(res)
+        if res[4]:
+            outputs.append(Path(res[4]).read_text(encoding="utf-8"))
+    assert calls == 3 + 1 + 2 * 5 + len(ids) + 3
+    text = json.dumps(_strip_images(outputs), ensure_ascii=False)
+    leaked = [g for g in secrets if g in text or json.dumps(g, ensure_ascii=False)[1:-1] in text]
+    assert leaked == []
+
+
+# ----------------------------------------------------------------------------- persistence and re-scoring
+
+
+def test_rescore_command_reproduces_every_report_byte_for_byte(server, client, gold, tmp_path):
+    steps = gold[View.COORD]
+    for c in Contract:  # at least one submission of every contract in the coord view
+        msg, _ = submit(client, predictions_file(tmp_path / f"r{c.value}.jsonl", steps, View.COORD, c, tag="r"),
+                        view="coord", contract=c.value, model_name=f"rescore-{c.value}")
+        assert msg.startswith("Accepted"), msg
+    total = n_rows(client)
+    env = dict(os.environ, MAG_BOARD_DIR=str(server.data_dir))
+    out = subprocess.run([sys.executable, "-m", "mag_dataset.cli", "leaderboard", "rescore"], cwd=ROOT, env=env,
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert f"{total}/{total} stored reports reproduced byte for byte" in out.stdout
+    assert len(re.findall(r"^#\d+: identical$", out.stdout, re.M)) == total
+
+
+def test_rows_survive_a_server_restart(server, client):
+    before_som, before_coord = table(client, View.SOM), table(client, View.COORD)
+    assert before_som or before_coord
+    server.stop()
+    server.start()
+    after = server.client()
+    assert table(after, View.SOM) == before_som
+    assert table(after, View.COORD) == before_coord
+
+
+# ----------------------------------------------------------------------------- real browser
+
+XSS = {
+    "model-name": '<img src=x onerror="window.__xss=1">',
+    "organisation": "<script>window.__xss=2</script>",
+    "submitter": "<svg/onload=window.__xss=3>",
+    "link": "javascript:window.__xss=4",
+}
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_browser_submit_shows_row_and_chart_and_payloads_stay_text(server, gold, tmp_path, chromium):
+    from playwright.sync_api import expect, sync_playwright
+
+    path = predictions_file(tmp_path / "browser.jsonl", gold[View.SOM], View.SOM, Contract.J, tag="browser")
+    dialogs: list[str] = []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(
+            executable_path=chromium,
+            args=["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                  "--disable-component-update", "--disable-sync", "--no-first-run"],
+        )
+        try:
+            page = browser.new_page()
+            page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+            page.goto(server.url, wait_until="domcontentloaded")
+            page.get_by_role("tab", name="Submit").click()
+            for elem, payload in XSS.items():
+                page.locator(f"#{elem} textarea, #{elem} input").first.fill(payload)
+            page.locator("#predictions input[type=file]").set_input_files(str(path))
+            expect(page.locator("#predictions")).to_contain_text("browser.jsonl", timeout=30_000)
+            page.locator("#submit-button").click()
+            status = page.locator("#submit-status textarea")
+            expect(status).to_have_value(re.compile("Rejected: link must be an http"), timeout=60_000)
+
+            page.locator("#link textarea, #link input").first.fill("https://example.org/model")
+            page.locator("#submit-button").click()
+            expect(status).to_have_value(re.compile(r"Accepted: submission #\d+"), timeout=60_000)
+            sub_id = re.search(r"#(\d+)", status.input_value()).group(1)
+
+            page.get_by_role("tab", name="Leaderboard").click()
+            som_table = page.locator("#table-som")
+            expect(som_table).to_contain_text(XSS["model-name"], timeout=30_000)  # shown as text
+            expect(som_table).to_contain_text(XSS["organisation"])
+
+            page.get_by_role("tab", name="Details").click()
+            page.locator("#details-choice input").click()
+            page.locator("#details-choice input").fill(f"#{sub_id} ")
+            page.get_by_role("option").filter(has_text=f"#{sub_id} ").first.click()
+            expect(page.locator("#details-info textarea")).to_have_value(re.compile(re.escape(XSS["model-name"])),
+                                                                          timeout=30_000)
+            chart = page.locator("#plot-site img")
+            expect(chart).to_be_visible(timeout=30_000)
+            assert chart.evaluate("img => img.naturalWidth") > 100
+            expect(page.locator("#report-file")).to_contain_text(f"submission-{sub_id}-report")
+            page.wait_for_timeout(500)
+            assert page.evaluate("() => window.__xss") is None
+            assert page.evaluate("() => document.querySelectorAll('img[src=\"x\"]').length") == 0
+        finally:
+            browser.close()
+    assert dialogs == []
