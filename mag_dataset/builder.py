@@ -512,19 +512,22 @@ def _write_view(builder: WebMREBuilder, work: Path, out: Path, view: View) -> di
 
 
 def _swap_into_place(tmp: Path, out_dir: Path, overwrite: bool) -> Path:
-    if not out_dir.exists():
-        try:
-            tmp.rename(out_dir)
-            return out_dir
-        except OSError:
-            if not out_dir.exists():
-                raise
-    if not overwrite:
-        shutil.rmtree(tmp)  # another process built the same thing first; keep theirs
+    def keep_existing() -> bool:
+        # a finished build there (e.g. one a concurrent process renamed first) is kept
+        return not overwrite and out_dir.is_dir() and _is_build(out_dir)
+
+    if keep_existing():
+        shutil.rmtree(tmp)
         return out_dir
     if out_dir.is_dir() and not any(out_dir.iterdir()):
         out_dir.rmdir()
-        tmp.rename(out_dir)
+    if not out_dir.exists():
+        try:
+            tmp.rename(out_dir)
+        except OSError:
+            if not keep_existing():
+                raise
+            shutil.rmtree(tmp)
         return out_dir
     old = out_dir.with_name(f".{out_dir.name}.old-{os.getpid()}")
     out_dir.rename(old)

@@ -384,3 +384,14 @@ def test_coord_view_gives_no_element_ids(built):
     assert len(targeted) > 20
     assert all(r["candidates"] == [] and r["action"]["element_id"] is None for r in rows.values())
     assert all(point_in_box(tuple(r["action"]["coordinate"]), tuple(r["target_bbox"])) for r in targeted)
+
+
+def test_overwrite_false_keeps_a_finished_build_and_fills_an_empty_folder(raw_copy, tmp_path):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    out = build_dataset(raw_copy, empty, progress=False, overwrite=False)
+    assert len(verify_checksums(out)) == 6
+    stamp = (out / "build_info.json").stat().st_mtime_ns
+    assert build_dataset(raw_copy, out, progress=False, overwrite=False) == out
+    assert (out / "build_info.json").stat().st_mtime_ns == stamp
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["empty", "raw"]
