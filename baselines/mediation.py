@@ -1,0 +1,223 @@
+"""Forced-guide mediation: how much does the guide a model writes drive the action it takes?
+
+WebMRE (arXiv 2609.27353) forces a guide as the decoding prefix of a guide-first (JG)
+model and decodes the action greedily, over all 1,220 SoM test steps with Qwen3.5-9B:
+own guide .422, gold guide .684, another step's guide .055, a paraphrase that renames the
+target .554 (step action accuracy). This script runs the four conditions:
+
+* ``own`` — the model first decodes freely; its own guide (parsed by
+  :func:`mag_dataset.parsing.parse_output`) is then forced and the action decoded. A free
+  output that fails the format gate is scored as it is (a format failure).
+* ``gold`` — the step's gold guide.
+* ``other`` — the gold guide of another step of the split with a different guide, drawn
+  with ``random.Random(seed)`` (fixed, so reruns force the same guides).
+* ``paraphrase`` — a guide read from ``--paraphrases FILE`` (JSONL ``{"step_id", "guide"}``,
+  one per step of the split); without the file the row is printed as n/a.
+
+The forced prefix is :func:`baselines.common.guide_prefix` (the rendered JG answer up to
+the action value), so what is scored is ``prefix + decoded action``, through the library
+scorer (:func:`mag_dataset.scoring.score_predictions`, contract JG): the table reports step
+action accuracy (SAA), element accuracy and the format-gate pass rate per condition.
+
+Launch::
+
+    python -m baselines.mediation --model_name_or_path runs/sft-qwen35-9b-som-JG-s0 \\
+        --dataset mag/webmre --view som --paraphrases data/paraphrases.jsonl \\
+        --output_dir results/mediation-9b --backend vllm
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+from baselines import common
+
+CONDITIONS: tuple[str, ...] = ("own", "gold", "other", "paraphrase")
+
+
+@dataclass
+class MediationArguments:
+    model_name_or_path: str = field(metadata={"help": "a guide-first (JG) checkpoint folder or Hub id"})
+    output_dir: str = field(metadata={"help": "folder for per-condition predictions and the table"})
+    paraphrases: str | None = field(default=None, metadata={"help": "JSONL of {step_id, guide} paraphrases"})
+    model_revision: str | None = field(default=None, metadata={"help": "Hub revision of the model"})
+    dataset: str = field(default="bundled", metadata={"help": "built dataset folder, Hub repo id, or 'bundled'"})
+    view: str = field(default="som", metadata={"help": "som or coord"})
+    split: str = field(default="test", metadata={"help": "train or test"})
+    seed: int = field(default=0, metadata={"help": "seed of the other-step draw"})
+    backend: str = field(default="transformers", metadata={"help": "transformers or vllm"})
+    batch_size: int = field(default=8, metadata={"help": "prompts per generate call"})
+    max_new_tokens: int = field(default=256, metadata={"help": "decoding budget (free run and forced action)"})
+    dtype: str = field(default="auto", metadata={"help": "auto, bfloat16, float16 or float32"})
+    device: str | None = field(default=None, metadata={"help": "cuda, cpu, ... (transformers backend)"})
+    limit: int | None = field(default=None, metadata={"help": "only the first N steps (smoke tests)"})
+
+
+def read_paraphrases(path: str | Path, step_ids: Sequence[str]) -> dict[str, str]:
+    """Read ``{"step_id", "guide"}`` lines; every step of the split needs one.
+
+    Raises:
+        mag_dataset.cli.UserError: a malformed line, an unknown or duplicate id, or a missing step.
+    """
+    from mag_dataset.cli import UserError
+
+    known = set(step_ids)
+    out: dict[str, str] = {}
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as e:
+        raise UserError(f"cannot read paraphrases {path}: {e}") from None
+    for n, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise UserError(f"{path}:{n}: not JSON ({e.msg})") from None
+        if not isinstance(rec, dict) or not isinstance(rec.get("step_id"), str) or not isinstance(rec.get("guide"), str):
+            raise UserError(f'{path}:{n}: expected {{"step_id": str, "guide": str}}')
+        sid = rec["step_id"]
+        if sid not in known:
+            raise UserError(f"{path}:{n}: unknown step_id {sid!r}")
+        if sid in out:
+            raise UserError(f"{path}:{n}: duplicate step_id {sid!r}")
+        out[sid] = rec["guide"]
+    missing = [s for s in step_ids if s not in out]
+    if missing:
+        raise UserError(f"{path}: {len(missing)} step(s) have no paraphrase, e.g. {missing[0]!r}")
+    return out
+
+
+def other_step_guides(steps: Sequence[Any], seed: int) -> list[str]:
+    """For each step, the gold guide of another step with a different guide, drawn with ``seed``."""
+    rng = random.Random(seed)
+    guides = [s.guide for s in steps]
+    out = []
+    for i, s in enumerate(steps):
+        pool = [j for j, g in enumerate(guides) if j != i and g != s.guide]
+        if not pool:
+            raise ValueError("the other-step condition needs at least two different guides in the split")
+        out.append(guides[rng.choice(pool)])
+    return out
+
+
+def forced_guides(
+    steps: Sequence[Any], own: Sequence[str | None], paraphrases: dict[str, str] | None, seed: int
+) -> dict[str, list[str | None]]:
+    """Condition -> per-step guide to force (None: no guide; the free output is scored as is)."""
+    out: dict[str, list[str | None]] = {
+        "own": list(own),
+        "gold": [s.guide for s in steps],
+        "other": list(other_step_guides(steps, seed)),
+    }
+    if paraphrases is not None:
+        out["paraphrase"] = [paraphrases[s.step_id] for s in steps]
+    return out
+
+
+def format_table(rows: list[dict[str, Any]]) -> str:
+    head = f"{'condition':<12} {'steps':>6} {'SAA':>7} {'element':>8} {'format ok':>10}"
+    lines = [head, "-" * len(head)]
+
+    def f(v: float | None) -> str:
+        return "   n/a" if v is None else f"{v:.3f}"
+
+    for r in rows:
+        lines.append(f"{r['condition']:<12} {r['steps']:>6} {f(r['saa']):>7} {f(r['target_acc']):>8} "
+                     f"{f(r['ofcr']):>10}")
+    return "\n".join(lines)
+
+
+def run(args: MediationArguments, examples: Sequence[common.Example] | None = None,
+        backend: Any = None) -> list[dict[str, Any]]:
+    """Run the four conditions, write predictions per condition and the table; return the rows."""
+    from mag_dataset.actions import Contract
+    from mag_dataset.parsing import parse_output
+    from mag_dataset.predictions import Prediction, write_predictions
+    from mag_dataset.scoring import score_predictions
+
+    view, _ = common.view_and_contract(args.view, "JG")
+    contract = Contract.JG
+    if examples is None:
+        examples = common.load_examples(args.dataset, view, args.split, args.limit)
+    elif args.limit is not None:
+        examples = list(examples)[: args.limit]
+    steps = [e.step for e in examples]
+    paraphrases = read_paraphrases(args.paraphrases, [s.step_id for s in steps]) if args.paraphrases else None
+    if backend is None:
+        backend = common.make_backend(
+            args.backend, args.model_name_or_path, revision=args.model_revision, dtype=args.dtype,
+            device=args.device, batch_size=args.batch_size, max_new_tokens=args.max_new_tokens, seed=args.seed,
+        )
+    prompts = [backend.prompt(e.step, view, contract) for e in examples]
+    images = [e.image for e in examples]
+    meter = common.Throughput()
+    free = [d.text for d in backend.generate(prompts, images)]
+    meter.add(len(examples))
+    own = []
+    for text in free:
+        parsed = parse_output(text, view, contract)
+        own.append(parsed.guide if parsed.ok and parsed.guide else None)
+    out_dir = Path(args.output_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    rows = []
+    decoded_log: dict[str, list[dict[str, Any]]] = {}
+    for condition, guides in forced_guides(steps, own, paraphrases, args.seed).items():
+        idx = [i for i, g in enumerate(guides) if g is not None]
+        decoded = backend.generate([prompts[i] for i in idx], [images[i] for i in idx],
+                                   [common.guide_prefix(guides[i]) for i in idx])
+        meter.add(len(idx))
+        outputs = list(free)  # steps without a guide to force keep their free output
+        for i, d in zip(idx, decoded):
+            outputs[i] = d.text
+        preds = [Prediction(s.step_id, o, 0) for s, o in zip(steps, outputs)]
+        write_predictions(out_dir / f"{condition}.jsonl", preds)
+        report = score_predictions(preds, steps, view, contract, bootstrap_resamples=0)
+        rows.append({"condition": condition, "steps": len(steps), "forced": len(idx),
+                     "saa": report.value("saa"), "target_acc": report.value("target_acc"),
+                     "ofcr": report.value("ofcr")})
+        decoded_log[condition] = [{"step_id": steps[i].step_id, "prefix": d.prefix, "generated": d.generated}
+                                  for i, d in zip(idx, decoded)]
+    if paraphrases is None:  # the row stays in the table, marked not run
+        rows.append({"condition": "paraphrase", "steps": 0, "forced": 0, "saa": None, "target_acc": None,
+                     "ofcr": None})
+    meter.report("mediation")
+    table = format_table(rows)
+    print(table)
+    common.write_json_atomic(out_dir / "mediation.json", {
+        "kind": "mag-mediation",
+        "model": args.model_name_or_path,
+        "model_revision": args.model_revision,
+        "dataset": args.dataset,
+        "split": args.split,
+        "view": view.value,
+        "contract": contract.value,
+        "seed": args.seed,
+        "paraphrases": args.paraphrases,
+        "rows": rows,
+        "decoded": decoded_log,
+        "environment": common.environment(),
+    })
+    (out_dir / "mediation.txt").write_text(table + "\n", encoding="utf-8")
+    return rows
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from mag_dataset.cli import UserError
+
+    (args,) = common.parse_args([MediationArguments], argv)
+    try:
+        run(args)
+    except UserError as e:
+        print(f"mediation: error: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
