@@ -217,7 +217,7 @@ def render_card(
     return f"""---
 {header}---
 
-# WebMRE (sample build)
+# WebMRE
 
 {DESCRIPTION}
 
@@ -242,6 +242,13 @@ coord = load_dataset("mag/webmre", "coord", split="test")
 
 No loading script is involved: the `configs:` entries above map each view to its Parquet
 shards. `checksums.sha256` lists the sha256 of every file (`sha256sum -c checksums.sha256`).
+
+## Rebuilding
+
+`pip install mag_dataset`, then `mag build --raw RAW_DIR --out DIR [--audit FILE]` turns raw
+episodes (the documented JSON + PNG format v1 of `mag_dataset.raw`) into this layout; the
+same raw input gives byte-identical Parquet files. `mag publish --repo-id OWNER/NAME
+--folder DIR` uploads it.
 
 ## Views
 
