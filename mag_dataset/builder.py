@@ -51,10 +51,9 @@ import random
 import re
 import shutil
 import tempfile
-from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterator
 
 import datasets
 
@@ -638,17 +637,3 @@ def verify_checksums(folder: str | os.PathLike) -> list[str]:
     if extra:
         raise BuildError(f"{folder}: {extra[0]} is not listed in {CHECKSUM_FILE}")
     return sorted(listed)
-
-
-def iter_rows(corpus: Corpus, view: View, split: Split | str) -> Iterable[dict[str, Any]]:
-    """Rows of one view and split without images (for statistics and tests)."""
-    for st in corpus.steps_in(split):
-        yield {**st.row(view), "split_seed": corpus.splits.seed}
-
-
-def group_by_split(corpus: Corpus) -> dict[str, list[str]]:
-    """Step ids per split, in row order."""
-    out: dict[str, list[str]] = defaultdict(list)
-    for st in corpus.steps:
-        out[st.split.value].append(st.step_id)
-    return dict(out)
