@@ -26,6 +26,9 @@ Configuration, read by :meth:`BoardConfig.from_env` (every variable optional):
                            after each accepted submission and restored from at start-up
                            when the local database is missing (default: no sync)
 ``MAG_BOARD_SYNC_TOKEN``   token for that repo (default: ``HF_TOKEN``)
+``MAG_BOARD_VERDICTS``     a cached judge-verdict file (:mod:`mag_dataset.verdicts`) for the
+                           usefulness column; guides without verdicts stay unjudged
+                           (default: none, usefulness not applicable)
 =========================  ================================================================
 
 Storage: one SQLite database in WAL mode, one row per accepted submission, each write a
@@ -147,6 +150,7 @@ class BoardConfig:
         admins: submitter names exempt from the daily cap.
         sync_repo: Hub dataset repo id to mirror to, or ``None``.
         sync_token: token for ``sync_repo``.
+        verdicts: cached judge verdicts for usefulness, or ``None``.
     """
 
     data_dir: Path = Path("leaderboard_data")
@@ -160,6 +164,7 @@ class BoardConfig:
     admins: frozenset[str] = frozenset()
     sync_repo: str | None = None
     sync_token: str | None = None
+    verdicts: Path | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "data_dir", Path(self.data_dir))
@@ -192,6 +197,7 @@ class BoardConfig:
             "admins": frozenset(a.strip() for a in env.get("MAG_BOARD_ADMINS", "").split(",") if a.strip()),
             "sync_repo": env.get("MAG_BOARD_SYNC_REPO") or None,
             "sync_token": env.get("MAG_BOARD_SYNC_TOKEN") or hf_token,
+            "verdicts": Path(env["MAG_BOARD_VERDICTS"]) if env.get("MAG_BOARD_VERDICTS") else None,
         }
         kwargs.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**kwargs)
@@ -529,6 +535,7 @@ class Board:
     ) -> None:
         self.config = config
         self._gold = gold
+        self._verdicts: Any = None
         self._gold_lock = threading.Lock()
         self._write_lock = threading.Lock()
         self._clock = clock or (lambda: datetime.now(timezone.utc))
@@ -555,6 +562,17 @@ class Board:
             yield con
         finally:
             con.close()
+
+    @property
+    def verdicts(self) -> Any:
+        """The cached judge verdicts (``None`` when not configured), read once."""
+        if self.config.verdicts is None:
+            return None
+        if self._verdicts is None:
+            from mag_dataset.verdicts import read_verdicts
+
+            self._verdicts = read_verdicts(self.config.verdicts)
+        return self._verdicts
 
     @property
     def gold(self) -> Gold:
@@ -630,7 +648,7 @@ class Board:
             predictions = read_predictions(jsonl, gold.step_ids(v), max_lines=self.config.max_lines)
         except PredictionsError as e:
             raise SubmissionRejected(str(e)) from None
-        report = score_predictions(predictions, gold.steps[v], v, c)
+        report = score_predictions(predictions, gold.steps[v], v, c, verdicts=self.verdicts)
         report_json = report.to_json()
         report_dict = json.loads(report_json)
         seeds = len({getattr(p, "seed", None) for p in predictions}) or 1
@@ -776,7 +794,7 @@ class Board:
             v, c = View(sub.view), Contract(sub.contract)
             jsonl = decode_upload(self.read_file(sub), f"x{sub.file_ext}", max_bytes=max(self.config.max_bytes, sub.file_size) * 64, max_lines=10**9)
             predictions = read_predictions(jsonl, gold.step_ids(v), max_lines=10**9)
-            new_json = score_predictions(predictions, gold.steps[v], v, c).to_json()
+            new_json = score_predictions(predictions, gold.steps[v], v, c, verdicts=self.verdicts).to_json()
             new_dict = json.loads(new_json)
             version = str(new_dict.get("provenance", {}).get("scorer_version") or _scorer_version())
             same = new_json == sub.report_json

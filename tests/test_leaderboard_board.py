@@ -330,3 +330,40 @@ def test_decode_upload_passes_good_text_through() -> None:
     data = _lines(*GOOD)
     assert decode_upload(data, "p.jsonl", max_bytes=10_000, max_lines=100) == data
     assert decode_upload(gzip.compress(data), "P.JSONL.GZ", max_bytes=10_000, max_lines=100) == data
+
+
+def test_usefulness_column_from_cached_verdicts(tmp_path: Path) -> None:
+    from mag_dataset.verdicts import Verdict, read_verdicts, write_verdicts
+
+    steps = gold().steps[View.SOM]
+    # three judges rate the gold guide of every step; the majority finds the first half useful
+    verdicts = [Verdict(s.step_id, s.guide, j, useful=(i < 6) or j == "judge-a")
+                for i, s in enumerate(steps) for j in ("judge-a", "judge-b", "judge-c")]
+    path = write_verdicts(tmp_path / "verdicts.jsonl", verdicts)
+    b = Board(BoardConfig(data_dir=tmp_path / "b", verdicts=path), gold=gold())
+    data = jsonl(contract=Contract.G, perfect_every=1)
+    sub = submit(b, data, contract="G")
+    expected = score_predictions(read_predictions(data, IDS), steps, "som", "G", verdicts=read_verdicts(path))
+    assert sub.report_json == expected.to_json()
+    assert sub.summary["usefulness"] == 0.5
+    assert all(r.identical for r in b.rescore_all())
+
+
+def test_hub_sync_failure_offline_keeps_the_submission(tmp_path: Path, caplog) -> None:
+    import logging
+
+    cfg = BoardConfig(data_dir=tmp_path / "b", sync_repo="someone/board-mirror", sync_token="hf_fake")
+    with caplog.at_level(logging.WARNING, logger="mag_dataset.board"):
+        b = Board(cfg, gold=gold())  # no local database: tries to restore, fails offline, starts empty
+        sub = b.submit(data=jsonl(), filename="p.jsonl", model_name="m", view="som", contract="J")
+        with pytest.raises(Exception):
+            b.sync_to_hub([sub])  # offline: a clear exception, never a half-written database
+    assert b.count() == 1 and b.get(sub.id) is not None
+    assert any("could not restore the board from someone/board-mirror" in r.message for r in caplog.records)
+
+
+def test_cli_rescore_without_a_database_is_a_user_error(tmp_path: Path, capsys) -> None:
+    from mag_dataset.cli import main
+
+    assert main(["leaderboard", "rescore", "--dir", str(tmp_path / "none")]) == 2
+    assert "no leaderboard database at" in capsys.readouterr().err
