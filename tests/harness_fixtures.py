@@ -83,7 +83,11 @@ def write(root: Path, ep: RawEpisode, extra_images: dict[str, bytes] | None = No
 
 
 def make_corpus(root: Path, n: int = 2) -> list[RawEpisode]:
-    eps = [login_episode(f"login.seed-{i}") for i in range(n)]
+    import dataclasses
+
+    # distinct intents, so that no two steps make the same request to a model
+    eps = [dataclasses.replace(login_episode(f"login.seed-{i}"), intent=f"Log in as ann with password pw (run {i}).")
+           for i in range(n)]
     for ep in eps:
         write(root, ep)
     return eps

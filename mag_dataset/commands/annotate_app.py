@@ -1,0 +1,40 @@
+"""``mag annotate RAW_DIR``: the human verification and adjudication app (Gradio).
+
+See :mod:`mag_dataset.harness.annotate_app`. Decisions are kept in ``RAW/annotations.sqlite``
+(``--db``) and written back into the raw episodes as they are made; stop and restart the app
+at any time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+from pathlib import Path
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("raw", type=Path, help="raw corpus folder")
+    parser.add_argument("--drafts", type=Path, default=None, help="drafts file (default: RAW/guide_drafts.jsonl if present)")
+    parser.add_argument("--db", type=Path, default=None, help="decision database (default: RAW/annotations.sqlite)")
+    parser.add_argument("--audit", type=Path, default=None, help="audit file for adjudication (default: RAW/audit.jsonl)")
+    parser.add_argument("--annotator", default=None, help="your name, recorded with every decision (default: login name)")
+    parser.add_argument("--host", default="127.0.0.1", help="address to serve on")
+    parser.add_argument("--port", type=int, default=7861, help="port to serve on")
+
+
+def run(args: argparse.Namespace) -> int:
+    from mag_dataset.cli import UserError
+    from mag_dataset.harness.annotate_app import launch
+
+    annotator = args.annotator
+    if annotator is None:
+        try:
+            annotator = getpass.getuser()
+        except (KeyError, OSError):
+            annotator = ""
+    try:
+        launch(args.raw, drafts_path=args.drafts, db_path=args.db, audit_path=args.audit, annotator=annotator,
+               host=args.host, port=args.port, block=True)
+    except (FileNotFoundError, ValueError) as e:
+        raise UserError(str(e)) from None
+    return 0

@@ -1,0 +1,254 @@
+"""LLM-assisted guide drafting (stub endpoint), the decision store, write-back, adjudication,
+and the Gradio verification app driven in a real headless Chromium."""
+
+from __future__ import annotations
+
+import json
+import re
+import socket
+
+import harness_fixtures as hf
+import pytest
+from stub_openai import Status, StubOpenAI
+
+from mag_dataset.cli import main
+from mag_dataset.harness.annotate import (
+    DRAFT_SYSTEM_PROMPT,
+    AnnotationStore,
+    apply_decisions,
+    clean_draft,
+    draft_guides,
+    read_drafts,
+)
+from mag_dataset.harness.annotate_app import Session
+from mag_dataset.llm_client import ChatClient, LLMConfigError
+from mag_dataset.raw import read_audit, read_episode, write_audit
+from mag_dataset.schema import AuditRecord, AuditStatus, GuideSource
+
+
+@pytest.mark.parametrize(
+    "answer, expected",
+    [
+        ("Type 'ann' into the Username box.", "Type 'ann' into the Username box."),
+        ('  "Click Submit."  \n', "Click Submit."),
+        ("Guide: Click   the\tSubmit button.", "Click the Submit button."),
+        ("\n\nTick Remember me.\nBecause the task says so.", "Tick Remember me."),
+        ("   \n ", None),
+        ('""', None),
+    ],
+)
+def test_clean_draft(answer, expected):
+    assert clean_draft(answer) == expected
+
+
+def drafter(body):
+    text = body["messages"][1]["content"][1]["text"]
+    action = re.search(r"^Action to take now: (.*)$", text, re.M).group(1)
+    if "Remember me" in action:
+        return "   "  # an empty answer: no draft
+    return f"Draft for {action.split(' on element')[0]}."
+
+
+def test_draft_guides_cached(tmp_path):
+    raw = tmp_path / "raw"
+    hf.make_corpus(raw, 2)
+    with StubOpenAI(responder=drafter) as stub:
+        client = ChatClient(stub.base_url, "drafter", api_key_env=None, cache_dir=tmp_path / "cache", backoff=0.01)
+        rep = draft_guides(raw, client)
+        assert (rep.steps, rep.drafted, rep.empty, rep.failed, rep.requests) == (8, 6, 2, 0, 8)
+        drafts = read_drafts(raw / "guide_drafts.jsonl")
+        assert len(drafts) == 6 and drafts["login.seed-0:0"].draft == 'Draft for type text="ann".'
+        assert drafts["login.seed-0:3"].model == "drafter"
+        body = stub.requests[0]
+        assert body["messages"][0]["content"] == DRAFT_SYSTEM_PROMPT
+        assert body["messages"][1]["content"][0]["type"] == "image_url"
+        texts = [b["messages"][1]["content"][1]["text"] for b in stub.requests]
+        step2 = next(t for t in texts if "Remember me" in t)
+        assert "1. Type 'ann' into the Username field.\n2. Type 'pw' into the Password field." in step2
+        # rerun: zero requests, same file
+        before = (raw / "guide_drafts.jsonl").read_bytes()
+        client2 = ChatClient(stub.base_url, "drafter", api_key_env=None, cache_dir=tmp_path / "cache")
+        rep2 = draft_guides(raw, client2)
+        assert rep2.requests == 0 and rep2.cache_hits == 8 and stub.count == 8
+        assert (raw / "guide_drafts.jsonl").read_bytes() == before
+    with StubOpenAI(responder=lambda b: Status(401, message="no such key")) as denied:
+        with pytest.raises(LLMConfigError, match="no such key"):
+            draft_guides(raw, ChatClient(denied.base_url, "m", api_key_env=None), out_path=tmp_path / "d.jsonl")
+    assert not (tmp_path / "d.jsonl").exists()
+
+
+def test_draft_guides_cli(tmp_path, capsys):
+    raw = tmp_path / "raw"
+    hf.make_corpus(raw, 1)
+    with StubOpenAI(responder=drafter) as stub:
+        args = ["draft-guides", str(raw), "--base-url", stub.base_url, "--model", "m", "--api-key-env", "none",
+                "--cache", str(tmp_path / "c")]
+        assert main(args) == 0
+        assert "3 drafts for 4 steps (1 empty answers, 0 failed calls); requests sent 4" in capsys.readouterr().out
+        assert stub.requests[0]["max_tokens"] == 64 and stub.requests[0]["temperature"] == 0
+    assert main(["draft-guides", str(raw), "--base-url", "localhost:8000", "--model", "m"]) == 2
+    assert "is not an http(s) URL" in capsys.readouterr().err
+    assert main(["draft-guides", str(raw), "--base-url", "http://127.0.0.1:9/v1", "--model", "m", "--sources", "bogus"]) == 2
+    assert "--sources" in capsys.readouterr().err
+
+
+def write_drafts(raw, n_steps=4, episode="login.seed-0"):
+    lines = [json.dumps({"step_id": f"{episode}:{k}", "draft": f"LLM draft {k}.", "model": "m", "prompt_version": 1})
+             for k in range(n_steps)]
+    (raw / "guide_drafts.jsonl").write_text("\n".join(lines) + "\n")
+
+
+def test_decisions_write_back_and_survive_a_new_session(tmp_path):
+    raw = tmp_path / "raw"
+    hf.make_corpus(raw, 1)
+    write_drafts(raw)
+    s = Session(raw)
+    assert s.first_undecided() == 0
+    s.decide(0, "accept", "ignored", "ann")
+    s.decide(1, "edit", "Type 'pw' in the Password box.", "bob")
+    s.decide(2, "reject", "", "ann")
+    s.decide(3, "edit", "LLM draft 3.", "ann")  # unchanged text counts as accept
+    ep = read_episode(raw / "login.seed-0")
+    assert [(st.guide, st.guide_source) for st in ep.steps] == [
+        ("LLM draft 0.", GuideSource.LLM),
+        ("Type 'pw' in the Password box.", GuideSource.HUMAN),
+        ("Click the 'Remember me' checkbox.", GuideSource.TEMPLATE),
+        ("LLM draft 3.", GuideSource.LLM),
+    ]
+    assert [st.metadata["verified_by"] for st in ep.steps] == ["ann", "bob", "ann", "ann"]
+    assert [st.metadata["verification"] for st in ep.steps] == ["accept", "edit", "reject", "accept"]
+    # change of mind: reject an accepted step -> the original template guide comes back
+    s.decide(0, "reject", "", "ann")
+    assert read_episode(raw / "login.seed-0").steps[0].guide == "Type 'ann' into the Username field."
+    s.close()
+    s2 = Session(raw)
+    assert len(s2.store.decisions()) == 4 and s2.view(1)["guide"] == "Type 'pw' in the Password box."
+    assert "edited by bob" in s2.view(1)["status"] and "4 decided" in s2.view(1)["status"]
+    assert apply_decisions(raw, s2.store) == 0  # idempotent
+    with pytest.raises(ValueError, match="annotator"):
+        s2.decide(0, "accept", "", " ")
+    s2.close()
+
+
+def test_store_rejects_bad_input(tmp_path):
+    with AnnotationStore(tmp_path / "a.sqlite") as st:
+        with pytest.raises(ValueError, match="decision must be"):
+            st.decide("x:0", "maybe", "g", "d", "ann", ("g", "template"))
+        with pytest.raises(ValueError, match="cannot be empty"):
+            st.decide("x:0", "edit", "  ", "d", "ann", ("g", "template"))
+        with pytest.raises(ValueError, match="needs the element"):
+            st.adjudicate("x:0", "remapped", None, "ann")
+        with pytest.raises(ValueError, match="resolves to"):
+            st.adjudicate("x:0", "disputed", None, "ann")
+    (tmp_path / "junk.sqlite").write_bytes(b"not a database at all" * 100)
+    with pytest.raises(ValueError, match="not an annotation database"):
+        AnnotationStore(tmp_path / "junk.sqlite")
+
+
+def test_adjudication_updates_audit_and_survives_a_rerun(tmp_path):
+    from mag_dataset.harness.audit import JudgeConfig, run_audit
+
+    raw = tmp_path / "raw"
+    hf.make_corpus(raw, 1)
+    with StubOpenAI(responder=lambda b: '{"verdict": "confirm"}') as a, \
+            StubOpenAI(responder=lambda b: '{"verdict": "unmappable"}') as b, \
+            StubOpenAI(responder=lambda b: '{"verdict": "remap", "element": "3"}') as c:
+        judges = [JudgeConfig(n, s.base_url, "m", api_key_env=None) for n, s in (("a", a), ("b", b), ("c", c))]
+        run_audit(raw, judges, cache_dir=tmp_path / "cache")
+        assert all(r.status is AuditStatus.DISPUTED for r in read_audit(raw / "audit.jsonl").values())
+        s = Session(raw)
+        assert s.disputed() == [f"login.seed-0:{k}" for k in range(4)]
+        v = s.adjudication_view("login.seed-0:2")
+        assert v["ids"] == ["1", "2", "3", "4", "5"] and "**a**: confirm" in v["info"] and "**c**: remap → [3]" in v["info"]
+        s.adjudicate("login.seed-0:2", "remapped", "3", "ann")
+        s.adjudicate("login.seed-0:3", "unmappable", None, "ann")
+        with pytest.raises(ValueError, match="not in the candidate menu"):
+            s.adjudicate("login.seed-0:1", "remapped", "77", "ann")
+        s.close()
+        recs = read_audit(raw / "audit.jsonl")
+        assert recs["login.seed-0:2"].status is AuditStatus.REMAPPED and recs["login.seed-0:2"].element_id == "3"
+        assert recs["login.seed-0:2"].original_element_id == "4"
+        assert recs["login.seed-0:3"].status is AuditStatus.UNMAPPABLE
+        # a rerun of the audit (all cached) keeps the human decisions
+        rep = run_audit(raw, judges, cache_dir=tmp_path / "cache")
+        assert rep.requests == 0 and rep.adjudicated == 2
+    recs = read_audit(raw / "audit.jsonl")
+    assert recs["login.seed-0:2"].status is AuditStatus.REMAPPED and recs["login.seed-0:0"].status is AuditStatus.DISPUTED
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+BROWSER_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                "--disable-component-update", "--disable-sync", "--no-first-run"]
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_app_in_a_real_browser_accept_edit_restart(tmp_path, chromium):
+    from playwright.sync_api import expect, sync_playwright
+
+    from mag_dataset.harness.annotate_app import launch
+
+    raw = tmp_path / "raw"
+    hf.make_corpus(raw, 1)
+    write_drafts(raw)
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/"
+    app, session = launch(raw, annotator="ann", port=port, block=False)
+    try:
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=chromium, args=BROWSER_ARGS, headless=True)
+            page = browser.new_page()
+            page.goto(url)
+            status = page.locator("#mag-status")
+            guide = page.locator("#mag-guide textarea")
+            expect(status).to_contain_text("Step 1 / 4", timeout=30000)
+            expect(guide).to_have_value("LLM draft 0.")
+            expect(page.locator("#mag-context")).to_contain_text("Log in as ann with password pw (run 0).")
+            expect(page.locator("#mag-image img")).to_have_count(1)
+            # accept with the keyboard shortcut (focus outside any text box)
+            page.evaluate("document.activeElement && document.activeElement.blur()")
+            page.keyboard.press("a")
+            expect(status).to_contain_text("Step 2 / 4", timeout=15000)
+            expect(guide).to_have_value("LLM draft 1.")
+            # edit the draft and save it with Ctrl+Enter from the guide box
+            guide.fill("Enter pw in the Password field.")
+            guide.press("Control+Enter")
+            expect(status).to_contain_text("Step 3 / 4", timeout=15000)
+            expect(status).to_contain_text("2 decided")
+            browser.close()
+    finally:
+        app.close()
+        session.close()
+
+    ep = read_episode(raw / "login.seed-0")
+    assert [(s.guide, s.guide_source.value, s.metadata.get("verified_by")) for s in ep.steps[:3]] == [
+        ("LLM draft 0.", "llm", "ann"), ("Enter pw in the Password field.", "human", "ann"),
+        ("Click the 'Remember me' checkbox.", "template", None)]
+
+    # restart the app: it resumes on the first undecided step and shows the earlier decisions
+    app, session = launch(raw, annotator="ann", port=port, block=False)
+    try:
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=chromium, args=BROWSER_ARGS, headless=True)
+            page = browser.new_page()
+            page.goto(url)
+            status = page.locator("#mag-status")
+            guide = page.locator("#mag-guide textarea")
+            expect(status).to_contain_text("Step 3 / 4", timeout=30000)
+            expect(status).to_contain_text("2 decided · undecided")
+            page.evaluate("document.activeElement && document.activeElement.blur()")
+            page.keyboard.press("p")
+            expect(status).to_contain_text("Step 2 / 4 · login.seed-0:1 · 2 decided · edited by ann", timeout=15000)
+            expect(guide).to_have_value("Enter pw in the Password field.")
+            page.keyboard.press("Alt+p")
+            expect(status).to_contain_text("Step 1 / 4 · login.seed-0:0 · 2 decided · accepted by ann", timeout=15000)
+            expect(guide).to_have_value("LLM draft 0.")
+            browser.close()
+    finally:
+        app.close()
+        session.close()
