@@ -1,0 +1,122 @@
+"""baselines.mg_grpo: one GRPO step with the mediated reward (forced guide prefix), the
+action-only control arm, and expert-completion mixing, on a tiny real VLM."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = [pytest.mark.train, pytest.mark.slow]
+pytest.importorskip("trl")
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repo root, for `baselines`
+
+from baselines import common, mg_grpo  # noqa: E402
+from mag_dataset.testing.tiny_vlm import tiny_steps  # noqa: E402
+
+
+def _configs(tmp_path, tiny_vlm, name):
+    from trl import GRPOConfig, ModelConfig
+
+    targs = GRPOConfig(
+        output_dir=str(tmp_path / name), max_steps=1, per_device_train_batch_size=4, num_generations=2,
+        max_completion_length=8, beta=0.0, num_iterations=1, bf16=False, activation_checkpointing=False,
+        use_cpu=True, report_to="none", save_strategy="no", logging_steps=1, seed=0, dataloader_num_workers=0,
+    )
+    return targs, ModelConfig(model_name_or_path=str(tiny_vlm), dtype="float32")
+
+
+def _examples():
+    return [common.Example(s, im) for s, im in tiny_steps(4, split="train")]
+
+
+def test_mediated_reward_one_step_with_expert_mixing(tmp_path, tiny_vlm):
+    targs, margs = _configs(tmp_path, tiny_vlm, "mg")
+    script = mg_grpo.GRPOScriptArguments(arm="mediated", mix_expert=True, reward_max_new_tokens=6, num_prompts=4)
+    trainer = mg_grpo.train(script, targs, margs, _examples())
+    assert trainer.state.global_step == 1
+    reward = trainer.reward_funcs[0]
+    assert isinstance(reward, mg_grpo.MediatedReward) and reward.calls == 1
+    assert len(reward.last) == 4, "2 prompts x 2 generations"
+    # expert mixing: the first completion of each group is the gold answer, so its guide is the gold one
+    assert trainer.expert_rows == [0, 2]
+    gold = {e.step.step_id: e.step.guide for e in _examples()}
+    forced = [(sid, d) for sid, d in reward.last if d is not None]
+    assert len(forced) >= 2
+    for row in trainer.expert_rows:
+        sid, d = reward.last[row]
+        assert d is not None and d.prefix == common.guide_prefix(gold[sid])
+    for sid, d in forced:  # what the reward decoded starts with the forced guide prefix
+        assert d.text.startswith(d.prefix) and d.prefix.startswith('{"guide": ')
+        assert d.prefix.endswith('"action": ')
+    logs = [h for h in trainer.state.log_history if "rewards/mediated_saa/mean" in h]
+    assert len(logs) == 1
+    meta = json.loads((Path(targs.output_dir) / "mag_grpo_run.json").read_text())
+    assert meta["contract"] == "JG" and meta["beta"] == 0.0 and meta["script"]["mix_expert"] is True
+
+
+def test_action_only_control_arm_one_step(tmp_path, tiny_vlm):
+    targs, margs = _configs(tmp_path, tiny_vlm, "ctl")
+    script = mg_grpo.GRPOScriptArguments(arm="action_only", num_prompts=None)
+    trainer = mg_grpo.train(script, targs, margs, _examples())
+    assert trainer.state.global_step == 1
+    assert isinstance(trainer.reward_funcs[0], mg_grpo.ActionReward)
+    assert any("rewards/action_saa/mean" in h for h in trainer.state.log_history)
+    assert trainer.expert_rows == []
+    assert json.loads((Path(targs.output_dir) / "mag_grpo_run.json").read_text())["contract"] == "A"
+
+
+def test_mediated_reward_scores_the_induced_action(monkeypatch):
+    """The reward is the SAA of prefix + decoded action; the sampled action is ignored."""
+    from mag_dataset.prompts import action_object, render_output
+
+    examples = _examples()[:2]
+    steps = {e.step.step_id: e.step for e in examples}
+    reward = mg_grpo.MediatedReward(steps, "som")
+    reward.trainer = object()
+
+    def fake_decode(items):  # a policy that acts on the element its guide names
+        out = []
+        for sid, guide, _ in items:
+            follow = next(s for s in steps.values() if s.guide == guide)
+            prefix = common.guide_prefix(guide)
+            full = render_output(action_object(follow.action, "som"), guide, "JG")
+            out.append(common.Decoded(prefix, full[len(prefix):], 1))
+        return out
+
+    monkeypatch.setattr(reward, "decode", fake_decode)
+    a, b = examples[0].step, examples[1].step
+    wrong_action = action_object(b.action, "som")
+    completions = [
+        [{"role": "assistant", "content": render_output(wrong_action, a.guide, "JG")}],  # a's guide, b's action
+        [{"role": "assistant", "content": render_output(action_object(a.action, "som"), b.guide, "JG")}],
+        [{"role": "assistant", "content": "no json at all"}],
+    ]
+    rewards = reward(prompts=[None] * 3, completions=completions, step_id=[a.step_id, a.step_id, a.step_id],
+                     image=[None] * 3)
+    assert rewards == [1.0, 0.0, 0.0]
+    assert reward.last[2] == (a.step_id, None)
+
+
+def test_prompt_selection_is_seeded_and_skips_unscored_steps():
+    from dataclasses import replace
+
+    examples = [common.Example(s, im) for s, im in tiny_steps(8, split="train")]
+    disputed = replace(examples[0].step, audit_status="disputed", disputed=True)
+    examples[0] = common.Example(disputed, examples[0].image)
+    pool = mg_grpo.select_prompts(examples, None, 0)
+    assert len(pool) == 7 and disputed not in [e.step for e in pool]
+    a = mg_grpo.select_prompts(examples, 3, 5)
+    assert [e.step.step_id for e in a] == [e.step.step_id for e in mg_grpo.select_prompts(examples, 3, 5)]
+    assert len(a) == 3
+
+
+def test_unknown_arm_is_a_user_error(tmp_path, tiny_vlm):
+    from mag_dataset.cli import UserError
+
+    targs, margs = _configs(tmp_path, tiny_vlm, "x")
+    with pytest.raises(UserError, match="unknown arm 'both'"):
+        mg_grpo.train(mg_grpo.GRPOScriptArguments(arm="both"), targs, margs, _examples())
