@@ -1,0 +1,138 @@
+"""WebMRE metric: the deterministic offline scorer of the WebMRE / MAG benchmark.
+
+This module is a thin ``evaluate`` wrapper: ``_compute`` calls
+:func:`mag_dataset.scoring.score_predictions`, which holds the only copy of the rules.
+"""
+
+import json
+
+import datasets
+import evaluate
+
+from mag_dataset.actions import Contract, View
+from mag_dataset.dataset import step_from_record
+from mag_dataset.predictions import Prediction
+from mag_dataset.scoring import SCORER_VERSION, score_predictions
+from mag_dataset.verdicts import read_verdicts
+
+_CITATION = """\
+@article{webmre2026,
+  title   = {Guides That Cause Actions: An Offline Study of Guide-Action Mutual Reinforcement in Multimodal Web Agents},
+  journal = {arXiv preprint arXiv:2609.27353},
+  year    = {2026}
+}
+@article{mag2026,
+  title   = {MAG: A Web-Agent Benchmark and Harness for Multimodal Action and Guide Generation},
+  journal = {arXiv preprint arXiv:2607.10079},
+  year    = {2026}
+}
+"""
+
+_DESCRIPTION = """\
+Scores raw model outputs of a web guide agent against WebMRE gold steps, with no
+environment and no live judge: the same inputs always give the same numbers.
+
+Each output must be one JSON object in the output contract (A: "action"; G: "guide";
+J: "action" then "guide"; JG: "guide" then "action"); outputs that fail this format gate
+count in every denominator and score 0. Metrics: ofcr (format compliance), action_type_acc,
+target_acc (element id in the som view, point in the gold box in the coord view; disputed
+and unmappable steps excluded), text_f1 (typed text, SQuAD-style), saa (step action
+accuracy), bleu1/bleu4 (sacrebleu, lowercase), rouge_l (rouge-score rougeL F), and
+usefulness (majority of three cached judge verdicts, only with a verdict file).
+"""
+
+_KWARGS_DESCRIPTION = """
+Args:
+    predictions (list of str): raw model outputs, one per reference, exactly as generated.
+    references (list of dict): gold records, one per step, from
+        ``mag_dataset.dataset.gold_records(dataset_split)`` (no images); their JSON
+        strings are accepted too.
+    view (str): "som" or "coord". Default "som".
+    contract (str): "A", "G", "J" or "JG". Default "J".
+    judges (str, optional): path of a cached judge-verdict JSONL file; enables usefulness.
+
+Returns:
+    dict: the full report: top-level keys ofcr, action_type_acc, target_acc, text_f1, saa,
+    bleu1, bleu4, rouge_l, usefulness (each with micro, macro, n, n_tasks, std, ci95,
+    per_seed), then counts, breakdowns and provenance. Metrics that do not apply are None.
+
+Examples:
+    Gold answers rendered in a contract score 1.0 on every applicable metric:
+
+    >>> import evaluate
+    >>> from mag_dataset.dataset import bundled_dataset, gold_records, load_view, step_from_record
+    >>> from mag_dataset.prompts import render_target
+    >>> references = gold_records(load_view(bundled_dataset(), "som", "test"))
+    >>> predictions = [render_target(step_from_record(r), "som", "J") for r in references]
+    >>> metric = evaluate.load("loaders/webmre_metric")
+    >>> results = metric.compute(predictions=predictions, references=references, view="som", contract="J")
+    >>> results["saa"]["micro"], results["bleu1"]["micro"], results["ofcr"]["micro"]
+    (1.0, 1.0, 1.0)
+    >>> results["usefulness"]["micro"] is None  # no verdict file given
+    True
+
+    An output that is not one JSON object fails the format gate and scores 0:
+
+    >>> predictions[0] = "Sure! Here is the action: click the button."
+    >>> results = metric.compute(predictions=predictions, references=references, view="som", contract="J")
+    >>> results["counts"]["format_failures"], results["ofcr"]["micro"] < 1.0
+    (1, True)
+
+    Under contract A, guide metrics do not apply:
+
+    >>> predictions = [render_target(step_from_record(r), "som", "A") for r in references]
+    >>> results = metric.compute(predictions=predictions, references=references, view="som", contract="A")
+    >>> results["bleu4"]["micro"] is None, results["action_type_acc"]["micro"]
+    (True, 1.0)
+"""
+
+
+def _as_json(reference):
+    # evaluate 0.4 rejects None inside nested string features (a gold action has many
+    # None arguments), so gold records travel as canonical JSON strings.
+    return reference if isinstance(reference, str) else json.dumps(reference, sort_keys=True, ensure_ascii=False)
+
+
+@evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
+class WebmreMetric(evaluate.Metric):
+    """WebMRE deterministic scorer (see ``mag_dataset.scoring``)."""
+
+    def _info(self):
+        return evaluate.MetricInfo(
+            module_type="metric",
+            description=_DESCRIPTION,
+            citation=_CITATION,
+            inputs_description=_KWARGS_DESCRIPTION,
+            features=datasets.Features({"predictions": datasets.Value("string"), "references": datasets.Value("string")}),
+            homepage="https://huggingface.co/datasets/mag/webmre",
+            codebase_urls=["https://huggingface.co/spaces/mag/webmre_metric"],
+            reference_urls=["https://arxiv.org/abs/2609.27353", "https://arxiv.org/abs/2607.10079"],
+        )
+
+    def add(self, *, prediction=None, reference=None, **kwargs):
+        """Add one prediction and its gold record."""
+        if reference is not None:
+            reference = _as_json(reference)
+        return super().add(prediction=prediction, reference=reference, **kwargs)
+
+    def add_batch(self, *, predictions=None, references=None, **kwargs):
+        """Add predictions and their gold records."""
+        if references is not None:
+            references = [_as_json(r) for r in references]
+        return super().add_batch(predictions=predictions, references=references, **kwargs)
+
+    def compute(self, *, predictions=None, references=None, **kwargs):
+        """Score raw outputs against gold records; returns the full WebMRE report dict."""
+        if references is not None:
+            references = [_as_json(r) for r in references]
+        return super().compute(predictions=predictions, references=references, **kwargs)
+
+    def _compute(self, predictions, references, view="som", contract="J", judges=None):
+        steps = [step_from_record(json.loads(r)) for r in references]
+        preds = [Prediction(s.step_id, p) for s, p in zip(steps, predictions)]
+        verdicts = read_verdicts(judges) if judges is not None else None
+        report = score_predictions(preds, steps, View(view), Contract(contract), verdicts=verdicts)
+        return report.to_dict()
+
+
+__all__ = ["SCORER_VERSION", "WebmreMetric"]
