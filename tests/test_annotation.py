@@ -252,3 +252,30 @@ def test_app_in_a_real_browser_accept_edit_restart(tmp_path, chromium):
     finally:
         app.close()
         session.close()
+
+
+def test_docs_show_the_prompts_verbatim():
+    from pathlib import Path
+
+    from mag_dataset.harness.audit import JUDGE_SYSTEM_PROMPT
+
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "harness.md").read_text("utf-8")
+    for prompt in (DRAFT_SYSTEM_PROMPT, JUDGE_SYSTEM_PROMPT):
+        assert f"```text\n{prompt}\n```" in doc
+    assert doc.count("| `confirmed` |") == 1 and "| `disputed` (excluded from element-level scoring) |" in doc
+
+
+def test_harness_modules_import_cheaply():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "import mag_dataset.llm_client, mag_dataset.harness.audit, mag_dataset.harness.annotate\n"
+        "import mag_dataset.harness.unify, mag_dataset.harness.importer, mag_dataset.harness.annotate_app\n"
+        "import mag_dataset.commands.audit, mag_dataset.commands.unify, mag_dataset.commands.annotate\n"
+        "import mag_dataset.commands.annotate_app, mag_dataset.commands.import_browsergym\n"
+        "heavy = [m for m in ('torch', 'gradio', 'trl', 'playwright', 'datasets', 'transformers') if m in sys.modules]\n"
+        "assert not heavy, heavy\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
