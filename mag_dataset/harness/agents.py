@@ -1,0 +1,236 @@
+"""Agents for live evaluation: the heuristic baseline, a local checkpoint, an API endpoint.
+
+An agent turns one benchmark :class:`~mag_dataset.schema.Step` (built from a live
+observation) and its screenshot into the raw text a model would write. It never formats a
+prompt or parses an output itself: every agent that reads a prompt gets it from
+:func:`mag_dataset.prompts.build_messages`, and the caller parses the text with
+:func:`mag_dataset.parsing.parse_output`, exactly as in the offline protocol (MAG, arXiv
+2607.10079, §"evaluation in live environments"; WebMRE, arXiv 2609.27353, uses the same
+locked prompts offline).
+
+Agent specifications (``mag live-eval --agent``):
+
+* ``heuristic`` — :func:`mag_dataset.heuristic.heuristic_output`, the no-model baseline.
+* ``PATH`` or ``hf:PATH`` — a local transformers checkpoint folder, loaded with
+  ``AutoModelForImageTextToText`` + ``AutoProcessor``, greedy decoding.
+* ``openai:MODEL@BASE_URL`` (or ``openai:MODEL``, base URL from ``OPENAI_BASE_URL``) — an
+  OpenAI-compatible chat-completions endpoint through :mod:`mag_dataset.llm_client`,
+  temperature 0, key from ``OPENAI_API_KEY`` (or ``--api-key-env``).
+
+Heavy dependencies (torch, transformers) are imported only when a checkpoint agent is made.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mag_dataset.actions import Contract, View
+from mag_dataset.schema import Step
+
+
+class AgentSpecError(ValueError):
+    """An ``--agent`` value names no agent this module can make."""
+
+
+AGENT_KINDS: dict[str, str] = {
+    "heuristic": "the no-model heuristic baseline (mag_dataset.heuristic)",
+    "hf": "a local transformers checkpoint folder (greedy decoding)",
+    "openai": "an OpenAI-compatible chat-completions endpoint (temperature 0)",
+}
+
+_OPENAI_RE = re.compile(r"^openai:(?P<model>[^@]+?)(?:@(?P<url>https?://\S+))?$")
+
+
+@dataclass(frozen=True)
+class AgentSpec:
+    """What agent to run; picklable, so each worker process makes its own agent from it.
+
+    Attributes:
+        kind: one of :data:`AGENT_KINDS`.
+        model: checkpoint folder (``hf``), model name (``openai``), ``""`` (``heuristic``).
+        base_url: endpoint base URL (``openai`` only).
+        max_new_tokens: generation budget per step (``hf`` and ``openai``).
+        api_key_env: environment variable holding the API key (``openai``).
+        cache_dir: on-disk response cache of the API client (``openai``), or None.
+        device: torch device for ``hf`` (default: cuda if available, else cpu).
+    """
+
+    kind: str
+    model: str = ""
+    base_url: str | None = None
+    max_new_tokens: int = 256
+    api_key_env: str = "OPENAI_API_KEY"
+    cache_dir: str | None = None
+    device: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.kind not in AGENT_KINDS:
+            raise AgentSpecError(f"unknown agent kind {self.kind!r}; expected one of {sorted(AGENT_KINDS)}")
+        if self.kind != "heuristic" and not self.model:
+            raise AgentSpecError(f"a {self.kind} agent needs a model")
+        if self.max_new_tokens < 1:
+            raise AgentSpecError(f"max_new_tokens must be positive, got {self.max_new_tokens}")
+
+    @classmethod
+    def parse(cls, text: str, **options: Any) -> "AgentSpec":
+        """Parse an ``--agent`` value (see the module docstring).
+
+        Args:
+            text: the value.
+            **options: the other fields (``max_new_tokens``, ``api_key_env``, ...).
+
+        Raises:
+            AgentSpecError: naming what is wrong with ``text``.
+        """
+        text = (text or "").strip()
+        if text == "heuristic":
+            return cls(kind="heuristic", **options)
+        if text.startswith("openai:"):
+            m = _OPENAI_RE.match(text)
+            if not m:
+                raise AgentSpecError(f"bad OpenAI agent {text!r}; expected openai:MODEL@http(s)://HOST[:PORT]/v1")
+            url = m.group("url") or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
+            return cls(kind="openai", model=m.group("model"), base_url=url, **options)
+        path = text[3:] if text.startswith("hf:") else text
+        if path and Path(path).is_dir():
+            if not (Path(path) / "config.json").is_file():
+                raise AgentSpecError(f"checkpoint folder {path!r} has no config.json")
+            return cls(kind="hf", model=str(Path(path).resolve()), **options)
+        if text.startswith("hf:") or "/" in text or os.sep in text:
+            raise AgentSpecError(f"checkpoint folder {path!r} not found (the Hub is not used: give a local folder)")
+        raise AgentSpecError(
+            f"unknown agent {text!r}: use 'heuristic', a local checkpoint folder, or openai:MODEL@BASE_URL"
+        )
+
+    @property
+    def label(self) -> str:
+        """A short, stable name for reports (``heuristic``, ``hf:<folder>``, ``openai:<model>``)."""
+        if self.kind == "heuristic":
+            return "heuristic"
+        if self.kind == "hf":
+            return f"hf:{Path(self.model).name}"
+        return f"openai:{self.model}"
+
+    def to_dict(self) -> dict[str, Any]:
+        d = {"kind": self.kind, "model": self.model, "label": self.label, "max_new_tokens": self.max_new_tokens}
+        if self.kind == "openai":
+            d["base_url"] = self.base_url
+        return d
+
+
+class Agent:
+    """Base class: ``act`` returns the model's raw output text for one step."""
+
+    spec: AgentSpec
+
+    def act(self, step: Step, view: View, contract: Contract, screenshot_png: bytes) -> str:
+        """Return the raw output text for ``step``.
+
+        Args:
+            step: the live step (intent, previous guides, candidate menu in the som view).
+            view: the grounding view.
+            contract: the output contract.
+            screenshot_png: the screenshot shown to the model (SoM-labelled in the som view).
+        """
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Release the agent's resources (models, connections)."""
+
+
+class HeuristicAgent(Agent):
+    """The no-model baseline; it reads the candidate menu of the step, never a prompt."""
+
+    def __init__(self, spec: AgentSpec):
+        from mag_dataset.heuristic import heuristic_output
+
+        self.spec = spec
+        self._fn = heuristic_output
+
+    def act(self, step: Step, view: View, contract: Contract, screenshot_png: bytes) -> str:
+        return self._fn(step, view, contract)
+
+
+def fill_images(messages: list[dict[str, Any]], image: Any) -> list[dict[str, Any]]:
+    """Copy chat messages, putting ``image`` into every ``{"type": "image"}`` content part."""
+    out = []
+    for m in messages:
+        content = m.get("content")
+        if isinstance(content, list):
+            content = [dict(p, image=image) if isinstance(p, dict) and p.get("type") == "image" else p for p in content]
+        out.append({**m, "content": content})
+    return out
+
+
+class HFAgent(Agent):
+    """A local transformers checkpoint (image-text-to-text), greedy decoding."""
+
+    def __init__(self, spec: AgentSpec):
+        import torch
+        from transformers import AutoModelForImageTextToText, AutoProcessor
+
+        from mag_dataset.testing.tiny_vlm import install_no_torchvision_shim
+
+        install_no_torchvision_shim()  # Qwen3-VL processors need it without torchvision; no-op otherwise
+        self.spec = spec
+        self._torch = torch
+        device = spec.device or ("cuda" if torch.cuda.is_available() else "cpu")
+        self.processor = AutoProcessor.from_pretrained(spec.model)
+        self.model = AutoModelForImageTextToText.from_pretrained(spec.model).to(device).eval()
+        self.device = device
+
+    def act(self, step: Step, view: View, contract: Contract, screenshot_png: bytes) -> str:
+        from PIL import Image
+
+        from mag_dataset.prompts import build_messages
+
+        image = Image.open(io.BytesIO(screenshot_png)).convert("RGB")
+        messages = fill_images(build_messages(step, view, contract), image)
+        inputs = self.processor.apply_chat_template(
+            messages,
+            add_generation_prompt=True,
+            tokenize=True,
+            return_dict=True,
+            return_tensors="pt",
+            enable_thinking=False,  # the contract is one JSON object; Qwen3.5 templates honour this
+        ).to(self.device)
+        with self._torch.no_grad():
+            out = self.model.generate(**inputs, max_new_tokens=self.spec.max_new_tokens, do_sample=False)
+        new_tokens = out[:, inputs["input_ids"].shape[1] :]
+        return self.processor.batch_decode(new_tokens, skip_special_tokens=True)[0]
+
+    def close(self) -> None:
+        del self.model
+
+
+class OpenAIAgent(Agent):
+    """An OpenAI-compatible endpoint through :class:`mag_dataset.llm_client.ChatClient`."""
+
+    def __init__(self, spec: AgentSpec):
+        from mag_dataset.llm_client import ChatClient
+
+        self.spec = spec
+        self.client = ChatClient(
+            spec.base_url, spec.model, api_key_env=spec.api_key_env, cache_dir=spec.cache_dir
+        )
+
+    def act(self, step: Step, view: View, contract: Contract, screenshot_png: bytes) -> str:
+        from mag_dataset.llm_client import fill_images as openai_messages
+        from mag_dataset.prompts import build_messages
+
+        messages = openai_messages(build_messages(step, view, contract), [screenshot_png])
+        return self.client.complete(messages, max_tokens=self.spec.max_new_tokens)
+
+
+#: agent kind -> class. Explicit on purpose (see STYLE.md, "explicit tables").
+AGENTS: dict[str, type[Agent]] = {"heuristic": HeuristicAgent, "hf": HFAgent, "openai": OpenAIAgent}
+
+
+def make_agent(spec: AgentSpec) -> Agent:
+    """Make the agent ``spec`` describes (loads the model for ``hf``)."""
+    return AGENTS[spec.kind](spec)
