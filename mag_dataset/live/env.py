@@ -221,3 +221,16 @@ def page_task_info(env: Any) -> dict[str, Any]:
         return {"task_info": task._get_info()}
     except Exception:  # the page is gone
         return {"task_info": {}}
+
+
+def episode_outcome(env: Any, info: dict[str, Any], terminated: bool) -> tuple[bool, bool, float]:
+    """``(done, strict_success, raw_reward)`` after ``env.step``, robust to BrowserGym's URL check.
+
+    Use this rather than BrowserGym's reward: when BrowserGym terminates (e.g. its ``invalid url``
+    check after a ``href="#"`` click), MiniWoB's own state is read from the page.
+    """
+    if terminated:
+        info = page_task_info(env)
+    task_info = info.get("task_info") or {}
+    done = bool(terminated or task_info.get("DONE_GLOBAL"))
+    return done, strict_success(info), raw_reward(info)

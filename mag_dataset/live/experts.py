@@ -318,6 +318,47 @@ def email_inbox_delete(ob: Observation, memory: dict) -> Decision | None:
     return None
 
 
+def _cls(ob: Observation, cls: str, within: Element | None = None, visible: bool = True) -> list[Element]:
+    pool = [ob.elements[b] for b in _descendants(ob, within)] if within is not None else list(ob.elements.values())
+    return [e for e in pool if cls in e.attrs.get("class", "").split() and (not visible or _visible(ob, e))]
+
+
+def email_inbox(ob: Observation, memory: dict) -> Decision | None:
+    """email-inbox: reply to / forward / delete / star the email of a sender."""
+    g = ob.goal
+    m_reply = re.search(r'Find the email by (.+?) and reply to them with the text "(.*)"', g)
+    m_fwd = re.search(r"Find the email by (.+?) and forward that email to (.+?)\.?$", g)
+    m_icon = re.search(r"Find the email by (.+?) and click the (trash|star) icon", g)
+    if not (m_reply or m_fwd or m_icon):
+        raise ExpertError("goal not understood")
+    sender = _norm((m_reply or m_fwd or m_icon).group(1))
+    reply_box = _by_id(ob, "reply-text")
+    if m_reply and reply_box is not None and _visible(ob, reply_box):
+        return _type_if_needed(ob, reply_box, m_reply.group(2)) or _click(_by_id(ob, "send-reply"))
+    fwd = next(iter(_cls(ob, "forward-sender")), None)
+    if m_fwd and fwd is not None:
+        return _type_if_needed(ob, fwd, m_fwd.group(2).strip()) or _click(_by_id(ob, "send-forward"))
+    opened = next(iter(_cls(ob, "email-reply")), None)
+    if opened is not None:
+        if m_reply:
+            return _click(opened)
+        if m_fwd:
+            return _click(next(iter(_cls(ob, "email-forward")), None))
+        return None
+    for thread in _cls(ob, "email-thread", visible=False):
+        name = next(iter(_cls(ob, "email-sender", thread, visible=False)), None)
+        if name is None or _norm(name.all_text) != sender:
+            continue
+        if m_icon:
+            icon = next(iter(_cls(ob, m_icon.group(2), thread)), None)
+            if icon is not None:
+                return _click(icon)
+        elif _visible(ob, name):
+            return _click(name)
+        return Decision(ActionType.SCROLL, direction="down")
+    return None
+
+
 def social_media(ob: Observation, memory: dict) -> Decision | None:
     m = re.search(r'For the user (@\S+), click on the "([^"]+)" button', ob.goal)
     if not m:
@@ -359,6 +400,7 @@ EXPERTS: dict[str, Expert] = {
     "search-engine": search_engine,
     "use-autocomplete": use_autocomplete,
     "email-inbox-delete": email_inbox_delete,
+    "email-inbox": email_inbox,
     "social-media": social_media,
 }
 

@@ -195,6 +195,8 @@ def parse_elements(obs: dict[str, Any]) -> dict[str, Element]:
         n = len(parents)
         attrs = [dict(zip([s(a) for a in al[0::2]], [s(a) for a in al[1::2]])) for al in nodes["attributes"]]
         input_value = dict(zip(nodes.get("inputValue", {}).get("index", []), nodes.get("inputValue", {}).get("value", [])))
+        # textareas report their current text in textValue, not inputValue
+        input_value.update(zip(nodes.get("textValue", {}).get("index", []), nodes.get("textValue", {}).get("value", [])))
         checked = set(nodes.get("inputChecked", {}).get("index", []))
         children: list[list[int]] = [[] for _ in range(n)]
         for i, p in enumerate(parents):

@@ -1,0 +1,78 @@
+"""Unit tests of the live layer that need no browser: conversion, executor strings, split, CLI errors."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from mag_dataset.actions import View
+from mag_dataset.live.execute import ExecutionError, to_browsergym_action
+from mag_dataset.live.observe import Conversion
+from mag_dataset.live.recorder import episode_seed, split_tasks
+from mag_dataset.schema import Action
+
+
+def test_conversion_round_trip_and_browsergym_pixels():
+    conv = Conversion(scale=1.5, crop=(30, 12, 270, 327))
+    shot = (100.0, 50.0)
+    page = conv.to_page(shot)
+    assert page == pytest.approx(((100 + 30) / 1.5, (50 + 12) / 1.5))
+    assert conv.to_screenshot(page) == pytest.approx(shot)
+    # BrowserGym's mouse_* divide by the scale themselves: hand them page px times the scale
+    assert conv.to_browsergym(shot) == pytest.approx((130.0, 62.0))
+    assert Conversion.from_dict(json.loads(json.dumps(conv.to_dict()))) == conv
+
+
+def test_executor_strings_per_view():
+    conv = Conversion(scale=1.5, crop=(0, 0, 240, 315))
+    click = Action(type="click", element_id="19", coordinate=(44.45, 206.25))
+    assert to_browsergym_action(click, View.SOM, conv) == "click('19')"
+    assert to_browsergym_action(click, "coord", conv) == "mouse_click(44.45, 206.25)"
+    typ = Action(type="type", element_id="16", coordinate=(10, 10), text="it's")
+    assert to_browsergym_action(typ, View.SOM, conv) == "fill('16', \"it's\")"
+    assert "keyboard_type(\"it's\")" in to_browsergym_action(typ, View.COORD, conv)
+    sel = Action(type="select", element_id="13", value="Norfolk Island")
+    assert to_browsergym_action(sel, View.SOM, conv) == "select_option('13', 'Norfolk Island')"
+    assert to_browsergym_action(Action(type="press", key="Enter"), View.SOM) == "keyboard_press('Enter')"
+    assert to_browsergym_action(Action(type="scroll", direction="down"), View.COORD, conv) == "scroll_at(120.0, 157.5, 0.0, 150.0)"
+    assert to_browsergym_action(Action(type="go_back"), View.SOM) == "go_back()"
+
+
+def test_executor_rejects_what_the_view_lacks():
+    with pytest.raises(ExecutionError, match="coordinate"):
+        to_browsergym_action(Action(type="click", element_id="3"), View.COORD, Conversion(1.5, (0, 0, 9, 9)))
+    with pytest.raises(ExecutionError, match="element id"):
+        to_browsergym_action(Action(type="click", coordinate=(1, 1)), View.SOM)
+
+
+def test_split_is_by_task_seeded_and_holds_out_templates():
+    tasks = {f"{t}.seed-{i}": t for t in ("a", "b", "c", "held") for i in range(10)}
+    s1 = split_tasks(tasks, 0, ["held"])
+    assert s1 == split_tasks(dict(reversed(list(tasks.items()))), 0, ["held"])  # order-free
+    assert set(s1) == set(tasks)
+    assert all(s1[t] == "test" for t in tasks if tasks[t] == "held")
+    for tpl in ("a", "b", "c"):
+        got = [s1[t] for t in tasks if tasks[t] == tpl]
+        assert got.count("test") == 3 and got.count("train") == 7
+    assert split_tasks(tasks, 1, ["held"]) != s1  # the seed matters
+
+
+def test_episode_seeds_are_fixed():
+    assert episode_seed("login-user", 0, 0) == episode_seed("login-user", 0, 0)
+    assert len({episode_seed("login-user", k, 0) for k in range(50)}) == 50
+    assert episode_seed("login-user", 0, 0) != episode_seed("login-user", 0, 1)
+
+
+def test_record_cli_rejects_bad_input(tmp_path, capsys):
+    from mag_dataset.cli import main
+
+    assert main(["record", "--out", str(tmp_path / "x"), "--tasks", "no-such-task"]) == 2
+    assert "no expert for task(s) no-such-task" in capsys.readouterr().err
+    (tmp_path / "full").mkdir()
+    (tmp_path / "full" / "f").write_text("x")
+    assert main(["record", "--out", str(tmp_path / "full"), "--tasks", "click-button"]) == 2
+    assert "is not an empty folder" in capsys.readouterr().err
+    assert main(["record", "--out", str(tmp_path / "y"), "--episodes", "0"]) == 2
+    assert "--episodes must be at least 1" in capsys.readouterr().err
+    assert not (tmp_path / "x").exists() and not (tmp_path / "y").exists()
