@@ -10,6 +10,7 @@ from __future__ import annotations
 import gzip
 import json
 import pickle
+import re
 import sys
 import types
 from pathlib import Path
@@ -326,3 +327,54 @@ def test_cli(study, tmp_path, capsys):
     (tmp_path / "empty").mkdir()
     assert main(["import-browsergym", str(tmp_path / "empty"), "--out", str(tmp_path / "raw2")]) == 2
     assert "no BrowserGym experiment directory" in capsys.readouterr().err
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_import_a_real_browsergym_run(tmp_path, chromium):
+    """A real MiniWoB++ episode in BrowserGym (system Chromium), saved the way
+    ``ExpArgs.run`` saves it, imports and unifies: the mouse_click lands on the Login button."""
+    from mag_dataset.harness.unify import unify_corpus
+    from mag_dataset.live.env import make_env, strict_success
+    from mag_dataset.live.observe import observe
+
+    exp = tmp_path / "study" / "2026-11-29_12-00-00_Expert_on_miniwob.login-user_3"
+    exp.mkdir(parents=True)
+    with FakeBrowserGym() as fb:
+        env = make_env("login-user")
+        try:
+            obs, info = env.reset(seed=3)
+            goal = obs["goal"]
+            user, pw = re.findall(r'"([^"]+)"', goal)
+            ob = observe(obs)
+            bids = {el.attrs.get("id"): bid for bid, el in ob.elements.items()}
+            x0, y0, x1, y1 = ob.elements[bids["subbtn"]].bbox  # full-screenshot px, as mouse_click takes them
+            actions = [f"fill('{bids['username']}', '{user}')", f"fill('{bids['password']}', '{pw}')",
+                       f"mouse_click({(x0 + x1) / 2}, {(y0 + y1) / 2})"]
+            infos = [fb.loop.StepInfo(step=0, obs=obs, terminated=False, truncated=False)]
+            for n, action in enumerate(actions):
+                infos[-1].action = action
+                obs, reward, term, trunc, info = env.step(action)
+                infos.append(fb.loop.StepInfo(step=n + 1, obs=obs, reward=reward, terminated=term, truncated=trunc))
+            assert strict_success(info)
+        finally:
+            env.close()
+        (exp / "exp_args.pkl").write_bytes(pickle.dumps(fb.loop.ExpArgs(
+            agent_args=fb.agents.GenericAgentArgs(agent_name="Expert"),
+            env_args=fb.loop.EnvArgs(task_name="miniwob.login-user", task_seed=3))))
+        for si in infos:
+            Image.fromarray(si.obs.pop("screenshot")).save(exp / f"screenshot_step_{si.step}.png")
+            (exp / f"step_{si.step}.pkl.gz").write_bytes(gzip.compress(pickle.dumps(si)))
+        (exp / "summary_info.json").write_text(json.dumps({"n_steps": 3, "cum_reward": 1.0, "err_msg": None,
+                                                           "terminated": True, "truncated": False}))
+    raw = tmp_path / "raw"
+    report = import_experiments([tmp_path / "study"], raw)
+    assert report.imported == ["miniwob.login-user.seed-3"], report.skipped
+    ep = read_episode(raw / "miniwob.login-user.seed-3")
+    assert ep.intent == goal and [s.action.type.value for s in ep.steps] == ["type", "type", "click"]
+    assert ep.steps[0].guide == f"Type '{user}' into the Username field."
+    assert ep.steps[2].action.element_id is None
+    assert unify_corpus(raw).restored == 1
+    st = read_episode(raw / "miniwob.login-user.seed-3").steps[2]
+    login = next(c for c in st.candidates if c.id == st.action.element_id)
+    assert (login.role, login.text) == ("button", "Login")
