@@ -37,6 +37,13 @@ class AgentSpecError(ValueError):
     """An ``--agent`` value names no agent this module can make."""
 
 
+class AgentConfigError(RuntimeError):
+    """The agent cannot work at all (no API key, key refused, unknown model): stop the run.
+
+    Any other exception from :meth:`Agent.act` is one failed step, counted and recorded.
+    """
+
+
 AGENT_KINDS: dict[str, str] = {
     "heuristic": "the no-model heuristic baseline (mag_dataset.heuristic)",
     "hf": "a local transformers checkpoint folder (greedy decoding)",
@@ -223,8 +230,17 @@ class OpenAIAgent(Agent):
         from mag_dataset.llm_client import fill_images as openai_messages
         from mag_dataset.prompts import build_messages
 
+        from mag_dataset.llm_client import LLMConfigError, LLMHTTPError
+
         messages = openai_messages(build_messages(step, view, contract), [screenshot_png])
-        return self.client.complete(messages, max_tokens=self.spec.max_new_tokens)
+        try:
+            return self.client.complete(messages, max_tokens=self.spec.max_new_tokens)
+        except LLMConfigError as e:
+            raise AgentConfigError(str(e)) from None
+        except LLMHTTPError as e:
+            if e.status in (401, 403, 404):  # wrong key or model name: every step would fail alike
+                raise AgentConfigError(f"{self.spec.label} at {self.spec.base_url}: {e}") from None
+            raise
 
 
 #: agent kind -> class. Explicit on purpose (see STYLE.md, "explicit tables").

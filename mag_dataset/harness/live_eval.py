@@ -70,7 +70,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from mag_dataset.actions import ACTION_SPACE, ActionType, Contract, View
-from mag_dataset.harness.agents import Agent, AgentSpec, make_agent
+from mag_dataset.harness.agents import Agent, AgentConfigError, AgentSpec, make_agent
 from mag_dataset.raw import RawEpisode, RawStep, write_episode
 from mag_dataset.schema import Action, Candidate, GuideSource, Split, Step, box_center, point_in_box
 
@@ -479,6 +479,8 @@ def run_episode(agent: Agent, task_id: str, seed: int, config: LiveEvalConfig, e
             try:
                 output = agent.act(step, view, contract, ob.som_png if view is View.SOM else ob.png)
                 agent_error = None
+            except AgentConfigError:
+                raise
             except Exception as e:  # an endpoint that kept failing: a step without a valid output
                 output, agent_error = "", f"{type(e).__name__}: {e}"
             entry["agent_seconds"] = round(time.monotonic() - ts, 3)
@@ -547,6 +549,8 @@ def run_episode(agent: Agent, task_id: str, seed: int, config: LiveEvalConfig, e
                 images["final.png"] = observe(obs, crop=crop, scale=scale).png
             except Exception:  # the final picture is a convenience, never a failure
                 pass
+    except AgentConfigError:
+        raise
     except Exception as e:
         error, ended_by = f"{type(e).__name__}: {e}", "error"
         success = False
@@ -669,6 +673,8 @@ def run_live_eval(config: LiveEvalConfig, log: Callable[[str], None] | None = No
         try:
             for task_id, seed in jobs:
                 done(run_episode(agent, task_id, seed, config, config.out_dir / "episodes"))
+        except AgentConfigError as e:
+            raise LiveEvalError(f"agent {config.agent.label}: {e}") from None
         finally:
             agent.close()
     else:
@@ -683,6 +689,10 @@ def run_live_eval(config: LiveEvalConfig, log: Callable[[str], None] | None = No
             try:
                 for fut in as_completed(futures):
                     done(fut.result())
+            except AgentConfigError as e:
+                for f in futures:
+                    f.cancel()
+                raise LiveEvalError(f"agent {config.agent.label}: {e}") from None
             except BrokenProcessPool as e:
                 raise LiveEvalError(f"a live-eval worker process died ({e}); rerun with --workers 1 to see why") from e
     bar.close()

@@ -1,0 +1,82 @@
+"""``mag live-eval``: evaluate an agent live in BrowserGym tasks (MiniWoB++ offline).
+
+Examples::
+
+    mag live-eval --agent heuristic --tasks click-button,login-user,enter-text --episodes 10 \\
+        --view som --contract J --out runs/heuristic-som-J
+    mag live-eval --agent path/to/checkpoint --tasks click-button --episodes 20 --view coord \\
+        --contract JG --workers 2
+    mag live-eval --agent openai:gpt-5.5@https://api.openai.com/v1 --tasks webarena.310 \\
+        --episodes 1 --view som --contract A
+
+See :mod:`mag_dataset.harness.live_eval` for the protocol, the outcome definitions and the
+run folder layout (``report.json``, ``report.md``, ``episodes/`` in the raw episode format).
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+from pathlib import Path
+
+from mag_dataset.cli import UserError
+
+
+def _tasks(text: str) -> list[str]:
+    return [t for t in re.split(r"[,\s]+", text) if t]
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--agent", required=True,
+                        help="'heuristic', a local checkpoint folder (hf:PATH), or openai:MODEL@BASE_URL")
+    parser.add_argument("--tasks", required=True, action="append", type=_tasks, metavar="TASK_IDS",
+                        help="BrowserGym task ids, comma-separated (miniwob.click-button or just click-button; "
+                             "webarena.310 / workarena.* when installed); may be repeated")
+    parser.add_argument("--episodes", type=int, default=1, help="episodes per task (seeds SEED..SEED+N-1)")
+    parser.add_argument("--view", required=True, choices=["som", "coord"], help="grounding view")
+    parser.add_argument("--contract", required=True, choices=["A", "J", "JG"], help="output contract")
+    parser.add_argument("--max-steps", type=int, default=10, help="agent steps per episode (default 10)")
+    parser.add_argument("--workers", type=int, default=1, help="worker processes running episodes in parallel")
+    parser.add_argument("--out", type=Path, default=None,
+                        help="run folder (default: live-eval/<agent>-<view>-<contract>)")
+    parser.add_argument("--seed", type=int, default=0, help="first task seed (default 0)")
+    parser.add_argument("--overwrite", action="store_true", help="replace an existing run in --out")
+    parser.add_argument("--max-new-tokens", type=int, default=256, help="generation budget per step (model agents)")
+    parser.add_argument("--api-key-env", default="OPENAI_API_KEY", help="variable holding the endpoint's API key")
+    parser.add_argument("--cache-dir", default=None, help="response cache folder for an OpenAI-compatible agent")
+    parser.add_argument("--device", default=None, help="torch device of a checkpoint agent (default: cuda if available)")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def run(args: argparse.Namespace) -> int:
+    from mag_dataset.harness.agents import AgentSpec, AgentSpecError
+    from mag_dataset.harness.live_eval import LiveEvalConfig, LiveEvalError, format_table, run_live_eval
+
+    try:
+        spec = AgentSpec.parse(
+            args.agent, max_new_tokens=args.max_new_tokens, api_key_env=args.api_key_env,
+            cache_dir=args.cache_dir, device=args.device,
+        )
+    except AgentSpecError as e:
+        raise UserError(str(e)) from None
+    tasks = tuple(t for group in args.tasks for t in group)
+    out = args.out or Path("live-eval") / re.sub(r"[^A-Za-z0-9_.-]+", "_", f"{spec.label}-{args.view}-{args.contract}")
+    try:
+        config = LiveEvalConfig(
+            agent=spec, tasks=tasks, episodes=args.episodes, view=args.view, contract=args.contract, out_dir=out,
+            max_steps=args.max_steps, workers=args.workers, seed=args.seed, overwrite=args.overwrite,
+            progress=not args.no_progress,
+        )
+        report = run_live_eval(config)
+    except LiveEvalError as e:
+        raise UserError(str(e)) from None
+    except Exception as e:
+        # The OpenAI client's typed errors (no key, bad URL) are a user's mistake, not a bug.
+        from mag_dataset.llm_client import LLMConfigError
+
+        if isinstance(e, LLMConfigError):
+            raise UserError(str(e)) from None
+        raise
+    print(format_table(report))
+    print(f"Run folder: {out} (report.json, report.md, episodes/ in the raw episode format)")
+    return 0
