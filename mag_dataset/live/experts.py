@@ -364,21 +364,22 @@ def social_media(ob: Observation, memory: dict) -> Decision | None:
     if not m:
         raise ExpertError("goal not understood")
     user, button = m.group(1).rstrip(",."), m.group(2)
-    icons = {"reply": "reply", "retweet": "retweet", "like": "like"}
-    menu_item = _find(ob, lambda e: e.tag == "li" and _norm(e.text) == _norm(button))
-    if menu_item is not None:
-        return _click(menu_item)
-    for media in ob.elements.values():
-        if "media" in media.attrs.get("class", "").split():
-            desc = _descendants(ob, media)
-            uname = next((ob.elements[c] for c in desc if "username" in ob.elements[c].attrs.get("class", "")), None)
-            if uname is None or _norm(uname.text) != _norm(user):
-                continue
-            cls = icons.get(button.lower(), "more")
-            icon = next((ob.elements[c] for c in desc if cls in ob.elements[c].attrs.get("class", "").split()), None)
-            if icon is not None and _visible(ob, icon):
-                return _click(icon)
-            return Decision(ActionType.SCROLL, direction="down")
+    icon_cls = {"reply": "reply", "retweet": "retweet", "like": "like"}.get(button.lower())
+    for media in _cls(ob, "media", visible=False):
+        uname = next(iter(_cls(ob, "username", media, visible=False)), None)
+        if uname is None or _norm(uname.all_text) != _norm(user):
+            continue
+        if icon_cls:
+            target = next(iter(_cls(ob, icon_cls, media, visible=False)), None)
+        else:
+            menu = next((ob.elements[b] for b in _descendants(ob, media) if ob.elements[b].tag == "ul"), None)
+            if menu is not None and "hide" not in menu.attrs.get("class", "").split():
+                target = next((ob.elements[b] for b in menu.children if _norm(ob.elements[b].all_text) == _norm(button)), None)
+            else:
+                target = next(iter(_cls(ob, "more", media, visible=False)), None)
+        if target is None:
+            return None
+        return _click(target) if _visible(ob, target) else Decision(ActionType.SCROLL, direction="down")
     return None
 
 

@@ -115,8 +115,10 @@ class Element:
     @property
     def label(self) -> str:
         """Best human-readable name: accessible name, text, placeholder, field label, icon class."""
-        for v in (self.name, self.text, self.attrs.get("placeholder"), self.attrs.get("aria-label"),
-                  self.attrs.get("title"), self.field_label):
+        # a <select>'s text is all its options and its value is state: name it by its label only
+        text = "" if self.tag == "select" else self.text
+        for v in (self.name if self.tag != "select" else "", text, self.attrs.get("placeholder"),
+                  self.attrs.get("aria-label"), self.attrs.get("title"), self.field_label):
             if v and v.strip():
                 return " ".join(v.split())
         if self.tag in ("input", "textarea", "select"):

@@ -233,7 +233,7 @@ BUNDLED_TASKS: tuple[str, ...] = (
     "click-button", "click-link", "click-dialog", "enter-text", "enter-password", "login-user",
     "login-user-popup", "choose-list", "click-checkboxes", "click-option", "click-tab-2",
     "click-collapsible-2", "navigate-tree", "search-engine", "use-autocomplete",
-    "email-inbox-delete", "social-media",
+    "email-inbox-delete", "email-inbox", "social-media",
 )
 BUNDLED_EPISODES = 12
 BUNDLED_SEED = 0
