@@ -277,7 +277,7 @@ class VLLMBackend:
     def __init__(self, model_name_or_path: str, revision: str | None = None, dtype: str = "auto",
                  device: str | None = None, batch_size: int = 256, max_new_tokens: int = 256,
                  seed: int = 0, gpu_memory_utilization: float = 0.85, max_model_len: int | None = 16384,
-                 tensor_parallel_size: int = 1):
+                 tensor_parallel_size: int = 1, ignore_eos: bool = False):
         try:
             from vllm import LLM, SamplingParams
         except ImportError as e:
@@ -290,7 +290,7 @@ class VLLMBackend:
         self.llm = LLM(model=model_name_or_path, revision=revision, dtype=dtype, seed=seed,
                        limit_mm_per_prompt={"image": 1}, gpu_memory_utilization=gpu_memory_utilization,
                        max_model_len=max_model_len, tensor_parallel_size=tensor_parallel_size)
-        self.params = SamplingParams(temperature=0.0, max_tokens=max_new_tokens, seed=seed)
+        self.params = SamplingParams(temperature=0.0, max_tokens=max_new_tokens, seed=seed, ignore_eos=ignore_eos)
         self.batch_size = batch_size
 
     def prompt(self, step: Step, view: View | str, contract: Contract | str) -> str:
