@@ -197,3 +197,13 @@ def test_bundled_gold_targets_are_menu_elements_and_coord_hides_them(bundled):
         unseen = {s.intent_template_id for s in som if s.unseen_template}
         assert (len(unseen) >= 2) if split == "test" else (unseen == set())
     assert n_targeted >= 100
+
+
+def test_card_yaml_declares_features_and_split_sizes(synthetic):
+    from mag_dataset.features import view_features
+
+    for view in ("som", "coord"):
+        builder = datasets.load_dataset_builder(str(synthetic), view)
+        assert builder.info.features == view_features(view)
+        assert {k: v.num_examples for k, v in builder.info.splits.items()} == {"train": 12, "test": 28}
+        assert load_view(synthetic, view, "train").features == view_features(view)
