@@ -328,7 +328,7 @@ def build_app(board: Board) -> gr.Blocks:
         )
 
     filters = [ALL] + [c.value for c in Contract]
-    with gr.Blocks(title="WebMRE / MAG leaderboard", analytics_enabled=False) as demo:
+    with gr.Blocks(title="WebMRE / MAG leaderboard", analytics_enabled=False, fill_width=True) as demo:
         gr.Markdown("# WebMRE / MAG leaderboard\nOffline, deterministic scoring of web guide agents "
                     "against a hidden test split. See *About* for the exact rules.")
         with gr.Tabs():
@@ -340,12 +340,12 @@ def build_app(board: Board) -> gr.Blocks:
                 gr.Markdown("### Set-of-Mark view (`som`)")
                 som_table = gr.Dataframe(
                     value=_frame([]), headers=TABLE_COLUMNS, datatype=TABLE_TYPES, interactive=False,
-                    elem_id="table-som", wrap=True,
+                    elem_id="table-som",
                 )
                 gr.Markdown("### Coordinate view (`coord`)")
                 coord_table = gr.Dataframe(
                     value=_frame([]), headers=TABLE_COLUMNS, datatype=TABLE_TYPES, interactive=False,
-                    elem_id="table-coord", wrap=True,
+                    elem_id="table-coord",
                 )
             with gr.Tab("Submit", id="submit"):
                 if _on_space():

@@ -46,7 +46,8 @@ class Server:
         self.url = f"http://127.0.0.1:{self.port}"
         self.proc: subprocess.Popen | None = None
 
-    def start(self) -> None:
+    def start(self, via_cli: bool = False) -> None:
+        """Start ``python leaderboard/app.py``, or with ``via_cli`` ``mag leaderboard serve``."""
         env = dict(os.environ)
         env.update({
             "MAG_BOARD_DIR": str(self.data_dir),
@@ -59,7 +60,9 @@ class Server:
         })
         env.pop("SPACE_ID", None)
         with open(self.log, "ab") as log:
-            self.proc = subprocess.Popen([sys.executable, str(APP), "--port", str(self.port)], cwd=ROOT,
+            cmd = ([sys.executable, "-m", "mag_dataset.cli", "leaderboard", "serve"] if via_cli
+                   else [sys.executable, str(APP)])
+            self.proc = subprocess.Popen([*cmd, "--port", str(self.port)], cwd=ROOT,
                                          env=env, stdout=log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 180
         while time.monotonic() < deadline:
@@ -344,7 +347,7 @@ def test_rows_survive_a_server_restart(server, client):
     before_som, before_coord = table(client, View.SOM), table(client, View.COORD)
     assert before_som or before_coord
     server.stop()
-    server.start()
+    server.start(via_cli=True)  # the same data, now through `mag leaderboard serve`
     after = server.client()
     assert table(after, View.SOM) == before_som
     assert table(after, View.COORD) == before_coord
