@@ -311,3 +311,16 @@ def test_round_trip_audit_build_load(tmp_path, judges):
     assert seen["ep-a.seed-0:3"]["som"]["stale"] and seen["ep-b.seed-0:2"]["som"]["coordinate_restored"]
     assert sum(v["som"]["stale"] for v in seen.values()) == 1
     assert sum(v["coord"]["coordinate_restored"] for v in seen.values()) == 1
+
+
+def test_chunks_give_the_same_outcome(tmp_path, judges):
+    from mag_dataset.harness.audit import ask_judges
+
+    raw = tmp_path / "raw"
+    corpus(raw)
+    items = select_steps(raw)
+    pairs = [(c.name, c.client(None, backoff=0.01)) for c in configs(judges)]
+    verdicts = ask_judges(items, pairs, chunk_size=3)  # chunks of 3, 3 and 2 steps
+    assert [s.count for s in judges] == [8, 8, 8]
+    got = {sid: merge_verdicts(v) for sid, v in verdicts.items()}
+    assert {sid: (st.value, el) for sid, (st, el) in got.items()} == EXPECTED

@@ -207,6 +207,7 @@ def draft_guides(
     out_path: str | os.PathLike | None = None,
     sources: tuple[str, ...] = ("template",),
     progress: Callable[[str], None] | None = None,
+    chunk_size: int = 64,
 ) -> DraftReport:
     """Draft a guide for every step whose guide comes from one of ``sources``.
 
@@ -227,23 +228,25 @@ def draft_guides(
     raw_dir = Path(raw_dir)
     out = Path(out_path) if out_path is not None else raw_dir / DRAFTS_FILE
     wanted = {GuideSource(s) for s in sources}
-    items: list[tuple[str, list[dict[str, Any]]]] = []
+    items: list[tuple[str, RawEpisode, RawStep, Path]] = []
     for folder in iter_episode_dirs(raw_dir):
         ep = read_episode(folder)
-        for st in ep.steps:
-            if st.guide_source in wanted:
-                png = (folder / st.som_screenshot).read_bytes()
-                items.append((step_id(ep.task_id, st.step_index), draft_messages(ep, st, png)))
+        items.extend((step_id(ep.task_id, st.step_index), ep, st, folder) for st in ep.steps if st.guide_source in wanted)
     if progress:
         progress(f"drafting {len(items)} guides with {client.model}")
-    answers = client.map([m for _, m in items], return_exceptions=True)
+    answers: list[Any] = []
+    for start in range(0, len(items), chunk_size):  # never every base64 screenshot in memory at once
+        requests = [draft_messages(ep, st, (folder / st.som_screenshot).read_bytes())
+                    for _, ep, st, folder in items[start : start + chunk_size]]
+        answers.extend(client.map(requests, return_exceptions=True))
+        for ans in answers[start:]:
+            if isinstance(ans, LLMConfigError):
+                raise ans
+            if isinstance(ans, LLMHTTPError) and ans.status in (401, 403, 404):
+                raise LLMConfigError(str(ans))
     drafts = read_drafts(out) if out.is_file() else {}
     report = DraftReport(steps=len(items), path=out)
-    for (sid, _), ans in zip(items, answers):
-        if isinstance(ans, LLMConfigError):
-            raise ans
-        if isinstance(ans, LLMHTTPError) and ans.status in (401, 403, 404):
-            raise LLMConfigError(str(ans))
+    for (sid, *_), ans in zip(items, answers):
         if isinstance(ans, LLMError):
             report.failed += 1
             continue

@@ -435,8 +435,15 @@ def _call_error(e: LLMError) -> str:
     return "http"
 
 
+def _raise_if_fatal(name: str, ans: Any) -> None:
+    if isinstance(ans, LLMConfigError):
+        raise ans
+    if isinstance(ans, LLMHTTPError) and ans.status in FATAL_STATUSES:
+        raise LLMConfigError(f"judge {name}: {ans}")
+
+
 def ask_judges(
-    items: Sequence[AuditItem], judges: Sequence[tuple[str, ChatClient]]
+    items: Sequence[AuditItem], judges: Sequence[tuple[str, ChatClient]], chunk_size: int = 64
 ) -> dict[str, list[Verdict]]:
     """Ask every judge about every item (judges in parallel, each with its own concurrency).
 
@@ -446,34 +453,35 @@ def ask_judges(
     Raises:
         LLMConfigError: a judge is misconfigured (no API key, HTTP 401/403/404).
     """
-    pngs = {it.step_id: (it.folder / it.step.som_screenshot).read_bytes() for it in items}
-    requests = [judge_messages(it.episode, it.step, pngs[it.step_id]) for it in items]
-    answers: dict[str, list[Any]] = {}
-    errors: list[BaseException] = []
+    answers: dict[str, list[Any]] = {name: [] for name, _ in judges}
+    # in chunks, so that a large corpus never holds every base64 screenshot in memory at once
+    for start in range(0, len(items), chunk_size):
+        chunk = items[start : start + chunk_size]
+        requests = [judge_messages(it.episode, it.step, (it.folder / it.step.som_screenshot).read_bytes()) for it in chunk]
+        errors: list[BaseException] = []
 
-    def run(name: str, client: ChatClient) -> None:
-        try:
-            answers[name] = client.map(requests, return_exceptions=True)
-        except BaseException as e:  # re-raised in the caller's thread
-            errors.append(e)
+        def run(name: str, client: ChatClient) -> None:
+            try:
+                answers[name].extend(client.map(requests, return_exceptions=True))
+            except BaseException as e:  # re-raised in the caller's thread
+                errors.append(e)
 
-    threads = [threading.Thread(target=run, args=j, name=f"judge-{j[0]}") for j in judges]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    if errors:
-        raise errors[0]
+        threads = [threading.Thread(target=run, args=j, name=f"judge-{j[0]}") for j in judges]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        if errors:
+            raise errors[0]
+        for name, _ in judges:  # stop at the first misconfigured judge, not after the whole corpus
+            for ans in answers[name][start:]:
+                _raise_if_fatal(name, ans)
     out: dict[str, list[Verdict]] = {}
     for i, it in enumerate(items):
         ids = [c.id for c in it.step.candidates]
         row = []
         for name, _ in judges:
             ans = answers[name][i]
-            if isinstance(ans, LLMConfigError):
-                raise ans
-            if isinstance(ans, LLMHTTPError) and ans.status in FATAL_STATUSES:
-                raise LLMConfigError(f"judge {name}: {ans}")
             if isinstance(ans, LLMError):
                 row.append(Verdict(name, None, error=_call_error(ans), reason=str(ans)))
             else:
