@@ -123,3 +123,12 @@ def test_library_call_without_token_raises_publish_error(built, monkeypatch, tmp
     monkeypatch.setattr("huggingface_hub.get_token", lambda: None)
     with pytest.raises(PublishError, match="no Hugging Face token found"):
         publish_folder(built, "mag/webmre")
+
+
+def test_dry_run_into_a_new_folder_writes_the_bundled_build(tmp_path, capsys):
+    target = tmp_path / "to-upload"
+    assert main(["publish", "--repo-id", "mag/webmre", "--folder", str(target), "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    listed = [line.split()[0] for line in out.splitlines() if line.startswith("  ")]
+    assert listed == _files(target) and len(listed) == 7
+    assert f"building the bundled sample corpus into {target}" in out

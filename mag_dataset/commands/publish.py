@@ -9,7 +9,11 @@ from pathlib import Path
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--repo-id", required=True, help="Hub dataset repo, e.g. mag/webmre")
     parser.add_argument(
-        "--folder", type=Path, default=None, help="built dataset folder (default: build the bundled sample corpus)"
+        "--folder",
+        type=Path,
+        default=None,
+        help="built dataset folder; a new or empty one gets a build of the bundled sample corpus "
+        "(default: the cached build of the bundled sample)",
     )
     parser.add_argument("--dry-run", action="store_true", help="write the folder and list what would be uploaded; upload nothing")
     parser.add_argument("--private", action="store_true", help="create the repo as private if it does not exist")
@@ -22,13 +26,19 @@ def run(args: argparse.Namespace) -> int:
     if args.repo_id.count("/") != 1 or not all(args.repo_id.split("/")):
         raise UserError(f"--repo-id must look like owner/name, got {args.repo_id!r}")
     folder = args.folder
-    if folder is None:
-        from mag_dataset.dataset import bundled_dataset
+    try:
+        if folder is None:
+            from mag_dataset.dataset import bundled_dataset
 
-        try:
             folder = bundled_dataset()
-        except FileNotFoundError as e:
-            raise UserError(str(e)) from None
+        elif not folder.exists() or (folder.is_dir() and not any(folder.iterdir())):
+            from mag_dataset.builder import build_dataset
+            from mag_dataset.dataset import bundled_raw_dir
+
+            print(f"building the bundled sample corpus into {folder}")
+            folder = build_dataset(bundled_raw_dir(), folder, progress=False)
+    except FileNotFoundError as e:
+        raise UserError(str(e)) from None
     try:
         plan = upload_plan(folder)
         print(format_plan(args.repo_id, folder, plan))
