@@ -51,7 +51,7 @@ import random
 import re
 import shutil
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -170,7 +170,6 @@ class Corpus:
     steps: list[PreparedStep]
     audit_path: Path | None
     fingerprint: str
-    stats: dict[str, Any] = field(default_factory=dict)
 
     def steps_in(self, split: Split | str) -> list[PreparedStep]:
         split = Split(split)
@@ -195,6 +194,7 @@ def _read_png(path: Path, episode: str, step: RawStep, key: str) -> bytes:
     try:
         with Image.open(io.BytesIO(data)) as im:
             size = im.size
+            im.verify()  # chunk checksums, without decoding pixels
     except (UnidentifiedImageError, OSError, SyntaxError) as e:
         raise RawDataError(episode, step.step_index, key, f"{path.name!r} is not a readable PNG: {e}") from None
     if size != (step.image_width, step.image_height):

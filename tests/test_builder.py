@@ -230,6 +230,14 @@ def test_rejects_image_size_mismatch(raw_copy, tmp_path):
     assert msg == f"episode {ep.name!r}, step 0, field 'screenshot': 'step_000.png' is 160x120 but the step says 200x120"
 
 
+def test_rejects_truncated_image(raw_copy, tmp_path):
+    ep = _episode(raw_copy, 1)
+    data = (ep / "step_002_som.png").read_bytes()
+    (ep / "step_002_som.png").write_bytes(data[: len(data) // 2])
+    msg = _build_error(raw_copy, tmp_path)
+    assert msg.startswith(f"episode {ep.name!r}, step 2, field 'som_screenshot': 'step_002_som.png' is not a readable PNG")
+
+
 def test_cli_reports_rejected_input_in_one_line(raw_copy, tmp_path, capsys):
     ep = _episode(raw_copy, 2)
     (ep / "step_000_som.png").unlink()
