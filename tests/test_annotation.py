@@ -279,3 +279,51 @@ def test_harness_modules_import_cheaply():
         "assert not heavy, heavy\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_adjudication_in_a_real_browser(tmp_path, chromium):
+    from playwright.sync_api import expect, sync_playwright
+
+    from mag_dataset.harness.annotate_app import launch
+    from mag_dataset.harness.audit import Verdict, Vote
+
+    raw = tmp_path / "raw"
+    hf.make_corpus(raw, 1)
+    write_audit(raw / "audit.jsonl", {
+        "login.seed-0:1": AuditRecord(status="confirmed"),
+        "login.seed-0:2": AuditRecord(status="disputed", disputed=True, stale=True),
+    })
+    log = [Verdict("gpt", Vote.CONFIRM), Verdict("qwen", Vote.REMAP, element_id="3", reason="the row is clickable"),
+           Verdict("third", None, error="timeout")]
+    (raw / "audit_verdicts.jsonl").write_text("".join(json.dumps(v.to_json("login.seed-0:2")) + "\n" for v in log))
+    port = free_port()
+    app, session = launch(raw, annotator="ann", port=port, block=False)
+    try:
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=chromium, args=BROWSER_ARGS, headless=True)
+            page = browser.new_page()
+            page.goto(f"http://127.0.0.1:{port}/")
+            expect(page.locator("#mag-status")).to_contain_text("Step 1 / 4", timeout=30000)
+            page.get_by_role("tab", name="Adjudicate").click()
+            page.locator("#mag-adj-step input").click()
+            page.get_by_role("option", name="login.seed-0:2").click()
+            info = page.locator("#mag-adj-info")
+            expect(info).to_contain_text("qwen: remap → [3] — the row is clickable", timeout=15000)
+            expect(info).to_contain_text("third: no vote (timeout)")
+            expect(info).to_contain_text("Not adjudicated yet.")
+            page.locator("#mag-adj-outcome").get_by_label("remapped").check()
+            page.locator("#mag-adj-element input").click()
+            page.get_by_role("option", name="3", exact=True).click()
+            page.locator("#mag-adj-resolve").click()
+            expect(info).to_contain_text("Adjudicated: remapped → [3] by ann", timeout=15000)
+            browser.close()
+    finally:
+        app.close()
+        session.close()
+    recs = read_audit(raw / "audit.jsonl")
+    rec = recs["login.seed-0:2"]
+    assert (rec.status, rec.element_id, rec.original_element_id, rec.stale, rec.disputed) == (
+        AuditStatus.REMAPPED, "3", "4", True, False)
+    assert recs["login.seed-0:1"].status is AuditStatus.CONFIRMED

@@ -259,13 +259,13 @@ def build_app(session: Session, annotator: str = "") -> Any:
             nxt.click(lambda i: show(min(len(session.refs) - 1, i + 1)), [idx], outs)
             app.load(show, [idx], outs)
         with gr.Tab("Adjudicate"):
-            steps = gr.Dropdown(label="Disputed step", choices=session.disputed(), elem_id="mag-adj-step")
+            steps = gr.Dropdown(label="Disputed step", choices=session.disputed(), value=None, elem_id="mag-adj-step")
             with gr.Row():
                 adj_image = gr.Image(label="Set-of-Mark screenshot", type="pil", format="png", interactive=False)
                 with gr.Column():
                     adj_info = gr.Markdown(elem_id="mag-adj-info")
                     outcome = gr.Radio(["confirmed", "remapped", "unmappable"], label="Resolution", elem_id="mag-adj-outcome")
-                    element = gr.Dropdown(label="Element (for remapped)", choices=[], elem_id="mag-adj-element")
+                    element = gr.Dropdown(label="Element (for remapped)", choices=[], value=None, elem_id="mag-adj-element")
                     note = gr.Textbox(label="Note", max_lines=1)
                     resolve = gr.Button("Resolve", variant="primary", elem_id="mag-adj-resolve")
                     refresh = gr.Button("Reload disputed steps")
@@ -289,7 +289,7 @@ def build_app(session: Session, annotator: str = "") -> Any:
 
             steps.change(pick, [steps], [adj_image, adj_info, element])
             resolve.click(do_resolve, [steps, outcome, element, note, who], [adj_image, adj_info, element])
-            refresh.click(lambda: gr.update(choices=session.disputed()), None, [steps])
+            refresh.click(lambda: gr.update(choices=session.disputed(), value=None), None, [steps])
     return app
 
 
