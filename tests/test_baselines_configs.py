@@ -43,10 +43,15 @@ def _same(parsed, raw):
     return parsed == raw or getattr(parsed, "value", parsed) == raw or str(parsed) == str(raw)
 
 
+#: configs of other engineers' scripts in the same folder (tested with their scripts)
+OTHERS = {"heuristic.yaml"}
+
+
 def test_every_config_is_covered():
     found = sorted(p.name for p in (ROOT / "baselines" / "configs").glob("*.yaml"))
-    assert found == sorted(CONFIGS), "a config without a parse test (or a test without its file)"
-    assert len(found) == 6
+    assert set(CONFIGS) <= set(found), "a parse test without its file"
+    assert set(found) <= set(CONFIGS) | OTHERS, "a config without a parse test"
+    assert len(CONFIGS) == 6
 
 
 @pytest.mark.parametrize("name", sorted(CONFIGS))
