@@ -324,3 +324,69 @@ def test_chunks_give_the_same_outcome(tmp_path, judges):
     assert [s.count for s in judges] == [8, 8, 8]
     got = {sid: merge_verdicts(v) for sid, v in verdicts.items()}
     assert {sid: (st.value, el) for sid, (st, el) in got.items()} == EXPECTED
+
+
+@pytest.mark.slow
+def test_round_trip_on_recorded_episodes(tmp_path):
+    """Recorded MiniWoB++ episodes (the bundled corpus) -> audit with stub judges -> build -> load."""
+    import shutil
+
+    import datasets
+
+    from mag_dataset.builder import build_dataset
+    from mag_dataset.dataset import bundled_raw_dir
+
+    src = bundled_raw_dir()
+    episodes = sorted(p.name for p in src.iterdir() if p.is_dir() and not p.name.startswith("."))
+    # one episode per task, the first six tasks, so the sample spans several sites
+    picked, seen_tasks = [], set()
+    for name in episodes:
+        task = name.split(".seed-")[0]
+        if task not in seen_tasks and len(picked) < 6:
+            picked.append(name)
+            seen_tasks.add(task)
+    assert len(picked) == 6
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    for name in picked:
+        shutil.copytree(src / name, raw / name)
+    shutil.copy(src / "corpus.json", raw / "corpus.json")
+    items = select_steps(raw)
+    assert len(items) >= 6
+    # the k-th audited step gets outcome k % 4: confirmed, remapped, unmappable, disputed
+    plan = {judge_user_text(it.episode, it.step): (k % 4, it) for k, it in enumerate(items)}
+
+    def judge(j):
+        def answer(body):
+            k, it = plan[body["messages"][1]["content"][1]["text"]]
+            other = next((c.id for c in it.step.candidates if c.id != it.step.action.element_id), None)
+            if k == 1 and other is not None:
+                return [remap(other), remap(other), CONF][j]
+            if k == 2:
+                return [UNM, UNM, CONF][j]
+            if k == 3:
+                return [CONF, UNM, "not json"][j]
+            return CONF
+        return answer
+
+    stubs = [StubOpenAI(responder=judge(j)).start() for j in range(3)]
+    try:
+        report = run_audit(raw, configs(stubs), cache_dir=tmp_path / "cache")
+    finally:
+        for s in stubs:
+            s.stop()
+    recs = read_audit(raw / "audit.jsonl")
+    assert report.steps == len(items) == len(recs)
+    out = build_dataset(raw, tmp_path / "ds", progress=False)
+    for view in ("som", "coord"):
+        dd = datasets.load_dataset(str(out), view)
+        rows = {r["step_id"]: r for split in dd for r in dd[split]}
+        assert set(recs) <= set(rows)
+        for sid, rec in recs.items():
+            assert rows[sid]["audit_status"] == rec.status.value
+            assert rows[sid]["disputed"] == (rec.status is AuditStatus.DISPUTED)
+            if rec.status is AuditStatus.REMAPPED and view == "som":  # the coord view carries no element ids
+                assert rows[sid]["original_element_id"] == rec.original_element_id
+                assert rows[sid]["action"]["element_id"] == rec.element_id
+        counts = {s: sum(r["audit_status"] == s for r in rows.values()) for s in ("confirmed", "remapped", "unmappable", "disputed")}
+        assert all(n > 0 for n in counts.values()), counts
