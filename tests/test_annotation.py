@@ -327,3 +327,17 @@ def test_adjudication_in_a_real_browser(tmp_path, chromium):
     assert (rec.status, rec.element_id, rec.original_element_id, rec.stale, rec.disputed) == (
         AuditStatus.REMAPPED, "3", "4", True, False)
     assert recs["login.seed-0:1"].status is AuditStatus.CONFIRMED
+
+
+def test_annotate_cli_errors(tmp_path, capsys):
+    raw = tmp_path / "raw"
+    hf.make_corpus(raw, 1)
+    assert main(["annotate", str(tmp_path / "nope")]) == 2
+    assert "raw corpus folder not found" in capsys.readouterr().err
+    assert main(["annotate", str(raw), "--drafts", str(tmp_path / "missing.jsonl")]) == 2
+    assert "drafts file not found" in capsys.readouterr().err
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        assert main(["annotate", str(raw), "--port", str(busy.getsockname()[1])]) == 2
+    assert "cannot serve on 127.0.0.1" in capsys.readouterr().err

@@ -37,4 +37,8 @@ def run(args: argparse.Namespace) -> int:
                host=args.host, port=args.port, block=True)
     except (FileNotFoundError, ValueError) as e:
         raise UserError(str(e)) from None
+    except ImportError as e:
+        raise UserError(f"the annotation app needs Gradio ({e}); install it with: pip install 'mag_dataset[leaderboard]'") from None
+    except OSError as e:  # the port is taken, or the address cannot be bound
+        raise UserError(f"cannot serve on {args.host}:{args.port}: {e}") from None
     return 0
