@@ -297,7 +297,11 @@ def launch(raw_dir: str | os.PathLike, *, drafts_path=None, db_path=None, audit_
            host: str = "127.0.0.1", port: int | None = None, block: bool = True) -> tuple[Any, Session]:
     """Start the app. Returns ``(app, session)``; with ``block=False`` it runs in the background."""
     session = Session(raw_dir, drafts_path, db_path, audit_path)
-    app = build_app(session, annotator)
-    app.launch(server_name=host, server_port=port, prevent_thread_lock=not block, js=SHORTCUTS_JS,
-               ssr_mode=False, quiet=not block, footer_links=[])
+    try:
+        app = build_app(session, annotator)
+        app.launch(server_name=host, server_port=port, prevent_thread_lock=not block, js=SHORTCUTS_JS,
+                   ssr_mode=False, quiet=not block, footer_links=[])
+    except BaseException:
+        session.close()
+        raise
     return app, session
