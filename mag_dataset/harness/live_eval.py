@@ -22,8 +22,10 @@ Outcomes per step (denominator: every step the agent took):
   that kept failing after its retries). Nothing is executed; BrowserGym's ``noop()`` is
   stepped so the page keeps its own time.
 * **invalid action** — the output parses but cannot be executed: the element id is not in
-  the candidate menu, the point lies outside the screenshot, the action has no BrowserGym
-  equivalent, or BrowserGym reports an error executing it.
+  the candidate menu, the action lacks what its view needs, or BrowserGym reports an error
+  executing it — except a timeout that struck after Playwright had performed the action
+  (:func:`performed_despite_timeout`; BrowserGym's element actions have a fixed 500 ms
+  timeout). A coord-view point on no candidate is executed (the page decides what it hits).
 * ``finish`` ends the episode (its answer, if any, is sent to the chat first); so do the
   task ending (MiniWoB's ``DONE``) and ``max_steps``.
 
@@ -76,6 +78,8 @@ from mag_dataset.schema import Action, Candidate, GuideSource, Split, Step, box_
 
 REPORT_FORMAT = "mag-live-eval-report"
 REPORT_VERSION = 1
+#: Written when a run starts; a folder with it but no report.json is an interrupted run.
+RUN_MARKER = ".live-eval-run"
 #: z for a two-sided 95 % interval.
 Z95 = 1.959963984540054
 
@@ -433,6 +437,19 @@ def _with_target(action: Action, element_id: str, point: tuple[float, float]) ->
     return Action.from_dict(d)
 
 
+def performed_despite_timeout(error: str) -> bool:
+    """Whether a BrowserGym error is a timeout that struck *after* Playwright performed the action.
+
+    BrowserGym gives element actions a fixed 500 ms timeout; with MiniWoB's ``slow_mo`` on a
+    loaded machine, a click is often dispatched (Playwright's call log reaches "performing
+    click action") and then times out waiting for its acknowledgement, although the page
+    received it (the task may even be solved). Such a step is not an invalid action. A
+    timeout while Playwright was still retrying (element covered, not visible, detached)
+    is one.
+    """
+    return error.startswith("TimeoutError") and "performing " in error and "retrying" not in error
+
+
 def _template_guide(action: Action, target: Candidate | None) -> str:
     try:
         from mag_dataset.guides import template_guide
@@ -504,7 +521,8 @@ def run_episode(agent: Agent, task_id: str, seed: int, config: LiveEvalConfig, e
             obs, reward, terminated, truncated, info = env.step(bg_action)
             done = bool(terminated or truncated)
             env_error = obs.get("last_action_error") or None
-            if entry["format_ok"] and problem is None and env_error:
+            entry["browsergym_error"] = env_error
+            if entry["format_ok"] and problem is None and env_error and not performed_despite_timeout(env_error):
                 problem = f"BrowserGym: {env_error}"
             if problem is not None:
                 invalid_actions += 1
@@ -613,9 +631,11 @@ def _prepare_out_dir(config: LiveEvalConfig) -> Path:
     out = config.out_dir
     if out.exists() and not out.is_dir():
         raise LiveEvalError(f"--out {out} exists and is not a folder")
-    if (out / "report.json").exists() or (out / "episodes").exists():
+    incomplete = (out / RUN_MARKER).exists() and not (out / "report.json").exists()
+    if ((out / "report.json").exists() or (out / "episodes").exists()) and not incomplete:
         if not config.overwrite:
             raise LiveEvalError(f"{out} already holds a live-eval run; pass --overwrite to replace it")
+    if incomplete or config.overwrite:  # an interrupted run of ours is replaced without asking
         for name in ("episodes", "report.json", "report.md"):
             p = out / name
             if p.is_dir():
@@ -623,6 +643,7 @@ def _prepare_out_dir(config: LiveEvalConfig) -> Path:
             elif p.exists():
                 p.unlink()
     (out / "episodes").mkdir(parents=True, exist_ok=True)
+    (out / RUN_MARKER).write_text(json.dumps({"agent": config.agent.to_dict(), "tasks": list(config.tasks)}) + "\n")
     return out
 
 
@@ -697,7 +718,7 @@ def run_live_eval(config: LiveEvalConfig, log: Callable[[str], None] | None = No
                 raise LiveEvalError(f"a live-eval worker process died ({e}); rerun with --workers 1 to see why") from e
     bar.close()
     report = build_report(config, results, time.monotonic() - t0)
-    _write_atomic(config.out_dir / "report.json", json.dumps(report, indent=1, sort_keys=True) + "\n")
+    _write_atomic(config.out_dir / "report.json", json.dumps(report, indent=1) + "\n")
     _write_atomic(config.out_dir / "report.md", format_table(report))
     return report
 
