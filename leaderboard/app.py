@@ -328,7 +328,9 @@ def build_app(board: Board) -> gr.Blocks:
         )
 
     filters = [ALL] + [c.value for c in Contract]
-    with gr.Blocks(title="WebMRE / MAG leaderboard", analytics_enabled=False, fill_width=True) as demo:
+    # delete_cache: uploads and report copies older than a day are removed every hour.
+    with gr.Blocks(title="WebMRE / MAG leaderboard", analytics_enabled=False, fill_width=True,
+                   delete_cache=(3600, 86400)) as demo:
         gr.Markdown("# WebMRE / MAG leaderboard\nOffline, deterministic scoring of web guide agents "
                     "against a hidden test split. See *About* for the exact rules.")
         with gr.Tabs():
@@ -411,8 +413,10 @@ def main(argv: list[str] | None = None) -> int:
           + ", ".join(f"{v.value} {len(gold.steps[v])} steps" for v in gold.views()) + ")", flush=True)
     demo = build_app(board)
     demo.queue(default_concurrency_limit=2)
+    # The data folder (database, stored uploads) is never served, whatever gradio allows.
+    blocked = sorted({str(board.config.data_dir.resolve()), str(Path(board.config.db_path).resolve().parent)})
     demo.launch(server_name=args.host, server_port=args.port, max_file_size=board.config.max_bytes,
-                show_error=False, quiet=False)
+                show_error=False, quiet=False, blocked_paths=blocked)
     return 0
 
 

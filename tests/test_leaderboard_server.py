@@ -16,6 +16,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -279,7 +280,7 @@ def _strip_images(obj):
     return obj
 
 
-def test_every_api_endpoint_is_listed_called_and_returns_no_gold(server, client, gold, tmp_path):
+def test_every_api_endpoint_is_listed_called_and_returns_no_gold(server, client, gold, gold_dir, tmp_path):
     deps = client.config["dependencies"]
     with_fn = [d for d in deps if d.get("backend_fn")]
     assert with_fn, "no endpoints found"
@@ -323,6 +324,16 @@ def test_every_api_endpoint_is_listed_called_and_returns_no_gold(server, client,
     text = json.dumps(_strip_images(outputs), ensure_ascii=False)
     leaked = [g for g in secrets if g in text or json.dumps(g, ensure_ascii=False)[1:-1] in text]
     assert leaked == []
+
+    # nor are the database, the stored uploads or the gold files served by gradio's file route
+    private = [server.data_dir / "board.sqlite", *sorted((server.data_dir / "files").rglob("*.jsonl"))[:1],
+               *sorted(Path(gold_dir).rglob("*.parquet"))[:1]]
+    assert len(private) == 3
+    for p in private:
+        for ref in (str(p), os.path.relpath(p, ROOT)):
+            with pytest.raises(urllib.error.HTTPError) as e:
+                urllib.request.urlopen(f"{server.url}/gradio_api/file={ref}", timeout=10)
+            assert e.value.code in (403, 404), (ref, e.value.code)
 
 
 # ----------------------------------------------------------------------------- persistence and re-scoring
