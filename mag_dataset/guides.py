@@ -56,7 +56,7 @@ def _quote(text: str) -> str:
 
 
 def _field_name(target: Candidate | None) -> str:
-    name = _clean(target.text) if target is not None else ""
+    name = _clean(target.text).rstrip(":").strip() if target is not None else ""
     if not name:
         return "the text field"
     if name.lower().endswith(("field", "box")):
@@ -68,6 +68,8 @@ def _click(target: Candidate | None, verb: str) -> str:
     if target is None:
         return f"{verb} the highlighted element."
     text = _clean(target.text)
+    if target.role.lower() in _FIELD_ROLES:
+        text = text.rstrip(":").strip()
     noun = CLICK_NOUNS.get(target.role.lower())
     if text and noun:
         return f"{verb} the {_quote(text)} {noun}."
@@ -109,8 +111,6 @@ def template_guide(action: Action, target: Candidate | None = None) -> str:
         return f"Scroll {action.direction} to see more of the page."
     if t is ActionType.PRESS:
         key = action.key or ""
-        if key.lower() in ("enter", "return"):
-            return "Press Enter to submit."
         return f"Press {key}."
     if t is ActionType.GOTO:
         return f"Go to {action.url}."

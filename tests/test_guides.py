@@ -49,7 +49,7 @@ def test_select_names_value_and_list():
 
 
 def test_untargeted_types():
-    assert template_guide(Action(type="press", key="Enter")) == "Press Enter to submit."
+    assert template_guide(Action(type="press", key="Enter")) == "Press Enter."
     assert template_guide(Action(type="press", key="ArrowDown")) == "Press ArrowDown."
     assert template_guide(Action(type="scroll", direction="down")) == "Scroll down to see more of the page."
     assert template_guide(Action(type="goto", url="http://x.org")) == "Go to http://x.org."

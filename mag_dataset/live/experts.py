@@ -271,31 +271,32 @@ def search_engine(ob: Observation, memory: dict) -> Decision | None:
 
 
 def use_autocomplete(ob: Observation, memory: dict) -> Decision | None:
-    q = _quoted(ob.goal)
+    """use-autocomplete: type the prefix, walk the suggestions with ArrowDown, take the right
+    one with Enter, submit."""
     m_start = re.search(r'starts with "([^"]*)"', ob.goal)
     m_end = re.search(r'ends with "([^"]*)"', ob.goal)
+    q = _quoted(ob.goal)
     start = m_start.group(1) if m_start else (q[0] if q else "")
     end = m_end.group(1) if m_end else ""
     field = _by_id(ob, "tags")
     if field is None:
         raise ExpertError("no tags field")
-    value = field.value or ""
-    if value.lower().startswith(start.lower()) and value.lower().endswith(end.lower()) and len(value) > len(start):
-        return _submit(ob)
-    items = [e for e in ob.elements.values() if e.tag in ("li", "div") and "ui-menu-item" in (e.attrs.get("class", "") + " " + (ob.elements[e.parent].attrs.get("class", "") if e.parent in ob.elements else "")) and _visible(ob, e)]
-    items = [e for e in items if e.tag == "div" or not any(ob.elements[c].tag == "div" for c in e.children)]
-    if not items:
-        if memory.get("typed"):
+    items = _autocomplete_items(ob)
+    if items:
+        good = [e for e in items if _norm(e.text).startswith(_norm(start)) and _norm(e.text).endswith(_norm(end))]
+        if not good:
             return None
-        memory["typed"] = True
-        return Decision(ActionType.TYPE, field.bid, text=start)
-    active = next((e for e in items if "ui-state-active" in e.attrs.get("class", "")), None)
-    good = [e for e in items if _norm(e.text).startswith(_norm(start)) and _norm(e.text).endswith(_norm(end))]
-    if not good:
+        active = next((e for e in items if "ui-state-active" in e.attrs.get("class", "")), None)
+        if active is not None and active.bid == good[0].bid:
+            return Decision(ActionType.PRESS, key="Enter")
+        return Decision(ActionType.PRESS, key="ArrowDown")
+    value = field.value or ""
+    if len(value) > len(start) and _norm(value).startswith(_norm(start)) and _norm(value).endswith(_norm(end)):
+        return _submit(ob)
+    if memory.get("typed"):
         return None
-    if active is not None and active.bid == good[0].bid:
-        return Decision(ActionType.PRESS, key="Enter")
-    return Decision(ActionType.PRESS, key="ArrowDown")
+    memory["typed"] = True
+    return Decision(ActionType.TYPE, field.bid, text=start)
 
 
 def _email_sender(ob: Observation, memory: dict) -> str:
@@ -383,6 +384,88 @@ def social_media(ob: Observation, memory: dict) -> Decision | None:
     return None
 
 
+_MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september",
+           "october", "november", "december")
+
+
+def _autocomplete_items(ob: Observation) -> list[Element]:
+    """Visible jQuery UI autocomplete suggestions (the innermost element holding the text)."""
+    items = []
+    for ul in _cls(ob, "ui-autocomplete", visible=False):
+        for b in ul.children:
+            li = ob.elements[b]
+            inner = next((ob.elements[c] for c in li.children if ob.elements[c].tag == "div"), li)
+            if _visible(ob, inner):
+                items.append(inner)
+    return items
+
+
+def book_flight(ob: Observation, memory: dict) -> Decision | None:
+    """book-flight: from/to via autocomplete, date via the date picker, then book the
+    cheapest/shortest result (scrolling to it)."""
+    m = re.search(r"Book the (cheapest|shortest) one-way flight from: (.+?) to: (.+?) on (\d\d)/(\d\d)/(\d{4})", ob.goal)
+    if not m:
+        raise ExpertError("goal not understood")
+    kind, origin, dest = m.group(1), m.group(2).strip(), m.group(3).strip()
+    month, day, year = int(m.group(4)), int(m.group(5)), int(m.group(6))
+
+    flights = _cls(ob, "flight", visible=False)
+    if flights:
+        key = "data-price" if kind == "cheapest" else "data-duration"
+
+        def score(f: Element) -> float:
+            holder = next((ob.elements[b] for b in _descendants(ob, f) if key in ob.elements[b].attrs), None)
+            return float(holder.attrs[key]) if holder is not None else float("inf")
+
+        best = min(flights, key=score)
+        button = next(iter(_cls(ob, "flight-price", best, visible=False)), None)
+        if button is None:
+            return None
+        return _click(button) if _visible(ob, button) else Decision(ActionType.SCROLL, direction="down")
+
+    def matches(text: str, wanted: str) -> bool:
+        t = _norm(text)
+        return t.startswith(_norm(wanted) + " (") or t.endswith("(" + _norm(wanted) + ")")
+
+    for field_id, wanted in (("flight-from", origin), ("flight-to", dest)):
+        field = _by_id(ob, field_id)
+        if field is None:
+            raise ExpertError(f"#{field_id} missing")
+        value = field.value or ""
+        if matches(value, wanted):
+            continue
+        if ob.focused == field.bid or memory.get("typing") == field_id:
+            hit = next((e for e in _autocomplete_items(ob) if matches(e.text, wanted)), None)
+            if hit is not None:
+                memory.pop("typing", None)
+                return _click(hit)
+            if memory.get("typing") == field_id and value == wanted:
+                return None  # typed, but no suggestion appeared
+        memory["typing"] = field_id
+        return Decision(ActionType.TYPE, field.bid, text=wanted)
+
+    picker = _by_id(ob, "datepicker")
+    want_value = f"{month:02d}/{day:02d}/{year}"
+    if picker is not None and (picker.value or "") != want_value:
+        cal = _by_id(ob, "ui-datepicker-div")
+        if cal is None or cal.visibility < 0.5 or ob.screen_box(cal.bid) is None:
+            return _click(picker)
+        title_m = next(iter(_cls(ob, "ui-datepicker-month", cal)), None)
+        title_y = next(iter(_cls(ob, "ui-datepicker-year", cal)), None)
+        if title_m is None or title_y is None:
+            return None
+        shown = int(title_y.text) * 12 + _MONTHS.index(_norm(title_m.text))
+        wanted_m = year * 12 + (month - 1)
+        if shown > wanted_m:
+            return _click(next(iter(_cls(ob, "ui-datepicker-prev", cal)), None))
+        if shown < wanted_m:
+            return _click(next(iter(_cls(ob, "ui-datepicker-next", cal)), None))
+        link = next((ob.elements[b] for b in _descendants(ob, cal)
+                     if ob.elements[b].tag == "a" and _norm(ob.elements[b].text) == str(day)), None)
+        return _click(link) if link is not None and _visible(ob, link) else None
+    return _click(_by_id(ob, "search"))
+
+
 #: Supported tasks: MiniWoB++ task name -> expert. Explicit on purpose.
 EXPERTS: dict[str, Expert] = {
     "click-button": click_button,
@@ -403,6 +486,7 @@ EXPERTS: dict[str, Expert] = {
     "email-inbox-delete": email_inbox_delete,
     "email-inbox": email_inbox,
     "social-media": social_media,
+    "book-flight": book_flight,
 }
 
 #: Tasks that resemble real sites (issue 2's "app-like" list).

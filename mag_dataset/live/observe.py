@@ -37,7 +37,7 @@ from mag_dataset.schema import Candidate
 INTERACTIVE_ROLES = frozenset({
     "button", "link", "textbox", "searchbox", "checkbox", "radio", "combobox", "listbox", "option",
     "menuitem", "menuitemcheckbox", "menuitemradio", "tab", "treeitem", "spinbutton", "slider",
-    "switch", "gridcell", "columnheader", "rowheader", "MenuListPopup", "menu", "img", "image",
+    "switch", "MenuListPopup", "menu", "img", "image",
 })
 INTERACTIVE_TAGS = frozenset({"a", "button", "input", "select", "textarea", "option", "label", "summary", "img"})
 #: Wrapper elements that never become candidates (they cover the whole task area).
@@ -257,12 +257,25 @@ def parse_elements(obs: dict[str, Any]) -> dict[str, Element]:
             elements[el.parent].children.append(el.bid)
     for el in elements.values():
         if el.tag in ("input", "textarea", "select") and not el.name and el.parent in elements:
-            siblings = elements[el.parent].children
-            before = siblings[: siblings.index(el.bid)]
-            label = next((elements[b] for b in reversed(before) if elements[b].tag == "label"), None)
-            if label is not None:
-                el.field_label = label.text
+            el.field_label = _field_label(elements, el)
     return elements
+
+
+def _field_label(elements: dict[str, Element], el: Element) -> str:
+    """Text of the ``<label>`` just before a field, else of a short heading just before its
+    container (MiniWoB's "Departure Date" above the date picker)."""
+    siblings = elements[el.parent].children  # type: ignore[index]
+    before = siblings[: siblings.index(el.bid)]
+    label = next((elements[b] for b in reversed(before) if elements[b].tag == "label"), None)
+    if label is not None:
+        return label.text
+    parent = elements[el.parent]  # type: ignore[index]
+    if parent.parent in elements and len(parent.children) == 1:
+        uncles = elements[parent.parent].children  # type: ignore[index]
+        prev = uncles[: uncles.index(parent.bid)]
+        if prev and 0 < len(elements[prev[-1]].text) <= 40 and not elements[prev[-1]].children:
+            return elements[prev[-1]].text
+    return ""
 
 
 def _is_candidate(el: Element) -> bool:
@@ -328,12 +341,16 @@ def observe(obs: dict[str, Any], crop: bool = True, scale: float = MINIWOB_SCALE
     image = Image.fromarray(shot).crop(area)
     width, height = image.size
     conv = Conversion(scale=float(scale), crop=area)
-    candidates = []
-    for el in sorted(visible, key=lambda e: _bid_key(e.bid)):
+    boxes: dict[str, tuple[float, float, float, float]] = {}
+    for el in visible:
         box = _clip(_shift(el.bbox, area), width, height)  # type: ignore[arg-type]
-        if box is None:
-            continue
-        candidates.append(Candidate(id=el.bid, role=_role(el), text=el.label[:200], bbox=box))
+        if box is not None:
+            boxes[el.bid] = box
+    candidates = [
+        Candidate(id=el.bid, role=_role(el), text=el.label[:200], bbox=boxes[el.bid])
+        for el in sorted(visible, key=lambda e: _bid_key(e.bid))
+        if el.bid in boxes and not _redundant(elements, el, boxes)
+    ]
     return Observation(
         png=encode_png(image),
         som_png=encode_png(draw_som(image, candidates)),
@@ -346,6 +363,42 @@ def observe(obs: dict[str, Any], crop: bool = True, scale: float = MINIWOB_SCALE
         elements=elements,
         focused=str(obs.get("focused_element_bid") or "") or None,
     )
+
+
+#: A non-interactive candidate whose box is this similar (IoU) to a descendant candidate's is
+#: dropped (a table cell around its link, a list item around its text div).
+DUPLICATE_IOU = 0.6
+
+
+def _iou(a: tuple[float, float, float, float], b: tuple[float, float, float, float]) -> float:
+    ix = max(0.0, min(a[2], b[2]) - max(a[0], b[0]))
+    iy = max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
+    inter = ix * iy
+    union = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter
+    return inter / union if union > 0 else 0.0
+
+
+def _interactive(el: Element) -> bool:
+    return el.tag in INTERACTIVE_TAGS or el.role in INTERACTIVE_ROLES
+
+
+def _redundant(elements: dict[str, Element], el: Element, boxes: dict[str, tuple[float, float, float, float]]) -> bool:
+    """One mark per thing on screen: drop passive parts of an interactive ancestor (the icon
+    span inside a link) and passive wrappers around a same-sized candidate."""
+    if _interactive(el):
+        return False
+    p = el.parent
+    while p is not None and p in elements:
+        if p in boxes and _interactive(elements[p]) and not el.clickable:
+            return True
+        p = elements[p].parent
+    todo = list(el.children)
+    while todo:
+        b = todo.pop()
+        if b in boxes and _iou(boxes[b], boxes[el.bid]) >= DUPLICATE_IOU:
+            return True
+        todo.extend(elements[b].children)
+    return False
 
 
 def _bid_key(bid: str) -> tuple[int, str]:
