@@ -34,6 +34,12 @@ An episode with ``"success": false`` may have no steps: ``mag live-eval`` writes
 episode when its agent never executed an action the format can hold (its full attempt log is
 in ``metadata["trajectory"]``). Builders yield no rows for it.
 
+Step ``metadata`` is free-form; the MiniWoB++ recorder (:mod:`mag_dataset.live.recorder`)
+writes ``{"conversion": {"scale_factor": 1.5, "crop": [x0, y0, x1, y1]},
+"browsergym_action": "mouse_click(67.97, 272.25)"}``: a screenshot point ``(x, y)`` is the
+page CSS point ``((x + x0) / scale_factor, (y + y0) / scale_factor)`` (see
+:class:`mag_dataset.live.observe.Conversion`).
+
 Screenshot paths are relative to the episode folder. Coordinates and boxes are in
 screenshot pixels. ``step_id`` is ``f"{task_id}:{step_index}"``.
 
