@@ -219,8 +219,8 @@ duplicate ids are rejected with the line named. Accepted: `.jsonl`, `.jsonl.gz`,
 ### Worked example
 ```bash
 pip install "mag_dataset[leaderboard]"
-python baselines/heuristic.py --view som --contract J --out preds.jsonl   # a no-model baseline
-mag score --predictions preds.jsonl --dataset DIR --view som --contract J  # the same scores, locally
+python -m baselines.heuristic --dataset bundled --view som --contract J --output preds.jsonl  # no-model baseline
+mag score --predictions preds.jsonl --dataset bundled --view som --contract J  # the same scores, locally
 ```
 then upload `preds.jsonl` on *Submit*, or from a script:
 

@@ -155,8 +155,11 @@ def submit(client, path: Path, **kw):
 
 
 def test_good_file_gives_a_ranked_row_with_the_scores_mag_score_gives(server, client, gold, gold_dir, tmp_path):
-    steps = gold[View.SOM]
-    path = predictions_file(tmp_path / "preds.jsonl", steps, View.SOM, Contract.J)
+    from mag_dataset.heuristic import heuristic_predictions
+    from mag_dataset.predictions import write_predictions
+
+    # the real no-model baseline's predictions, as `python -m baselines.heuristic` writes them
+    path = write_predictions(tmp_path / "preds.jsonl", heuristic_predictions(gold[View.SOM], "som", "J"))
     report_path = tmp_path / "mag-score.json"
     cli = subprocess.run(
         [sys.executable, "-m", "mag_dataset.cli", "score", "--predictions", str(path), "--dataset", str(gold_dir),
@@ -166,7 +169,7 @@ def test_good_file_gives_a_ranked_row_with_the_scores_mag_score_gives(server, cl
     assert cli.returncode == 0, cli.stderr
     expected = json.loads(report_path.read_text())
 
-    message, result = submit(client, path, model_name="mix-J", organisation="lab", link="https://example.org/mix")
+    message, result = submit(client, path, model_name="heuristic-J", organisation="lab", link="https://example.org/h")
     assert message.startswith("Accepted: submission #"), message
     assert result["ok"] is True and result["rank"] >= 1
     for m in METRICS:
@@ -177,7 +180,7 @@ def test_good_file_gives_a_ranked_row_with_the_scores_mag_score_gives(server, cl
     rows = [r for r in table(client, View.SOM, "J") if r["id"] == result["id"]]
     assert len(rows) == 1
     row = rows[0]
-    assert (row["model"], row["organisation"], row["contract"], row["seeds"]) == ("mix-J", "lab", "J", 1)
+    assert (row["model"], row["organisation"], row["contract"], row["seeds"]) == ("heuristic-J", "lab", "J", 1)
     assert row["rank"] == result["rank"]
     for m, title in zip(METRICS, TITLES):
         want = expected[m]["micro"]
@@ -186,7 +189,7 @@ def test_good_file_gives_a_ranked_row_with_the_scores_mag_score_gives(server, cl
     # the downloadable report is byte for byte the file `mag score` wrote
     info, site_plot, type_plot, splits, report_file = client.predict(str(result["id"]), api_name="/details")
     assert Path(report_file).read_bytes() == report_path.read_bytes()
-    assert f"#{result['id']} mix-J" in info
+    assert f"#{result['id']} heuristic-J" in info
     for plot in (site_plot, type_plot):
         assert plot["type"] == "matplotlib" and plot["plot"].startswith("data:image/")
         assert len(base64.b64decode(plot["plot"].split(",", 1)[1])) > 1000
