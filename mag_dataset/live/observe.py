@@ -12,7 +12,7 @@ Usage::
 
 Coordinates. BrowserGym captures MiniWoB++ screenshots at ``_bgym_scale_factor`` (1.5) device
 pixels per CSS pixel and reports element boxes in those pixels. We crop the screenshot to the
-task's area (MiniWoB's ``#wrap`` plus anything visible outside it) to keep images small, so a
+task's area (MiniWoB's ``#area`` below the emptied goal bar, plus any candidate outside it) to keep images small, so a
 point in our screenshot maps to the page as ``page = (shot + crop_origin) / scale``
 (:class:`Conversion`). The conversion is stored with every recorded step.
 
@@ -299,7 +299,9 @@ def _role(el: Element) -> str:
 
 
 def _task_area(elements: dict[str, Element], full_w: int, full_h: int, cands: list[Element]) -> tuple[int, int, int, int]:
-    wrap = next((e for e in elements.values() if e.attrs.get("id") == "wrap" and e.bbox), None)
+    # MiniWoB's #area (the task below the goal bar, which BrowserGym empties), else #wrap
+    wrap = next((e for e in elements.values() if e.attrs.get("id") == "area" and e.bbox and e.visibility > 0), None)
+    wrap = wrap or next((e for e in elements.values() if e.attrs.get("id") == "wrap" and e.bbox), None)
     if wrap is None:
         return (0, 0, full_w, full_h)
     x0, y0, x1, y1 = wrap.bbox  # type: ignore[misc]
