@@ -44,6 +44,7 @@ pooled). Breakdowns by site, gold action type, stale and unseen_template.
 
 from __future__ import annotations
 
+import array
 import dataclasses
 import enum
 import hashlib
@@ -53,6 +54,7 @@ import random
 import re
 import statistics
 import unicodedata
+import weakref
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -83,6 +85,8 @@ METRIC_NAMES: tuple[str, ...] = (
 #: Breakdown dimensions of the report.
 BREAKDOWNS: tuple[str, ...] = ("site", "action_type", "stale", "unseen_template")
 
+#: Task-level bootstrap: ``random.Random(BOOTSTRAP_SEED)`` seeds numpy's PCG64, which draws
+#: ``BOOTSTRAP_RESAMPLES`` resamples of the tasks with replacement.
 BOOTSTRAP_SEED = 0
 BOOTSTRAP_RESAMPLES = 1000
 #: Decimal places of every float in the report.
@@ -311,29 +315,31 @@ METRICS: dict[str, MetricFn] = {
     "usefulness": _m_usefulness,
 }
 assert tuple(METRICS) == METRIC_NAMES
+_METRIC_FNS = tuple(METRICS.values())
 
 
 def score_parsed(
     parsed: Parsed, step: Step, view: View | str, contract: Contract | str, verdicts: Any = None, *, seed: int = 0
 ) -> StepScore:
     """Score an already parsed output (see :func:`score_step`)."""
-    view, contract = View(view), Contract(contract)
-    values = {name: fn(parsed, step, view, contract, verdicts) for name, fn in METRICS.items()}
-    unjudged = (
-        verdicts is not None and _has(contract, "guide") and parsed.ok and values["usefulness"] is None
-    )
+    if type(view) is not View:
+        view = View(view)
+    if type(contract) is not Contract:
+        contract = Contract(contract)
+    vals = [fn(parsed, step, view, contract, verdicts) for fn in _METRIC_FNS]
+    unjudged = verdicts is not None and parsed.ok and vals[-1] is None and "guide" in CONTRACT_KEYS[contract]
     return StepScore(
-        step_id=step.step_id,
-        task_id=step.task_id,
-        site=step.site,
-        gold_type=step.action.type.value,
-        stale=step.stale,
-        unseen_template=step.unseen_template,
-        seed=seed,
-        format_ok=parsed.ok,
-        reason=parsed.reason,
-        unjudged=unjudged,
-        **values,
+        step.step_id,
+        step.task_id,
+        step.site,
+        step.action.type.value,
+        step.stale,
+        step.unseen_template,
+        seed,
+        parsed.ok,
+        parsed.reason,
+        unjudged,
+        *vals,
     )
 
 
@@ -362,28 +368,57 @@ _MISSING = Parsed(ok=False, reason="no prediction for this step")
 # --------------------------------------------------------------------------- aggregation
 
 
-def _gold_record(step: Step) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for f in dataclasses.fields(step):
-        v = getattr(step, f.name)
-        if isinstance(v, Action):
-            v = v.to_dict()
-        elif f.name == "candidates":
-            v = [c.to_dict() for c in v]
-        elif isinstance(v, tuple):
-            v = list(v)
-        elif isinstance(v, enum.Enum):
-            v = v.value
-        out[f.name] = v
-    return out
+_STEP_FIELDS: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(Step))
+_ACTION_FIELDS: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(Action))
+
+
+def _gold_line(step: Step) -> str:
+    """Canonical JSON of one gold step: every Step field in declaration order, as a list.
+
+    Lists instead of objects keep it fast (a 55-element menu per step); enums are str
+    subclasses and serialise as their values; tuples serialise as lists.
+    """
+    row: list[Any] = []
+    for name in _STEP_FIELDS:
+        v = getattr(step, name)
+        if name == "action":
+            v = [getattr(v, f) for f in _ACTION_FIELDS]
+        elif name == "candidates":
+            v = [(c.id, c.role, c.text, c.bbox) for c in v]
+        row.append(v)
+    return json.dumps(row, ensure_ascii=False, separators=(",", ":"))
+
+
+# id(step) -> (weak reference, sha256 of the canonical line). A memo, not state: a Step is
+# immutable, so the same object always has the same digest; entries vanish with their steps.
+_LINES: dict[int, tuple[weakref.ref, bytes]] = {}
+
+
+def _record_digest(step: Step) -> bytes:
+    hit = _LINES.get(id(step))
+    if hit is not None and hit[0]() is step:
+        return hit[1]
+    line = hashlib.sha256(_gold_line(step).encode("utf-8")).digest()
+    key = id(step)
+
+    def forget(ref: weakref.ref, key: int = key) -> None:
+        if _LINES.get(key, (None,))[0] is ref:
+            del _LINES[key]
+
+    _LINES[key] = (weakref.ref(step, forget), line)
+    return line
 
 
 def dataset_fingerprint(steps: Iterable[Step]) -> str:
-    """sha256 over the canonical gold records (sorted by step id, canonical JSON lines)."""
+    """sha256 over the canonical gold records: the sha256 of each step's canonical JSON
+    line (every Step field), concatenated in step-id order, hashed again.
+
+    Any change to the gold (action, boxes, audit flags, guides, menus) changes the
+    fingerprint; the order of ``steps`` does not.
+    """
     h = hashlib.sha256()
-    for rec in sorted((_gold_record(s) for s in steps), key=lambda r: r["step_id"]):
-        h.update(json.dumps(rec, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8"))
-        h.update(b"\n")
+    for _sid, digest in sorted((s.step_id, _record_digest(s)) for s in steps):
+        h.update(digest)
     return "sha256:" + h.hexdigest()
 
 
@@ -395,15 +430,17 @@ def _r(x: float | None) -> float | None:
 
 
 class _Sums:
-    """Sum and count per metric."""
+    """Sum and count per metric, and the number of scores added."""
 
-    __slots__ = ("s", "n")
+    __slots__ = ("s", "n", "steps")
 
     def __init__(self) -> None:
         self.s = [0.0] * len(METRIC_NAMES)
         self.n = [0] * len(METRIC_NAMES)
+        self.steps = 0
 
     def add(self, vals: Sequence[float | None]) -> None:
+        self.steps += 1
         s, n = self.s, self.n
         for k, v in enumerate(vals):
             if v is not None:
@@ -412,6 +449,32 @@ class _Sums:
 
     def mean(self, k: int) -> float | None:
         return self.s[k] / self.n[k] if self.n[k] else None
+
+
+class _SeedTable:
+    """Per-task sums and counts of every metric for one seed, in flat compact arrays."""
+
+    __slots__ = ("s", "n", "k")
+
+    def __init__(self, n_tasks: int) -> None:
+        self.k = len(METRIC_NAMES)
+        self.s = array.array("d", bytes(8 * n_tasks * self.k))
+        self.n = array.array("q", bytes(8 * n_tasks * self.k))
+
+    def add(self, t: int, vals: Sequence[float | None]) -> None:
+        base = t * self.k
+        s, n = self.s, self.n
+        for k, v in enumerate(vals):
+            if v is not None:
+                s[base + k] += v
+                n[base + k] += 1
+
+    def task(self, t: int) -> _Sums:
+        out = _Sums()
+        base = t * self.k
+        out.s = list(self.s[base : base + self.k])
+        out.n = list(self.n[base : base + self.k])
+        return out
 
 
 @dataclass(frozen=True)
@@ -475,9 +538,9 @@ class Aggregator:
         self.resamples, self.boot_seed = bootstrap_resamples, bootstrap_seed
         self.task_ids = sorted({s.task_id for s in steps})
         self.task_index = {t: i for i, t in enumerate(self.task_ids)}
-        self.per_seed: dict[int, list[_Sums]] = {}
+        self.per_seed: dict[int, _SeedTable] = {}
         self.groups: dict[tuple[str, str], _Sums] = {}
-        self.group_steps: Counter[tuple[str, str]] = Counter()
+        self._group_cache: dict[tuple[str, str, bool, bool], list[_Sums]] = {}
         self.n_scores = 0
         self.n_failed = 0
         self.n_missing = 0
@@ -485,22 +548,26 @@ class Aggregator:
         self.fail_reasons: Counter[str] = Counter()
 
     def add(self, sc: StepScore, *, missing: bool = False) -> None:
-        vals = [getattr(sc, name) for name in METRIC_NAMES]
-        tasks = self.per_seed.get(sc.seed)
-        if tasks is None:
-            tasks = self.per_seed[sc.seed] = [_Sums() for _ in self.task_ids]
-        tasks[self.task_index[sc.task_id]].add(vals)
-        for dim, key in (
-            ("site", sc.site),
-            ("action_type", sc.gold_type),
-            ("stale", "true" if sc.stale else "false"),
-            ("unseen_template", "true" if sc.unseen_template else "false"),
-        ):
-            g = self.groups.get((dim, key))
-            if g is None:
-                g = self.groups[(dim, key)] = _Sums()
+        vals = [sc.ofcr, sc.action_type_acc, sc.target_acc, sc.text_f1, sc.saa, sc.bleu1, sc.bleu4, sc.rouge_l,
+                sc.usefulness]
+        table = self.per_seed.get(sc.seed)
+        if table is None:
+            table = self.per_seed[sc.seed] = _SeedTable(len(self.task_ids))
+        table.add(self.task_index[sc.task_id], vals)
+        gkey = (sc.site, sc.gold_type, sc.stale, sc.unseen_template)
+        groups = self._group_cache.get(gkey)
+        if groups is None:
+            groups = self._group_cache[gkey] = [
+                self.groups.setdefault(dk, _Sums())
+                for dk in (
+                    ("site", sc.site),
+                    ("action_type", sc.gold_type),
+                    ("stale", "true" if sc.stale else "false"),
+                    ("unseen_template", "true" if sc.unseen_template else "false"),
+                )
+            ]
+        for g in groups:
             g.add(vals)
-            self.group_steps[(dim, key)] += 1
         self.n_scores += 1
         if not sc.format_ok:
             self.n_failed += 1
@@ -519,35 +586,49 @@ class Aggregator:
         T, K = len(pooled), len(METRIC_NAMES)
         if T == 0 or self.resamples <= 0:
             return [None] * K
-        rng = random.Random(self.boot_seed)
-        pop = range(T)
-        mult = np.zeros((self.resamples, T), dtype=np.float64)
-        for b in range(self.resamples):
-            mult[b] = np.bincount(rng.choices(pop, k=T), minlength=T)
+        # The explicit random.Random(seed) seeds numpy's PCG64 (fixed algorithm, same
+        # stream on every platform), which draws all B x T task indices at once.
+        gen = np.random.Generator(np.random.PCG64(random.Random(self.boot_seed).getrandbits(128)))
+        B = self.resamples
+        idx = gen.integers(0, T, size=(B, T))
+        flat = (np.arange(B, dtype=np.int64)[:, None] * T + idx).ravel()
+        mult = np.bincount(flat, minlength=B * T).reshape(B, T).astype(np.float64)
         sums = np.array([p.s for p in pooled], dtype=np.float64)  # T x K
         counts = np.array([p.n for p in pooled], dtype=np.float64)
+        # einsum without optimize= runs numpy's own C loop (no BLAS threads): the sums are
+        # taken in a fixed order, so the interval is the same on every run
+        boot = np.einsum("bt,tk->bk", mult, np.hstack([sums, counts]))
+        boot_s, boot_n = boot[:, :K], boot[:, K:]
         out: list[list[float] | None] = []
         for k in range(K):
             if counts[:, k].sum() == 0:
                 out.append(None)
                 continue
-            # elementwise product + numpy's pairwise sum: deterministic, no BLAS threading
-            bs = (mult * sums[:, k]).sum(axis=1)
-            bn = (mult * counts[:, k]).sum(axis=1)
-            ok = bn > 0
-            ratios = bs[ok] / bn[ok]
+            ok = boot_n[:, k] > 0
+            ratios = boot_s[ok, k] / boot_n[ok, k]
             lo, hi = np.percentile(ratios, [2.5, 97.5])
             out.append([_r(float(lo)), _r(float(hi))])
         return out
 
     def report(self) -> Report:
-        K = len(METRIC_NAMES)
+        K, T = len(METRIC_NAMES), len(self.task_ids)
         if not self.per_seed:
-            self.per_seed[0] = [_Sums() for _ in self.task_ids]
+            self.per_seed[0] = _SeedTable(T)
         seeds = sorted(self.per_seed)
         pooled = [_Sums() for _ in self.task_ids]
+        # seed -> metric -> (micro, macro, n); one seed's tasks are expanded at a time
+        per_seed_values: dict[int, list[tuple[float | None, float | None, int]]] = {}
         for seed in seeds:
-            for t, ts in enumerate(self.per_seed[seed]):
+            tasks = [self.per_seed[seed].task(t) for t in range(T)]
+            row = []
+            for k in range(K):
+                s = math.fsum(ts.s[k] for ts in tasks)
+                n = sum(ts.n[k] for ts in tasks)
+                task_means = [ts.s[k] / ts.n[k] for ts in tasks if ts.n[k]]
+                macro = math.fsum(task_means) / len(task_means) if task_means else None
+                row.append((s / n if n else None, macro, n))
+            per_seed_values[seed] = row
+            for t, ts in enumerate(tasks):
                 for k in range(K):
                     pooled[t].s[k] += ts.s[k]
                     pooled[t].n[k] += ts.n[k]
@@ -558,13 +639,8 @@ class Aggregator:
             micros, macros = [], []
             n_total = 0
             for seed in seeds:
-                tasks = self.per_seed[seed]
-                s = math.fsum(ts.s[k] for ts in tasks)
-                n = sum(ts.n[k] for ts in tasks)
+                micro, macro, n = per_seed_values[seed][k]
                 n_total += n
-                micro = s / n if n else None
-                task_means = [ts.s[k] / ts.n[k] for ts in tasks if ts.n[k]]
-                macro = math.fsum(task_means) / len(task_means) if task_means else None
                 per_seed[str(seed)] = {"micro": _r(micro), "macro": _r(macro), "n": n}
                 if micro is not None:
                     micros.append(micro)
@@ -582,7 +658,7 @@ class Aggregator:
         breakdowns: dict[str, dict[str, Any]] = {dim: {} for dim in BREAKDOWNS}
         for (dim, key) in sorted(self.groups):
             g = self.groups[(dim, key)]
-            entry: dict[str, Any] = {"steps": self.group_steps[(dim, key)]}
+            entry: dict[str, Any] = {"steps": g.steps}
             for k, name in enumerate(METRIC_NAMES):
                 entry[name] = {"value": _r(g.mean(k)), "n": g.n[k]}
             breakdowns[dim][key] = entry
