@@ -101,19 +101,20 @@ def write_drafts(raw, n_steps=4, episode="login.seed-0"):
 def test_decisions_write_back_and_survive_a_new_session(tmp_path):
     raw = tmp_path / "raw"
     hf.make_corpus(raw, 1)
-    write_drafts(raw)
+    write_drafts(raw, n_steps=3)  # the last step has no LLM draft: its template guide is shown
     s = Session(raw)
     assert s.first_undecided() == 0
-    s.decide(0, "accept", "ignored", "ann")
+    assert s.view(3)["guide"] == "Click the 'Submit' button." and "current guide (template)" in s.view(3)["context"]
+    s.decide(0, "edit", "LLM draft 0.", "ann")  # unchanged text counts as accept
     s.decide(1, "edit", "Type 'pw' in the Password box.", "bob")
     s.decide(2, "reject", "", "ann")
-    s.decide(3, "edit", "LLM draft 3.", "ann")  # unchanged text counts as accept
+    s.decide(3, "accept", "", "ann")  # verifying a template guide keeps it a template guide
     ep = read_episode(raw / "login.seed-0")
     assert [(st.guide, st.guide_source) for st in ep.steps] == [
         ("LLM draft 0.", GuideSource.LLM),
         ("Type 'pw' in the Password box.", GuideSource.HUMAN),
         ("Click the 'Remember me' checkbox.", GuideSource.TEMPLATE),
-        ("LLM draft 3.", GuideSource.LLM),
+        ("Click the 'Submit' button.", GuideSource.TEMPLATE),
     ]
     assert [st.metadata["verified_by"] for st in ep.steps] == ["ann", "bob", "ann", "ann"]
     assert [st.metadata["verification"] for st in ep.steps] == ["accept", "edit", "reject", "accept"]

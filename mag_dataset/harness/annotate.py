@@ -18,7 +18,8 @@ Verification (``mag annotate``)
     step, so the app can be closed and resumed at any time. :func:`apply_decisions` writes
     them back into the raw episodes:
 
-    * accept → the draft becomes the guide, ``guide_source = "llm"``;
+    * accept → the draft becomes the guide, ``guide_source = "llm"`` (a step without an LLM
+      draft shows its current guide; accepting it keeps its source);
     * edit → the edited text becomes the guide, ``guide_source = "human"``;
     * reject → the step keeps (or gets back) the guide it had before annotation.
 
@@ -273,6 +274,7 @@ class Decision:
     draft: str
     annotator: str
     decided_at: str
+    draft_source: str = "llm"
 
 
 @dataclass(frozen=True)
@@ -292,7 +294,8 @@ CREATE TABLE IF NOT EXISTS decisions (
     guide TEXT NOT NULL,
     draft TEXT NOT NULL,
     annotator TEXT NOT NULL,
-    decided_at TEXT NOT NULL
+    decided_at TEXT NOT NULL,
+    draft_source TEXT NOT NULL DEFAULT 'llm'
 );
 CREATE TABLE IF NOT EXISTS originals (
     step_id TEXT PRIMARY KEY,
@@ -340,7 +343,8 @@ class AnnotationStore:
         with self._lock:
             return list(self._db.execute(sql, args))
 
-    def decide(self, sid: str, decision: str, guide: str, draft: str, annotator: str, original: tuple[str, str]) -> Decision:
+    def decide(self, sid: str, decision: str, guide: str, draft: str, annotator: str, original: tuple[str, str],
+               draft_source: str = "llm") -> Decision:
         """Record (or replace) the decision on one step.
 
         Args:
@@ -350,7 +354,10 @@ class AnnotationStore:
             draft: the draft shown.
             annotator: who decided (required).
             original: the step's ``(guide, guide_source)`` before any decision; stored once.
+            draft_source: where the draft came from: ``llm`` (a drafted guide) or the step's
+                own source when it had no draft (accepting a template keeps it ``template``).
         """
+        draft_source = GuideSource(draft_source).value
         if decision not in VERIFICATION_DECISIONS:
             raise ValueError(f"decision must be one of {VERIFICATION_DECISIONS}, got {decision!r}")
         if not annotator or not annotator.strip():
@@ -362,10 +369,10 @@ class AnnotationStore:
         with self._lock, self._db:
             self._db.execute("INSERT OR IGNORE INTO originals VALUES (?, ?, ?)", (sid, original[0], original[1]))
             self._db.execute(
-                "INSERT OR REPLACE INTO decisions VALUES (?, ?, ?, ?, ?, ?)",
-                (sid, decision, guide, draft, annotator.strip(), now),
+                "INSERT OR REPLACE INTO decisions VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (sid, decision, guide, draft, annotator.strip(), now, draft_source),
             )
-        return Decision(sid, decision, guide, draft, annotator.strip(), now)
+        return Decision(sid, decision, guide, draft, annotator.strip(), now, draft_source)
 
     def decisions(self) -> dict[str, Decision]:
         return {r[0]: Decision(*r) for r in self._rows("SELECT * FROM decisions ORDER BY step_id")}
@@ -429,7 +436,7 @@ def apply_decisions(raw_dir: str | os.PathLike, store: AnnotationStore, episode_
                 continue
             meta = {**st.metadata, "verified_by": d.annotator, "verification": d.decision}
             if d.decision == "accept":
-                st = dataclasses.replace(st, guide=d.guide, guide_source=GuideSource.LLM, metadata=meta)
+                st = dataclasses.replace(st, guide=d.guide, guide_source=GuideSource(d.draft_source), metadata=meta)
             elif d.decision == "edit":
                 st = dataclasses.replace(st, guide=d.guide, guide_source=GuideSource.HUMAN, metadata=meta)
             else:

@@ -137,7 +137,8 @@ class Session:
         if decision == "edit" and " ".join(text.split()) == " ".join(draft.split()):
             decision = "accept"
         guide = {"accept": draft, "edit": text, "reject": original[0]}[decision]
-        self.store.decide(sid, decision, guide, draft, annotator, original)
+        source = "llm" if sid in self.drafts else original[1]
+        self.store.decide(sid, decision, guide, draft, annotator, original, draft_source=source)
         apply_decisions(self.raw_dir, self.store, {ep.episode_id})
 
     def view(self, i: int) -> dict[str, Any]:
