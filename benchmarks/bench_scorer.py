@@ -45,8 +45,11 @@ WORDS = (
 ROLES = ("button", "link", "textbox", "combobox", "checkbox", "tab", "menuitem")
 
 
-def synthetic_steps(n_steps: int, seed: int = 0, menu: int = 55) -> list[Step]:
-    """Realistic-looking gold steps: six sites, ~5.6 steps per task, template guides."""
+def synthetic_steps(n_steps: int, seed: int = 0, menu: int = 55, keep_menu: bool = True) -> list[Step]:
+    """Realistic-looking gold steps: six sites, ~5.6 steps per task, template guides.
+
+    ``keep_menu=False`` gives coord-view rows (no candidate menu; the target box stays).
+    """
     rng = random.Random(seed)
     steps: list[Step] = []
     task = 0
@@ -85,7 +88,7 @@ def synthetic_steps(n_steps: int, seed: int = 0, menu: int = 55) -> list[Step]:
                 image_height=720, previous_guides=tuple(guides), guide=guide, guide_source="llm", action=action,
                 target_bbox=target.bbox if target is not None else None, audit_status=status,
                 disputed=status == "disputed", stale=rng.random() < 0.59, unseen_template=task % 40 >= 37,
-                split="test", candidates=tuple(cands),
+                split="test", candidates=tuple(cands) if keep_menu else (),
             ))
             guides.append(guide)
         task += 1
@@ -180,7 +183,7 @@ def _stream_child(path: str, n_steps: int) -> None:
     """Runs in a fresh process: score one file streaming, print JSON with peak RSS."""
     from mag_dataset.scoring import score_predictions
 
-    steps = synthetic_steps(n_steps, menu=0)
+    steps = synthetic_steps(n_steps, menu=8, keep_menu=False)
     ids = [s.step_id for s in steps]
     base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     start = time.perf_counter()
@@ -193,7 +196,7 @@ def _stream_child(path: str, n_steps: int) -> None:
 
 
 def write_stream_file(path: Path, n_steps: int, n_lines: int) -> None:
-    steps = synthetic_steps(n_steps, menu=0)
+    steps = synthetic_steps(n_steps, menu=8, keep_menu=False)
     rng = random.Random(2)
     variants = [[json.dumps(model_like_output(s, "coord", "A", rng)) for _ in range(4)] for s in steps]
     with open(path, "w", encoding="utf-8") as f:
