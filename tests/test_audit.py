@@ -180,6 +180,9 @@ def test_audit_end_to_end_with_three_stub_judges(tmp_path, judges):
     assert sum(r.stale for r in recs.values()) == 1 and sum(r.coordinate_restored for r in recs.values()) == 1
     assert dict(report.statuses) == {AuditStatus.CONFIRMED: 1, AuditStatus.REMAPPED: 2, AuditStatus.UNMAPPABLE: 1, AuditStatus.DISPUTED: 4}
     assert report.votes["judge3"]["no_vote:timeout"] == 1 and report.votes["judge3"]["no_vote:malformed"] == 3
+    # judges 1 and 2 voted on all 8 steps and agree on A0, A1, A2, B0, B1, B2
+    assert report.agreement == {"judge1~judge2": (6, 8), "judge1~judge3": (1, 4), "judge2~judge3": (1, 4)}
+    assert "agreement judge1~judge2: 6/8 = 0.75" in report.summary()
     # the verdict log keeps every answer and why a vote is missing
     log = read_verdicts(raw / "audit_verdicts.jsonl")
     assert len(log) == 8 and all(len(v) == 3 for v in log.values())

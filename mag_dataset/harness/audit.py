@@ -400,6 +400,8 @@ class AuditReport:
         requests: HTTP requests sent (0 on a fully cached rerun or a replay).
         cache_hits: answers read from the cache.
         adjudicated: audited steps whose outcome a human adjudication replaced.
+        agreement: per judge pair ``"a~b"``, ``(same verdict, both voted)`` over the steps
+            (a remap agrees only with a remap to the same element).
         audit_path, verdicts_path: files written.
     """
 
@@ -409,6 +411,7 @@ class AuditReport:
     requests: int = 0
     cache_hits: int = 0
     adjudicated: int = 0
+    agreement: dict[str, tuple[int, int]] = field(default_factory=dict)
     audit_path: Path | None = None
     verdicts_path: Path | None = None
 
@@ -419,8 +422,25 @@ class AuditReport:
         for judge in sorted(self.votes):
             c = self.votes[judge]
             lines.append(f"  judge {judge}: " + ", ".join(f"{k} {v}" for k, v in sorted(c.items())))
+        for pair, (same, both) in sorted(self.agreement.items()):
+            lines.append(f"  agreement {pair}: {same}/{both}" + (f" = {same / both:.2f}" if both else ""))
         lines.append(f"requests sent {self.requests}, cached answers {self.cache_hits}")
         return "\n".join(lines)
+
+
+def pairwise_agreement(verdicts: dict[str, list[Verdict]]) -> dict[str, tuple[int, int]]:
+    """Per judge pair ``"a~b"``: ``(steps with the same verdict, steps where both voted)``."""
+    out: dict[str, list[int]] = {}
+    for row in verdicts.values():
+        for i, a in enumerate(row):
+            for b in row[i + 1 :]:
+                key = "~".join(sorted((a.judge, b.judge)))
+                cell = out.setdefault(key, [0, 0])
+                if a.vote is None or b.vote is None:
+                    continue
+                cell[1] += 1
+                cell[0] += (a.vote, a.element_id) == (b.vote, b.element_id)
+    return {k: (v[0], v[1]) for k, v in out.items()}
 
 
 def _call_error(e: LLMError) -> str:
@@ -443,7 +463,10 @@ def _raise_if_fatal(name: str, ans: Any) -> None:
 
 
 def ask_judges(
-    items: Sequence[AuditItem], judges: Sequence[tuple[str, ChatClient]], chunk_size: int = 64
+    items: Sequence[AuditItem],
+    judges: Sequence[tuple[str, ChatClient]],
+    chunk_size: int = 64,
+    progress: Callable[[str], None] | None = None,
 ) -> dict[str, list[Verdict]]:
     """Ask every judge about every item (judges in parallel, each with its own concurrency).
 
@@ -476,6 +499,8 @@ def ask_judges(
         for name, _ in judges:  # stop at the first misconfigured judge, not after the whole corpus
             for ans in answers[name][start:]:
                 _raise_if_fatal(name, ans)
+        if progress:
+            progress(f"judged {start + len(chunk)}/{len(items)} steps")
     out: dict[str, list[Verdict]] = {}
     for i, it in enumerate(items):
         ids = [c.id for c in it.step.candidates]
@@ -615,7 +640,7 @@ def run_audit(
     items = select_steps(raw_dir, select, split)
     if progress:
         progress(f"auditing {len(items)} steps with judges {', '.join(names)}")
-    verdicts = ask_judges(items, pairs)
+    verdicts = ask_judges(items, pairs, progress=progress)
     existing = read_audit(out) if out.is_file() else {}
     if adjudications is None:
         adjudications = _stored_adjudications(raw_dir)
@@ -624,6 +649,7 @@ def run_audit(
     for row in verdicts.values():
         for v in row:
             report.votes[v.judge][v.vote.value if v.vote else f"no_vote:{v.error}"] += 1
+    report.agreement = pairwise_agreement(verdicts)
     for _, c in pairs:
         report.requests += c.stats["requests"]
         report.cache_hits += c.stats["cache_hits"]
@@ -665,6 +691,7 @@ def replay_audit(
     for row in verdicts.values():
         for v in row:
             report.votes[v.judge][v.vote.value if v.vote else f"no_vote:{v.error}"] += 1
+    report.agreement = pairwise_agreement(verdicts)
     write_audit(out, records)
     return report
 
