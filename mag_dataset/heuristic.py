@@ -27,12 +27,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from mag_dataset.actions import ActionType, Contract, View
 from mag_dataset.guides import template_guide
 from mag_dataset.predictions import Prediction
 from mag_dataset.prompts import action_object, render_output
 from mag_dataset.schema import Action, Candidate, Step, box_center
+
+if TYPE_CHECKING:
+    from mag_dataset.scoring import Report
 
 _INPUT_ROLES = frozenset({"textbox", "searchbox", "input", "textarea", "spinbutton"})
 _SELECT_ROLES = frozenset({"combobox", "listbox", "select"})
@@ -166,4 +170,41 @@ def heuristic_predictions(
     ]
 
 
-__all__ = ["choose_action", "heuristic_output", "heuristic_predictions"]
+def heuristic_reports(steps_by_view: Mapping[str, Sequence[Step]]) -> dict[tuple[str, str], Report]:
+    """Score the heuristic in every contract and view (the scoring stage of ``mag demo``).
+
+    Args:
+        steps_by_view: ``{"som": steps, "coord": steps}`` of one split; the som steps'
+            menus are used for the coord view.
+
+    Returns:
+        ``{(view, contract): Report}`` in view then contract order.
+    """
+    from mag_dataset.scoring import score_predictions
+
+    menus = {s.step_id: s.candidates for s in steps_by_view.get(View.SOM.value, ())}
+    reports: dict[tuple[str, str], Report] = {}
+    for view in View:
+        steps = steps_by_view.get(view.value)
+        if not steps:
+            continue
+        for contract in Contract:
+            preds = heuristic_predictions(steps, view, contract, menus=menus)
+            reports[(view.value, contract.value)] = score_predictions(preds, steps, view, contract)
+    return reports
+
+
+def format_reports_table(reports: Mapping[tuple[str, str], Report]) -> str:
+    """One row per (view, contract): the micro mean of every metric ("—" = not applicable)."""
+    from mag_dataset.scoring import METRIC_NAMES
+
+    names = [m for m in METRIC_NAMES if m != "usefulness"]
+    w = {m: max(len(m), 5) + 2 for m in names}
+    lines = [f"{'view':<6}{'contract':<9}{'steps':>6}" + "".join(f"{m:>{w[m]}}" for m in names)]
+    for (view, contract), r in reports.items():
+        cells = "".join(f"{'—' if r.value(m) is None else f'{r.value(m):.3f}':>{w[m]}}" for m in names)
+        lines.append(f"{view:<6}{contract:<9}{r.counts['steps']:>6}{cells}")
+    return "\n".join(lines)
+
+
+__all__ = ["choose_action", "format_reports_table", "heuristic_output", "heuristic_predictions", "heuristic_reports"]

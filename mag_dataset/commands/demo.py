@@ -6,7 +6,9 @@ The demo runs as stages, each a plain function, so a stage can be added with one
 1. :func:`stage_build` — build both views of the bundled raw corpus (the cached build by
    default, or a fresh one into ``--out``);
 2. :func:`stage_load` — load every view and split with ``datasets.load_dataset``;
-3. :func:`stage_statistics` — print the statistics table per view and split.
+3. :func:`stage_statistics` — print the statistics table per view and split;
+4. :func:`stage_scores` — the no-model heuristic baseline predicts the test split in all
+   four contracts and both views; the library scorer scores it.
 """
 
 from __future__ import annotations
@@ -71,6 +73,20 @@ def stage_statistics(loaded: dict[str, dict[str, Any]]) -> dict[str, dict[str, d
     return stats
 
 
+def stage_scores(loaded: dict[str, dict[str, Any]], split: str = "test") -> dict:
+    """Score the heuristic baseline on ``split`` in every contract and view; print the table."""
+    from mag_dataset.dataset import gold_records, step_from_record
+    from mag_dataset.heuristic import format_reports_table, heuristic_reports
+
+    start = time.perf_counter()
+    steps = {view: [step_from_record(r) for r in gold_records(per[split])] for view, per in loaded.items() if split in per}
+    reports = heuristic_reports(steps)
+    print(f"[scores] no-model heuristic baseline, {split} split, micro means "
+          f"({time.perf_counter() - start:.1f} s; `mag score` prints the full report)")
+    print(format_reports_table(reports))
+    return reports
+
+
 def run(args: argparse.Namespace) -> int:
     from mag_dataset.builder import BuildError
     from mag_dataset.cli import UserError
@@ -82,4 +98,5 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(str(e)) from None
     loaded = stage_load(folder)
     stage_statistics(loaded)
+    stage_scores(loaded)
     return 0
