@@ -412,6 +412,12 @@ def test_browser_submit_shows_row_and_chart_and_payloads_stay_text(server, gold,
             som_table = page.locator("#table-som")
             expect(som_table).to_contain_text(XSS["model-name"], timeout=30_000)  # shown as text
             expect(som_table).to_contain_text(XSS["organisation"])
+            # sortable: every column header offers sorting
+            header = som_table.locator("thead th").filter(has_text="SAA").first
+            header.hover()
+            header.locator("button.cell-menu-button").click(force=True)
+            expect(page.get_by_text("Sort descending").first).to_be_visible(timeout=10_000)
+            page.get_by_text("Sort descending").first.click()
 
             page.get_by_role("tab", name="Details").click()
             page.locator("#details-choice input").click()
