@@ -151,7 +151,12 @@ class Agent:
 
 
 class HeuristicAgent(Agent):
-    """The no-model baseline; it reads the candidate menu of the step, never a prompt."""
+    """The no-model baseline; it reads the candidate menu of the step, never a prompt.
+
+    It tracks its progress through the previous guides (a value already typed is named in
+    an earlier guide), so live it is meaningful under contracts J and JG, where its own
+    guides are fed back; under A it sees no history and repeats its first action.
+    """
 
     def __init__(self, spec: AgentSpec):
         from mag_dataset.heuristic import heuristic_output
@@ -188,7 +193,7 @@ class HFAgent(Agent):
         self._torch = torch
         device = spec.device or ("cuda" if torch.cuda.is_available() else "cpu")
         self.processor = AutoProcessor.from_pretrained(spec.model)
-        self.model = AutoModelForImageTextToText.from_pretrained(spec.model).to(device).eval()
+        self.model = AutoModelForImageTextToText.from_pretrained(spec.model, dtype="auto").to(device).eval()
         self.device = device
 
     def act(self, step: Step, view: View, contract: Contract, screenshot_png: bytes) -> str:

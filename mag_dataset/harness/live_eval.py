@@ -277,6 +277,7 @@ def summarize(results: list[EpisodeResult]) -> dict[str, Any]:
 def build_report(config: LiveEvalConfig, results: list[EpisodeResult], seconds: float) -> dict[str, Any]:
     """The run's report: configuration, per-task and overall summaries, every episode."""
     from mag_dataset import __version__
+    from mag_dataset.prompts import PROMPT_VERSION
 
     order = {t: i for i, t in enumerate(config.tasks)}
     results = sorted(results, key=lambda r: (order[r.task], r.seed))
@@ -285,6 +286,7 @@ def build_report(config: LiveEvalConfig, results: list[EpisodeResult], seconds: 
         "format_version": REPORT_VERSION,
         "mag_dataset_version": __version__,
         "browsergym_version": _browsergym_version(),
+        "prompt_version": PROMPT_VERSION,
         "agent": config.agent.to_dict(),
         "view": config.view.value,
         "contract": config.contract.value,
