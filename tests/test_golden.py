@@ -1,0 +1,58 @@
+"""Golden file: real heuristic-baseline predictions on the bundled test split, with their
+expected per-step scores, re-scored and checked exactly (any scorer change shows up here;
+regenerate deliberately with ``python tests/golden/make_golden.py``)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from mag_dataset.dataset import step_from_record
+from mag_dataset.predictions import Prediction
+from mag_dataset.scoring import METRIC_NAMES, SCORER_VERSION, dataset_fingerprint, score_predictions, score_step
+
+GOLDEN = Path(__file__).parent / "golden" / "heuristic_bundled_test.json"
+
+
+@pytest.fixture(scope="module")
+def golden() -> dict:
+    return json.loads(GOLDEN.read_text("utf-8"))
+
+
+def test_golden_file_covers_every_condition(golden):
+    assert golden["scorer_version"] == SCORER_VERSION, "scorer version changed: regenerate the golden file"
+    conds = {(r["view"], r["contract"]) for r in golden["runs"]}
+    assert conds == {(v, c) for v in ("som", "coord") for c in ("A", "G", "J", "JG")}
+    n_steps = len(golden["gold"]["som"])
+    assert n_steps >= 50 and len(golden["gold"]["coord"]) == n_steps
+    for run in golden["runs"]:
+        assert len(run["predictions"]) == len(run["expected_steps"]) == n_steps
+    # real heuristic outputs: they pass the gate and are right on part of the steps only
+    som_j = next(r for r in golden["runs"] if (r["view"], r["contract"]) == ("som", "J"))
+    saa = [s["saa"] for s in som_j["expected_steps"] if s["saa"] is not None]
+    assert 0 < sum(saa) < len(saa)
+
+
+def test_gold_records_rebuild_the_same_steps(golden):
+    for view, records in golden["gold"].items():
+        steps = [step_from_record(r) for r in records]
+        assert dataset_fingerprint(steps) == golden["dataset_fingerprint"][view]
+
+
+@pytest.mark.parametrize("index", range(8))
+def test_per_step_scores_match_exactly(golden, index):
+    run = golden["runs"][index]
+    view, contract = run["view"], run["contract"]
+    steps = {r["step_id"]: step_from_record(r) for r in golden["gold"][view]}
+    checked = 0
+    for pred, expected in zip(run["predictions"], run["expected_steps"]):
+        got = score_step(pred["output"], steps[pred["step_id"]], view, contract).to_dict()
+        assert got == expected, (view, contract, pred["step_id"])
+        checked += 1
+    assert checked == len(steps)
+    preds = [Prediction(p["step_id"], p["output"]) for p in run["predictions"]]
+    report = score_predictions(preds, list(steps.values()), view, contract)
+    assert {m: report.value(m) for m in METRIC_NAMES} == run["expected_micro"]
+    assert {m: report.metrics[m]["macro"] for m in METRIC_NAMES} == run["expected_macro"]
