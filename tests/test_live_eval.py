@@ -15,7 +15,7 @@ import pytest
 
 from mag_dataset.actions import ActionType, Contract, View
 from mag_dataset.cli import main
-from mag_dataset.harness.agents import AgentSpec, AgentSpecError
+from mag_dataset.harness.agents import AgentSpec, AgentSpecError, HeuristicAgent
 from mag_dataset.harness.live_eval import (
     EpisodeResult,
     LiveEvalConfig,
@@ -23,6 +23,7 @@ from mag_dataset.harness.live_eval import (
     format_table,
     normalize_task_id,
     resolve_target,
+    run_episode,
     run_live_eval,
     summarize,
     wilson_interval,
@@ -206,18 +207,50 @@ def test_heuristic_agent_live_on_five_miniwob_tasks(tmp_path, capsys, chromium):
     assert n_rows == sum(len(e.steps) for e in episodes) > 0
 
 
+class _Spy(HeuristicAgent):
+    """The heuristic agent, remembering every step it was shown."""
+
+    def __init__(self):
+        super().__init__(AgentSpec(kind="heuristic"))
+        self.seen = []
+        self.outputs = []
+
+    def act(self, step, view, contract, screenshot_png):
+        self.seen.append(step)
+        self.outputs.append(super().act(step, view, contract, screenshot_png))
+        return self.outputs[-1]
+
+
 @pytest.mark.browser
 @pytest.mark.slow
-def test_heuristic_agent_coord_view_clicks_converted_points(tmp_path, chromium):
-    """coord view: the agent's screenshot point is converted to page pixels and clicked."""
-    config = LiveEvalConfig(agent=AgentSpec(kind="heuristic"), tasks=("click-button",), episodes=1, view="coord",
-                            contract="JG", out_dir=tmp_path / "coord", max_steps=3, progress=False)
-    report = run_live_eval(config, log=lambda s: None)
-    assert report["overall"]["successes"] == 1, report["episodes"]
-    (ep,) = _check_trajectories(tmp_path / "coord", report, 1)
-    attempt = ep.metadata["trajectory"][0]
-    assert attempt["browsergym_action"].startswith("mouse_click(")
-    assert ep.steps[0].action.element_id is not None  # the clicked point resolved to its element
+def test_coord_view_and_guide_history_per_contract(tmp_path, chromium):
+    """coord: points are converted and clicked; J feeds the agent's own guides back, A feeds none."""
+    from mag_dataset.parsing import parse_output
+
+    base = dict(agent=AgentSpec(kind="heuristic"), tasks=("enter-text",), episodes=1, view="coord", progress=False)
+    spy = _Spy()
+    config = LiveEvalConfig(**base, contract="J", out_dir=tmp_path / "j", max_steps=3)
+    (tmp_path / "j" / "episodes").mkdir(parents=True)
+    result = run_episode(spy, "miniwob.enter-text", 0, config, tmp_path / "j" / "episodes")
+    assert result.success and result.steps == 2 and result.invalid_actions == 0, result
+    first_guide = parse_output(spy.outputs[0], View.COORD, Contract.J).guide
+    assert spy.seen[0].previous_guides == () and spy.seen[1].previous_guides == (first_guide,)
+    ep = read_episode(tmp_path / "j" / "episodes" / "enter-text.seed-0")
+    traj = ep.metadata["trajectory"]
+    assert traj[0]["browsergym_action"].startswith("mouse_click(")  # type = click the point, then keys
+    assert traj[1]["browsergym_action"].startswith("mouse_click(")
+    assert [s.action.type for s in ep.steps] == [ActionType.TYPE, ActionType.CLICK]
+    assert all(s.action.element_id is not None for s in ep.steps)  # each point resolved to its element
+    assert ep.steps[0].guide == first_guide
+
+    spy = _Spy()
+    config = LiveEvalConfig(**base, contract="A", out_dir=tmp_path / "a", max_steps=2)
+    (tmp_path / "a" / "episodes").mkdir(parents=True)
+    result = run_episode(spy, "miniwob.enter-text", 0, config, tmp_path / "a" / "episodes")
+    assert [s.previous_guides for s in spy.seen] == [(), ()]  # contract A: no guide history
+    assert result.steps == 2 and not result.success  # so the heuristic types again and never submits
+    ep = read_episode(tmp_path / "a" / "episodes" / "enter-text.seed-0")
+    assert all(s.guide and s.guide_source.value == "template" for s in ep.steps)  # template guides recorded
 
 
 @pytest.mark.browser
