@@ -135,6 +135,10 @@ def test_cli_rejects_bad_input_with_one_line(tmp_path, capsys):
     assert main(["live-eval", "--agent", "heuristic", "--tasks", "click-button", "--view", "som", "--contract", "J",
                  "--episodes", "0", "--out", str(tmp_path / "c")]) == 2
     assert "episodes must be a positive integer" in capsys.readouterr().err
+    # WebArena is not installed here: a clear message saying what to install
+    assert main(["live-eval", "--agent", "heuristic", "--tasks", "webarena.310", "--view", "som", "--contract", "J",
+                 "--out", str(tmp_path / "d")]) == 2
+    assert "needs browsergym.webarena (pip install browsergym-webarena)" in capsys.readouterr().err
 
 
 # ----------------------------------------------------------------------------- browser runs

@@ -26,7 +26,27 @@ def _tasks(text: str) -> list[str]:
     return [t for t in re.split(r"[,\s]+", text) if t]
 
 
+EPILOG = """\
+outputs (in --out):
+  report.json   strict success rate (MiniWoB raw reward == 1) with a 95% Wilson interval,
+                steps per episode, format-failure and invalid-action rates, per task and overall
+  report.md     the same as a table (also printed)
+  episodes/     one raw episode per run episode (screenshots of every step, the agent's
+                actions and guides; metadata.trajectory logs outputs, parse results, errors);
+                inspect it, or rebuild it into a dataset: mag build --raw OUT/episodes --out DIR
+
+other BrowserGym benchmarks:
+  MiniWoB++ runs offline (pages ship in pip miniwob). WebArena / VisualWebArena / WorkArena
+  task ids (webarena.310, workarena.servicenow.order-standard-laptop, ...) work once their
+  BrowserGym package is installed (pip install browsergym-webarena / browsergym-workarena)
+  and their servers are configured as BrowserGym documents (WA_SHOPPING, WA_REDDIT, ... for
+  WebArena; SNOW_INSTANCE_URL, SNOW_INSTANCE_UNAME, SNOW_INSTANCE_PWD for WorkArena).
+"""
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.epilog = EPILOG
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.add_argument("--agent", required=True,
                         help="'heuristic', a local checkpoint folder (hf:PATH), or openai:MODEL@BASE_URL")
     parser.add_argument("--tasks", required=True, action="append", type=_tasks, metavar="TASK_IDS",
