@@ -36,12 +36,25 @@ if TYPE_CHECKING:  # pragma: no cover
 CHAT_TEMPLATE_KWARGS: dict[str, Any] = {"enable_thinking": False}
 
 
-@dataclass(frozen=True)
 class Example:
-    """One benchmark step with its screenshot (the view's image: SoM or raw)."""
+    """One benchmark step with its screenshot (the view's image: SoM or raw).
 
-    step: Step
-    image: "Image"
+    ``image`` may be given as a zero-argument callable: it is then decoded on each access,
+    so a split of thousands of screenshots is never held in memory at once.
+    """
+
+    __slots__ = ("step", "_image")
+
+    def __init__(self, step: Step, image: Any):
+        self.step = step
+        self._image = image
+
+    @property
+    def image(self) -> "Image":
+        return self._image() if callable(self._image) else self._image
+
+    def __repr__(self) -> str:
+        return f"Example({self.step.step_id!r})"
 
 
 # ----------------------------------------------------------------------------- arguments
@@ -80,7 +93,7 @@ def load_examples(dataset: str, view: View | str, split: str, limit: int | None 
     """Steps and screenshots of one split of one view, from a local folder or a Hub repo id.
 
     ``dataset="bundled"`` builds (once, cached) and uses the sample corpus shipped with the
-    package.
+    package. Screenshots are decoded lazily, when an example's ``image`` is read.
 
     Args:
         dataset: folder of a built dataset, a Hub repo id, or ``bundled``.
@@ -90,15 +103,21 @@ def load_examples(dataset: str, view: View | str, split: str, limit: int | None 
     """
     from mag_dataset import dataset as ds_lib
 
+    from mag_dataset.cli import UserError
+
     source: str | Path = ds_lib.bundled_dataset() if dataset == "bundled" else dataset
-    ds = ds_lib.load_view(source, View(view), split)
+    try:
+        ds = ds_lib.load_view(source, View(view), split)
+    except (FileNotFoundError, ValueError) as e:
+        raise UserError(f"cannot load {dataset!r} ({view}, {split}): {e}") from None
     if limit is not None:
         ds = ds.select(range(min(limit, len(ds))))
-    out = []
-    for row in ds:
-        image = row["screenshot"]
-        out.append(Example(step=ds_lib.row_to_step(row), image=image.convert("RGB")))
-    return out
+    rows = ds.remove_columns(["screenshot"]).to_list()
+
+    def loader(i: int) -> Any:
+        return lambda: ds[i]["screenshot"].convert("RGB")
+
+    return [Example(ds_lib.row_to_step(row), loader(i)) for i, row in enumerate(rows)]
 
 
 def dataset_revision(dataset: str) -> str | None:

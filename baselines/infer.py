@@ -70,6 +70,43 @@ def _read_done(path: Path, seed: int) -> dict[str, str]:
     return done
 
 
+#: the arguments that must agree for a rerun to resume (or reuse) an earlier file
+_RUN_KEYS = ("model_name_or_path", "model_revision", "dataset", "split", "view", "contract", "seed",
+             "max_new_tokens")
+
+
+def _run_key(args: InferArguments) -> dict[str, Any]:
+    return {k: getattr(args, k) for k in _RUN_KEYS}
+
+
+def _run_key_path(partial: Path) -> Path:
+    return partial.with_name(partial.name + ".run.json")
+
+
+def _check_same_run(args: InferArguments, out: Path, partial: Path) -> None:
+    """Refuse to resume or reuse a file written by a different run (model, contract, ...)."""
+    from mag_dataset.cli import UserError
+
+    want = _run_key(args)
+    prov_path = common.provenance_path(out)
+    sources = []
+    if out.exists() and prov_path.exists():
+        prov = json.loads(prov_path.read_text(encoding="utf-8"))
+        have = {"model_name_or_path": prov.get("model"), "model_revision": prov.get("model_revision"),
+                "dataset": prov.get("dataset"), "split": prov.get("split"), "view": prov.get("view"),
+                "contract": prov.get("contract"), "seed": prov.get("seed"),
+                "max_new_tokens": (prov.get("decoding") or {}).get("max_new_tokens")}
+        sources.append((out, have))
+    if partial.exists() and _run_key_path(partial).exists():
+        sources.append((partial, json.loads(_run_key_path(partial).read_text(encoding="utf-8"))))
+    for path, have in sources:
+        diff = [k for k in _RUN_KEYS if have.get(k) != want[k]]
+        if diff:
+            shown = ", ".join(f"{k}={have.get(k)!r} (now {want[k]!r})" for k in diff)
+            raise UserError(f"{path} was written by another run ({shown}); "
+                            f"delete it or choose another --output")
+
+
 def provenance(args: InferArguments, n_steps: int, backend: str, predictions: Path) -> dict[str, Any]:
     from mag_dataset.prompts import PROMPT_VERSION
 
@@ -119,6 +156,7 @@ def predict(
     elif args.limit is not None:
         examples = list(examples)[: args.limit]
     order = [e.step.step_id for e in examples]
+    _check_same_run(args, out, partial)
     done = _read_done(out, args.seed) if out.exists() else {}
     if set(order) <= set(done):
         print(f"{out}: complete ({len(order)} steps), nothing to do", file=sys.stderr)
@@ -133,6 +171,7 @@ def predict(
             device=args.device, batch_size=args.batch_size, max_new_tokens=args.max_new_tokens, seed=args.seed,
         )
     partial.parent.mkdir(parents=True, exist_ok=True)
+    common.write_json_atomic(_run_key_path(partial), _run_key(args))
     meter = common.Throughput()
     bar = tqdm(total=len(examples), initial=len(examples) - len(todo), desc="infer", unit="step",
                disable=not args.progress)
@@ -159,6 +198,7 @@ def predict(
                    encoding="utf-8")
     os.replace(tmp, out)
     partial.unlink(missing_ok=True)
+    _run_key_path(partial).unlink(missing_ok=True)
     common.write_json_atomic(common.provenance_path(out),
                              provenance(args, len(order), getattr(backend, "name", "custom"), out))
     return out

@@ -155,9 +155,19 @@ def run(args: MediationArguments, examples: Sequence[common.Example] | None = No
             device=args.device, batch_size=args.batch_size, max_new_tokens=args.max_new_tokens, seed=args.seed,
         )
     prompts = [backend.prompt(e.step, view, contract) for e in examples]
-    images = [e.image for e in examples]
+    chunk = max(1, args.batch_size)
+
+    def generate(idx: list[int], prefixes: list[str] | None) -> list[common.Decoded]:
+        # screenshots are decoded chunk by chunk, never the whole split at once
+        out: list[common.Decoded] = []
+        for k in range(0, len(idx), chunk):
+            part = idx[k : k + chunk]
+            out += backend.generate([prompts[i] for i in part], [examples[i].image for i in part],
+                                    None if prefixes is None else prefixes[k : k + chunk])
+        return out
+
     meter = common.Throughput()
-    free = [d.text for d in backend.generate(prompts, images)]
+    free = [d.text for d in generate(list(range(len(examples))), None)]
     meter.add(len(examples))
     own = []
     for text in free:
@@ -169,8 +179,7 @@ def run(args: MediationArguments, examples: Sequence[common.Example] | None = No
     decoded_log: dict[str, list[dict[str, Any]]] = {}
     for condition, guides in forced_guides(steps, own, paraphrases, args.seed).items():
         idx = [i for i, g in enumerate(guides) if g is not None]
-        decoded = backend.generate([prompts[i] for i in idx], [images[i] for i in idx],
-                                   [common.guide_prefix(guides[i]) for i in idx])
+        decoded = generate(idx, [common.guide_prefix(guides[i]) for i in idx])
         meter.add(len(idx))
         outputs = list(free)  # steps without a guide to force keep their free output
         for i, d in zip(idx, decoded):

@@ -67,8 +67,13 @@ def sft_dataset_from_hub(dataset: str, view: str, contract: str, split: str, lim
 
     from mag_dataset import dataset as ds_lib
 
+    from mag_dataset.cli import UserError
+
     source = ds_lib.bundled_dataset() if dataset == "bundled" else dataset
-    ds = ds_lib.load_view(source, view, split)
+    try:
+        ds = ds_lib.load_view(source, view, split)
+    except (FileNotFoundError, ValueError) as e:
+        raise UserError(f"cannot load {dataset!r} ({view}, {split}): {e}") from None
     if limit is not None:
         ds = ds.select(range(min(limit, len(ds))))
     ds = ds.cast_column("screenshot", Image(decode=False))

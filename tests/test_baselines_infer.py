@@ -116,3 +116,27 @@ def test_cli_rejects_bad_contract(tmp_path, tiny_vlm, capsys):
     assert rc == 2
     assert "unknown contract 'X'" in capsys.readouterr().err
     assert not (tmp_path / "p.jsonl").exists()
+
+
+def test_refuses_to_resume_a_different_run(tmp_path, tiny_vlm, backend):
+    from mag_dataset.cli import UserError
+
+    examples = _examples(2)
+    out = infer.predict(_args(tmp_path, tiny_vlm, contract="A"), examples, backend)
+    before = out.read_bytes()
+    with pytest.raises(UserError, match=r"contract='A' \(now 'J'\)"):
+        infer.predict(_args(tmp_path, tiny_vlm, contract="J"), examples, backend)
+    assert out.read_bytes() == before
+
+
+def test_examples_decode_images_lazily():
+    calls = []
+    step, image = tiny_steps(1)[0]
+
+    def load():
+        calls.append(1)
+        return image
+
+    e = common.Example(step, load)
+    assert calls == [] and e.step.step_id == step.step_id
+    assert e.image is image and calls == [1]
