@@ -403,3 +403,19 @@ def test_overwrite_false_keeps_a_finished_build_and_fills_an_empty_folder(raw_co
     assert build_dataset(raw_copy, out, progress=False, overwrite=False) == out
     assert (out / "build_info.json").stat().st_mtime_ns == stamp
     assert sorted(p.name for p in tmp_path.iterdir()) == ["empty", "raw"]
+
+
+def test_build_in_another_process_is_byte_identical(built, corpus, tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    out = tmp_path / "sub"
+    env = {**os.environ, "PYTHONHASHSEED": "12345"}
+    subprocess.run(
+        [sys.executable, "-m", "mag_dataset.cli", "build", "--raw", str(corpus[0]), "--out", str(out), "--no-progress"],
+        env=env, check=True, capture_output=True, timeout=300,
+    )
+    files = sorted(p.relative_to(built) for p in built.rglob("*") if p.is_file())
+    assert len(files) == 7
+    assert all((out / f).read_bytes() == (built / f).read_bytes() for f in files)
