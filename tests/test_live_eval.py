@@ -135,6 +135,14 @@ def test_cli_rejects_bad_input_with_one_line(tmp_path, capsys):
     assert main(["live-eval", "--agent", "heuristic", "--tasks", "click-button", "--view", "som", "--contract", "J",
                  "--episodes", "0", "--out", str(tmp_path / "c")]) == 2
     assert "episodes must be a positive integer" in capsys.readouterr().err
+    # a folder with a config.json that is no loadable checkpoint
+    bad = tmp_path / "bad-ckpt"
+    bad.mkdir()
+    (bad / "config.json").write_text("{}")
+    assert main(["live-eval", "--agent", str(bad), "--tasks", "click-button", "--view", "som", "--contract", "J",
+                 "--out", str(tmp_path / "e"), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert "cannot make agent hf:bad-ckpt" in err and "Traceback" not in err
     # WebArena is not installed here: a clear message saying what to install
     assert main(["live-eval", "--agent", "heuristic", "--tasks", "webarena.310", "--view", "som", "--contract", "J",
                  "--out", str(tmp_path / "d")]) == 2

@@ -613,6 +613,15 @@ def run_episode(agent: Agent, task_id: str, seed: int, config: LiveEvalConfig, e
 _WORKER: dict[str, Any] = {}
 
 
+def _make_agent_or_fail(spec: AgentSpec) -> Agent:
+    try:
+        return make_agent(spec)
+    except ImportError:
+        raise
+    except Exception as e:  # an unloadable checkpoint or a bad endpoint URL: the user's input
+        raise LiveEvalError(f"cannot make agent {spec.label}: {type(e).__name__}: {e}") from None
+
+
 def _init_worker(config: LiveEvalConfig, threads: int | None) -> None:
     if threads:
         os.environ.setdefault("OMP_NUM_THREADS", str(threads))
@@ -677,6 +686,13 @@ def run_live_eval(config: LiveEvalConfig, log: Callable[[str], None] | None = No
         raise LiveEvalError(str(e)) from None
     for t in config.tasks:
         check_task(t)
+    if config.agent.kind == "hf" and config.workers > 1:  # workers load it; fail here, clearly, if unloadable
+        try:
+            from transformers import AutoConfig
+
+            AutoConfig.from_pretrained(config.agent.model)
+        except Exception as e:
+            raise LiveEvalError(f"cannot load checkpoint {config.agent.model}: {type(e).__name__}: {e}") from None
     _prepare_out_dir(config)
     jobs = config.jobs()
     workers = min(config.workers, len(jobs))
@@ -692,7 +708,7 @@ def run_live_eval(config: LiveEvalConfig, log: Callable[[str], None] | None = No
             f"failures, {r.invalid_actions} invalid actions, ended by {r.ended_by})")
 
     if workers == 1:
-        agent = make_agent(config.agent)
+        agent = _make_agent_or_fail(config.agent)
         try:
             for task_id, seed in jobs:
                 done(run_episode(agent, task_id, seed, config, config.out_dir / "episodes"))
