@@ -1,0 +1,122 @@
+"""The Gradio app's glue in-process (no server): endpoint table, the Space login path,
+table rows and the Details outputs, on hand-built gold with the real scorer."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+from mag_dataset.actions import Contract, View
+from mag_dataset.board import Board, BoardConfig, Gold
+
+from test_leaderboard_board import IDS, gold, jsonl  # noqa: F401 - shared hand-built gold
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def load_app():
+    spec = importlib.util.spec_from_file_location("mag_leaderboard_app_under_test", ROOT / "leaderboard" / "app.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def app():
+    return load_app()
+
+
+def endpoints(demo) -> dict[str, object]:
+    return {fn.api_name: fn for fn in demo.fns.values() if fn.api_name}
+
+
+def write(tmp_path: Path, data: bytes, name: str = "preds.jsonl") -> str:
+    p = tmp_path / name
+    p.write_bytes(data)
+    return str(p)
+
+
+def test_endpoints_and_submit_parameters(app, tmp_path: Path) -> None:
+    demo = app.build_app(Board(BoardConfig(data_dir=tmp_path), gold=gold()))
+    eps = endpoints(demo)
+    assert sorted(eps) == ["details", "leaderboard", "leaderboard_after_submit", "submit"]
+    assert all(fn.api_visibility == "public" for fn in eps.values())
+    info = demo.get_api_info()["named_endpoints"]["/submit"]["parameters"]
+    names = [p["parameter_name"] for p in info]
+    assert names == ["model_name", "view", "contract", "predictions", "organisation", "link", "provenance_tag", "submitter"]
+    required = [p["parameter_name"] for p in info if not p["parameter_has_default"]]
+    assert sorted(required) == ["contract", "model_name", "predictions", "view"] or sorted(required) == ["model_name", "predictions"]
+
+
+def test_space_login_name_is_the_submitter(app, tmp_path: Path, monkeypatch) -> None:
+    import gradio as gr
+
+    monkeypatch.setenv("SPACE_ID", "mag/webmre-leaderboard")
+    monkeypatch.setenv("OAUTH_CLIENT_ID", "client-id")
+    monkeypatch.setenv("SYSTEM", "spaces")  # what gradio.utils.get_space() reads
+    # what a Space with `hf_oauth: true` provides (gradio reads them at import); nothing is fetched
+    import gradio.oauth
+
+    for name, value in (("OAUTH_CLIENT_ID", "client-id"), ("OAUTH_CLIENT_SECRET", "secret"),
+                        ("OAUTH_SCOPES", "openid profile"), ("OPENID_PROVIDER_URL", "https://huggingface.co")):
+        monkeypatch.setattr(gradio.oauth, name, value)
+    board = Board(BoardConfig(data_dir=tmp_path, daily_cap=1), gold=gold())
+    demo = app.build_app(board)
+    submit = endpoints(demo)["submit"].fn
+    path = write(tmp_path, jsonl())
+    msg, result = submit("m", "som", "J", path, "", "", "self-reported", "typed-name", None)
+    assert msg == "Rejected: sign in with Hugging Face to submit" and result["ok"] is False
+    alice = gr.OAuthProfile({"name": "Alice", "preferred_username": "alice", "profile": "", "picture": ""})
+    msg, result = submit("m", "som", "J", path, "", "", "self-reported", "typed-name", alice)
+    assert msg.startswith("Accepted"), msg
+    assert board.get(result["id"]).submitter == "alice"  # the login, not the typed name
+    # the cap counts the login: a different typed name does not get around it
+    msg, _ = submit("m2", "som", "J", write(tmp_path, jsonl(tag="2"), "b.jsonl"), "", "", "self-reported", "other", alice)
+    assert msg.startswith("Rejected: daily limit reached: 'alice'"), msg
+
+
+def test_local_submit_table_and_details(app, tmp_path: Path) -> None:
+    board = Board(BoardConfig(data_dir=tmp_path / "b"), gold=gold())
+    demo = app.build_app(board)
+    eps = endpoints(demo)
+    submit, details = eps["submit"].fn, eps["details"].fn
+    msg, result = submit("heur<b>", "som", "J", write(tmp_path, jsonl()), "lab", "https://x.org", "reproduced", "")
+    assert msg.startswith(f"Accepted: submission #{result['id']} (som, contract J) — SAA ")
+    msg2, result2 = submit("m", "som", "J", None, "", "", "self-reported", "")
+    assert msg2 == "Rejected: no predictions file was uploaded" and result2["ok"] is False
+
+    rows = app.table_rows(board, "som", "all")
+    assert len(rows) == 1 and len(rows[0]) == len(app.TABLE_COLUMNS) == 17
+    row = dict(zip(app.TABLE_COLUMNS, rows[0]))
+    assert (row["rank"], row["model"], row["organisation"], row["provenance"]) == (1, "heur<b>", "lab", "reproduced")
+    assert row["SAA"] == round(result["saa"], 4) and row["usefulness"] is None
+    assert app.table_rows(board, "som", "A") == [] and app.table_rows(board, "coord", "all") == []
+
+    info, site, kind, splits, report = details(str(result["id"]))
+    assert "heur<b>" in info and "https://x.org" in info
+    assert Path(report).read_text() == board.get(result["id"]).report_json
+    site_groups = {t.get_text() for t in site.axes[0].get_xticklabels()}
+    assert site_groups == {"login", "signup"}
+    type_groups = {t.get_text() for t in kind.axes[0].get_xticklabels()}
+    assert type_groups == {"type", "select", "click"}
+    labels = [r[0] for r in splits]
+    assert labels == ["stale = false", "stale = true", "unseen template = false", "unseen template = true"]
+    assert sum(r[1] for r in splits[:2]) == len(IDS)
+    assert details("") == ("Choose a submission.", None, None, [], None)
+    assert details("12345")[0] == "Choose a submission."
+
+
+def test_ABOUT_documents_every_metric_and_the_submit_parameters(app) -> None:
+    from mag_dataset.board import METRIC_COLUMNS
+
+    for title in METRIC_COLUMNS.values():
+        assert f"**{title}**" in app.ABOUT or f"**{title.upper()}**" in app.ABOUT or title in app.ABOUT, title
+    for p in ("model_name", "view", "contract", "predictions", "organisation", "link", "provenance_tag", "submitter"):
+        assert f"`{p}`" in app.ABOUT, p
+    for c in Contract:
+        assert f"| {c.value} |" in app.ABOUT
+    assert json.loads(app.ABOUT.split("```json\n", 1)[1].split("\n```", 1)[0])["step_id"]
+    assert View.SOM.value in app.ABOUT and View.COORD.value in app.ABOUT
