@@ -19,7 +19,6 @@ memory does not grow with the number of lines.
 
 from __future__ import annotations
 
-import array
 import io
 import json
 import os
@@ -65,35 +64,37 @@ class Prediction:
 
 
 class SeenSteps:
-    """Which ``(step_id, seed)`` pairs were seen: per seed, an array of first line numbers.
+    """Which ``(step_id, seed)`` pairs were seen: one bit per step and seed.
 
-    ``add`` returns the line number where the pair was first seen (0 if new).
+    A 1,000,000-line file over 1,220 steps costs ~150 KB here, whatever the seed layout.
     """
 
     def __init__(self, step_ids: Sequence[str]):
-        self.index = {sid: i for i, sid in enumerate(step_ids)}
         self.step_ids = list(step_ids)
-        self._seen: dict[int, array.array] = {}
+        self.index = {sid: i for i, sid in enumerate(self.step_ids)}
+        self._nbytes = (len(self.step_ids) + 7) // 8
+        self._seen: dict[int, bytearray] = {}
 
-    def add(self, i: int, seed: int, line: int) -> int:
-        lines = self._seen.get(seed)
-        if lines is None:
-            lines = self._seen[seed] = array.array("q", bytes(8 * len(self.step_ids)))
-        first = lines[i]
-        if first:
-            return first
-        lines[i] = line
-        return 0
+    def add(self, i: int, seed: int) -> bool:
+        """Mark step ``i`` of ``seed`` as seen; return whether it was seen before."""
+        bits = self._seen.get(seed)
+        if bits is None:
+            bits = self._seen[seed] = bytearray(self._nbytes)
+        byte, mask = i >> 3, 1 << (i & 7)
+        if bits[byte] & mask:
+            return True
+        bits[byte] |= mask
+        return False
 
     @property
     def seeds(self) -> list[int]:
         return sorted(self._seen) or [0]
 
     def missing(self, seed: int) -> list[str]:
-        lines = self._seen.get(seed)
-        if lines is None:
+        bits = self._seen.get(seed)
+        if bits is None:
             return list(self.step_ids)
-        return [sid for sid, ln in zip(self.step_ids, lines) if not ln]
+        return [sid for i, sid in enumerate(self.step_ids) if not bits[i >> 3] & (1 << (i & 7))]
 
 
 def _open_lines(src: Source) -> Iterator[bytes]:
@@ -148,6 +149,22 @@ def _parse_line(raw: bytes, n: int) -> Prediction | None:
     return Prediction(sid, out, seed)
 
 
+def _first_line(src: Source, step_id: str, seed: int, upto: int) -> int | None:
+    """On the error path only: re-read a re-readable source to find a duplicate's first line."""
+    if hasattr(src, "read"):
+        return None
+    try:
+        for n, raw in enumerate(_open_lines(src), start=1):
+            if n >= upto:
+                break
+            pred = _parse_line(raw, n)
+            if pred is not None and pred.step_id == step_id and pred.seed == seed:
+                return n
+    except (OSError, PredictionsError):
+        return None
+    return None
+
+
 def iter_predictions(
     src: Source,
     step_ids: Iterable[str],
@@ -183,10 +200,11 @@ def iter_predictions(
         i = seen.index.get(pred.step_id)
         if i is None:
             raise PredictionsError(f"line {n}: unknown step_id {pred.step_id[:200]!r} (not in the split being scored)")
-        first = seen.add(i, pred.seed, n)
-        if first:
+        if seen.add(i, pred.seed):
+            first = _first_line(src, pred.step_id, pred.seed, n)
+            where = f" (first on line {first})" if first else ""
             raise PredictionsError(
-                f"line {n}: duplicate step_id {pred.step_id[:200]!r} for seed {pred.seed} (first on line {first})"
+                f"line {n}: duplicate step_id {pred.step_id[:200]!r} for seed {pred.seed}{where}"
             )
         yield pred
     if not allow_missing:

@@ -44,7 +44,6 @@ pooled). Breakdowns by site, gold action type, stale and unseen_template.
 
 from __future__ import annotations
 
-import array
 import dataclasses
 import enum
 import hashlib
@@ -451,30 +450,15 @@ class _Sums:
         return self.s[k] / self.n[k] if self.n[k] else None
 
 
-class _SeedTable:
-    """Per-task sums and counts of every metric for one seed, in flat compact arrays."""
+class _SeedAcc:
+    """One seed's micro sums and macro accumulators (sum of task means, number of tasks)."""
 
-    __slots__ = ("s", "n", "k")
+    __slots__ = ("micro", "macro_s", "macro_n")
 
-    def __init__(self, n_tasks: int) -> None:
-        self.k = len(METRIC_NAMES)
-        self.s = array.array("d", bytes(8 * n_tasks * self.k))
-        self.n = array.array("q", bytes(8 * n_tasks * self.k))
-
-    def add(self, t: int, vals: Sequence[float | None]) -> None:
-        base = t * self.k
-        s, n = self.s, self.n
-        for k, v in enumerate(vals):
-            if v is not None:
-                s[base + k] += v
-                n[base + k] += 1
-
-    def task(self, t: int) -> _Sums:
-        out = _Sums()
-        base = t * self.k
-        out.s = list(self.s[base : base + self.k])
-        out.n = list(self.n[base : base + self.k])
-        return out
+    def __init__(self) -> None:
+        self.micro = _Sums()
+        self.macro_s = [0.0] * len(METRIC_NAMES)
+        self.macro_n = [0] * len(METRIC_NAMES)
 
 
 @dataclass(frozen=True)
@@ -514,10 +498,13 @@ class Report:
 
 
 class Aggregator:
-    """Streams :class:`StepScore` objects into a :class:`Report` in constant memory per step.
+    """Streams :class:`StepScore` objects into a :class:`Report`.
 
-    Memory is proportional to (seeds x tasks) and the breakdown groups, not to the number
-    of scores added (unless ``keep_steps``).
+    Nothing per score is kept (unless ``keep_steps``): a (seed, task) accumulator stays
+    open only until all the task's steps have been scored for that seed, then it is folded
+    into the seed's micro and macro sums and the pooled per-task sums of the bootstrap.
+    With a file written seed by seed, memory is O(tasks + seeds), whatever its length.
+    Each (seed, step) must be added at most once (:func:`score_predictions` checks it).
     """
 
     def __init__(
@@ -538,7 +525,12 @@ class Aggregator:
         self.resamples, self.boot_seed = bootstrap_resamples, bootstrap_seed
         self.task_ids = sorted({s.task_id for s in steps})
         self.task_index = {t: i for i, t in enumerate(self.task_ids)}
-        self.per_seed: dict[int, _SeedTable] = {}
+        self.task_sizes = [0] * len(self.task_ids)
+        for st in steps:
+            self.task_sizes[self.task_index[st.task_id]] += 1
+        self.seeds: dict[int, _SeedAcc] = {}
+        self.open: dict[tuple[int, int], _Sums] = {}  # (seed, task) -> sums while incomplete
+        self.pooled = [_Sums() for _ in self.task_ids]  # per task, all seeds (bootstrap)
         self.groups: dict[tuple[str, str], _Sums] = {}
         self._group_cache: dict[tuple[str, str, bool, bool], list[_Sums]] = {}
         self.n_scores = 0
@@ -550,10 +542,13 @@ class Aggregator:
     def add(self, sc: StepScore, *, missing: bool = False) -> None:
         vals = [sc.ofcr, sc.action_type_acc, sc.target_acc, sc.text_f1, sc.saa, sc.bleu1, sc.bleu4, sc.rouge_l,
                 sc.usefulness]
-        table = self.per_seed.get(sc.seed)
-        if table is None:
-            table = self.per_seed[sc.seed] = _SeedTable(len(self.task_ids))
-        table.add(self.task_index[sc.task_id], vals)
+        t = self.task_index[sc.task_id]
+        acc = self.open.get((sc.seed, t))
+        if acc is None:
+            acc = self.open[(sc.seed, t)] = _Sums()
+        acc.add(vals)
+        if acc.steps >= self.task_sizes[t]:
+            self._close(sc.seed, t, acc)
         gkey = (sc.site, sc.gold_type, sc.stale, sc.unseen_template)
         groups = self._group_cache.get(gkey)
         if groups is None:
@@ -577,6 +572,23 @@ class Aggregator:
         self.n_unjudged += sc.unjudged
         if self.keep is not None:
             self.keep.append(sc)
+
+    def _close(self, seed: int, t: int, acc: _Sums) -> None:
+        """Fold a finished (seed, task) into the seed's sums and the pooled task sums."""
+        del self.open[(seed, t)]
+        sa = self.seeds.get(seed)
+        if sa is None:
+            sa = self.seeds[seed] = _SeedAcc()
+        pooled = self.pooled[t]
+        for k in range(len(METRIC_NAMES)):
+            n = acc.n[k]
+            if n:
+                sa.micro.s[k] += acc.s[k]
+                sa.micro.n[k] += n
+                sa.macro_s[k] += acc.s[k] / n
+                sa.macro_n[k] += 1
+                pooled.s[k] += acc.s[k]
+                pooled.n[k] += n
 
     # ----------------------------------------------------------------- report
     def _bootstrap(self, pooled: list[_Sums]) -> list[list[float] | None]:
@@ -611,35 +623,23 @@ class Aggregator:
         return out
 
     def report(self) -> Report:
-        K, T = len(METRIC_NAMES), len(self.task_ids)
-        if not self.per_seed:
-            self.per_seed[0] = _SeedTable(T)
-        seeds = sorted(self.per_seed)
-        pooled = [_Sums() for _ in self.task_ids]
-        # seed -> metric -> (micro, macro, n); one seed's tasks are expanded at a time
-        per_seed_values: dict[int, list[tuple[float | None, float | None, int]]] = {}
-        for seed in seeds:
-            tasks = [self.per_seed[seed].task(t) for t in range(T)]
-            row = []
-            for k in range(K):
-                s = math.fsum(ts.s[k] for ts in tasks)
-                n = sum(ts.n[k] for ts in tasks)
-                task_means = [ts.s[k] / ts.n[k] for ts in tasks if ts.n[k]]
-                macro = math.fsum(task_means) / len(task_means) if task_means else None
-                row.append((s / n if n else None, macro, n))
-            per_seed_values[seed] = row
-            for t, ts in enumerate(tasks):
-                for k in range(K):
-                    pooled[t].s[k] += ts.s[k]
-                    pooled[t].n[k] += ts.n[k]
-        cis = self._bootstrap(pooled)
+        # tasks left incomplete (only when the caller added a partial set of scores)
+        for seed, t in sorted(self.open):
+            self._close(seed, t, self.open[(seed, t)])
+        if not self.seeds:
+            self.seeds[0] = _SeedAcc()
+        seeds = sorted(self.seeds)
+        cis = self._bootstrap(self.pooled)
         metrics: dict[str, dict[str, Any]] = {}
         for k, name in enumerate(METRIC_NAMES):
             per_seed: dict[str, Any] = {}
             micros, macros = [], []
             n_total = 0
             for seed in seeds:
-                micro, macro, n = per_seed_values[seed][k]
+                sa = self.seeds[seed]
+                n = sa.micro.n[k]
+                micro = sa.micro.s[k] / n if n else None
+                macro = sa.macro_s[k] / sa.macro_n[k] if sa.macro_n[k] else None
                 n_total += n
                 per_seed[str(seed)] = {"micro": _r(micro), "macro": _r(macro), "n": n}
                 if micro is not None:
@@ -650,7 +650,7 @@ class Aggregator:
                 "micro": _r(math.fsum(micros) / len(micros)) if micros else None,
                 "macro": _r(math.fsum(macros) / len(macros)) if macros else None,
                 "n": n_total,
-                "n_tasks": sum(1 for p in pooled if p.n[k]),
+                "n_tasks": sum(1 for p in self.pooled if p.n[k]),
                 "std": _r(statistics.stdev(micros)) if len(micros) >= 2 else None,
                 "ci95": cis[k],
                 "per_seed": per_seed,
@@ -826,7 +826,7 @@ def score_predictions(
         i = seen.index.get(pred.step_id)
         if i is None:
             raise PredictionsError(f"prediction {n}: unknown step_id {pred.step_id[:200]!r}")
-        if seen.add(i, pred.seed, n):
+        if seen.add(i, pred.seed):
             raise PredictionsError(f"prediction {n}: duplicate step_id {pred.step_id[:200]!r} for seed {pred.seed}")
         agg.add(score_step(pred.output, by_id[pred.step_id], view, contract, verdicts, seed=pred.seed))
     for seed in seen.seeds:
