@@ -118,6 +118,8 @@ class MediatedReward:
 
     def decode(self, items: list[tuple[str, str, Any]]) -> list[common.Decoded]:
         """Greedy action decodes for ``(step_id, guide, image)`` with the trainer's current policy."""
+        import contextlib
+
         import torch
         from trl.models import unwrap_model_for_generation
 
@@ -127,10 +129,16 @@ class MediatedReward:
         prefixes = [common.guide_prefix(g) for _, g, _ in items]
         images = [im for _, _, im in items]
         out: list[common.Decoded] = []
+        # Every rank enters this context on every call (even with nothing to decode): under
+        # ZeRO-3 / FSDP it gathers the sharded weights collectively (keep
+        # ds3_gather_for_generation true, the default, so generate itself is rank-local).
+        dist = getattr(t, "_dist", None)
+        full_params = (dist.summon_full_params(t.model_wrapped, recurse=False) if dist is not None
+                       else contextlib.nullcontext())
         with unwrap_model_for_generation(
             t.model_wrapped, t.accelerator, gather_deepspeed3_params=t.args.ds3_gather_for_generation,
             gradient_checkpointing_kwargs=t.args.gradient_checkpointing_kwargs,
-        ) as model, torch.no_grad():
+        ) as model, torch.no_grad(), full_params:
             for i in range(0, len(items), self.batch_size):
                 sl = slice(i, i + self.batch_size)
                 out += common.greedy_generate(model, processor, prompts[sl], images[sl], prefixes[sl],
@@ -150,7 +158,7 @@ class MediatedReward:
             parsed = parse_output(_completion_text(c), self.view, "JG")
             guides.append(parsed.guide if parsed.ok and parsed.guide else None)
         todo = [(i, sid, g, image[i]) for i, (sid, g) in enumerate(zip(step_id, guides)) if g is not None]
-        decoded = self.decode([(sid, g, im) for _, sid, g, im in todo]) if todo else []
+        decoded = self.decode([(sid, g, im) for _, sid, g, im in todo])
         by_index = {i: d for (i, *_), d in zip(todo, decoded)}
         rewards, self.last = [], []
         for i, sid in enumerate(step_id):
