@@ -217,8 +217,12 @@ duplicate ids are rejected with the line named. Accepted: `.jsonl`, `.jsonl.gz`,
 `.parquet` (columns `step_id`, `output`, optional `seed`).
 
 ### Worked example
+{scoring_example}
+
+To produce and check a file for the whole split:
+
 ```bash
-pip install "mag_dataset[leaderboard]"
+pip install -e ".[leaderboard]"                 # from a clone of the repository
 python -m baselines.heuristic --dataset bundled --view som --contract J --output preds.jsonl  # no-model baseline
 mag score --predictions preds.jsonl --dataset bundled --view som --contract J  # the same scores, locally
 ```
@@ -242,6 +246,39 @@ The `submit` endpoint takes `model_name`, `view` (`som`/`coord`), `contract`
 optional. It returns a message and a JSON result with `ok` and, when accepted, the
 submission's id, rank and scores.
 """
+
+
+def scoring_example() -> str:
+    """One step scored by the library, shown in About (the figures are computed, not typed)."""
+    from mag_dataset.schema import Action, Candidate, Step
+    from mag_dataset.scoring import score_step
+
+    menu = (Candidate("3", "textbox", "Username", (10.0, 40.0, 150.0, 60.0)),
+            Candidate("7", "button", "Log in", (20.0, 130.0, 80.0, 150.0)))
+    step = Step(
+        step_id="login-user.seed-1:0", task_id="login-user.seed-1", site="login-user",
+        intent='Enter the username "Cheree" and log in.', intent_template_id="login-user", step_index=0,
+        num_steps=2, image_width=160, image_height=210, previous_guides=(),
+        guide="Type 'Cheree' into the Username field.", guide_source="template",
+        action=Action("type", element_id="3", coordinate=(80.0, 50.0), text="Cheree"),
+        target_bbox=menu[0].bbox, split="test", candidates=menu,
+    )
+    output = '{"action": {"type": "type", "element": 3, "text": "cheree"}, "guide": "Type Cheree in the username box."}'
+    sc = score_step(output, step, "som", "J")
+
+    def fmt(v: float | None) -> str:
+        return "n/a" if v is None else f"{v:.4f}".rstrip("0").rstrip(".") if v not in (0.0, 1.0) else str(int(v))
+
+    cells = " | ".join(fmt(getattr(sc, k)) for k in METRIC_COLUMNS)
+    return (
+        "One som step, contract J. Gold: type `Cheree` into element `3`, guide "
+        "*Type 'Cheree' into the Username field.* The model wrote:\n\n"
+        f"```json\n{output}\n```\n\n"
+        f"| {' | '.join(METRIC_COLUMNS.values())} |\n|{'---|' * len(METRIC_COLUMNS)}\n| {cells} |\n\n"
+        "The element `3` (an integer) is compared as the string `\"3\"`; the typed text matches after "
+        "normalisation (case, spacing), so SAA is 1; the guide shares some words with the gold guide, so "
+        "BLEU and ROUGE-L are partial; usefulness is n/a without judge verdicts."
+    )
 
 
 def _on_space() -> bool:
@@ -382,7 +419,7 @@ def build_app(board: Board) -> gr.Blocks:
                 )
                 report_file = gr.File(label="Full report (JSON)", interactive=False, elem_id="report-file")
             with gr.Tab("About", id="about"):
-                gr.Markdown(ABOUT)
+                gr.Markdown(ABOUT.replace("{scoring_example}", scoring_example()))
 
         tables = [som_table, coord_table, choice]
         gr.on(

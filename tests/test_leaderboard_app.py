@@ -120,3 +120,12 @@ def test_ABOUT_documents_every_metric_and_the_submit_parameters(app) -> None:
         assert f"| {c.value} |" in app.ABOUT
     assert json.loads(app.ABOUT.split("```json\n", 1)[1].split("\n```", 1)[0])["step_id"]
     assert View.SOM.value in app.ABOUT and View.COORD.value in app.ABOUT
+
+
+def test_about_worked_example_is_scored_by_the_library(app) -> None:
+    ex = app.scoring_example()
+    row = [line for line in ex.splitlines() if line.startswith("| ") and not line.startswith("| SAA")]
+    assert len(row) == 1
+    cells = [c.strip() for c in row[0].strip("|").split("|")]
+    assert len(cells) == 9 and cells[:5] == ["1", "1", "1", "1", "1"] and cells[-1] == "n/a"
+    assert all(0 < float(c) < 1 for c in cells[5:8])  # partial guide overlap
