@@ -24,8 +24,6 @@ Launch::
 
 from __future__ import annotations
 
-import json
-import os
 import sys
 import tempfile
 import time

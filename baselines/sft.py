@@ -25,7 +25,6 @@ initialisation of any new weights; TRL's ``seed`` field).
 
 from __future__ import annotations
 
-import json
 import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
