@@ -1,7 +1,9 @@
 """Gradio widget of the metric (the standard ``evaluate`` Space): one call, no logic here."""
 
+from pathlib import Path
+
 import evaluate
 from evaluate.utils import launch_gradio_widget
 
-module = evaluate.load("webmre_metric.py" if __name__ == "__main__" else "loaders/webmre_metric")
+module = evaluate.load(str(Path(__file__).resolve().parent))
 launch_gradio_widget(module)
