@@ -183,6 +183,15 @@ def free_port():
         return s.getsockname()[1]
 
 
+def in_thread(fn):
+    """Run ``fn`` in a fresh thread: Playwright's sync API refuses a thread where another
+    sync Playwright (e.g. BrowserGym's global one, left by an earlier test) is running."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(fn).result()
+
+
 BROWSER_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                 "--disable-component-update", "--disable-sync", "--no-first-run"]
 
@@ -200,7 +209,8 @@ def test_app_in_a_real_browser_accept_edit_restart(tmp_path, chromium):
     port = free_port()
     url = f"http://127.0.0.1:{port}/"
     app, session = launch(raw, annotator="ann", port=port, block=False)
-    try:
+
+    def first_visit():
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=chromium, args=BROWSER_ARGS, headless=True)
             page = browser.new_page()
@@ -222,6 +232,9 @@ def test_app_in_a_real_browser_accept_edit_restart(tmp_path, chromium):
             expect(status).to_contain_text("Step 3 / 4", timeout=15000)
             expect(status).to_contain_text("2 decided")
             browser.close()
+
+    try:
+        in_thread(first_visit)
     finally:
         app.close()
         session.close()
@@ -233,7 +246,8 @@ def test_app_in_a_real_browser_accept_edit_restart(tmp_path, chromium):
 
     # restart the app: it resumes on the first undecided step and shows the earlier decisions
     app, session = launch(raw, annotator="ann", port=port, block=False)
-    try:
+
+    def second_visit():
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=chromium, args=BROWSER_ARGS, headless=True)
             page = browser.new_page()
@@ -250,6 +264,9 @@ def test_app_in_a_real_browser_accept_edit_restart(tmp_path, chromium):
             expect(status).to_contain_text("Step 1 / 4 · login.seed-0:0 · 2 decided · accepted by ann", timeout=15000)
             expect(guide).to_have_value("LLM draft 0.")
             browser.close()
+
+    try:
+        in_thread(second_visit)
     finally:
         app.close()
         session.close()
@@ -301,7 +318,8 @@ def test_adjudication_in_a_real_browser(tmp_path, chromium):
     (raw / "audit_verdicts.jsonl").write_text("".join(json.dumps(v.to_json("login.seed-0:2")) + "\n" for v in log))
     port = free_port()
     app, session = launch(raw, annotator="ann", port=port, block=False)
-    try:
+
+    def adjudicate():
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=chromium, args=BROWSER_ARGS, headless=True)
             page = browser.new_page()
@@ -320,6 +338,9 @@ def test_adjudication_in_a_real_browser(tmp_path, chromium):
             page.locator("#mag-adj-resolve").click()
             expect(info).to_contain_text("Adjudicated: remapped → [3] by ann", timeout=15000)
             browser.close()
+
+    try:
+        in_thread(adjudicate)
     finally:
         app.close()
         session.close()

@@ -143,7 +143,7 @@ def responder(j, timeouts):
         a = SCRIPT[(task, k)][j]
         if a == "TIMEOUT":
             timeouts["n"] += 1
-            return Slow(1.5, CONF) if timeouts["n"] == 1 else CONF  # times out once, then answers
+            return Slow(5.0, CONF) if timeouts["n"] == 1 else CONF  # times out once, then answers
         return a
 
     return answer
@@ -161,7 +161,7 @@ def judges():
 def configs(stubs):
     return [
         JudgeConfig(name=f"judge{i + 1}", base_url=s.base_url, model=f"stub-{i + 1}", api_key_env=None,
-                    timeout=0.5, max_retries=0)
+                    timeout=2.0, max_retries=0)
         for i, s in enumerate(stubs)
     ]
 
@@ -262,7 +262,7 @@ def test_load_judges(tmp_path):
 def test_cli_audit_and_replay(tmp_path, judges, capsys, monkeypatch):
     raw = tmp_path / "raw"
     corpus(raw)
-    spec = {"judges": [dict(name=c.name, base_url=c.base_url, model=c.model, api_key_env=None, timeout=0.5, max_retries=0)
+    spec = {"judges": [dict(name=c.name, base_url=c.base_url, model=c.model, api_key_env=None, timeout=2.0, max_retries=0)
                        for c in configs(judges)]}
     (tmp_path / "judges.json").write_text(json.dumps(spec))
     args = ["audit", str(raw), "--judges", str(tmp_path / "judges.json"), "--cache", str(tmp_path / "cache")]

@@ -338,8 +338,11 @@ def test_import_a_real_browsergym_run(tmp_path, chromium):
     from mag_dataset.live.env import make_env, strict_success
     from mag_dataset.live.observe import observe
 
+    import browsergym.core as bg_core
+
     exp = tmp_path / "study" / "2026-11-29_12-00-00_Expert_on_miniwob.login-user_3"
     exp.mkdir(parents=True)
+    started_here = bg_core._PLAYWRIGHT is None
     with FakeBrowserGym() as fb:
         env = make_env("login-user")
         try:
@@ -359,6 +362,12 @@ def test_import_a_real_browsergym_run(tmp_path, chromium):
             assert strict_success(info)
         finally:
             env.close()
+            if started_here and bg_core._PLAYWRIGHT is not None:
+                # BrowserGym keeps a global sync Playwright running in this thread; stop the one
+                # this test started, so later sync_playwright() users in the process still work
+                pw = bg_core._PLAYWRIGHT
+                bg_core._set_global_playwright(None)
+                pw.stop()
         (exp / "exp_args.pkl").write_bytes(pickle.dumps(fb.loop.ExpArgs(
             agent_args=fb.agents.GenericAgentArgs(agent_name="Expert"),
             env_args=fb.loop.EnvArgs(task_name="miniwob.login-user", task_seed=3))))

@@ -106,12 +106,12 @@ def test_non_retryable_status_fails_at_once(stub):
 
 
 def test_timeout_is_retried_then_typed(stub):
-    stub.script += [Slow(1.0), Slow(1.0)]
-    c = client(stub, timeout=0.3, max_retries=1)
-    with pytest.raises(LLMTimeoutError, match="did not answer within 0.3s"):
+    stub.script += [Slow(4.0), Slow(4.0)]
+    c = client(stub, timeout=1.0, max_retries=1)
+    with pytest.raises(LLMTimeoutError, match="did not answer within 1s"):
         c.complete(MSG)
     assert stub.count == 2
-    stub.script += [Slow(1.0)]
+    stub.script += [Slow(4.0)]
     assert c.complete(MSG) == 'echo:"hello"'  # one timeout, then the answer
 
 
