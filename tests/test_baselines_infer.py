@@ -140,3 +140,36 @@ def test_examples_decode_images_lazily():
     e = common.Example(step, load)
     assert calls == [] and e.step.step_id == step.step_id
     assert e.image is image and calls == [1]
+
+
+def test_vllm_backend_builds_greedy_multimodal_requests(tiny_vlm, monkeypatch):
+    """vLLM is not installed here: a recording stand-in for its two classes checks the glue
+    (prompt + forced prefix, one image per request, greedy sampling, outputs in order)."""
+    import types
+
+    seen = {}
+
+    class SamplingParams:
+        def __init__(self, **kw):
+            seen["params"] = kw
+
+    class LLM:
+        def __init__(self, **kw):
+            seen["llm"] = kw
+
+        def generate(self, requests, params, use_tqdm=True):
+            seen["requests"] = requests
+            out = types.SimpleNamespace
+            return [out(outputs=[out(text=f"answer {i}", token_ids=[1, 2])]) for i in range(len(requests))]
+
+    monkeypatch.setitem(sys.modules, "vllm", types.SimpleNamespace(LLM=LLM, SamplingParams=SamplingParams))
+    backend = common.make_backend("vllm", str(tiny_vlm), max_new_tokens=7, seed=3, batch_size=4)
+    examples = _examples(2)
+    prompts = [backend.prompt(e.step, "som", "JG") for e in examples]
+    decoded = backend.generate(prompts, [e.image for e in examples], ["P0", "P1"])
+    assert seen["params"] == {"temperature": 0.0, "max_tokens": 7, "seed": 3, "ignore_eos": False}
+    assert seen["llm"]["model"] == str(tiny_vlm) and seen["llm"]["limit_mm_per_prompt"] == {"image": 1}
+    assert [r["prompt"] for r in seen["requests"]] == [prompts[0] + "P0", prompts[1] + "P1"]
+    assert [r["multi_modal_data"]["image"].size for r in seen["requests"]] == [e.image.size for e in examples]
+    assert [d.text for d in decoded] == ["P0answer 0", "P1answer 1"]
+    assert prompts[0].endswith("<think>\n\n</think>\n\n")
