@@ -13,7 +13,6 @@ from stub_openai import Slow, Status, StubOpenAI
 from mag_dataset.cli import main
 from mag_dataset.harness.audit import (
     JUDGE_SYSTEM_PROMPT,
-    AuditItem,
     JudgeConfig,
     Verdict,
     Vote,
@@ -26,7 +25,7 @@ from mag_dataset.harness.audit import (
     run_audit,
     select_steps,
 )
-from mag_dataset.llm_client import ChatClient, LLMConfigError
+from mag_dataset.llm_client import LLMConfigError
 from mag_dataset.raw import read_audit
 from mag_dataset.schema import AuditStatus
 

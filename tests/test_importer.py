@@ -311,6 +311,41 @@ def test_restricted_unpickler_never_calls_unknown_code():
     assert type(obj).__name__ == "system" and obj._args == ("echo pwned > /dev/null",)
 
 
+def test_action_mapping_table():
+    from mag_dataset.harness.importer import _View
+    from mag_dataset.schema import Candidate
+
+    def view():
+        return _View(b"", b"", 200, 100, [Candidate("5", "textbox", "Name", (10, 10, 110, 30))], (50, 20, 250, 120), 1.5,
+                     "", "5", {"5": (10, 10, 110, 30), "9": (0, 50, 20, 70)}, {"9": ("link", "Help")})
+
+    def m(text):
+        got = map_action(text, view())
+        return None if got is None else got[0].to_dict()
+
+    assert m("noop()") is None and m("scroll(0, 0)") is None
+    assert m("scroll(0, 200)")["direction"] == "down" and m("scroll(-300, 100)")["direction"] == "left"
+    assert m("keyboard_press('Enter')")["key"] == "Enter" and m("press('5', 'Control+a')")["key"] == "Control+a"
+    assert m("keyboard_type('hi')") == m("fill('5', 'hi')")  # typed into the focused element
+    assert m("clear('5')")["text"] == "" and m("select_option('5', ['b'])")["value"] == "b"
+    assert m("tab_focus(2)")["value"] == "2" and m("tab_close()")["type"] == "close_tab"
+    assert m("send_msg_to_user('42')")["answer"] == "42" and m("goto('http://x')")["url"] == "http://x"
+    # an element outside the marked menu but visible joins the menu with its AX name
+    v = view()
+    action, target, box = map_action("hover('9')", v)
+    assert (action.element_id, target.role, target.text, box) == ("9", "link", "Help", (0, 50, 20, 70)) and len(v.candidates) == 2
+    # mouse_click takes full-screenshot px; the screenshot was cropped at (50, 20)
+    assert m("mouse_click(100, 70)")["coordinate"] == [50.0, 50.0]
+    for bad in ("mouse_click(10, 10)", "select_option('5', ['a', 'b'])", "upload_file('5', 'f')"):
+        with pytest.raises(ValueError):
+            map_action(bad, view())
+
+
+def test_find_experiments_skips_superseded_runs(study):
+    found = find_experiments([study])
+    assert len(found) == 10 and not any(p.name.startswith("_") for p in found)
+
+
 def test_action_parsing():
     assert parse_action_calls("click('12', button='left')") == [("click", ["12"], {"button": "left"})]
     for bad in ("click(x)", "import os", "x = 1"):

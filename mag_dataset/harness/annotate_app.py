@@ -27,8 +27,6 @@ Adjudicate tab
 
 from __future__ import annotations
 
-import io
-import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
