@@ -21,10 +21,12 @@ metric                    applies to / definition
 ``text_f1``               contracts with an action, gold type ``type``: SQuAD-style token
                           F1 (lower-cased, punctuation split off as tokens, multiset
                           overlap) of predicted vs gold text; 0 if the type differs.
-``saa``                   contracts with an action, step not disputed/unmappable: type
-                          equal, target equal where the gold has one, and every scored
-                          argument equal after :func:`normalize_arg` (``finish`` answer
-                          ignored).
+``saa``                   contracts with an action, step not disputed/unmappable (and a
+                          targeted gold's target comparable in the view, as for
+                          ``target_acc``): type equal, target equal where the gold has
+                          one, and every scored argument equal after
+                          :func:`normalize_arg` (URLs also ignore a trailing ``/``;
+                          ``finish`` answer ignored).
 ``bleu1``, ``bleu4``      contracts with a guide: sacrebleu sentence BLEU (the
                           ``sentence_bleu`` defaults: exp smoothing, effective order) with
                           ``max_ngram_order`` 1 / 4, ``lowercase=True``, divided by 100
@@ -210,10 +212,13 @@ def _target_match(pred: Action, step: Step, view: View) -> bool:
     return pred.coordinate is not None and step.target_bbox is not None and point_in_box(pred.coordinate, step.target_bbox)
 
 
-def _target_applies(step: Step, view: View) -> bool:
-    if not step.has_target or not step.element_scored:
-        return False
+def _target_known(step: Step, view: View) -> bool:
+    """Whether the gold target can be compared in ``view`` (an id in som, a box in coord)."""
     return step.action.element_id is not None if view is View.SOM else step.target_bbox is not None
+
+
+def _target_applies(step: Step, view: View) -> bool:
+    return step.has_target and step.element_scored and _target_known(step, view)
 
 
 def _args_match(pred: Action, gold: Action) -> bool:
@@ -267,6 +272,8 @@ def _m_text_f1(p: Parsed, step: Step, view: View, contract: Contract, verdicts: 
 def _m_saa(p: Parsed, step: Step, view: View, contract: Contract, verdicts: Any) -> float | None:
     if not _has(contract, "action") or not step.element_scored:
         return None
+    if step.has_target and not _target_known(step, view):
+        return None  # a targeted gold without a comparable target cannot be matched
     if not p.ok or p.action is None or p.action.type is not step.action.type:
         return 0.0
     if step.has_target and not _target_match(p.action, step, view):

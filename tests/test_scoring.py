@@ -273,3 +273,12 @@ def test_per_step_scores_are_kept_sorted_and_serialisable():
     assert [s.step_id for s in r.steps] == sorted(BY_ID)
     d = json.loads(r.to_json(include_steps=True))
     assert len(d["steps"]) == 12 and "steps" not in json.loads(r.to_json())
+
+
+def test_targeted_gold_without_a_comparable_target_is_not_applicable():
+    # coord gold with no target box (som id only): neither target_acc nor saa can be judged
+    step = make_step("x/0", "x", Action("click", element_id="7"), guide="Click the 'Submit' button.")
+    sc = score_step('{"action": {"type": "click", "coordinate": [50, 140]}}', step, "coord", "A")
+    assert sc.target_acc is None and sc.saa is None and sc.action_type_acc == 1.0
+    sc = score_step('{"action": {"type": "click", "element": "7"}}', step, "som", "A")
+    assert sc.target_acc == 1.0 and sc.saa == 1.0
