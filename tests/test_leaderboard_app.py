@@ -129,3 +129,11 @@ def test_about_worked_example_is_scored_by_the_library(app) -> None:
     cells = [c.strip() for c in row[0].strip("|").split("|")]
     assert len(cells) == 9 and cells[:5] == ["1", "1", "1", "1", "1"] and cells[-1] == "n/a"
     assert all(0 < float(c) < 1 for c in cells[5:8])  # partial guide overlap
+
+
+def test_handler_checks_the_size_cap_before_reading(app, tmp_path: Path) -> None:
+    board = Board(BoardConfig(data_dir=tmp_path / "b", max_bytes=1000), gold=gold())
+    submit = endpoints(app.build_app(board))["submit"].fn
+    msg, result = submit("m", "som", "J", write(tmp_path, b"x" * 1001), "", "", "self-reported", "")
+    assert msg == "Rejected: the file is 1,001 bytes, over the upload cap of 1,000 bytes" and not result["ok"]
+    assert board.count() == 0

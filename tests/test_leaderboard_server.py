@@ -224,11 +224,12 @@ def test_each_bad_file_gets_its_message_and_no_row(server, client, gold, tmp_pat
         path.write_bytes(data)
         try:
             message, result = submit(client, path, model_name=f"bad {case}")
-        except Exception as e:  # the server's own max_file_size guard answers the over-cap upload
+        except Exception as e:  # the server's own max_file_size guard refuses the over-cap upload
             assert case == "over the cap", (case, e)
             assert re.search(r"too large|exceeds|maximum|413", str(e), re.I), str(e)
             seen += 1
             continue
+        assert case != "over the cap", "launch(max_file_size=...) did not refuse the upload"
         assert message.startswith("Rejected: ") and expected in message, (case, message)
         assert result == {"ok": False, "error": message[len("Rejected: "):]}
         seen += 1
