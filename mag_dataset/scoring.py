@@ -151,6 +151,31 @@ def bleu(pred: str, gold: str, order: int) -> float:
     return round(_bleu_metric(order).sentence_score(pred, [gold]).score / 100.0, STEP_DECIMALS)
 
 
+# one-entry memo holding ONE tuple (pred, gold, (bleu1, bleu4)): reading and replacing a
+# single reference is atomic, so threads scoring at once never mix pairs up
+_LAST_PAIR: list[Any] = [None]
+
+
+def bleu_1_4(pred: str, gold: str) -> tuple[float, float]:
+    """BLEU-1 and BLEU-4 of one pair from ONE pass of sacrebleu's n-gram statistics.
+
+    sacrebleu's segment statistics for order 4 are ``[hyp_len, ref_len, c1..c4, t1..t4]``;
+    the order-1 statistics are ``[hyp_len, ref_len, c1, t1]``, the same numbers. Both
+    scores are computed by sacrebleu's own ``BLEU`` objects from them, so the values equal
+    :func:`bleu` with order 1 and 4 (a test checks it) while tokenising the pair once.
+    """
+    last = _LAST_PAIR[0]
+    if last is not None and last[0] == pred and last[1] == gold:
+        return last[2]
+    m1, m4 = _bleu_metric(1), _bleu_metric(4)
+    stats = m4._extract_corpus_statistics([pred], [[gold]])[0]
+    b4 = m4._compute_score_from_stats(stats).score
+    b1 = m1._compute_score_from_stats([stats[0], stats[1], stats[2], stats[6]]).score
+    out = (round(b1 / 100.0, STEP_DECIMALS), round(b4 / 100.0, STEP_DECIMALS))
+    _LAST_PAIR[0] = (pred, gold, out)
+    return out
+
+
 def rouge_l(pred: str, gold: str) -> float:
     """rouge-score ``rougeL`` F-measure, no stemmer."""
     if not _ROUGE:
@@ -284,13 +309,13 @@ def _m_saa(p: Parsed, step: Step, view: View, contract: Contract, verdicts: Any)
 def _m_bleu1(p: Parsed, step: Step, view: View, contract: Contract, verdicts: Any) -> float | None:
     if not _has(contract, "guide"):
         return None
-    return bleu(p.guide, step.guide, 1) if p.ok and p.guide is not None else 0.0
+    return bleu_1_4(p.guide, step.guide)[0] if p.ok and p.guide is not None else 0.0
 
 
 def _m_bleu4(p: Parsed, step: Step, view: View, contract: Contract, verdicts: Any) -> float | None:
     if not _has(contract, "guide"):
         return None
-    return bleu(p.guide, step.guide, 4) if p.ok and p.guide is not None else 0.0
+    return bleu_1_4(p.guide, step.guide)[1] if p.ok and p.guide is not None else 0.0
 
 
 def _m_rouge_l(p: Parsed, step: Step, view: View, contract: Contract, verdicts: Any) -> float | None:
@@ -857,6 +882,7 @@ __all__ = [
     "StepScore",
     "aggregate",
     "bleu",
+    "bleu_1_4",
     "dataset_fingerprint",
     "format_report",
     "normalize_arg",

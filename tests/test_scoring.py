@@ -8,6 +8,8 @@ import statistics
 
 import pytest
 import sacrebleu
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from rouge_score import rouge_scorer
 
 from _c_steps import gold_steps, make_step
@@ -282,3 +284,17 @@ def test_targeted_gold_without_a_comparable_target_is_not_applicable():
     assert sc.target_acc is None and sc.saa is None and sc.action_type_acc == 1.0
     sc = score_step('{"action": {"type": "click", "element": "7"}}', step, "som", "A")
     assert sc.target_acc == 1.0 and sc.saa == 1.0
+
+
+_WORDS = st.sampled_from("the a Click Submit button 'Submit' field , . ! type into 12 Ünïcode émoji 😀 -- x y z".split())
+
+
+@settings(max_examples=400, deadline=None, database=None, derandomize=True)
+@given(st.lists(_WORDS, max_size=14).map(" ".join), st.lists(_WORDS, max_size=14).map(" ".join))
+def test_shared_statistics_bleu_equals_two_sentence_bleu_calls(hyp, ref):
+    from mag_dataset.scoring import bleu_1_4
+
+    b1 = sacrebleu.metrics.BLEU(lowercase=True, max_ngram_order=1, effective_order=True).sentence_score(hyp, [ref])
+    b4 = sacrebleu.sentence_bleu(hyp, [ref], lowercase=True)
+    assert bleu_1_4(hyp, ref) == (round(b1.score / 100, 10), round(b4.score / 100, 10))
+    assert bleu_1_4(hyp, ref) == (bleu(hyp, ref, 1), bleu(hyp, ref, 4))
