@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.train
+pytestmark = [pytest.mark.train, pytest.mark.slow]
 pytest.importorskip("transformers")
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repo root, for `baselines`

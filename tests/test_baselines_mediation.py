@@ -109,6 +109,7 @@ def test_paraphrase_file_errors_name_the_problem(tmp_path):
 
 
 @pytest.mark.train
+@pytest.mark.slow
 def test_mediation_on_tiny_real_model_prints_four_rows(tmp_path, tiny_vlm, capsys):
     examples = _examples(4)
     backend = common.TransformersBackend(str(tiny_vlm), batch_size=4, max_new_tokens=10, device="cpu")
