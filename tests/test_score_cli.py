@@ -147,3 +147,19 @@ def test_entry_point_and_baseline_script_in_a_subprocess(built, tmp_path):
                         str(built), "--view", "coord", "--contract", "JG"], cwd=REPO, capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     assert "rouge_l" in r.stdout and "Traceback" not in r.stderr
+
+
+def test_report_bytes_do_not_depend_on_the_process(built, test_steps, tmp_path):
+    import os
+
+    preds = _heuristic_file(tmp_path / "p.jsonl", test_steps, "som", "JG")
+    outs = []
+    for hash_seed in ("1", "2"):
+        out = tmp_path / f"r{hash_seed}.json"
+        env = dict(os.environ, PYTHONHASHSEED=hash_seed)
+        r = subprocess.run([sys.executable, "-m", "mag_dataset.cli", "score", "--predictions", str(preds), "--dataset",
+                            str(built), "--view", "som", "--contract", "JG", "--output", str(out)],
+                           cwd=REPO, capture_output=True, text=True, env=env)
+        assert r.returncode == 0, r.stderr
+        outs.append(out.read_bytes())
+    assert outs[0] == outs[1] and len(outs[0]) > 1000
