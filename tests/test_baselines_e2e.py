@@ -62,6 +62,14 @@ def test_sft_infer_score_through_the_command_lines(built, tiny_vlm, tmp_path, ca
     assert data["counts"]["steps"] == len(test_steps)
     assert data["provenance"]["contract"] == "JG" and data["provenance"]["view"] == "som"
 
+    # and the leaderboard store accepts the same file against the same gold
+    from mag_dataset.board import Board, BoardConfig
+
+    board = Board(BoardConfig(data_dir=tmp_path / "board", gold=str(built)))
+    sub = board.submit(data=preds.read_bytes(), filename="preds.jsonl", model_name="tiny-sft",
+                       view="som", contract="JG")
+    assert sub.file_sha256 == common.sha256_file(preds) and sub.contract == "JG"
+
 
 def test_load_examples_reads_the_view_images(built):
     som = common.load_examples(str(built), "som", "test", limit=3)
