@@ -268,6 +268,7 @@ def train(
         common.write_json_atomic(Path(training_args.output_dir) / "mag_grpo_run.json", {
             "kind": "mag-grpo-run",
             "script": asdict(script_args),
+            "dataset_revision": common.dataset_revision(script_args.dataset) if examples is None else None,
             "contract": contract.value,
             "model": model_args.model_name_or_path,
             "prompts": len(chosen),

@@ -138,6 +138,7 @@ def train(
         meta = {
             "kind": "mag-sft-run",
             "script": asdict(script_args),
+            "dataset_revision": common.dataset_revision(script_args.dataset) if examples is None else None,
             "model": model_args.model_name_or_path,
             "model_revision": model_args.model_revision,
             "use_peft": model_args.use_peft,
