@@ -5,7 +5,7 @@ and driven with ``gradio_client``, exactly as a script user would. The gold is s
 but full-size: 1,220 som test steps (WebMRE's SoM test split size, arXiv 2609.27353) over
 six sites, a 55-entry candidate menu and 13-word guides (the paper's medians). Each
 submission is a contract-J file (the heaviest: action metrics plus BLEU-1/4 and ROUGE-L
-per step) with two steps in three answered correctly.
+per step) with the gold action on two steps in three and a paraphrased guide on every step.
 
 Run::
 
@@ -75,14 +75,17 @@ def synthetic_gold(n_steps: int = 1220, seed: int = 0) -> Gold:
 
 
 def predictions(gold: Gold, path: Path, tag: int) -> Path:
+    """Gold actions on two steps in three (a wrong click elsewhere); every guide is a
+    paraphrase (three of its words replaced), so BLEU and ROUGE do real work on every step."""
     rng = random.Random(tag)
     lines = []
     for i, s in enumerate(gold.steps[View.SOM]):
-        if i % 3:
-            out = render_target(s, View.SOM, Contract.J)
-        else:
-            out = json.dumps({"action": {"type": "click", "element": str(rng.randrange(55))},
-                              "guide": " ".join(rng.choice(WORDS) for _ in range(12))})
+        words = s.guide.split()
+        for j in rng.sample(range(len(words)), 3):
+            words[j] = rng.choice(WORDS)
+        target = json.loads(render_target(s, View.SOM, Contract.J))
+        action = target["action"] if i % 3 else {"type": "click", "element": str(rng.randrange(55))}
+        out = json.dumps({"action": action, "guide": " ".join(words)})
         lines.append(json.dumps({"step_id": s.step_id, "output": out}))
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
@@ -134,9 +137,10 @@ def main(argv: list[str] | None = None) -> int:
                 times.append(time.perf_counter() - t0)
                 assert result["ok"], msg
             # the library part alone, for comparison: validate + score + store
+            direct_file = predictions(gold, tmp / "direct.jsonl", 10**6)
             t0 = time.perf_counter()
-            board.submit(data=files[0].read_bytes(), filename="p.jsonl", model_name="direct", view="som",
-                         contract="JG")
+            board.submit(data=direct_file.read_bytes(), filename="p.jsonl", model_name="direct", view="som",
+                         contract="J")
             direct = time.perf_counter() - t0
 
             before = board.count()
