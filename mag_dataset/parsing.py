@@ -7,7 +7,7 @@ A model output passes the gate when it is exactly one JSON object in the contrac
   or ```` ```json ````) around the object. Any other text before or after it fails.
 - Contract A has exactly the key ``action``; G exactly ``guide``; J exactly ``action`` then
   ``guide``; JG exactly ``guide`` then ``action``. Order matters; a repeated key fails.
-- ``guide`` is a non-empty string.
+- ``guide`` is a non-empty string; no string may hold a lone surrogate (``"\ud800"``).
 - ``action`` is an object with ``type`` (one of :data:`~mag_dataset.actions.ACTION_SPACE`)
   and exactly the arguments of that type: required ones must be present, optional ones may
   be, nothing else. Arguments are strings; ``scroll.direction`` is one of its choices.
@@ -106,10 +106,20 @@ def _unfence(text: str) -> str:
     return text
 
 
+def _valid_unicode(s: str, name: str) -> str:
+    # JSON escapes can encode lone surrogates ("\ud800"), which are not text: reject them
+    # here so nothing downstream (hashing, writing reports) ever meets one
+    try:
+        s.encode("utf-8")
+    except UnicodeEncodeError:
+        raise _GateError(f"{name} is not valid Unicode (lone surrogate)") from None
+    return s
+
+
 def _element(value: Any) -> str:
     if isinstance(value, bool) or not isinstance(value, (str, int)):
         raise _GateError(f"element must be a string or an integer, got {type(value).__name__}")
-    s = str(value)
+    s = _valid_unicode(str(value), "element")
     if not s.strip():
         raise _GateError("element is empty")
     return s
@@ -168,7 +178,7 @@ def _action(obj: Any, view: View) -> Action:
             raise _GateError(f"action.{arg.name} must be a string, got {_json_type(v)}")
         if arg.choices is not None and v not in arg.choices:
             raise _GateError(f"action.{arg.name} must be one of {', '.join(arg.choices)}")
-        kwargs[arg.name] = v
+        kwargs[arg.name] = _valid_unicode(v, f"action.{arg.name}")
     try:
         return Action(**kwargs)
     except SchemaError as e:  # defensive: the checks above mirror the schema
@@ -240,7 +250,7 @@ def _parse(text: Any, view: View, contract: Contract) -> Parsed:
         g = obj["guide"]
         if not isinstance(g, str):
             return _fail(f"guide must be a string, got {_json_type(g)}")
-        guide = g.strip()
+        guide = _valid_unicode(g, "guide").strip()
         if not guide:
             return _fail("guide is empty")
     action = _action(obj["action"], view) if "action" in obj else None

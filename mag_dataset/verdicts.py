@@ -35,7 +35,7 @@ class VerdictsError(ValueError):
 
 def verdict_key(step_id: str, guide: str, judge: str) -> str:
     """sha256 hex of step id, guide text (stripped) and judge id, NUL-separated."""
-    payload = "\x00".join((step_id, guide.strip(), judge)).encode("utf-8")
+    payload = "\x00".join((step_id, guide.strip(), judge)).encode("utf-8", "surrogatepass")
     return hashlib.sha256(payload).hexdigest()
 
 
