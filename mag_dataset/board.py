@@ -803,6 +803,8 @@ class Board:
                 old = sub.report
                 changed = [k for k in sorted(set(old) | set(new_dict)) if old.get(k) != new_dict.get(k)]
                 detail = f"changed keys: {', '.join(changed) or '(formatting only)'}"
+                if report_fingerprint(new_dict) != sub.gold_fingerprint:
+                    detail += "; the gold changed since it was scored"
                 if update:
                     with self._write_lock, self._connect() as con:
                         con.execute("BEGIN IMMEDIATE")

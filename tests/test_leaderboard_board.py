@@ -6,6 +6,7 @@ asserts the stored report is byte for byte what the library scorer writes.
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import hashlib
 import io
@@ -367,3 +368,12 @@ def test_cli_rescore_without_a_database_is_a_user_error(tmp_path: Path, capsys) 
 
     assert main(["leaderboard", "rescore", "--dir", str(tmp_path / "none")]) == 2
     assert "no leaderboard database at" in capsys.readouterr().err
+
+
+def test_rescore_against_changed_gold_says_so(tmp_path: Path) -> None:
+    cfg = BoardConfig(data_dir=tmp_path / "b")
+    sub = submit(Board(cfg, gold=gold()), jsonl())
+    g = gold()
+    g.steps[View.SOM][0] = dataclasses.replace(g.steps[View.SOM][0], guide="Another guide.")
+    (r,) = Board(cfg, gold=g).rescore_all()
+    assert r.id == sub.id and not r.identical and "the gold changed since it was scored" in r.detail
