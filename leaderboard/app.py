@@ -21,7 +21,6 @@ and ``leaderboard/README.md``). Submitting from a script::
 """
 
 import argparse
-import json
 import os
 import sys
 import tempfile
@@ -45,6 +44,7 @@ from mag_dataset.board import (
     BoardConfig,
     Submission,
     SubmissionRejected,
+    metric_value,
 )
 
 #: Leaderboard table columns, in order.
@@ -94,9 +94,7 @@ def _breakdown(report: dict[str, Any], key: str) -> dict[str, dict[str, Any]]:
 
 
 def _value(v: Any) -> float | None:
-    from mag_dataset.board import _metric_value
-
-    return _metric_value(v)
+    return metric_value(v)
 
 
 def breakdown_figure(sub: Submission, key: str, title: str) -> Any:

@@ -412,11 +412,12 @@ def clean_link(value: str | None) -> str:
 
 def summary_from_report(report: dict[str, Any]) -> dict[str, float | None]:
     """The board's metric columns from a report dict (``None`` where not applicable)."""
-    return {key: _metric_value(report.get(key)) for key in METRIC_COLUMNS}
+    return {key: metric_value(report.get(key)) for key in METRIC_COLUMNS}
 
 
-def _metric_value(v: Any) -> float | None:
-    # Accept a bare number or an aggregate object carrying its mean and denominator.
+def metric_value(v: Any) -> float | None:
+    """A report entry's headline number: a bare number, or an aggregate's ``micro`` mean
+    (breakdown entries carry ``value``); ``None`` when not applicable."""
     if v is None or isinstance(v, bool):
         return None
     if isinstance(v, (int, float)):
@@ -424,7 +425,7 @@ def _metric_value(v: Any) -> float | None:
     if isinstance(v, dict):
         for key in ("mean", "value", "micro", "score"):
             if key in v:
-                return _metric_value(v[key])
+                return metric_value(v[key])
     return None
 
 
@@ -927,6 +928,7 @@ __all__ = [
     "clean_link",
     "clean_text",
     "decode_upload",
+    "metric_value",
     "rank_key",
     "restore_from_hub",
     "summary_from_report",
