@@ -833,46 +833,87 @@ class Board:
         os.replace(tmp, dest)
         return dest
 
-    def sync_to_hub(self, subs: Sequence[Submission] = ()) -> None:
-        """Upload a database snapshot and the given submissions' files to ``sync_repo``."""
+    def sync_payload(self, dest: Path) -> list[tuple[str, Path]]:
+        """What a sync uploads: a database snapshot and the files not yet synced.
+
+        Args:
+            dest: folder for the snapshot.
+
+        Returns:
+            ``(path in the repo, local file)`` pairs: ``board.sqlite`` and
+            ``files/<sha[:2]>/<sha><ext>`` for every submission newer than the last
+            successful sync (so a failed sync is caught up by the next one).
+        """
+        with self._connect() as con:
+            row = con.execute("SELECT value FROM meta WHERE key='last_synced_id'").fetchone()
+        last = int(row[0]) if row else 0
+        snap = self.snapshot(Path(dest) / "board.sqlite")
+        payload = [("board.sqlite", snap)]
+        seen = set()
+        for s in self.submissions():
+            p = self.file_path(s.file_sha256, s.file_ext)
+            if s.id > last and p not in seen:
+                seen.add(p)
+                payload.append((p.relative_to(self.config.data_dir).as_posix(), p))
+        return payload
+
+    def mark_synced(self, up_to_id: int) -> None:
+        """Record that every submission up to ``up_to_id`` has its file in the mirror."""
+        with self._write_lock, self._connect() as con:
+            con.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('last_synced_id', ?)", (str(int(up_to_id)),))
+
+    def sync_to_hub(self) -> None:
+        """Upload a database snapshot and the not-yet-synced files to ``sync_repo`` (one commit)."""
         from huggingface_hub import CommitOperationAdd, HfApi
 
         if not self.config.sync_repo:
             raise ValueError("MAG_BOARD_SYNC_REPO is not set")
         with self._sync_lock, tempfile.TemporaryDirectory() as tmp:
-            snap = self.snapshot(Path(tmp) / "board.sqlite")
-            ops = [CommitOperationAdd("board.sqlite", str(snap))]
-            for s in subs:
-                p = self.file_path(s.file_sha256, s.file_ext)
-                ops.append(CommitOperationAdd(p.relative_to(self.config.data_dir).as_posix(), str(p)))
+            top = max((s.id for s in self.submissions()), default=0)
+            payload = self.sync_payload(Path(tmp))
+            ops = [CommitOperationAdd(path_in_repo, str(local)) for path_in_repo, local in payload]
             api = HfApi(token=self.config.sync_token)
             api.create_repo(self.config.sync_repo, repo_type="dataset", private=True, exist_ok=True)
             api.create_commit(
-                self.config.sync_repo, ops, commit_message=f"board: {self.count()} submissions", repo_type="dataset"
+                self.config.sync_repo, ops, commit_message=f"board: {top} submissions", repo_type="dataset"
             )
+            self.mark_synced(top)
 
     def _sync_quietly(self, sub: Submission) -> None:
         try:
-            self.sync_to_hub([sub])
-        except Exception as e:  # the submission is stored locally either way
-            log.warning("Hub sync to %s failed: %s", self.config.sync_repo, e)
+            self.sync_to_hub()
+        except Exception as e:  # the submission is stored locally either way; the next sync catches up
+            log.warning("Hub sync of submission #%s to %s failed: %s", sub.id, self.config.sync_repo, e)
 
 
-def restore_from_hub(config: BoardConfig) -> None:
-    """Download the mirrored database and files from ``config.sync_repo`` into place."""
+def restore_from_folder(config: BoardConfig, folder: Path) -> bool:
+    """Put a mirrored ``board.sqlite`` and ``files/`` from ``folder`` into ``config``'s place.
+
+    Returns:
+        Whether a database was found and restored. Files are written before the database,
+        each atomically, so a row never points at a missing file.
+    """
+    folder = Path(folder)
+    src_db = folder / "board.sqlite"
+    if not src_db.is_file():
+        return False
+    files = folder / "files"
+    for f in sorted(files.rglob("*")) if files.is_dir() else []:
+        if f.is_file():
+            dest = config.data_dir / f.relative_to(folder)
+            if not dest.exists():
+                _atomic_write(dest, f.read_bytes())
+    _atomic_write(Path(config.db_path), src_db.read_bytes())
+    return True
+
+
+def restore_from_hub(config: BoardConfig) -> bool:
+    """Download the mirror in ``config.sync_repo`` and restore it (see :func:`restore_from_folder`)."""
     from huggingface_hub import snapshot_download
 
     with tempfile.TemporaryDirectory() as tmp:
-        folder = Path(snapshot_download(config.sync_repo, repo_type="dataset", token=config.sync_token, local_dir=tmp))
-        src_db = folder / "board.sqlite"
-        if not src_db.exists():
-            return
-        for f in (folder / "files").rglob("*"):
-            if f.is_file():
-                dest = config.data_dir / f.relative_to(folder)
-                if not dest.exists():
-                    _atomic_write(dest, f.read_bytes())
-        _atomic_write(Path(config.db_path), src_db.read_bytes())
+        folder = snapshot_download(config.sync_repo, repo_type="dataset", token=config.sync_token, local_dir=tmp)
+        return restore_from_folder(config, Path(folder))
 
 
 def rank_key(sub: Submission) -> tuple:
@@ -930,6 +971,7 @@ __all__ = [
     "decode_upload",
     "metric_value",
     "rank_key",
+    "restore_from_folder",
     "restore_from_hub",
     "summary_from_report",
 ]

@@ -22,6 +22,7 @@ from mag_dataset.actions import Contract, View
 from mag_dataset.board import (
     Board,
     BoardConfig,
+    restore_from_folder,
     Gold,
     SubmissionRejected,
     clean_link,
@@ -358,7 +359,7 @@ def test_hub_sync_failure_offline_keeps_the_submission(tmp_path: Path, caplog) -
         b = Board(cfg, gold=gold())  # no local database: tries to restore, fails offline, starts empty
         sub = b.submit(data=jsonl(), filename="p.jsonl", model_name="m", view="som", contract="J")
         with pytest.raises(Exception):
-            b.sync_to_hub([sub])  # offline: a clear exception, never a half-written database
+            b.sync_to_hub()  # offline: a clear exception, never a half-written database
     assert b.count() == 1 and b.get(sub.id) is not None
     assert any("could not restore the board from someone/board-mirror" in r.message for r in caplog.records)
 
@@ -377,3 +378,32 @@ def test_rescore_against_changed_gold_says_so(tmp_path: Path) -> None:
     g.steps[View.SOM][0] = dataclasses.replace(g.steps[View.SOM][0], guide="Another guide.")
     (r,) = Board(cfg, gold=g).rescore_all()
     assert r.id == sub.id and not r.identical and "the gold changed since it was scored" in r.detail
+
+
+def test_sync_payload_restores_a_board_that_rescores_identically(tmp_path: Path) -> None:
+    import shutil
+
+    a = Board(BoardConfig(data_dir=tmp_path / "a"), gold=gold())
+    subs = [submit(a, jsonl(tag=str(i)), model_name=f"m{i}") for i in range(3)]
+    submit(a, jsonl(tag="0"), contract="JG")  # same bytes as subs[0]: one file for two rows
+    mirror = tmp_path / "mirror"  # what the Hub repo holds after the sync commit
+
+    def push() -> list[str]:
+        payload = a.sync_payload(tmp_path / "snap")
+        for path_in_repo, local in payload:
+            (mirror / path_in_repo).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(local, mirror / path_in_repo)
+        a.mark_synced(max(s.id for s in a.submissions()))
+        return [p for p, _ in payload]
+
+    pushed = push()
+    assert pushed[0] == "board.sqlite" and len(pushed) == 1 + 3
+    later = submit(a, jsonl(tag="later"), model_name="later")
+    assert push() == ["board.sqlite", a.file_path(later.file_sha256, ".jsonl").relative_to(a.config.data_dir).as_posix()]
+
+    b_cfg = BoardConfig(data_dir=tmp_path / "b")  # a fresh Space: empty disk
+    assert restore_from_folder(b_cfg, mirror)
+    b = Board(b_cfg, gold=gold())
+    assert [s.report_json for s in b.submissions()] == [s.report_json for s in a.submissions()]
+    assert b.count() == 5 and all(r.identical for r in b.rescore_all())
+    assert not restore_from_folder(BoardConfig(data_dir=tmp_path / "c"), tmp_path / "nothing")
