@@ -543,11 +543,15 @@ class Board:
         self._sync_lock = threading.Lock()
         config.data_dir.mkdir(parents=True, exist_ok=True)
         config.db_path.parent.mkdir(parents=True, exist_ok=True)
+        self._sync_blocked: str | None = None
         if config.sync_repo and not config.db_path.exists():
             try:
                 restore_from_hub(config)
-            except Exception as e:  # a Space must still start when the Hub is down
-                log.warning("could not restore the board from %s: %s", config.sync_repo, e)
+            except Exception as e:  # a Space must still start when the Hub is down ...
+                # ... but must not then overwrite the mirror with a database that lacks its rows
+                self._sync_blocked = f"the start-up restore from {config.sync_repo} failed ({e})"
+                log.warning("could not restore the board from %s: %s; Hub sync is off for this run",
+                            config.sync_repo, e)
         with self._connect() as con:
             con.execute("PRAGMA journal_mode=WAL")
             con.executescript(_SCHEMA)
@@ -868,6 +872,8 @@ class Board:
 
         if not self.config.sync_repo:
             raise ValueError("MAG_BOARD_SYNC_REPO is not set")
+        if self._sync_blocked:
+            raise RuntimeError(f"Hub sync is off for this run: {self._sync_blocked}")
         with self._sync_lock, tempfile.TemporaryDirectory() as tmp:
             top = max((s.id for s in self.submissions()), default=0)
             payload = self.sync_payload(Path(tmp))
