@@ -916,9 +916,13 @@ def restore_from_folder(config: BoardConfig, folder: Path) -> bool:
 def restore_from_hub(config: BoardConfig) -> bool:
     """Download the mirror in ``config.sync_repo`` and restore it (see :func:`restore_from_folder`)."""
     from huggingface_hub import snapshot_download
+    from huggingface_hub.errors import RepositoryNotFoundError
 
     with tempfile.TemporaryDirectory() as tmp:
-        folder = snapshot_download(config.sync_repo, repo_type="dataset", token=config.sync_token, local_dir=tmp)
+        try:
+            folder = snapshot_download(config.sync_repo, repo_type="dataset", token=config.sync_token, local_dir=tmp)
+        except RepositoryNotFoundError:
+            return False  # no mirror yet: the first sync creates it (with the same token)
         return restore_from_folder(config, Path(folder))
 
 
