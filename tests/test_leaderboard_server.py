@@ -196,6 +196,26 @@ def test_good_file_gives_a_ranked_row_with_the_scores_mag_score_gives(server, cl
     assert any(lbl.startswith("stale = ") for lbl in labels) and any(lbl.startswith("unseen template = ") for lbl in labels)
 
 
+def test_gzip_and_parquet_uploads_through_the_server(server, client, gold, tmp_path):
+    import gzip
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    plain = predictions_file(tmp_path / "fmt.jsonl", gold[View.SOM], View.SOM, Contract.G, tag="fmt")
+    gz = tmp_path / "fmt.jsonl.gz"
+    gz.write_bytes(gzip.compress(plain.read_bytes()))
+    pqt = tmp_path / "fmt.parquet"
+    pq.write_table(pa.Table.from_pylist([json.loads(line) for line in plain.read_text().splitlines()]), pqt)
+    results = []
+    for path in (plain, gz, pqt):
+        msg, res = submit(client, path, contract="G", model_name=f"format {path.name}")
+        assert msg.startswith("Accepted"), (path.name, msg)
+        results.append(res)
+    assert len({(r["bleu1"], r["bleu4"], r["rouge_l"], r["ofcr"]) for r in results}) == 1
+    assert len({r["file_sha256"] for r in results}) == 3
+
+
 BAD = {
     "empty": (b"", "p.jsonl", "the file is empty"),
     "binary": (b"\x00\x01\x02\x03binary\x00", "p.jsonl", "looks binary"),
