@@ -143,3 +143,25 @@ def test_candidate_menu_keeps_click_handler_spans_and_maps_to_the_page(chromium)
         assert hits == len(ob.candidates) >= 20
     finally:
         env.close()
+
+
+def test_mag_record_rerecords_bundled_episodes(tmp_path, chromium, capsys):
+    """``mag record`` with the bundled seed re-creates the bundled task instances exactly."""
+    import json
+
+    from mag_dataset.cli import main
+    from mag_dataset.raw import read_corpus
+
+    out = tmp_path / "raw"
+    assert main(["record", "--out", str(out), "--tasks", "click-button", "enter-text", "--episodes", "2"]) == 0
+    assert "recorded 4 episodes" in capsys.readouterr().out
+    new = {ep.episode_id: ep for ep in read_corpus(out)}
+    assert len(new) == 4
+    old = {p.name: read_episode(p) for p in RAW.iterdir() if p.name in new}
+    assert set(old) == set(new)  # same seeds -> same episode ids as the bundled corpus
+    for eid, ep in new.items():
+        assert ep.intent == old[eid].intent
+        assert [(s.action, s.candidates, s.guide) for s in ep.steps] == \
+               [(s.action, s.candidates, s.guide) for s in old[eid].steps]
+    manifest = json.loads((out / "corpus.json").read_text())
+    assert set(manifest["splits"]) == set(new) and manifest["split_seed"] == 0
