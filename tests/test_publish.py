@@ -132,3 +132,24 @@ def test_dry_run_into_a_new_folder_writes_the_bundled_build(tmp_path, capsys):
     listed = [line.split()[0] for line in out.splitlines() if line.startswith("  ")]
     assert listed == _files(target) and len(listed) == 7
     assert f"building the bundled sample corpus into {target}" in out
+
+
+def test_upload_sends_exactly_the_plan_to_a_dataset_repo(built, monkeypatch):
+    # Wiring only (no Hub here): the real HfApi methods are replaced by recorders.
+    import huggingface_hub
+
+    calls = []
+
+    class Commit:
+        commit_url = "https://huggingface.co/datasets/mag/webmre/commit/abc"
+
+    monkeypatch.setattr(huggingface_hub.HfApi, "create_repo", lambda self, repo_id, **kw: calls.append(("create", repo_id, kw)))
+    monkeypatch.setattr(huggingface_hub.HfApi, "upload_folder", lambda self, **kw: calls.append(("upload", kw)) or Commit())
+    url = publish_folder(built, "mag/webmre", token="hf_notarealtoken")
+    assert url == Commit.commit_url
+    assert calls[0] == ("create", "mag/webmre", {"repo_type": "dataset", "exist_ok": True, "private": False})
+    kind, kw = calls[1]
+    assert kind == "upload" and kw["repo_type"] == "dataset" and kw["folder_path"] == str(built)
+    assert kw["allow_patterns"] == [f.path for f in upload_plan(built)] == _files(built)
+    assert kw["delete_patterns"] == ["som/*", "coord/*"]  # shards of an older build are removed
+    assert "raw fingerprint" in kw["commit_message"]
