@@ -569,6 +569,9 @@ def build_dataset(
     corpus = prepare_corpus(raw_dir, audit_path, progress=progress)
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.tmp-", dir=out_dir.parent))
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, 0o777 & ~umask)  # mkdtemp makes it private; the final folder gets normal permissions
     was_enabled = datasets.utils.logging.is_progress_bar_enabled()
     if not progress:
         datasets.utils.logging.disable_progress_bar()
