@@ -419,3 +419,9 @@ def test_build_in_another_process_is_byte_identical(built, corpus, tmp_path):
     files = sorted(p.relative_to(built) for p in built.rglob("*") if p.is_file())
     assert len(files) == 7
     assert all((out / f).read_bytes() == (built / f).read_bytes() for f in files)
+
+
+def test_built_folder_has_normal_permissions(built, tmp_path):
+    probe = tmp_path / "probe"
+    probe.mkdir()
+    assert built.stat().st_mode & 0o777 == probe.stat().st_mode & 0o777
