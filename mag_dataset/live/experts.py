@@ -44,10 +44,6 @@ def _quoted(goal: str) -> list[str]:
     return re.findall(r'"([^"]*)"', goal)
 
 
-def _bold(ob: Observation) -> list[str]:
-    return _quoted(ob.goal)
-
-
 def _visible(ob: Observation, el: Element) -> bool:
     return ob.candidate(el.bid) is not None
 

@@ -75,10 +75,10 @@ def record_episode(task: str, seed: int, *, env: Any = None, expert: Callable | 
     Returns:
         A :class:`RecordResult`; ``ok`` only for strictly successful episodes.
     """
-    from mag_dataset.live.env import make_env, page_task_info, raw_reward, strict_success
-    from mag_dataset.live.execute import to_browsergym_action
-    from mag_dataset.live.experts import EXPERTS, ExpertError
-    from mag_dataset.live.observe import observe
+    from playwright.sync_api import Error as PlaywrightError
+
+    from mag_dataset.live.env import make_env
+    from mag_dataset.live.experts import EXPERTS
 
     start = time.monotonic()
     expert = expert or EXPERTS[task]
@@ -86,93 +86,106 @@ def record_episode(task: str, seed: int, *, env: Any = None, expert: Callable | 
     env = env or make_env(task)
     result = RecordResult(task=task, seed=seed, ok=False)
     try:
-        obs, info = env.reset(seed=seed)
-        memory: dict[str, Any] = {}
-        steps: list[RawStep] = []
-        images: dict[str, bytes] = {}
-        goal = str(obs.get("goal") or "")
-        done = False
-        for index in range(max_steps):
-            ob = observe(obs)
-            try:
-                decision = expert(ob, memory)
-            except (ExpertError, IndexError, ValueError) as e:
-                result.reason = f"step {index}: expert failed: {e}"
-                return result
-            if decision is None:
-                result.reason = f"step {index}: expert has no action"
-                return result
-            targeted = ACTION_SPACE[decision.type].targeted
-            target = ob.candidate(decision.bid) if decision.bid is not None else None
-            if targeted and target is None:
-                result.reason = f"step {index}: target {decision.bid!r} is not a visible candidate"
-                return result
-            point = _gold_point(target.bbox) if target is not None else None
-            action = Action(
-                type=decision.type,
-                element_id=target.id if target is not None else None,
-                coordinate=point,
-                text=decision.text,
-                value=decision.value,
-                key=decision.key,
-                direction=decision.direction,
-            )
-            # clicks run at the gold coordinate (proves it hits), the rest on the element id
-            view = View.COORD if action.type is ActionType.CLICK else View.SOM
-            bg_action = to_browsergym_action(action, view, ob.conv)
-            shot, som = f"step_{index:03d}.png", f"step_{index:03d}_som.png"
-            images[shot], images[som] = ob.png, ob.som_png
-            steps.append(RawStep(
-                step_index=index,
-                screenshot=shot,
-                som_screenshot=som,
-                image_width=ob.width,
-                image_height=ob.height,
-                candidates=tuple(ob.candidates),
-                action=action,
-                target_bbox=target.bbox if target is not None else None,
-                guide=template_guide(action, target),
-                guide_source=GuideSource.TEMPLATE,
-                url=_short_url(ob.url),
-                metadata={"conversion": ob.conv.to_dict(), "browsergym_action": bg_action},
-            ))
-            obs, reward, terminated, truncated, info = env.step(bg_action)
-            if terminated or truncated:
-                info = page_task_info(env)
-                terminated = terminated or bool(info["task_info"].get("DONE_GLOBAL"))
-            if obs.get("last_action_error"):
-                result.reason = f"step {index}: action failed: {obs['last_action_error'][:200]}"
-                return result
-            if terminated or truncated:
-                done = True
-                break
-        if not done:
-            result.reason = f"not done after {max_steps} steps"
-            return result
-        if not strict_success(info):
-            result.reason = f"raw reward {raw_reward(info)} != 1"
-            return result
-        episode_id = f"{task}.seed-{seed}"
-        result.episode = RawEpisode(
-            episode_id=episode_id,
-            task_id=episode_id,
-            site=task,
-            intent=goal,
-            intent_template_id=task,
-            steps=tuple(steps),
-            source="miniwob",
-            seed=seed,
-            reward=raw_reward(info),
-            success=True,
-            metadata=_provenance(task),
-        )
-        result.images = images
-        result.ok = True
+        return _record(task, seed, env, expert, max_steps, result)
+    except PlaywrightError as e:  # a page that crashed or hung: drop the episode, keep going
+        result.reason = f"browser error: {str(e).splitlines()[0][:200]}"
+        result.ok, result.episode, result.images = False, None, {}
         return result
     finally:
         result.seconds = round(time.monotonic() - start, 2)
         if own_env:
             env.close()
+
+
+def _record(task: str, seed: int, env: Any, expert: Callable, max_steps: int, result: RecordResult) -> RecordResult:
+    from mag_dataset.live.env import page_task_info, raw_reward, strict_success
+    from mag_dataset.live.execute import to_browsergym_action
+    from mag_dataset.live.experts import ExpertError
+    from mag_dataset.live.observe import observe
+
+    obs, info = env.reset(seed=seed)
+    memory: dict[str, Any] = {}
+    steps: list[RawStep] = []
+    images: dict[str, bytes] = {}
+    goal = str(obs.get("goal") or "")
+    done = False
+    for index in range(max_steps):
+        ob = observe(obs)
+        try:
+            decision = expert(ob, memory)
+        except (ExpertError, IndexError, ValueError) as e:
+            result.reason = f"step {index}: expert failed: {e}"
+            return result
+        if decision is None:
+            result.reason = f"step {index}: expert has no action"
+            return result
+        targeted = ACTION_SPACE[decision.type].targeted
+        target = ob.candidate(decision.bid) if decision.bid is not None else None
+        if targeted and target is None:
+            result.reason = f"step {index}: target {decision.bid!r} is not a visible candidate"
+            return result
+        point = _gold_point(target.bbox) if target is not None else None
+        action = Action(
+            type=decision.type,
+            element_id=target.id if target is not None else None,
+            coordinate=point,
+            text=decision.text,
+            value=decision.value,
+            key=decision.key,
+            direction=decision.direction,
+        )
+        # clicks run at the gold coordinate (proves it hits), the rest on the element id
+        view = View.COORD if action.type is ActionType.CLICK else View.SOM
+        bg_action = to_browsergym_action(action, view, ob.conv)
+        shot, som = f"step_{index:03d}.png", f"step_{index:03d}_som.png"
+        images[shot], images[som] = ob.png, ob.som_png
+        steps.append(RawStep(
+            step_index=index,
+            screenshot=shot,
+            som_screenshot=som,
+            image_width=ob.width,
+            image_height=ob.height,
+            candidates=tuple(ob.candidates),
+            action=action,
+            target_bbox=target.bbox if target is not None else None,
+            guide=template_guide(action, target),
+            guide_source=GuideSource.TEMPLATE,
+            url=_short_url(ob.url),
+            metadata={"conversion": ob.conv.to_dict(), "browsergym_action": bg_action},
+        ))
+        obs, reward, terminated, truncated, info = env.step(bg_action)
+        if terminated or truncated:
+            info = page_task_info(env)
+            terminated = terminated or bool(info["task_info"].get("DONE_GLOBAL"))
+        if obs.get("last_action_error"):
+            result.reason = f"step {index}: action failed: {obs['last_action_error'][:200]}"
+            return result
+        if terminated or truncated:
+            done = True
+            break
+    if not done:
+        result.reason = f"not done after {max_steps} steps"
+        return result
+    if not strict_success(info):
+        result.reason = f"raw reward {raw_reward(info)} != 1"
+        return result
+    episode_id = f"{task}.seed-{seed}"
+    result.episode = RawEpisode(
+        episode_id=episode_id,
+        task_id=episode_id,
+        site=task,
+        intent=goal,
+        intent_template_id=task,
+        steps=tuple(steps),
+        source="miniwob",
+        seed=seed,
+        reward=raw_reward(info),
+        success=True,
+        metadata=_provenance(task),
+    )
+    result.images = images
+    result.ok = True
+    return result
 
 
 def _short_url(url: str) -> str:
