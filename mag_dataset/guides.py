@@ -52,7 +52,8 @@ def _clean(text: str | None) -> str:
 
 
 def _quote(text: str) -> str:
-    return f"'{text}'"
+    # double quotes when the text holds an apostrophe (O'Hare), so the quote stays readable
+    return f'"{text}"' if "'" in text else f"'{text}'"
 
 
 def _field_name(target: Candidate | None) -> str:

@@ -57,6 +57,11 @@ def test_untargeted_types():
     assert template_guide(Action(type="finish")) == "The task is done."
 
 
+def test_apostrophes_switch_to_double_quotes():
+    a = Action(type="type", element_id="4", text="Chicago, IL (O'Hare)")
+    assert template_guide(a, cand("textbox", "From:", "4")) == 'Type "Chicago, IL (O\'Hare)" into the From field.'
+
+
 def test_long_text_is_cut_at_a_word():
     text = "word " * 40
     g = template_guide(Action(type="click", element_id="7"), cand("button", text))
