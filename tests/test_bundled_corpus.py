@@ -43,6 +43,8 @@ def test_every_gold_coordinate_lies_in_its_target_box_inside_the_image(episodes)
             assert box is not None and pt is not None and st.action.element_id is not None, where
             assert box_inside_image(box, st.image_width, st.image_height), where
             assert point_in_box(pt, box), where
+            # the gold coordinate is the centre of the target box (rounded to 0.01 px)
+            assert abs(pt[0] - (box[0] + box[2]) / 2) <= 0.01 and abs(pt[1] - (box[1] + box[3]) / 2) <= 0.01, where
             assert 0 <= pt[0] <= st.image_width and 0 <= pt[1] <= st.image_height, where
             # the gold element is in the menu with exactly the target box
             menu = {c.id: c for c in st.candidates}

@@ -11,6 +11,7 @@ guides (pixels may differ with the Chromium build). Writes ``corpus.json`` with 
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
 from pathlib import Path
 
@@ -22,7 +23,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
     parser.add_argument("--out", required=True, type=Path, help="new (or empty) folder for the raw episodes")
     parser.add_argument("--tasks", nargs="+", default=list(BUNDLED_TASKS), metavar="TASK",
-                        help="MiniWoB++ task names (default: the bundled corpus' %(default)s)")
+                        help=f"MiniWoB++ task names (default: the {len(BUNDLED_TASKS)} tasks of the bundled corpus)")
     parser.add_argument("--episodes", type=int, default=BUNDLED_EPISODES,
                         help="successful episodes per task (default: %(default)s)")
     parser.add_argument("--seed", type=int, default=BUNDLED_SEED,
@@ -44,15 +45,25 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"--out {args.out} exists and is not an empty folder; choose a new folder")
     from mag_dataset.live.env import LiveEnvError
 
+    # record into a hidden sibling and rename at the end: an interrupted run leaves no half corpus
+    tmp = args.out.parent / f".{args.out.name}.recording"
+    if tmp.exists():
+        shutil.rmtree(tmp)
     try:
-        results = record_corpus(args.out, args.tasks, args.episodes, args.seed,
+        results = record_corpus(tmp, args.tasks, args.episodes, args.seed,
                                 log=lambda m: print(m, file=sys.stderr, flush=True))
+        kept = [r for r in results if r.ok]
+        if not kept:
+            raise UserError("no episode succeeded; nothing written")
+        write_corpus_manifest(tmp, args.seed, args.held_out)
+        if args.out.exists():
+            args.out.rmdir()  # checked empty above
+        tmp.rename(args.out)
     except LiveEnvError as e:
         raise UserError(str(e)) from None
-    kept = [r for r in results if r.ok]
-    if not kept:
-        raise UserError("no episode succeeded; nothing written")
-    write_corpus_manifest(args.out, args.seed, args.held_out)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
     steps = sum(len(r.episode.steps) for r in kept if r.episode)
     print(f"recorded {len(kept)} episodes ({steps} steps) of {len({r.task for r in kept})} tasks "
           f"into {args.out} ({len(results) - len(kept)} failed attempts dropped)")
