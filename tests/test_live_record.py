@@ -165,3 +165,29 @@ def test_mag_record_rerecords_bundled_episodes(tmp_path, chromium, capsys):
                [(s.action, s.candidates, s.guide) for s in old[eid].steps]
     manifest = json.loads((out / "corpus.json").read_text())
     assert set(manifest["splits"]) == set(new) and manifest["split_seed"] == 0
+
+
+@pytest.mark.parametrize("view", ["som", "coord"])
+def test_replaying_bundled_gold_actions_solves_the_task(chromium, view):
+    """The executor runs gold actions in either view: by element id (som) or at the recorded
+    coordinate (coord: click, click+type, click+type+Enter for a drop-down)."""
+    from mag_dataset.live.env import episode_outcome, make_env
+    from mag_dataset.live.execute import to_browsergym_action
+    from mag_dataset.live.observe import Conversion
+
+    solved = []
+    for task in ("login-user", "choose-list", "click-checkboxes"):
+        (ep,) = _bundled(task)
+        env = make_env(task)
+        try:
+            env.reset(seed=ep.seed)
+            for st in ep.steps:
+                conv = Conversion.from_dict(st.metadata["conversion"])
+                obs, _, terminated, _, info = env.step(to_browsergym_action(st.action, view, conv))
+                assert not obs["last_action_error"], (task, st.step_index, obs["last_action_error"])
+            done, success, reward = episode_outcome(env, info, terminated)
+            assert done and success and reward == 1.0, (task, view, reward)
+            solved.append(task)
+        finally:
+            env.close()
+    assert len(solved) == 3

@@ -28,7 +28,7 @@ def test_executor_strings_per_view():
     conv = Conversion(scale=1.5, crop=(0, 0, 240, 315))
     click = Action(type="click", element_id="19", coordinate=(44.45, 206.25))
     assert to_browsergym_action(click, View.SOM, conv) == "click('19')"
-    assert to_browsergym_action(click, "coord", conv) == "mouse_click(44.45, 206.25)"
+    assert to_browsergym_action(click, "coord", conv) == "mouse_move(44.45, 206.25)\nnoop(100)\nmouse_click(44.45, 206.25)"
     typ = Action(type="type", element_id="16", coordinate=(10, 10), text="it's")
     assert to_browsergym_action(typ, View.SOM, conv) == "fill('16', \"it's\")"
     assert "keyboard_type(\"it's\")" in to_browsergym_action(typ, View.COORD, conv)

@@ -23,6 +23,9 @@ from mag_dataset.actions import ActionType, View
 from mag_dataset.live.observe import Conversion
 from mag_dataset.schema import Action
 
+#: Pause between moving onto a point and clicking it, in ms.
+HOVER_WAIT_MS = 100
+
 #: Wheel distance of one ``scroll`` action, in BrowserGym pixels.
 SCROLL_STEP = 150.0
 
@@ -74,7 +77,9 @@ def to_browsergym_action(action: Action, view: View | str, conv: Conversion | No
             raise ExecutionError("a coordinate action needs the observation's conversion")
         x, y = _xy(action, conv)
         if t is ActionType.CLICK:
-            return f"mouse_click({x}, {y})"
+            # hover first: MiniWoB icons swap their image on :hover, and a layout change between
+            # mousedown and mouseup loses the click
+            return f"mouse_move({x}, {y})\nnoop({HOVER_WAIT_MS})\nmouse_click({x}, {y})"
         if t is ActionType.HOVER:
             return f"mouse_move({x}, {y})"
         if t is ActionType.TYPE:

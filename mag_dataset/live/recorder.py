@@ -109,6 +109,7 @@ def _record(task: str, seed: int, env: Any, expert: Callable, max_steps: int, re
     images: dict[str, bytes] = {}
     goal = str(obs.get("goal") or "")
     done = False
+    last: tuple[Any, ...] | None = None
     for index in range(max_steps):
         ob = observe(obs)
         try:
@@ -119,6 +120,11 @@ def _record(task: str, seed: int, env: Any, expert: Callable, max_steps: int, re
         if decision is None:
             result.reason = f"step {index}: expert has no action"
             return result
+        if (decision, tuple(ob.candidates)) == last and decision.type not in (ActionType.SCROLL, ActionType.PRESS):
+            # the same action on an unchanged page: the previous one had no effect
+            result.reason = f"step {index}: repeated {decision.type.value} had no effect"
+            return result
+        last = (decision, tuple(ob.candidates))
         targeted = ACTION_SPACE[decision.type].targeted
         target = ob.candidate(decision.bid) if decision.bid is not None else None
         if targeted and target is None:
