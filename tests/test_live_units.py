@@ -76,3 +76,24 @@ def test_record_cli_rejects_bad_input(tmp_path, capsys):
     assert main(["record", "--out", str(tmp_path / "y"), "--episodes", "0"]) == 2
     assert "--episodes must be at least 1" in capsys.readouterr().err
     assert not (tmp_path / "x").exists() and not (tmp_path / "y").exists()
+
+
+def test_live_modules_import_no_browser_stack():
+    import subprocess
+    import sys
+
+    code = ("import sys, mag_dataset.live.env, mag_dataset.live.observe, mag_dataset.live.execute, "
+            "mag_dataset.live.experts, mag_dataset.live.recorder, mag_dataset.commands.record; "
+            "bad = [m for m in ('playwright', 'browsergym', 'torch', 'datasets', 'PIL') if m in sys.modules]; "
+            "print(bad); sys.exit(1 if bad else 0)")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_every_bundled_task_has_an_expert():
+    from mag_dataset.live.experts import APP_LIKE, EXPERTS
+    from mag_dataset.live.recorder import BUNDLED_TASKS, HELD_OUT_TEMPLATES
+
+    assert len(BUNDLED_TASKS) >= 12 and set(BUNDLED_TASKS) <= set(EXPERTS)
+    assert len(set(BUNDLED_TASKS) & APP_LIKE) >= 4
+    assert len(HELD_OUT_TEMPLATES) >= 2 and set(HELD_OUT_TEMPLATES) <= set(BUNDLED_TASKS)
