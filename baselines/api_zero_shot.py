@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from baselines import common
+from mag_dataset.fileio import atomic_write_json
 
 
 @dataclass
@@ -134,7 +135,7 @@ def run(args: APIArguments, examples: Sequence[common.Example] | None = None) ->
     tmp.replace(out)
     from mag_dataset.prompts import PROMPT_VERSION
 
-    common.write_json_atomic(common.provenance_path(out), {
+    atomic_write_json(common.provenance_path(out), {
         "kind": "mag-predictions-provenance",
         "model": args.model,
         "endpoint": client.base_url,

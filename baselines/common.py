@@ -17,7 +17,6 @@ import json
 import os
 import platform
 import sys
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -367,21 +366,6 @@ def provenance_path(predictions_path: str | os.PathLike) -> Path:
     """Sidecar file holding a predictions file's provenance: ``preds.jsonl`` -> ``preds.provenance.json``."""
     p = Path(predictions_path)
     return p.with_name(p.name[: -len(p.suffix)] + ".provenance.json" if p.suffix else p.name + ".provenance.json")
-
-
-def write_json_atomic(path: str | os.PathLike, obj: Any) -> None:
-    """Write JSON to a temporary file next to ``path``, then rename it into place."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(obj, f, indent=2, sort_keys=True, ensure_ascii=False)
-            f.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def jsonl_lines(records: Iterable[dict[str, Any]]) -> str:

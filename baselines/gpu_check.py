@@ -31,6 +31,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Sequence
 
 from baselines import common
+from mag_dataset.fileio import atomic_write_json
 
 #: Qwen3.5-4B text model, as in the checkpoint's ``config.json`` (``text_config``).
 QWEN35_4B_TEXT: dict[str, Any] = dict(
@@ -242,7 +243,7 @@ def main(argv: Sequence[str] | None = None) -> int:
           + (f", peak {sft['peak_memory_gib']} GiB" if "peak_memory_gib" in sft else "") + ")")
     print(f"total: {result['total_seconds']} s")
     if args.output:
-        common.write_json_atomic(args.output, result)
+        atomic_write_json(args.output, result)
     return 0
 
 

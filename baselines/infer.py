@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from baselines import common
+from mag_dataset.fileio import atomic_write, atomic_write_json
 
 
 @dataclass
@@ -171,7 +172,7 @@ def predict(
             device=args.device, batch_size=args.batch_size, max_new_tokens=args.max_new_tokens, seed=args.seed,
         )
     partial.parent.mkdir(parents=True, exist_ok=True)
-    common.write_json_atomic(_run_key_path(partial), _run_key(args))
+    atomic_write_json(_run_key_path(partial), _run_key(args))
     meter = common.Throughput()
     bar = tqdm(total=len(examples), initial=len(examples) - len(todo), desc="infer", unit="step",
                disable=not args.progress)
@@ -193,13 +194,10 @@ def predict(
     bar.close()
     meter.report(f"infer [{getattr(backend, 'name', 'custom')}]")
     # Final file in dataset order, written atomically; the partial file goes away.
-    tmp = out.with_name(f".{out.name}.tmp")
-    tmp.write_text(common.jsonl_lines({"step_id": s, "output": done[s], "seed": args.seed} for s in order),
-                   encoding="utf-8")
-    os.replace(tmp, out)
+    atomic_write(out, common.jsonl_lines({"step_id": s, "output": done[s], "seed": args.seed} for s in order))
     partial.unlink(missing_ok=True)
     _run_key_path(partial).unlink(missing_ok=True)
-    common.write_json_atomic(common.provenance_path(out),
+    atomic_write_json(common.provenance_path(out),
                              provenance(args, len(order), getattr(backend, "name", "custom"), out))
     return out
 

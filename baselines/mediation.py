@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from baselines import common
+from mag_dataset.fileio import atomic_write_json
 
 CONDITIONS: tuple[str, ...] = ("own", "gold", "other", "paraphrase")
 
@@ -198,7 +199,7 @@ def run(args: MediationArguments, examples: Sequence[common.Example] | None = No
     meter.report("mediation")
     table = format_table(rows)
     print(table)
-    common.write_json_atomic(out_dir / "mediation.json", {
+    atomic_write_json(out_dir / "mediation.json", {
         "kind": "mag-mediation",
         "model": args.model_name_or_path,
         "model_revision": args.model_revision,

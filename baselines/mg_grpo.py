@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from baselines import common
+from mag_dataset.fileio import atomic_write_json
 
 ARMS: dict[str, str] = {"mediated": "JG", "action_only": "A"}
 
@@ -265,7 +266,7 @@ def train(
     trainer.save_model(training_args.output_dir)
     if trainer.accelerator.is_main_process:
         processor.save_pretrained(training_args.output_dir)
-        common.write_json_atomic(Path(training_args.output_dir) / "mag_grpo_run.json", {
+        atomic_write_json(Path(training_args.output_dir) / "mag_grpo_run.json", {
             "kind": "mag-grpo-run",
             "script": asdict(script_args),
             "dataset_revision": common.dataset_revision(script_args.dataset) if examples is None else None,

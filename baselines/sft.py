@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from baselines import common
+from mag_dataset.fileio import atomic_write_json
 
 
 @dataclass
@@ -147,7 +148,7 @@ def train(
             "global_steps": trainer.state.global_step,
             "environment": common.environment(),
         }
-        common.write_json_atomic(Path(training_args.output_dir) / "mag_sft_run.json", meta)
+        atomic_write_json(Path(training_args.output_dir) / "mag_sft_run.json", meta)
     return trainer
 
 

@@ -46,6 +46,7 @@ from mag_dataset.board import (
     SubmissionRejected,
     metric_value,
 )
+from mag_dataset.fileio import atomic_write
 
 #: Leaderboard table columns, in order.
 TABLE_COLUMNS: list[str] = [
@@ -351,9 +352,7 @@ def build_app(board: Board) -> gr.Blocks:
         )
         path = report_dir / f"submission-{sub.id}-report.json"
         if not path.exists():
-            tmp = path.with_suffix(".tmp")
-            tmp.write_text(sub.report_json, encoding="utf-8")
-            os.replace(tmp, path)
+            atomic_write(path, sub.report_json)
         return (
             info,
             breakdown_figure(sub, "site", CHARTS["site"]),

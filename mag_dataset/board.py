@@ -53,9 +53,10 @@ import zlib
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Iterator
 
 from mag_dataset.actions import Contract, View
+from mag_dataset.fileio import atomic_write
 from mag_dataset.schema import Step
 
 log = logging.getLogger(__name__)
@@ -714,7 +715,7 @@ class Board:
             try:
                 self._check_limits(con, who, row["file_sha256"], View(row["view"]), Contract(row["contract"]))
                 if not path.exists():
-                    _atomic_write(path, data)
+                    atomic_write(path, data, fsync=True)
                     created_file = True
                 cur = con.execute(
                     f"INSERT INTO submissions ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})",
@@ -908,8 +909,8 @@ def restore_from_folder(config: BoardConfig, folder: Path) -> bool:
         if f.is_file():
             dest = config.data_dir / f.relative_to(folder)
             if not dest.exists():
-                _atomic_write(dest, f.read_bytes())
-    _atomic_write(Path(config.db_path), src_db.read_bytes())
+                atomic_write(dest, f.read_bytes(), fsync=True)
+    atomic_write(Path(config.db_path), src_db.read_bytes(), fsync=True)
     return True
 
 
@@ -949,21 +950,6 @@ def _scorer_version() -> str:
     from mag_dataset.scoring import SCORER_VERSION
 
     return str(SCORER_VERSION)
-
-
-def _atomic_write(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
 
 
 __all__ = [

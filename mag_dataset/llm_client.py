@@ -45,6 +45,7 @@ import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Iterable, Sequence
+from mag_dataset.fileio import atomic_write
 
 __all__ = [
     "CACHE_FORMAT_VERSION",
@@ -310,9 +311,7 @@ class ChatClient:
             "finish_reason": _first_choice(response).get("finish_reason"),
             "usage": response.get("usage"),
         }
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-        tmp.write_text(json.dumps(entry, ensure_ascii=False, indent=1), "utf-8")
-        os.replace(tmp, path)
+        atomic_write(path, json.dumps(entry, ensure_ascii=False, indent=1))
 
     # -- calls ------------------------------------------------------------------------
 

@@ -22,11 +22,11 @@ from __future__ import annotations
 import io
 import json
 import os
-import tempfile
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Union
+from mag_dataset.fileio import atomic_write
 
 Source = Union[str, bytes, os.PathLike, IO[bytes]]
 
@@ -248,24 +248,14 @@ def write_predictions(path: str | os.PathLike, predictions: Iterable[Prediction]
     Returns:
         The path written.
     """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
-            for p in predictions:
-                if not isinstance(p, Prediction):
-                    raise TypeError(f"expected Prediction, got {type(p).__name__}")
-                f.write(p.to_json())
-                f.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
-    return path
+
+    def lines() -> Iterator[str]:
+        for p in predictions:
+            if not isinstance(p, Prediction):
+                raise TypeError(f"expected Prediction, got {type(p).__name__}")
+            yield p.to_json() + "\n"
+
+    return atomic_write(path, lines())
 
 
 __all__ = [

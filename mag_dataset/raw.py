@@ -58,6 +58,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from mag_dataset.actions import ACTION_SPACE, ActionType
+from mag_dataset.fileio import atomic_write_jsonl
 from mag_dataset.schema import (
     Action,
     AuditRecord,
@@ -381,9 +382,4 @@ def read_audit(path: str | os.PathLike) -> dict[str, AuditRecord]:
 
 def write_audit(path: str | os.PathLike, records: dict[str, AuditRecord]) -> None:
     """Write an audit file atomically, sorted by step id."""
-    path = Path(path)
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        for sid in sorted(records):
-            f.write(json.dumps({"step_id": sid, **records[sid].to_dict()}, sort_keys=True) + "\n")
-    os.replace(tmp, path)
+    atomic_write_jsonl(path, ({"step_id": sid, **records[sid].to_dict()} for sid in sorted(records)), sort_keys=True)

@@ -20,10 +20,10 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from mag_dataset.fileio import atomic_write
 
 #: Number of judges whose majority decides usefulness.
 NUM_JUDGES = 3
@@ -143,19 +143,7 @@ def read_verdicts(path: str | os.PathLike) -> Verdicts:
 
 def write_verdicts(path: str | os.PathLike, verdicts: Iterable[Verdict]) -> Path:
     """Write verdicts as JSONL, atomically."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
-            for v in verdicts:
-                f.write(v.to_json() + "\n")
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    return path
+    return atomic_write(path, (v.to_json() + "\n" for v in verdicts))
 
 
 __all__ = ["NUM_JUDGES", "Verdict", "Verdicts", "VerdictsError", "read_verdicts", "verdict_key", "write_verdicts"]

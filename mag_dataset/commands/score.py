@@ -11,12 +11,11 @@ Example::
 from __future__ import annotations
 
 import argparse
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from mag_dataset.actions import Contract, View
+from mag_dataset.fileio import atomic_write
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -40,19 +39,6 @@ def load_gold(dataset: str, view: View | str, split: str) -> list[Any]:
 
     source = str(bundled_dataset()) if dataset == "bundled" else dataset
     return load_steps(source, view, split)
-
-
-def write_atomic(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 def score_file(
@@ -112,6 +98,6 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(str(e)) from None
     print(format_report(report))
     if args.output is not None:
-        write_atomic(args.output, report.to_json(include_steps=args.per_step))
+        atomic_write(args.output, report.to_json(include_steps=args.per_step))
         print(f"\nreport written to {args.output}")
     return 0

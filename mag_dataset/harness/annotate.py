@@ -45,6 +45,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from mag_dataset.actions import ACTION_SPACE
+from mag_dataset.fileio import atomic_write_jsonl
 from mag_dataset.llm_client import ChatClient, LLMConfigError, LLMError, LLMHTTPError, image_part
 from mag_dataset.raw import (
     AUDIT_FILE,
@@ -176,12 +177,7 @@ def read_drafts(path: str | os.PathLike) -> dict[str, Draft]:
 
 def write_drafts(path: str | os.PathLike, drafts: dict[str, Draft]) -> None:
     """Write a drafts file atomically, sorted by step id."""
-    path = Path(path)
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        for sid in sorted(drafts):
-            f.write(json.dumps(drafts[sid].to_json(), ensure_ascii=False, sort_keys=True) + "\n")
-    os.replace(tmp, path)
+    atomic_write_jsonl(path, (drafts[sid].to_json() for sid in sorted(drafts)), ensure_ascii=False, sort_keys=True)
 
 
 @dataclass

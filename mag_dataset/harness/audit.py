@@ -61,6 +61,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
 from mag_dataset.actions import ACTION_SPACE
+from mag_dataset.fileio import atomic_write_jsonl
 from mag_dataset.llm_client import ChatClient, LLMConfigError, LLMError, LLMHTTPError, image_part
 from mag_dataset.raw import (
     AUDIT_FILE,
@@ -558,12 +559,8 @@ def make_record(step: RawStep, status: AuditStatus, element: str | None, old: Au
 
 
 def _write_verdicts(path: Path, items: Sequence[AuditItem], verdicts: dict[str, list[Verdict]], models: dict[str, str]) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        for it in items:
-            for v in verdicts[it.step_id]:
-                f.write(json.dumps(v.to_json(it.step_id, models.get(v.judge, "")), ensure_ascii=False, sort_keys=True) + "\n")
-    os.replace(tmp, path)
+    rows = (v.to_json(it.step_id, models.get(v.judge, "")) for it in items for v in verdicts[it.step_id])
+    atomic_write_jsonl(path, rows, ensure_ascii=False, sort_keys=True)
 
 
 def read_verdicts(path: str | os.PathLike) -> dict[str, list[Verdict]]:

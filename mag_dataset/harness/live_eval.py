@@ -67,11 +67,12 @@ import sys
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
 from mag_dataset.actions import ACTION_SPACE, ActionType, Contract, View
+from mag_dataset.fileio import atomic_write
 from mag_dataset.harness.agents import Agent, AgentConfigError, AgentSpec, make_agent
 from mag_dataset.raw import RawEpisode, RawStep, write_episode
 from mag_dataset.schema import Action, Candidate, GuideSource, Split, Step, box_center, point_in_box
@@ -658,12 +659,6 @@ def _prepare_out_dir(config: LiveEvalConfig) -> Path:
     return out
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text, "utf-8")
-    os.replace(tmp, path)
-
-
 def run_live_eval(config: LiveEvalConfig, log: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Run every episode of ``config``, write the run folder, return the report.
 
@@ -736,8 +731,8 @@ def run_live_eval(config: LiveEvalConfig, log: Callable[[str], None] | None = No
                 raise LiveEvalError(f"a live-eval worker process died ({e}); rerun with --workers 1 to see why") from e
     bar.close()
     report = build_report(config, results, time.monotonic() - t0)
-    _write_atomic(config.out_dir / "report.json", json.dumps(report, indent=1) + "\n")
-    _write_atomic(config.out_dir / "report.md", format_table(report))
+    atomic_write(config.out_dir / "report.json", json.dumps(report, indent=1) + "\n")
+    atomic_write(config.out_dir / "report.md", format_table(report))
     return report
 
 
