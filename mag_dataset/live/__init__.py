@@ -1,12 +1,17 @@
 """Live MiniWoB++ tooling (extra ``[live]``): environments, observation processing, action
-execution, scripted experts and the recorder.
+execution, scripted experts and the recorder of the bundled sample corpus.
 
-* :mod:`mag_dataset.live.env` — ``make_env(task)``: BrowserGym env on the system Chromium,
-  ``strict_success(info)``.
-* :mod:`mag_dataset.live.observe` — ``observe(obs)``: screenshot / SoM PNGs, candidate menu,
-  screenshot<->page ``Conversion``.
+* :mod:`mag_dataset.live.env` — ``make_env(task)``: BrowserGym env on the system Chromium
+  (no chat browser), ``episode_outcome(env, info, terminated)`` / ``strict_success(info)``:
+  MiniWoB's raw reward must be exactly 1.
+* :mod:`mag_dataset.live.observe` — ``observe(obs)``: cropped raw / Set-of-Mark PNGs, candidate
+  menu (ids = BrowserGym bids), exact screenshot<->page ``Conversion``.
 * :mod:`mag_dataset.live.execute` — ``to_browsergym_action(action, view, conv)``.
+* :mod:`mag_dataset.live.experts` — ``EXPERTS``: closed-loop scripted experts per task.
+* :mod:`mag_dataset.live.recorder` — ``record_episode``, ``record_corpus``,
+  ``write_corpus_manifest`` (what ``mag record`` runs).
 
-Importing this package imports nothing heavy; the submodules import BrowserGym/Playwright
-inside their functions.
+Playwright objects are bound to the thread that created them: create, step and close an env
+from one thread. Importing this package imports nothing heavy; the submodules import
+BrowserGym/Playwright/Pillow inside their functions.
 """

@@ -6,8 +6,8 @@ Usage (all calls from one thread: Playwright objects are bound to the thread tha
     env = make_env("login-user")          # a BrowserGym BrowserEnv, headless system Chromium
     obs, info = env.reset(seed=3)          # obs["goal"], obs["screenshot"], obs["dom_object"], ...
     obs, reward, done, trunc, info = env.step("click('14')")
-    ok = strict_success(info)              # MiniWoB's raw reward == 1, not BrowserGym's reward
-    env.close()
+    done, ok, raw = episode_outcome(env, info, done)   # MiniWoB's raw reward == 1, read from
+    env.close()                                        # the page, not BrowserGym's reward
 
 Three facts found on this machine shape this module:
 
