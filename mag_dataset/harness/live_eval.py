@@ -346,25 +346,25 @@ def _make_env(task_id: str) -> Any:
         from mag_dataset.live.env import make_env
 
         return make_env(name)
-    from mag_dataset.live import env as live_env
+    from mag_dataset.live.env import make_browsergym_env
 
-    live_env.chromium_executable()
-    live_env._patch_browsergym()
-    importlib.import_module(BENCHMARK_PACKAGES[prefix])
-    import gymnasium
-    from browsergym.core.action.highlevel import HighLevelActionSet
-
-    action_set = HighLevelActionSet(subsets=list(live_env.ACTION_SUBSETS), multiaction=False, strict=False)
-    return gymnasium.make(f"browsergym/{task_id}", headless=True, action_mapping=action_set.to_python_code)
+    return make_browsergym_env(task_id, BENCHMARK_PACKAGES[prefix])
 
 
-def _is_strict_success(reward: float, info: dict[str, Any], done: bool) -> tuple[bool, float]:
-    task_info = info.get("task_info") or {}
-    if "RAW_REWARD_GLOBAL" in task_info:
-        from mag_dataset.live.env import raw_reward, strict_success
+def _outcome(env: Any, task_id: str, reward: float, info: dict[str, Any], terminated: bool, truncated: bool) -> tuple[bool, bool, float]:
+    """``(done, strict_success, raw_reward)`` after a step.
 
-        return strict_success(info), raw_reward(info)
-    return bool(done and reward >= 1.0), float(reward)
+    MiniWoB++: MiniWoB's own raw reward == 1 (read from the page when BrowserGym terminates,
+    see :func:`mag_dataset.live.env.episode_outcome`). Other benchmarks: BrowserGym's
+    reward >= 1 at termination.
+    """
+    if task_id.startswith("miniwob."):
+        from mag_dataset.live.env import episode_outcome
+
+        done, success, raw = episode_outcome(env, info, terminated)
+        return done or truncated, success, raw
+    done = bool(terminated or truncated)
+    return done, bool(terminated and reward >= 1.0), float(reward)
 
 
 def live_step(
@@ -522,7 +522,7 @@ def run_episode(agent: Agent, task_id: str, seed: int, config: LiveEvalConfig, e
                 format_failures += 1
             entry["browsergym_action"] = bg_action
             obs, reward, terminated, truncated, info = env.step(bg_action)
-            done = bool(terminated or truncated)
+            done, success, raw = _outcome(env, task_id, float(reward), info, terminated, truncated)
             env_error = obs.get("last_action_error") or None
             entry["browsergym_error"] = env_error
             if entry["format_ok"] and problem is None and env_error and not performed_despite_timeout(env_error):
@@ -530,7 +530,6 @@ def run_episode(agent: Agent, task_id: str, seed: int, config: LiveEvalConfig, e
             if problem is not None:
                 invalid_actions += 1
             entry["invalid_action"] = problem
-            success, raw = _is_strict_success(float(reward), info, done)
             entry["reward"] = raw
             entry["done"] = done
             if entry["format_ok"] and problem is None and action.type is not ActionType.FINISH and (

@@ -194,6 +194,30 @@ def make_env(task: str, *, pre_observation_delay: float = 0.3, action_subsets: t
     )
 
 
+def make_browsergym_env(task_id: str, package: str) -> Any:
+    """Create a headless environment for any registered BrowserGym task id, on the system Chromium.
+
+    Args:
+        task_id: a BrowserGym task id such as ``webarena.310`` or ``workarena.servicenow.order-ipad-pro``.
+        package: the module that registers that benchmark's tasks (``browsergym.webarena``, ...);
+            the benchmark itself (sites, credentials) must be set up as its own docs say.
+
+    Returns:
+        A gymnasium environment with the same action set as :func:`make_env`.
+    """
+    import importlib
+
+    chromium_executable()
+    _patch_browsergym()
+    importlib.import_module(package)
+    import gymnasium
+    from browsergym.core.action.highlevel import HighLevelActionSet
+
+    # multiaction: coord-view clicks are several BrowserGym calls (see live.execute).
+    action_set = HighLevelActionSet(subsets=list(ACTION_SUBSETS), multiaction=True, strict=False)
+    return gymnasium.make(f"browsergym/{task_id}", headless=True, action_mapping=action_set.to_python_code)
+
+
 def raw_reward(info: dict[str, Any]) -> float:
     """MiniWoB's raw reward from a BrowserGym step/reset ``info`` (0.0 when absent)."""
     task_info = info.get("task_info") or {}
