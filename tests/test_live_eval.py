@@ -16,6 +16,7 @@ import pytest
 from mag_dataset.actions import ActionType, Contract, View
 from mag_dataset.cli import main
 from mag_dataset.harness.agents import AgentSpec, AgentSpecError, HeuristicAgent
+from mag_dataset.harness.unify import restore_element
 from mag_dataset.harness.live_eval import (
     EpisodeResult,
     LiveEvalConfig,
@@ -113,9 +114,14 @@ def test_resolve_target_against_the_live_menu():
     assert problem is None and t.id == "7" and a.coordinate == (20.0, 20.0)
     _, t, problem = resolve_target(Action(type="click", element_id="99"), View.SOM, menu)
     assert t is None and "not in the candidate menu" in problem
-    # coord: the smallest box containing the point; equal boxes -> the lower id
+    # coord: the smallest box containing the point, with unify's documented tie-break
+    # (same area -> nearer centre -> earlier in the menu), not a rule of its own
     a, t, problem = resolve_target(Action(type="click", coordinate=(20, 20)), View.COORD, menu)
-    assert problem is None and t.id == "6" and a.element_id == "6" and a.coordinate == (20.0, 20.0)
+    assert problem is None and t.id == "7" and a.element_id == "7" and a.coordinate == (20.0, 20.0)
+    tie = [Candidate("3", "link", "a", (0, 0, 20, 20)), Candidate("9", "link", "b", (10, 0, 30, 20))]
+    for point, expected in (((12, 10), "3"), ((18, 10), "9"), ((15, 10), "3")):
+        _, t, _ = resolve_target(Action(type="click", coordinate=point), View.COORD, tie)
+        assert t.id == expected == restore_element(point, tie).id, point
     # a point on no candidate is still executed (the page decides), but has no target
     a, t, problem = resolve_target(Action(type="click", coordinate=(500, 500)), View.COORD, menu)
     assert problem is None and t is None and a.element_id is None

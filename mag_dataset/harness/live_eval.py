@@ -75,7 +75,7 @@ from mag_dataset.actions import ACTION_SPACE, ActionType, Contract, View
 from mag_dataset.fileio import atomic_write
 from mag_dataset.harness.agents import Agent, AgentConfigError, AgentSpec, make_agent
 from mag_dataset.raw import RawEpisode, RawStep, write_episode
-from mag_dataset.schema import Action, Candidate, GuideSource, Split, Step, box_center, point_in_box
+from mag_dataset.schema import Action, Candidate, GuideSource, Split, Step, box_center
 
 REPORT_FORMAT = "mag-live-eval-report"
 REPORT_VERSION = 1
@@ -405,8 +405,9 @@ def resolve_target(action: Action, view: View, candidates: list[Candidate]) -> t
     Returns:
         ``(grounded action, target candidate, problem)``: for a targeted action the grounded
         action carries both the element id and a coordinate (som: the candidate's box centre;
-        coord: the predicted point, element = the smallest candidate box containing it, ties
-        broken by id). ``problem`` is a reason the action cannot be executed, else None.
+        coord: the predicted point, element = the smallest candidate box containing it, with
+        the coordinate-restoration tie-break of :func:`mag_dataset.harness.unify.restore_element`).
+        ``problem`` is a reason the action cannot be executed, else None.
         A coord point on no candidate is executable (the page decides) but has no target.
     """
     if not ACTION_SPACE[action.type].targeted:
@@ -420,17 +421,12 @@ def resolve_target(action: Action, view: View, candidates: list[Candidate]) -> t
         return _with_target(action, target.id, point), target, None
     if action.coordinate is None:
         return action, None, "no coordinate"
-    if not candidates and action.coordinate is not None:
+    from mag_dataset.harness.unify import restore_element
+
+    target = restore_element(action.coordinate, candidates)
+    if target is None:
         return action, None, None
-    inside = [c for c in candidates if point_in_box(action.coordinate, c.bbox)]
-    if not inside:
-        return action, None, None
-    target = min(inside, key=lambda c: ((c.bbox[2] - c.bbox[0]) * (c.bbox[3] - c.bbox[1]), _id_key(c.id)))
     return _with_target(action, target.id, action.coordinate), target, None
-
-
-def _id_key(cid: str) -> tuple[int, str]:
-    return (int(cid), "") if cid.isdigit() else (1 << 30, cid)
 
 
 def _with_target(action: Action, element_id: str, point: tuple[float, float]) -> Action:
