@@ -177,7 +177,7 @@ def observation(with_dom=True, url="file:///miniwob/login.html", goal="Enter ann
 
 
 def write_experiment(fb, root: Path, task: str, seed: int, actions: list[str], reward=1.0, err=None, with_dom=True,
-                     url="file:///miniwob/login.html", goal_in_file=False, name=None):
+                     url="file:///miniwob/login.html", goal_in_file=False, name=None, task_info=None):
     """Write one experiment directory the way ExpArgs.run / StepInfo.save_step_info do."""
     exp_name = f"GenericAgent-gpt_on_{task}_{seed}"
     exp = root / (name or f"2026-11-29_10-00-00_{exp_name}")
@@ -188,7 +188,8 @@ def write_experiment(fb, root: Path, task: str, seed: int, actions: list[str], r
     for n, action in enumerate(actions + [None]):
         info = fb.loop.StepInfo(step=n, obs=observation(with_dom, url), reward=reward if action is None else 0.0,
                                 raw_reward=reward if action is None else 0.0, terminated=action is None,
-                                truncated=False, action=action, agent_info={"think": "..."})
+                                truncated=False, action=action, agent_info={"think": "..."},
+                                task_info=task_info if action is None else None)
         shot = info.obs.pop("screenshot")
         Image.fromarray(shot).save(exp / f"screenshot_step_{n}.png")
         if goal_in_file:  # BrowserGym >= 0.13 saves goal_object once, leaves None in obs
@@ -225,6 +226,20 @@ def study(tmp_path):
         (root / "unfinished" / "x" / "step_0.pkl.gz").write_bytes(b"")
     assert "browsergym.experiments.loop" not in sys.modules  # the importer must not need it
     return root
+
+
+def test_miniwob_partial_credit_is_not_success(tmp_path):
+    """BrowserGym's MiniWoB reward is 1 for any positive raw reward: the raw reward decides."""
+    root = tmp_path / "study"
+    with FakeBrowserGym() as fb:
+        write_experiment(fb, root, "miniwob.login-user", 1, ["click('6')"],
+                         task_info={"RAW_REWARD_GLOBAL": 0.6, "DONE_GLOBAL": True})  # partial credit, reward 1
+        write_experiment(fb, root, "miniwob.login-user", 2, ["click('6')"],
+                         task_info={"RAW_REWARD_GLOBAL": 1, "DONE_GLOBAL": True})
+    report = import_experiments([root], tmp_path / "raw")
+    assert report.imported == ["miniwob.login-user.seed-2"]
+    ((_, reason),) = report.skipped
+    assert reason.startswith("unsuccessful: MiniWoB raw reward 0.6 < 1")
 
 
 def test_import_successful_episodes_only(study, tmp_path):

@@ -22,7 +22,10 @@ import only experiment directories you trust.
 
 What is imported
     An episode is imported when ``summary_info.json`` reports no error and
-    ``cum_reward >= min_reward`` (default 1.0: strict success). Each step with an action
+    ``cum_reward >= min_reward`` (default 1.0: strict success). BrowserGym's MiniWoB++
+    reward is 1 for any positive raw reward (partial credit), so a MiniWoB++ episode must
+    also have MiniWoB's own raw reward (``task_info["RAW_REWARD_GLOBAL"]`` of its last
+    step that stores one) ``>= min_reward``. Each step with an action
     becomes a raw step: the screenshot (cropped to MiniWoB's task area, whole otherwise),
     the candidate menu and Set-of-Mark screenshot — with :func:`mag_dataset.live.observe.observe`
     when the observation holds the DOM snapshot, else from the accessibility tree and
@@ -413,6 +416,17 @@ def _screenshot(exp: Path, i: int) -> Any:
     return None
 
 
+def _miniwob_raw_reward(infos: list[Any]) -> float | None:
+    """MiniWoB's own raw reward of an episode: the last ``task_info["RAW_REWARD_GLOBAL"]``
+    stored in its step infos (None when no step stores one)."""
+    for info in reversed(infos):
+        task_info = getattr(info, "task_info", None)
+        value = task_info.get("RAW_REWARD_GLOBAL") if isinstance(task_info, dict) else None
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+    return None
+
+
 def convert_experiment(exp: Path, min_reward: float = 1.0, templates: dict[str, str] | None = None) -> tuple[RawEpisode, dict[str, bytes]]:
     """Convert one experiment directory into a raw episode and its images.
 
@@ -447,6 +461,11 @@ def convert_experiment(exp: Path, min_reward: float = 1.0, templates: dict[str, 
             infos.append(load_pickle(gzip.decompress(f.read_bytes())))
         except Exception as e:  # corrupt gzip or pickle: skip the episode, say which file
             raise ImportErrorForEpisode(f"{f.name} cannot be read: {type(e).__name__}: {e}") from None
+    raw = _miniwob_raw_reward(infos) if task_name.startswith("miniwob.") else None
+    if raw is not None and raw < min_reward:
+        raise ImportErrorForEpisode(
+            f"unsuccessful: MiniWoB raw reward {raw:g} < {min_reward:g} (BrowserGym's reward counts partial credit)"
+        )
     steps: list[RawStep] = []
     images: dict[str, bytes] = {}
     intent, first_url = "", ""
