@@ -231,7 +231,8 @@ def train(
     if script_args.arm not in ARMS:
         raise UserError(f"unknown arm {script_args.arm!r}; choose one of {sorted(ARMS)}")
     view, contract = common.view_and_contract(script_args.view, ARMS[script_args.arm])
-    if examples is None:
+    from_dataset = examples is None
+    if from_dataset:
         examples = common.load_examples(script_args.dataset, view, script_args.split)
     chosen = select_prompts(examples, script_args.num_prompts, script_args.prompt_seed)
     if not chosen:
@@ -269,7 +270,7 @@ def train(
         atomic_write_json(Path(training_args.output_dir) / "mag_grpo_run.json", {
             "kind": "mag-grpo-run",
             "script": asdict(script_args),
-            "dataset_revision": common.dataset_revision(script_args.dataset) if examples is None else None,
+            "dataset_revision": common.dataset_revision(script_args.dataset) if from_dataset else None,
             "contract": contract.value,
             "model": model_args.model_name_or_path,
             "prompts": len(chosen),

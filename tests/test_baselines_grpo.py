@@ -33,9 +33,34 @@ def _examples():
     return [common.Example(s, im) for s, im in tiny_steps(4, split="train")]
 
 
-def test_mediated_reward_one_step_with_expert_mixing(tmp_path, tiny_vlm):
+def _spy_on_forced_decoding(monkeypatch) -> list[str]:
+    """Record the text of every sequence the reward's greedy decode feeds to ``model.generate``."""
+    fed: list[str] = []
+    real = common.greedy_generate
+
+    def spy(model, processor, prompts, images, prefixes=None, max_new_tokens=256):
+        generate = model.generate
+
+        def recording_generate(**kw):
+            tok = processor.tokenizer
+            for row, mask in zip(kw["input_ids"].tolist(), kw["attention_mask"].tolist()):
+                fed.append(tok.decode([t for t, m in zip(row, mask) if m]))
+            return generate(**kw)
+
+        model.generate = recording_generate
+        try:
+            return real(model, processor, prompts, images, prefixes, max_new_tokens)
+        finally:
+            del model.generate
+
+    monkeypatch.setattr(common, "greedy_generate", spy)
+    return fed
+
+
+def test_mediated_reward_one_step_with_expert_mixing(tmp_path, tiny_vlm, monkeypatch):
     targs, margs = _configs(tmp_path, tiny_vlm, "mg")
     script = mg_grpo.GRPOScriptArguments(arm="mediated", mix_expert=True, reward_max_new_tokens=6, num_prompts=4)
+    fed = _spy_on_forced_decoding(monkeypatch)
     trainer = mg_grpo.train(script, targs, margs, _examples())
     assert trainer.state.global_step == 1
     reward = trainer.reward_funcs[0]
@@ -52,21 +77,30 @@ def test_mediated_reward_one_step_with_expert_mixing(tmp_path, tiny_vlm):
     for sid, d in forced:  # what the reward decoded starts with the forced guide prefix
         assert d.text.startswith(d.prefix) and d.prefix.startswith('{"guide": ')
         assert d.prefix.endswith('"action": ')
+    # ... and that prefix really was in the model's input: each forced decode's input ends with the
+    # chat template's generation prompt followed by the prefix (not merely glued on afterwards)
+    assert len(fed) == len(forced)
+    for text, (sid, d) in zip(fed, forced):
+        assert text.endswith("<|im_start|>assistant\n<think>\n\n</think>\n\n" + d.prefix), (sid, text[-200:])
     logs = [h for h in trainer.state.log_history if "rewards/mediated_saa/mean" in h]
     assert len(logs) == 1
     meta = json.loads((Path(targs.output_dir) / "mag_grpo_run.json").read_text())
     assert meta["contract"] == "JG" and meta["beta"] == 0.0 and meta["script"]["mix_expert"] is True
 
 
-def test_action_only_control_arm_one_step(tmp_path, tiny_vlm):
+def test_action_only_control_arm_one_step(tmp_path, tiny_vlm, monkeypatch):
     targs, margs = _configs(tmp_path, tiny_vlm, "ctl")
-    script = mg_grpo.GRPOScriptArguments(arm="action_only", num_prompts=None)
-    trainer = mg_grpo.train(script, targs, margs, _examples())
+    script = mg_grpo.GRPOScriptArguments(arm="action_only", num_prompts=None, dataset="org/some-dataset")
+    # the steps come "from the dataset" (no examples passed): the run records the dataset's revision
+    monkeypatch.setattr(common, "load_examples", lambda dataset, view, split, limit=None: _examples())
+    monkeypatch.setattr(common, "dataset_revision", lambda dataset: f"rev-of-{dataset}")
+    trainer = mg_grpo.train(script, targs, margs)
     assert trainer.state.global_step == 1
     assert isinstance(trainer.reward_funcs[0], mg_grpo.ActionReward)
     assert any("rewards/action_saa/mean" in h for h in trainer.state.log_history)
     assert trainer.expert_rows == []
-    assert json.loads((Path(targs.output_dir) / "mag_grpo_run.json").read_text())["contract"] == "A"
+    meta = json.loads((Path(targs.output_dir) / "mag_grpo_run.json").read_text())
+    assert meta["contract"] == "A" and meta["dataset_revision"] == "rev-of-org/some-dataset"
 
 
 def test_mediated_reward_scores_the_induced_action(monkeypatch):
