@@ -256,6 +256,28 @@ def test_load_judges(tmp_path):
     p.write_text("judges:\n" + "".join(f"  - {{name: j{i}, base_url: 'http://x/v1', modl: m}}\n" for i in range(3)))
     with pytest.raises(ValueError, match="'model' is required"):
         load_judges(p)
+    # a field of the wrong type is named, not a TypeError deep inside the client
+    for bad, msg in (("timeout: x", "'timeout' must be a positive number"), ("api_key_env: 5", "'api_key_env' must be"),
+                     ("max_retries: 1.5", "'max_retries' must be an integer"), ("params: x", "'params' must be a mapping"),
+                     ("params: {model: y}", "'params' must be a mapping")):
+        p.write_text("judges:\n" + "".join(f"  - {{name: j{i}, base_url: 'http://x/v1', model: m, {bad}}}\n" for i in range(3)))
+        with pytest.raises(ValueError, match=msg):
+            load_judges(p)
+
+
+def test_judge_params_reach_every_request(tmp_path):
+    """``params`` in the judges file (e.g. max_tokens) is sent with each request to that judge."""
+    raw = tmp_path / "raw"
+    hf.make_corpus(raw, 1)
+    p = tmp_path / "judges.yaml"
+    with StubOpenAI(responder=lambda body: CONF) as stub:
+        p.write_text("judges:\n" + "".join(
+            f"  - {{name: j{i}, base_url: '{stub.base_url}', model: m{i}, api_key_env: null, params: {{max_tokens: {50 + i}}}}}\n"
+            for i in range(3)))
+        report = run_audit(raw, load_judges(p), cache_dir=tmp_path / "cache")
+        assert report.statuses[AuditStatus.CONFIRMED] == 4 and stub.count == 12
+        assert sorted({(r["model"], r["max_tokens"], r["temperature"]) for r in stub.requests}) == [
+            ("m0", 50, 0), ("m1", 51, 0), ("m2", 52, 0)]
 
 
 def test_cli_audit_and_replay(tmp_path, judges, capsys, monkeypatch):

@@ -271,7 +271,8 @@ class JudgeConfig:
         timeout: seconds per attempt.
         max_retries: retries on 429/5xx/timeouts.
         concurrency: requests in flight to this judge.
-        params: extra request parameters (e.g. ``max_tokens``).
+        params: extra parameters of every request to this judge (e.g. ``max_tokens``),
+            merged over the greedy default ``temperature: 0``.
     """
 
     name: str
@@ -293,7 +294,23 @@ class JudgeConfig:
             cache_dir=cache_dir,
             concurrency=self.concurrency,
             backoff=backoff,
+            default_params=self.params,
         )
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+#: (field, check, what it must be) of the optional judge fields.
+_JUDGE_FIELD_TYPES: tuple[tuple[str, Callable[[Any], bool], str], ...] = (
+    ("api_key_env", lambda v: v is None or (isinstance(v, str) and v.strip() != ""), "a variable name or null"),
+    ("timeout", lambda v: (_is_int(v) or isinstance(v, float)) and v > 0, "a positive number of seconds"),
+    ("max_retries", lambda v: _is_int(v) and v >= 0, "an integer >= 0"),
+    ("concurrency", lambda v: _is_int(v) and v >= 1, "an integer >= 1"),
+    ("params", lambda v: isinstance(v, dict) and not {"model", "messages", "stream"} & set(v),
+     "a mapping of request parameters (not model, messages or stream)"),
+)
 
 
 def load_judges(path: str | os.PathLike) -> list[JudgeConfig]:
@@ -329,6 +346,9 @@ def load_judges(path: str | os.PathLike) -> list[JudgeConfig]:
         unknown = set(j) - allowed
         if unknown:
             raise ValueError(f"{path}: judge {j['name']!r}: unknown keys {sorted(unknown)}")
+        for key, ok, what in _JUDGE_FIELD_TYPES:
+            if key in j and not ok(j[key]):
+                raise ValueError(f"{path}: judge {j['name']!r}: '{key}' must be {what}, got {j[key]!r}")
         out.append(JudgeConfig(**j))
     names = [j.name for j in out]
     if len(out) != PANEL_SIZE:
