@@ -176,32 +176,42 @@ the model writes an **action** grounded by element id (`som` view) or pixel coor
 | J | `{"action": {...}, "guide": "..."}` (action first) |
 | JG | `{"guide": "...", "action": {...}}` (guide first) |
 
-An action is `{"type": ..., <arguments>}`; targeted actions (click, type, select, hover) name
+An action is `{"type": ..., <arguments>}`; targeted actions ({targeted}) name
 `"element": "12"` in `som` or `"coordinate": [x, y]` (screenshot pixels) in `coord`.
 Surrounding whitespace and one enclosing ```` ``` ```` / ```` ```json ```` fence are tolerated;
 anything else fails the format gate.
 
 ### Metrics (exact rules)
-* **OFCR** — share of outputs that pass the format gate. A failed output stays in every
-  denominator and scores 0 on every applicable metric.
-* **type acc** — predicted action type equals the gold type.
-* **target acc** — `som`: predicted element id equals the gold id (an integer is compared as
-  its string); `coord`: the point lies inside the gold target box, edges included. Only for
-  gold actions with a target, and not for steps whose label is *disputed* or *unmappable*.
-* **text F1** — for gold `type` actions: SQuAD-style token F1 (lower-cased, punctuation split
-  off, multiset overlap) between predicted and gold text; 0 if the predicted type differs.
-* **SAA** (step action accuracy) — type matches, the target matches where the gold has one,
-  and the argument matches (typed text exactly after normalisation, select value, scroll
-  direction, key, url; a `finish` answer is ignored). Excludes disputed/unmappable steps.
-* **BLEU-1 / BLEU-4** — sacrebleu `sentence_bleu` with `max_ngram_order` 1 and 4, lower-cased,
-  default smoothing, divided by 100; mean over steps (contracts G, J, JG).
-* **ROUGE-L** — rouge-score `rougeL` F-measure, no stemmer (contracts G, J, JG).
-* **usefulness** — share of guides rated useful by a majority of three judges, only when
-  cached judge verdicts exist for the guides; never computed by calling a model.
+The rules of `mag_dataset.scoring` (its module docstring is the reference), per step:
+* **OFCR** — every step: 1 when the output passes the format gate above. A failed output
+  stays in every denominator and scores 0 on every applicable metric.
+* **type acc** — contracts with an action (A, J, JG): predicted action type equals the gold type.
+* **target acc** — contracts with an action, when the gold action has a target ({targeted}),
+  the step's label is not *disputed* or *unmappable*, and the gold target is known in the view:
+  `som` — predicted element id equals the gold id (an integer is compared as its string);
+  `coord` — the point lies inside the gold target box, edges included.
+* **text F1** — contracts with an action, gold type `type`: SQuAD-style token F1 (NFKC,
+  lower-cased, punctuation split off as tokens, multiset overlap) between predicted and gold
+  text; 0 if the predicted type differs.
+* **SAA** (step action accuracy) — contracts with an action, steps not *disputed* or
+  *unmappable* (and, for a targeted gold, with its target known in the view, as for target
+  acc): the type matches, the target matches where the gold has one, and every scored
+  argument equals the gold's after normalisation (NFKC, lower case, runs of whitespace
+  collapsed; a URL also ignores a trailing `/`). Scored arguments: {scored_args}; a `finish`
+  answer is not scored.
+* **BLEU-1 / BLEU-4** — contracts with a guide (G, J, JG): sacrebleu sentence BLEU with the
+  `sentence_bleu` defaults (exp smoothing, effective order), `max_ngram_order` 1 and 4,
+  `lowercase=True`, divided by 100 and rounded to 10 decimals.
+* **ROUGE-L** — contracts with a guide: rouge-score `rougeL` F-measure, no stemmer.
+* **usefulness** — contracts with a guide, only when the board has cached judge verdicts:
+  1 when the majority of three judges rated the guide useful; a guide without a verdict is
+  unjudged and left out of the mean; never computed by calling a model.
 
-A blank cell means *not applicable* (e.g. guide metrics under contract A); 0 means wrong.
-The full report (micro and macro means, denominators, per-site / per-action-type / stale /
-unseen-template breakdowns, bootstrap intervals, provenance) is downloadable on *Details*.
+A cell of the table is the **micro mean over steps** (with several seeds: the mean over
+seeds). A blank cell means *not applicable* (e.g. guide metrics under contract A); 0 means
+wrong. The full report (micro means, macro means over tasks, denominators, the standard
+deviation over seeds, a task-level bootstrap 95% interval of the micro mean, per-site /
+per-action-type / stale / unseen-template breakdowns, provenance) is downloadable on *Details*.
 
 ### Predictions file
 JSON Lines, one object per test step (and seed), UTF-8:
@@ -245,6 +255,25 @@ The `submit` endpoint takes `model_name`, `view` (`som`/`coord`), `contract`
 optional. It returns a message and a JSON result with `ok` and, when accepted, the
 submission's id, rank and scores.
 """
+
+
+def about_text() -> str:
+    """The About tab: :data:`ABOUT` with the action-space lists and the worked example filled in.
+
+    The targeted types and the arguments SAA compares come from ``ACTION_SPACE`` (the one
+    source of truth of the action space), so the page cannot drift from the scorer.
+    """
+    from mag_dataset.actions import ACTION_SPACE
+
+    targeted = ", ".join(f"`{t.value}`" for t, spec in ACTION_SPACE.items() if spec.targeted)
+    by_arg: dict[str, list[str]] = {}
+    for t, spec in ACTION_SPACE.items():
+        for arg in spec.args:
+            if arg.scored:
+                by_arg.setdefault(arg.name, []).append(t.value)
+    scored = ", ".join(f"`{a}` ({', '.join(ts)})" for a, ts in by_arg.items())
+    return (ABOUT.replace("{targeted}", targeted).replace("{scored_args}", scored)
+            .replace("{scoring_example}", scoring_example()))
 
 
 def scoring_example() -> str:
@@ -416,7 +445,7 @@ def build_app(board: Board) -> gr.Blocks:
                 )
                 report_file = gr.File(label="Full report (JSON)", interactive=False, elem_id="report-file")
             with gr.Tab("About", id="about"):
-                gr.Markdown(ABOUT.replace("{scoring_example}", scoring_example()))
+                gr.Markdown(about_text())
 
         tables = [som_table, coord_table, choice]
         gr.on(

@@ -122,6 +122,49 @@ def test_ABOUT_documents_every_metric_and_the_submit_parameters(app) -> None:
     assert View.SOM.value in app.ABOUT and View.COORD.value in app.ABOUT
 
 
+def test_about_metric_rules_agree_with_the_scorer(app) -> None:
+    """Every rule detail of ``mag_dataset.scoring``'s docstring is on the About tab, and the
+    action-space lists there come from ``ACTION_SPACE``."""
+    import mag_dataset.scoring as scoring
+    from mag_dataset.actions import ACTION_SPACE
+
+    about = app.about_text()
+    assert "{" + "targeted}" not in about and "{" + "scored_args}" not in about
+    metrics = about.split("### Metrics (exact rules)", 1)[1].split("### Predictions file", 1)[0]
+    bullets = {b.split("**", 2)[1]: " ".join(b.split()) for b in metrics.split("\n* ")[1:]}
+    assert sorted(bullets) == sorted(["OFCR", "type acc", "target acc", "text F1", "SAA", "BLEU-1 / BLEU-4",
+                                      "ROUGE-L", "usefulness"])
+    doc = " ".join(scoring.__doc__.split())
+    # (phrase in the scorer's docstring, where the About tab must say it too)
+    pairs = [
+        ("edges included", "target acc"), ("disputed", "target acc"), ("unmappable", "target acc"),
+        ("as strings", "target acc"),
+        ("SQuAD-style token F1", "text F1"), ("multiset overlap", "text F1"), ("0 if the type differs", "text F1"),
+        ("disputed", "SAA"), ("trailing ``/``", "SAA"), ("``finish`` answer", "SAA"),
+        ("effective order", "BLEU-1 / BLEU-4"), ("exp smoothing", "BLEU-1 / BLEU-4"),
+        ("``lowercase=True``", "BLEU-1 / BLEU-4"), ("divided by 100", "BLEU-1 / BLEU-4"),
+        ("rounded to 10 decimals", "BLEU-1 / BLEU-4"),
+        ("``rougeL`` F-measure", "ROUGE-L"), ("no stemmer", "ROUGE-L"),
+        ("majority of three judges", "usefulness"), ("unjudged", "usefulness"),
+        ("stays in every denominator", "OFCR"),
+    ]
+    about_words = {"as strings": "compared as its string", "0 if the type differs": "0 if the predicted type differs",
+                   "trailing ``/``": "trailing `/`", "``finish`` answer": "`finish` answer",
+                   "``lowercase=True``": "`lowercase=True`", "``rougeL`` F-measure": "`rougeL` F-measure"}
+    for phrase, bullet in pairs:
+        assert phrase in doc, f"the scorer's docstring no longer says {phrase!r}: update About and this test"
+        assert about_words.get(phrase, phrase) in bullets[bullet], (bullet, phrase)
+    assert "NFKC" in scoring.normalize_arg.__doc__ and "NFKC" in bullets["SAA"]  # the argument normalisation
+    assert "NFKC" in bullets["text F1"]  # tokens() normalises too
+    for t, spec in ACTION_SPACE.items():
+        if spec.targeted:
+            assert f"`{t.value}`" in bullets["target acc"], t
+        for arg in spec.args:
+            if arg.scored:
+                assert f"`{arg.name}` (" in bullets["SAA"] and t.value in bullets["SAA"], (t, arg.name)
+    assert "micro mean over steps" in metrics and "micro mean" in doc
+
+
 def test_about_worked_example_is_scored_by_the_library(app) -> None:
     ex = app.scoring_example()
     row = [line for line in ex.splitlines() if line.startswith("| ") and not line.startswith("| SAA")]
