@@ -15,6 +15,10 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+#: The process umask, read once (os.umask can only be read by setting it).
+_UMASK = os.umask(0o022)
+os.umask(_UMASK)
+
 
 def atomic_write(path: str | os.PathLike, data: str | bytes | Iterable[str], *, fsync: bool = False) -> Path:
     """Write ``data`` to ``path`` atomically.
@@ -33,6 +37,7 @@ def atomic_write(path: str | os.PathLike, data: str | bytes | Iterable[str], *, 
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp makes the file private; outputs get normal permissions
         if isinstance(data, bytes):
             with os.fdopen(fd, "wb") as fb:
                 fb.write(data)

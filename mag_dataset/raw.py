@@ -58,7 +58,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from mag_dataset.actions import ACTION_SPACE, ActionType
-from mag_dataset.fileio import atomic_write_jsonl
+from mag_dataset.fileio import atomic_write, atomic_write_jsonl
 from mag_dataset.schema import (
     Action,
     AuditRecord,
@@ -196,11 +196,7 @@ def rewrite_episode_json(folder: str | os.PathLike, episode: RawEpisode) -> Path
     Returns:
         The path of ``episode.json``.
     """
-    path = Path(folder) / EPISODE_FILE
-    tmp = path.with_name(f".{EPISODE_FILE}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(episode.to_json(), indent=1, ensure_ascii=False) + "\n", "utf-8")
-    os.replace(tmp, path)
-    return path
+    return atomic_write(Path(folder) / EPISODE_FILE, json.dumps(episode.to_json(), indent=1, ensure_ascii=False) + "\n")
 
 
 def _rmtree(path: Path) -> None:
@@ -239,7 +235,7 @@ def parse_step(d: Any, episode: str, folder: Path | None) -> RawStep:
         shots[key] = name
     raw_action = _req(d, "action", episode, idx, dict)
     atype = raw_action.get("type")
-    if atype not in {t.value for t in ActionType}:
+    if not isinstance(atype, str) or atype not in {t.value for t in ActionType}:
         raise RawDataError(episode, idx, "action.type", f"unknown action type {atype!r}")
     try:
         action = Action.from_dict(raw_action)
@@ -272,6 +268,15 @@ def parse_step(d: Any, episode: str, folder: Path | None) -> RawStep:
     if targeted and action.element_id is not None and candidates and action.element_id not in ids:
         raise RawDataError(episode, idx, "action.element_id", f"{action.element_id!r} is not in the candidate menu")
     guide = _req(d, "guide", episode, idx, str)
+    url = d.get("url") or ""
+    if not isinstance(url, str):
+        raise RawDataError(episode, idx, "url", f"expected str, got {type(url).__name__}")
+    stale = d.get("stale", False)
+    if not isinstance(stale, bool):
+        raise RawDataError(episode, idx, "stale", f"expected bool, got {type(stale).__name__}")
+    metadata = d.get("metadata") or {}
+    if not isinstance(metadata, dict):
+        raise RawDataError(episode, idx, "metadata", f"expected an object, got {type(metadata).__name__}")
     try:
         source = GuideSource(d.get("guide_source", "template"))
     except ValueError:
@@ -287,9 +292,9 @@ def parse_step(d: Any, episode: str, folder: Path | None) -> RawStep:
         target_bbox=bbox,
         guide=guide,
         guide_source=source,
-        url=d.get("url") or "",
-        stale=bool(d.get("stale", False)),
-        metadata=d.get("metadata") or {},
+        url=url,
+        stale=stale,
+        metadata=metadata,
     )
 
 
@@ -323,6 +328,9 @@ def read_episode(folder: str | os.PathLike) -> RawEpisode:
         raise RawDataError(episode_id, None, "steps", "an episode needs at least one step")
     steps = tuple(parse_step(s, episode_id, folder) for s in raw_steps)
     seen: set[int] = set()
+    metadata = d.get("metadata") or {}
+    if not isinstance(metadata, dict):
+        raise RawDataError(episode_id, None, "metadata", f"expected an object, got {type(metadata).__name__}")
     for s in steps:
         if s.step_index in seen:
             sid = step_id(strs["task_id"], s.step_index)
@@ -338,7 +346,7 @@ def read_episode(folder: str | os.PathLike) -> RawEpisode:
         seed=d.get("seed"),
         reward=d.get("reward"),
         success=bool(d.get("success", True)),
-        metadata=d.get("metadata") or {},
+        metadata=metadata,
         **strs,
     )
 
@@ -364,19 +372,24 @@ def read_audit(path: str | os.PathLike) -> dict[str, AuditRecord]:
         ValueError: naming the line of a malformed or duplicate record.
     """
     out: dict[str, AuditRecord] = {}
-    with open(path, encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                d = json.loads(line)
-                sid = d.pop("step_id")
-                rec = AuditRecord(**d)
-            except (json.JSONDecodeError, KeyError, TypeError, SchemaError, AttributeError) as e:
-                raise ValueError(f"{path}:{n}: bad audit record: {e}") from None
-            if sid in out:
-                raise ValueError(f"{path}:{n}: duplicate audit record for step {sid!r}")
-            out[sid] = rec
+    try:
+        text = Path(path).read_bytes().decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ValueError(f"{path}: not valid UTF-8: {e}") from None
+    for n, line in enumerate(text.split("\n"), 1):
+        if not line.strip():
+            continue
+        try:
+            d = json.loads(line)
+            sid = d.pop("step_id")
+            if not isinstance(sid, str):
+                raise TypeError(f"step_id must be a string, got {sid!r}")
+            rec = AuditRecord(**d)
+        except (json.JSONDecodeError, KeyError, TypeError, SchemaError, AttributeError) as e:
+            raise ValueError(f"{path}:{n}: bad audit record: {e}") from None
+        if sid in out:
+            raise ValueError(f"{path}:{n}: duplicate audit record for step {sid!r}")
+        out[sid] = rec
     return out
 
 

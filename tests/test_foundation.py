@@ -131,6 +131,60 @@ def test_raw_rejects_coordinate_outside_box(tmp_path):
         raw.read_episode(tmp_path / "ep1")
 
 
+@pytest.mark.parametrize(
+    "edit, message",
+    [
+        (lambda st: st["action"].update(type=["click"]), "step 0, field 'action.type': unknown action type ['click']"),
+        (lambda st: st.update(metadata="x"), "step 0, field 'metadata': expected an object, got str"),
+        (lambda st: st.update(url=5), "step 0, field 'url': expected str, got int"),
+        (lambda st: st.update(stale="no"), "step 0, field 'stale': expected bool, got str"),
+    ],
+)
+def test_raw_rejects_malformed_step_fields(tmp_path, edit, message):
+    # each of these once gave a traceback (unhashable type, str has no .get) or a silent coercion
+    raw.write_episode(tmp_path, _episode(), {"step_000.png": _png(), "step_000_som.png": _png()})
+    path = tmp_path / "ep1" / raw.EPISODE_FILE
+    d = json.loads(path.read_text())
+    edit(d["steps"][0])
+    path.write_text(json.dumps(d))
+    with pytest.raises(raw.RawDataError) as e:
+        raw.read_episode(tmp_path / "ep1")
+    assert str(e.value) == f"episode 'ep1', {message}"
+
+
+def test_raw_rejects_episode_metadata_that_is_not_an_object(tmp_path):
+    raw.write_episode(tmp_path, _episode(), {"step_000.png": _png(), "step_000_som.png": _png()})
+    path = tmp_path / "ep1" / raw.EPISODE_FILE
+    path.write_text(json.dumps({**json.loads(path.read_text()), "metadata": [1]}))
+    with pytest.raises(raw.RawDataError, match=r"^episode 'ep1', field 'metadata': expected an object, got list$"):
+        raw.read_episode(tmp_path / "ep1")
+
+
+def test_bad_audit_files_name_the_file(tmp_path):
+    (tmp_path / "latin1.jsonl").write_bytes(b'{"step_id": "caf\xe9:0"}\n')
+    with pytest.raises(ValueError, match=r"latin1.jsonl: not valid UTF-8"):
+        raw.read_audit(tmp_path / "latin1.jsonl")
+    (tmp_path / "ids.jsonl").write_text('{"step_id": "a:0"}\n{"step_id": ["a:1"]}\n')
+    with pytest.raises(ValueError, match=r"ids.jsonl:2: bad audit record: step_id must be a string"):
+        raw.read_audit(tmp_path / "ids.jsonl")
+
+
+def test_atomic_writes_get_normal_permissions(tmp_path):
+    import os
+
+    from mag_dataset.fileio import atomic_write
+
+    umask = os.umask(0o022)
+    os.umask(umask)
+    probe = tmp_path / "probe.txt"
+    probe.write_text("x")
+    rewritten = raw.rewrite_episode_json(raw.write_episode(tmp_path, _episode(), {"step_000.png": _png(),
+                                                                               "step_000_som.png": _png()}), _episode())
+    for path in (atomic_write(tmp_path / "a.json", "{}"), rewritten):
+        assert path.stat().st_mode & 0o777 == probe.stat().st_mode & 0o777 == 0o666 & ~umask, path
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.json", "ep1", "probe.txt"]  # no temp file left
+
+
 def test_audit_file_round_trip(tmp_path):
     recs = {"a:0": AuditRecord(status="remapped", element_id="9", original_element_id="3"), "a:1": AuditRecord()}
     raw.write_audit(tmp_path / "audit.jsonl", recs)

@@ -310,8 +310,8 @@ def write_corpus_manifest(root: str | Path, split_seed: int, held_out: tuple[str
     Reads (and validates) every episode under ``root``; written atomically.
     """
     import json
-    import os
 
+    from mag_dataset.fileio import atomic_write
     from mag_dataset.raw import CORPUS_FILE, CORPUS_FORMAT, FORMAT_VERSION, read_corpus
 
     root = Path(root)
@@ -325,8 +325,4 @@ def write_corpus_manifest(root: str | Path, split_seed: int, held_out: tuple[str
         "held_out_templates": held,
         "splits": split_tasks(templates, split_seed, held, test_fraction),
     }
-    path = root / CORPUS_FILE
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n", "utf-8")
-    os.replace(tmp, path)
-    return path
+    return atomic_write(root / CORPUS_FILE, json.dumps(manifest, indent=1, sort_keys=True) + "\n")
