@@ -388,6 +388,9 @@ def prepare_corpus(
                 )
             )
             guides.append(st.guide)
+    if not steps:
+        # e.g. only failed live-eval episodes without steps: the folder would not load
+        raise BuildError(f"{raw_dir}: the {len(episodes)} episodes hold no steps; nothing to build")
     return Corpus(
         raw_dir=raw_dir,
         splits=splits,
@@ -565,6 +568,10 @@ def build_dataset(
     from mag_dataset.card import medians, render_card, split_statistics
 
     out_dir = Path(out_dir).absolute()
+    raw_abs = Path(raw_dir).resolve()
+    if out_dir.resolve() == raw_abs or raw_abs in out_dir.resolve().parents:
+        # the built folder would be read as an episode folder by the next build
+        raise BuildError(f"output {out_dir} is inside the raw corpus {raw_abs}; choose a folder outside it")
     _check_target(out_dir)
     corpus = prepare_corpus(raw_dir, audit_path, progress=progress)
     out_dir.parent.mkdir(parents=True, exist_ok=True)

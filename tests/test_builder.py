@@ -248,6 +248,24 @@ def test_cli_reports_rejected_input_in_one_line(raw_copy, tmp_path, capsys):
     assert not (tmp_path / "out").exists()
 
 
+def test_rejects_a_corpus_without_steps(raw_copy, tmp_path):
+    # only failed live-eval episodes without steps: the folder would hold no Parquet and not load
+    folders = [p for p in raw_copy.iterdir() if p.is_dir()]
+    for ep in folders:
+        edit_episode(ep, lambda d: d.update(steps=[], success=False))
+    with pytest.raises(BuildError, match=f"the {len(folders)} episodes hold no steps; nothing to build"):
+        build_dataset(raw_copy, tmp_path / "out", progress=False)
+    assert not (tmp_path / "out").exists()
+
+
+def test_rejects_an_output_folder_inside_the_raw_corpus(raw_copy, tmp_path):
+    # it would be read as an (invalid) episode folder by the next build of that corpus
+    for out in (raw_copy / "built", raw_copy):
+        with pytest.raises(BuildError, match="is inside the raw corpus"):
+            build_dataset(raw_copy, out, progress=False)
+    assert not (raw_copy / "built").exists()
+
+
 def test_cli_builds(raw_copy, tmp_path, capsys):
     assert main(["build", "--raw", str(raw_copy), "--out", str(tmp_path / "cli"), "--no-progress"]) == 0
     assert f"built {tmp_path / 'cli'}" in capsys.readouterr().out
