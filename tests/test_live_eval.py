@@ -86,6 +86,8 @@ def test_task_ids_and_config_validation(tmp_path):
         LiveEvalConfig(**{**base, "episodes": 0})
     with pytest.raises(LiveEvalError, match="no tasks"):
         LiveEvalConfig(**{**base, "tasks": ()})
+    with pytest.raises(LiveEvalError, match="seed must be an integer >= 0"):
+        LiveEvalConfig(**{**base, "seed": -1})
 
 
 def test_agent_spec_parsing(tmp_path):

@@ -199,6 +199,9 @@ class LiveEvalConfig:
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise LiveEvalError(f"{name} must be a positive integer, got {v!r}")
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
+            # BrowserGym refuses a negative seed inside every episode: each would be a counted failure
+            raise LiveEvalError(f"seed must be an integer >= 0, got {self.seed!r}")
 
     def jobs(self) -> list[tuple[str, int]]:
         """(task id, seed) of every episode, in report order."""
