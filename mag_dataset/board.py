@@ -372,6 +372,10 @@ def _parquet_to_jsonl(data: bytes, max_lines: int) -> bytes:
     for col in ("step_id", "output"):
         if not pa.types.is_string(table.schema.field(col).type) and not pa.types.is_large_string(table.schema.field(col).type):
             raise SubmissionRejected(f"the Parquet column {col!r} must be strings, got {table.schema.field(col).type}")
+    if "seed" in names:
+        seed_type = table.schema.field("seed").type
+        if not (pa.types.is_integer(seed_type) or pa.types.is_null(seed_type)):
+            raise SubmissionRejected(f"the Parquet column 'seed' must be integers, got {seed_type}")
     lines = []
     for row in table.to_pylist():
         rec = {"step_id": row["step_id"], "output": row["output"]}
@@ -386,6 +390,8 @@ def _parquet_to_jsonl(data: bytes, max_lines: int) -> bytes:
 
 def clean_text(value: str | None, what: str, limit: int = MAX_NAME_CHARS, required: bool = False) -> str:
     """Normalise a free-text field (names) or refuse it; the text is always shown as text."""
+    if value is not None and not isinstance(value, str):
+        raise SubmissionRejected(f"{what} must be text, got {type(value).__name__}")
     text = " ".join((value or "").split())
     if required and not text:
         raise SubmissionRejected(f"{what} is required")
@@ -398,6 +404,8 @@ def clean_text(value: str | None, what: str, limit: int = MAX_NAME_CHARS, requir
 
 def clean_link(value: str | None) -> str:
     """An optional link: empty, or an http(s) URL without spaces."""
+    if value is not None and not isinstance(value, str):
+        raise SubmissionRejected(f"link must be text, got {type(value).__name__}")
     link = (value or "").strip()
     if not link:
         return ""

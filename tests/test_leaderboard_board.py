@@ -197,6 +197,20 @@ def test_parquet_without_required_columns_is_refused(board: Board) -> None:
     assert board.count() == 0 and stored_files(board) == []
 
 
+@pytest.mark.parametrize("seed_type", ["timestamp[s]", "string", "double"])
+def test_parquet_seed_column_of_another_type_is_refused(board: Board, seed_type: str) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    seeds = pa.array([1] * len(IDS), pa.int64()).cast(pa.type_for_alias(seed_type)) if seed_type != "string" \
+        else pa.array(["1"] * len(IDS))
+    buf = io.BytesIO()
+    pq.write_table(pa.table({"step_id": IDS, "output": ["{}"] * len(IDS), "seed": seeds}), buf)
+    with pytest.raises(SubmissionRejected, match=r"the Parquet column 'seed' must be integers, got "):
+        submit(board, buf.getvalue(), "p.parquet")
+    assert board.count() == 0 and stored_files(board) == []
+
+
 @pytest.mark.parametrize(
     "field,value,message",
     [
@@ -207,6 +221,9 @@ def test_parquet_without_required_columns_is_refused(board: Board) -> None:
         ("link", "javascript:alert(1)", "link must be an http:// or https:// URL"),
         ("link", "https://x.org/\"><script>", "link must be a plain URL"),
         ("provenance_tag", "trust me", "provenance tag must be one of"),
+        ("model_name", 5, "model name must be text, got int"),  # an API caller's JSON, not a string
+        ("organisation", ["x"], "organisation must be text, got list"),
+        ("link", 5, "link must be text, got int"),
     ],
 )
 def test_bad_fields_are_refused(board: Board, field: str, value: str, message: str) -> None:
