@@ -137,6 +137,27 @@ def test_user_errors(built, tmp_path, capsys):
     assert "line 1" in capsys.readouterr().err
 
 
+def test_unreachable_hub_repo_and_bad_output_path_are_user_errors(built, test_steps, tmp_path, capsys):
+    steps = test_steps["som"]
+    preds = write_predictions(tmp_path / "p.jsonl", [Prediction(s.step_id, render_target(s, "som", "A")) for s in steps])
+    # offline (conftest sets HF_HUB_OFFLINE): a Hub repo id cannot be reached -> one line, exit 2
+    assert main(["score", "--predictions", str(preds), "--dataset", "nobody/no-such-dataset", "--view", "som",
+                 "--contract", "A"]) == 2
+    err = capsys.readouterr().err
+    assert "cannot load som/test of dataset 'nobody/no-such-dataset'" in err and "Traceback" not in err
+    folder = tmp_path / "reports"
+    folder.mkdir()
+    assert main(["score", "--predictions", str(preds), "--dataset", str(built), "--view", "som", "--contract", "A",
+                 "--output", str(folder)]) == 2
+    assert "is a folder" in capsys.readouterr().err and list(folder.iterdir()) == []
+    blocker = tmp_path / "file"
+    blocker.write_text("x", "utf-8")
+    assert main(["score", "--predictions", str(preds), "--dataset", str(built), "--view", "som", "--contract", "A",
+                 "--output", str(blocker / "r.json")]) == 2
+    assert "cannot write the report" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["file", "p.jsonl", "reports"]
+
+
 def test_entry_point_and_baseline_script_in_a_subprocess(built, tmp_path):
     preds = tmp_path / "h.jsonl"
     r = subprocess.run([sys.executable, "-m", "baselines.heuristic", "--dataset", str(built), "--view", "coord",

@@ -75,9 +75,11 @@ def run(args: argparse.Namespace) -> int:
 
     if not args.predictions.is_file():
         raise UserError(f"predictions file not found: {args.predictions}")
+    if args.output is not None and args.output.is_dir():
+        raise UserError(f"--output {args.output} is a folder; give a file path for the report JSON")
     try:
         steps = load_gold(args.dataset, args.view, args.split)
-    except (FileNotFoundError, ValueError, SchemaError) as e:
+    except (OSError, ValueError, SchemaError) as e:  # OSError: missing folder, Hub unreachable offline
         raise UserError(f"cannot load {args.view}/{args.split} of dataset {args.dataset!r}: {e}") from None
     if not steps:
         raise UserError(f"dataset {args.dataset!r} has no {args.split} steps in the {args.view} view")
@@ -98,6 +100,9 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(str(e)) from None
     print(format_report(report))
     if args.output is not None:
-        atomic_write(args.output, report.to_json(include_steps=args.per_step))
+        try:
+            atomic_write(args.output, report.to_json(include_steps=args.per_step))
+        except OSError as e:
+            raise UserError(f"cannot write the report to {args.output}: {e}") from None
         print(f"\nreport written to {args.output}")
     return 0
