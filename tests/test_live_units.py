@@ -75,7 +75,26 @@ def test_record_cli_rejects_bad_input(tmp_path, capsys):
     assert "is not an empty folder" in capsys.readouterr().err
     assert main(["record", "--out", str(tmp_path / "y"), "--episodes", "0"]) == 2
     assert "--episodes must be at least 1" in capsys.readouterr().err
-    assert not (tmp_path / "x").exists() and not (tmp_path / "y").exists()
+    assert main(["record", "--out", str(tmp_path / "z"), "--tasks", "click-button", "--held-out", "click-tab-2"]) == 2
+    assert "--held-out click-tab-2: not among --tasks, so nothing would be held out" in capsys.readouterr().err
+    assert not (tmp_path / "x").exists() and not (tmp_path / "y").exists() and not (tmp_path / "z").exists()
+
+
+def test_record_cli_records_a_task_named_twice_once(tmp_path, monkeypatch, capsys):
+    from mag_dataset.cli import main
+    from mag_dataset.live import recorder
+
+    calls = {}
+
+    def fake_record_corpus(out, tasks, episodes, seed, log=None):  # the browser part is tested in test_live_record
+        calls.update(tasks=tasks, episodes=episodes, seed=seed)
+        return []
+
+    monkeypatch.setattr(recorder, "record_corpus", fake_record_corpus)
+    assert main(["record", "--out", str(tmp_path / "r"), "--tasks", "click-button", "enter-text", "click-button"]) == 2
+    assert calls == {"tasks": ["click-button", "enter-text"], "episodes": 10, "seed": 0}
+    assert "no episode succeeded; nothing written" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_live_modules_import_no_browser_stack():

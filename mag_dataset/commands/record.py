@@ -28,17 +28,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="successful episodes per task (default: %(default)s)")
     parser.add_argument("--seed", type=int, default=BUNDLED_SEED,
                         help="corpus seed: picks the MiniWoB seeds and the split (default: %(default)s)")
-    parser.add_argument("--held-out", nargs="*", default=list(HELD_OUT_TEMPLATES), metavar="TASK",
-                        help="task types kept out of train (default: %(default)s)")
+    parser.add_argument("--held-out", nargs="*", default=None, metavar="TASK",
+                        help=f"task types kept out of train, among --tasks (default: those of {list(HELD_OUT_TEMPLATES)} "
+                        "that are recorded)")
 
 
 def run(args: argparse.Namespace) -> int:
     from mag_dataset.live.experts import EXPERTS
-    from mag_dataset.live.recorder import record_corpus, write_corpus_manifest
+    from mag_dataset.live.recorder import HELD_OUT_TEMPLATES, record_corpus, write_corpus_manifest
 
+    args.tasks = list(dict.fromkeys(args.tasks))  # a task named twice would be recorded twice over itself
     unknown = [t for t in args.tasks if t not in EXPERTS]
     if unknown:
         raise UserError(f"no expert for task(s) {', '.join(unknown)}; supported: {', '.join(sorted(EXPERTS))}")
+    if args.held_out is None:
+        args.held_out = [t for t in HELD_OUT_TEMPLATES if t in args.tasks]
+    stray = [t for t in args.held_out if t not in args.tasks]
+    if stray:
+        raise UserError(f"--held-out {', '.join(stray)}: not among --tasks, so nothing would be held out")
     if args.episodes < 1:
         raise UserError(f"--episodes must be at least 1, got {args.episodes}")
     if args.out.exists() and (not args.out.is_dir() or any(args.out.iterdir())):
