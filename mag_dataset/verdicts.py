@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +28,8 @@ from mag_dataset.fileio import atomic_write
 
 #: Number of judges whose majority decides usefulness.
 NUM_JUDGES = 3
+
+_HEX64 = re.compile(r"[0-9a-f]{64}")
 
 
 class VerdictsError(ValueError):
@@ -120,12 +123,13 @@ def read_verdicts(path: str | os.PathLike) -> Verdicts:
                 continue
             try:
                 obj = json.loads(text)
-            except json.JSONDecodeError as e:
-                raise VerdictsError(f"{path}: line {n}: not a JSON object ({e.msg})") from None
+            except (ValueError, RecursionError) as e:  # JSONDecodeError, huge ints, deep nesting
+                msg = e.msg if isinstance(e, json.JSONDecodeError) else type(e).__name__
+                raise VerdictsError(f"{path}: line {n}: not a JSON object ({msg})") from None
             if not isinstance(obj, dict):
                 raise VerdictsError(f"{path}: line {n}: not a JSON object")
             key, judge, useful = obj.get("key"), obj.get("judge"), obj.get("useful")
-            if not isinstance(key, str) or len(key) != 64:
+            if not isinstance(key, str) or _HEX64.fullmatch(key) is None:
                 raise VerdictsError(f"{path}: line {n}: 'key' must be a sha256 hex string")
             if not isinstance(judge, str) or not judge:
                 raise VerdictsError(f"{path}: line {n}: 'judge' must be a non-empty string")

@@ -181,6 +181,26 @@ def test_usefulness_is_the_majority_of_three_cached_verdicts():
     assert report.provenance["verdicts"]["judges"] == ["j-a", "j-b", "j-c"]
 
 
+
+@pytest.mark.parametrize("line,message", [
+    ("[" * 100_000, "line 2: not a JSON object (RecursionError)"),
+    ('{"key": 1' + "0" * 5000 + "}", "line 2: not a JSON object (ValueError)"),
+    ("{nope", "line 2: not a JSON object"),
+    ('["key"]', "line 2: not a JSON object"),
+    ('{"key": "' + "z" * 64 + '", "judge": "j-a", "useful": true}', "line 2: 'key' must be a sha256 hex string"),
+    ('{"key": "' + "a" * 63 + '", "judge": "j-a", "useful": true}', "line 2: 'key' must be a sha256 hex string"),
+    ('{"key": "' + "a" * 64 + '", "judge": "", "useful": true}', "line 2: 'judge' must be a non-empty string"),
+    ('{"key": "' + "a" * 64 + '", "judge": "j-a", "useful": 1}', "line 2: 'useful' must be true or false"),
+])
+def test_bad_verdict_file_lines_are_named_not_raised(tmp_path, line, message):
+    from mag_dataset.verdicts import VerdictsError, read_verdicts, write_verdicts
+
+    path = write_verdicts(tmp_path / "v.jsonl", [Verdict("s/0", "Click.", "j-a", True)])
+    path.write_text(path.read_text("utf-8") + line + "\n", "utf-8")
+    with pytest.raises(VerdictsError) as e:
+        read_verdicts(path)
+    assert message in str(e.value)
+
 def _noisy_preds(view, contract, seed, p_wrong):
     rng = random.Random(seed)
     out = []
