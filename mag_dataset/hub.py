@@ -43,7 +43,7 @@ def upload_plan(folder: str | os.PathLike) -> list[UploadFile]:
 
     folder = Path(folder)
     if not folder.is_dir():
-        raise PublishError(f"dataset folder not found: {folder}")
+        raise PublishError(f"{folder} is not a folder" if folder.exists() else f"dataset folder not found: {folder}")
     for name in (CARD_FILE, BUILD_INFO_FILE, CHECKSUM_FILE):
         if not (folder / name).is_file():
             raise PublishError(f"{folder} is not a built dataset folder: {name} is missing (run `mag build` first)")

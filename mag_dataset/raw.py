@@ -36,7 +36,8 @@ in ``metadata["trajectory"]``). Builders yield no rows for it.
 
 Step ``metadata`` is free-form; the MiniWoB++ recorder (:mod:`mag_dataset.live.recorder`)
 writes ``{"conversion": {"scale_factor": 1.5, "crop": [x0, y0, x1, y1]},
-"browsergym_action": "mouse_click(67.97, 272.25)"}``: a screenshot point ``(x, y)`` is the
+"browsergym_action": "mouse_move(67.97, 272.25)\\nnoop(100)\\nmouse_click(67.97, 272.25)"}``
+(clicks hover first, see :mod:`mag_dataset.live.execute`): a screenshot point ``(x, y)`` is the
 page CSS point ``((x + x0) / scale_factor, (y + y0) / scale_factor)`` (see
 :class:`mag_dataset.live.observe.Conversion`).
 

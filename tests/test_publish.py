@@ -77,6 +77,14 @@ def test_a_folder_that_is_not_a_build_is_refused(tmp_path, capsys):
     assert "is not a built dataset folder: README.md is missing (run `mag build` first)" in capsys.readouterr().err
 
 
+def test_a_file_or_a_missing_folder_is_refused(tmp_path):
+    (tmp_path / "webmre.tar").write_bytes(b"x")
+    with pytest.raises(PublishError, match=r"webmre.tar is not a folder$"):
+        upload_plan(tmp_path / "webmre.tar")
+    with pytest.raises(PublishError, match=r"^dataset folder not found: .*missing$"):
+        upload_plan(tmp_path / "missing")
+
+
 def test_bad_repo_id(built, capsys):
     assert main(["publish", "--repo-id", "webmre", "--folder", str(built), "--dry-run"]) == 2
     assert "--repo-id must look like owner/name, got 'webmre'" in capsys.readouterr().err
