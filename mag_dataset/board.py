@@ -519,6 +519,7 @@ class RescoreResult:
     stored_version: str
     current_version: str
     detail: str = ""
+    failed: bool = False  # the stored file could not be re-scored (missing, altered, gold without its ids)
 
 
 # --------------------------------------------------------------------------- the board
@@ -806,8 +807,16 @@ class Board:
         gold = self.gold
         for sub in self.submissions():
             v, c = View(sub.view), Contract(sub.contract)
-            jsonl = decode_upload(self.read_file(sub), f"x{sub.file_ext}", max_bytes=max(self.config.max_bytes, sub.file_size) * 64, max_lines=10**9)
-            predictions = read_predictions(jsonl, gold.step_ids(v), max_lines=10**9)
+            try:
+                if v not in gold.steps:
+                    raise ValueError(f"the gold has no {v.value} view")
+                jsonl = decode_upload(self.read_file(sub), f"x{sub.file_ext}",
+                                      max_bytes=max(self.config.max_bytes, sub.file_size) * 64, max_lines=10**9)
+                predictions = read_predictions(jsonl, gold.step_ids(v), max_lines=10**9)
+            except (OSError, ValueError) as e:  # PredictionsError and SubmissionRejected are ValueErrors
+                results.append(RescoreResult(sub.id, False, sub.scorer_version, _scorer_version(),
+                                             f"cannot re-score: {e}", failed=True))
+                continue
             new_json = score_predictions(predictions, gold.steps[v], v, c, verdicts=self.verdicts).to_json()
             new_dict = json.loads(new_json)
             version = str(new_dict.get("provenance", {}).get("scorer_version") or _scorer_version())

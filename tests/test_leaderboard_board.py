@@ -425,3 +425,30 @@ def test_sync_payload_restores_a_board_that_rescores_identically(tmp_path: Path)
     assert [s.report_json for s in b.submissions()] == [s.report_json for s in a.submissions()]
     assert b.count() == 5 and all(r.identical for r in b.rescore_all())
     assert not restore_from_folder(BoardConfig(data_dir=tmp_path / "c"), tmp_path / "nothing")
+
+
+def test_rescore_reports_a_stored_file_it_cannot_score_instead_of_crashing(tmp_path: Path, monkeypatch, capsys) -> None:
+    from mag_dataset.cli import main
+
+    cfg = BoardConfig(data_dir=tmp_path / "b")
+    b = Board(cfg, gold=gold())
+    altered, missing, fine = (submit(b, jsonl(tag=t), model_name=t) for t in ("altered", "missing", "fine"))
+    b.file_path(altered.file_sha256, altered.file_ext).write_bytes(b"tampered\n")
+    b.file_path(missing.file_sha256, missing.file_ext).unlink()
+    results = {r.id: r for r in b.rescore_all()}
+    assert results[fine.id].identical and not results[fine.id].failed
+    assert results[altered.id].failed and "does not match its SHA-256" in results[altered.id].detail
+    assert results[missing.id].failed and "cannot re-score" in results[missing.id].detail
+    # gold that lacks the stored file's step ids: a failure named, not a traceback
+    g = gold()
+    g.steps[View.SOM] = g.steps[View.SOM][1:]
+    g._ids[View.SOM] = g._ids[View.SOM][1:]
+    (r,) = [r for r in Board(cfg, gold=g).rescore_all() if r.id == fine.id]
+    assert r.failed and "unknown step_id" in r.detail
+
+    monkeypatch.setattr(Gold, "load", classmethod(lambda cls, *a, **k: gold()))
+    assert main(["leaderboard", "rescore", "--dir", str(cfg.data_dir)]) == 1
+    out = capsys.readouterr().out
+    assert f"#{fine.id}: identical" in out and f"#{altered.id}: FAILED (cannot re-score: " in out
+    assert "1/3 stored reports reproduced byte for byte" in out and "2 stored submission(s) could not be re-scored" in out
+    assert main(["leaderboard", "rescore", "--dir", str(cfg.data_dir), "--update"]) == 1  # nothing to update them with

@@ -91,9 +91,13 @@ def _rescore(args: argparse.Namespace) -> int:
     board = Board(config)
     results = board.rescore_all(update=args.update)
     for r in results:
-        state = "identical" if r.identical else ("updated" if args.update else "DIFFERS")
-        extra = f" ({r.detail}; scorer {r.stored_version} -> {r.current_version})" if not r.identical else ""
+        state = "identical" if r.identical else "FAILED" if r.failed else ("updated" if args.update else "DIFFERS")
+        extra = "" if r.identical else f" ({r.detail})" if r.failed else \
+            f" ({r.detail}; scorer {r.stored_version} -> {r.current_version})"
         print(f"#{r.id}: {state}{extra}")
     same = sum(r.identical for r in results)
     print(f"{same}/{len(results)} stored reports reproduced byte for byte")
-    return 0 if same == len(results) or args.update else 1
+    failed = sum(r.failed for r in results)
+    if failed:
+        print(f"{failed} stored submission(s) could not be re-scored")
+    return 0 if same == len(results) or (args.update and not failed) else 1
