@@ -26,9 +26,9 @@ from typing import Sequence
 class HeuristicArguments:
     output: str = field(metadata={"help": "predictions JSONL to write"})
     dataset: str = field(default="bundled", metadata={"help": "built dataset folder, Hub repo id, or 'bundled'"})
-    view: str = field(default="som", metadata={"help": "som or coord"})
-    contract: str = field(default="J", metadata={"help": "A, G, J or JG"})
-    split: str = field(default="test", metadata={"help": "train or test"})
+    view: str = field(default="som", metadata={"help": "som or coord", "choices": ("som", "coord")})
+    contract: str = field(default="J", metadata={"help": "A, G, J or JG", "choices": ("A", "G", "J", "JG")})
+    split: str = field(default="test", metadata={"help": "train or test", "choices": ("train", "test")})
 
 
 def parse_args(argv: Sequence[str] | None = None) -> HeuristicArguments:
@@ -40,7 +40,12 @@ def parse_args(argv: Sequence[str] | None = None) -> HeuristicArguments:
     if known.config is not None:
         import yaml
 
-        defaults = yaml.safe_load(known.config.read_text("utf-8")) or {}
+        try:
+            defaults = yaml.safe_load(known.config.read_text("utf-8")) or {}
+        except (OSError, yaml.YAMLError) as e:
+            raise SystemExit(f"{known.config}: cannot read the config ({e})") from None
+        if not isinstance(defaults, dict):
+            raise SystemExit(f"{known.config}: the config must be a mapping of flag names to values")
         unknown = set(defaults) - {f.name for f in dataclasses.fields(HeuristicArguments)}
         if unknown:
             raise SystemExit(f"{known.config}: unknown keys {sorted(unknown)}")
@@ -48,8 +53,14 @@ def parse_args(argv: Sequence[str] | None = None) -> HeuristicArguments:
     for f in dataclasses.fields(HeuristicArguments):
         required = f.default is dataclasses.MISSING and f.name not in defaults
         default = defaults.get(f.name, None if f.default is dataclasses.MISSING else f.default)
-        parser.add_argument(f"--{f.name}", default=default, required=required, help=f.metadata["help"])
+        parser.add_argument(
+            f"--{f.name}", default=default, required=required, help=f.metadata["help"], choices=f.metadata.get("choices")
+        )
     ns = parser.parse_args(rest)
+    for f in dataclasses.fields(HeuristicArguments):  # a config value skips argparse's choices check
+        choices = f.metadata.get("choices")
+        if choices is not None and getattr(ns, f.name) not in choices:
+            parser.error(f"--{f.name} must be one of {', '.join(choices)}, got {getattr(ns, f.name)!r}")
     return HeuristicArguments(**{f.name: getattr(ns, f.name) for f in dataclasses.fields(HeuristicArguments)})
 
 
@@ -69,11 +80,15 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     args = parse_args(argv)
     view, contract = View(args.view), Contract(args.contract)
-    source = resolve_dataset(args.dataset)
-    steps = load_steps(source, view, args.split)
-    menus = None
-    if view is View.COORD:
-        menus = {s.step_id: s.candidates for s in load_steps(source, View.SOM, args.split)}
+    try:
+        source = resolve_dataset(args.dataset)
+        steps = load_steps(source, view, args.split)
+        menus = None
+        if view is View.COORD:
+            menus = {s.step_id: s.candidates for s in load_steps(source, View.SOM, args.split)}
+    except (OSError, ValueError) as e:  # a missing folder, an unreachable Hub repo, a bad row
+        print(f"heuristic: cannot load {view.value}/{args.split} of dataset {args.dataset!r}: {e}", file=sys.stderr)
+        return 2
     preds = heuristic_predictions(steps, view, contract, menus=menus)
     path = write_predictions(args.output, preds)
     print(f"wrote {len(preds)} predictions ({view.value}/{contract.value}, {args.split}) to {path}")

@@ -57,3 +57,33 @@ def test_reports_for_every_contract_and_view():
     assert list(reports) == [(v.value, c.value) for v in View for c in Contract]
     assert all(r.value("ofcr") == 1.0 for r in reports.values())
     assert len(heuristic_predictions(steps, "som", "JG", seed=3)) == 12
+
+
+def test_baseline_script_config_and_bad_flags_are_clean_errors(tmp_path, capsys):
+    import sys
+    from pathlib import Path
+
+    import pytest
+
+    root = Path(__file__).resolve().parents[1]
+    sys.path.insert(0, str(root))
+    from baselines import heuristic as script
+
+    config = root / "baselines" / "configs" / "heuristic.yaml"  # the file the script's docstring launches
+    assert config.is_file()
+    args = script.parse_args(["--config", str(config), "--output", "p.jsonl", "--view", "coord"])
+    assert (args.dataset, args.view, args.contract, args.split) == ("bundled", "coord", "J", "test")
+    for argv in (["--view", "pixels"], ["--contract", "B"], ["--split", "dev"]):
+        with pytest.raises(SystemExit) as e:
+            script.parse_args(["--output", "p.jsonl", *argv])
+        assert e.value.code == 2 and "invalid choice" in capsys.readouterr().err
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("view: pixels\n", "utf-8")
+    with pytest.raises(SystemExit):
+        script.parse_args(["--config", str(bad), "--output", "p.jsonl"])
+    assert "--view must be one of som, coord" in capsys.readouterr().err
+    with pytest.raises(SystemExit, match="cannot read the config"):
+        script.parse_args(["--config", str(tmp_path / "none.yaml"), "--output", "p.jsonl"])
+    out = tmp_path / "p.jsonl"
+    assert script.main(["--dataset", str(tmp_path / "nodata"), "--output", str(out)]) == 2
+    assert "cannot load som/test" in capsys.readouterr().err and not out.exists()
