@@ -172,7 +172,14 @@ def write_episode(root: str | os.PathLike, episode: RawEpisode, images: dict[str
 
     Returns:
         The episode folder.
+
+    Raises:
+        ValueError: an episode id that is not a plain folder name (a ``/``, or a leading
+            ``.``, which readers skip as a temp folder).
     """
+    eid = episode.episode_id
+    if not eid or eid.startswith(".") or "/" in eid or "\\" in eid:
+        raise ValueError(f"episode_id {eid!r} must be a plain folder name (no '/', no leading '.')")
     root = Path(root)
     root.mkdir(parents=True, exist_ok=True)
     final = root / episode.episode_id

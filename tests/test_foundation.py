@@ -120,6 +120,16 @@ def test_raw_round_trip(tmp_path):
     assert [e.episode_id for e in raw.read_corpus(tmp_path)] == ["ep1"]
 
 
+@pytest.mark.parametrize("eid", ["", ".hidden", "../escape", "a/b", "a\\b"])
+def test_write_episode_needs_a_plain_folder_name(tmp_path, eid):
+    # a leading '.' would be skipped by every reader as a temp folder; '/' would write elsewhere
+    root = tmp_path / "raw"
+    ep = raw.RawEpisode(eid, "t", "site", "Click OK.", "site", steps=_episode().steps)
+    with pytest.raises(ValueError, match="must be a plain folder name"):
+        raw.write_episode(root, ep, {"step_000.png": _png(), "step_000_som.png": _png()})
+    assert not any(tmp_path.rglob("*.png"))
+
+
 def test_raw_rejects_coordinate_outside_box(tmp_path):
     ep = _episode()
     raw.write_episode(tmp_path, ep, {"step_000.png": _png(), "step_000_som.png": _png()})

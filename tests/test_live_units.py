@@ -116,3 +116,15 @@ def test_every_bundled_task_has_an_expert():
     assert len(BUNDLED_TASKS) >= 12 and set(BUNDLED_TASKS) <= set(EXPERTS)
     assert len(set(BUNDLED_TASKS) & APP_LIKE) >= 4
     assert len(HELD_OUT_TEMPLATES) >= 2 and set(HELD_OUT_TEMPLATES) <= set(BUNDLED_TASKS)
+
+
+def test_strict_success_is_raw_reward_exactly_one():
+    from mag_dataset.live.env import episode_outcome, raw_reward, strict_success
+
+    def info(done, raw):
+        return {"task_info": {"DONE_GLOBAL": done, "RAW_REWARD_GLOBAL": raw}}
+
+    # BrowserGym's own reward is RAW_REWARD > 0: partial credit would count as success there
+    assert [strict_success(info(True, r)) for r in (1, 1.0, 0.5, 0.01, 0.0, -1.0, 1.5)] == [True, True] + [False] * 5
+    assert not strict_success(info(False, 1.0)) and not strict_success({}) and raw_reward({}) == 0.0
+    assert episode_outcome(None, info(True, 0.5), terminated=False) == (True, False, 0.5)

@@ -228,7 +228,7 @@ def raw_reward(info: dict[str, Any]) -> float:
 def strict_success(info: dict[str, Any]) -> bool:
     """Whether the episode ended with MiniWoB's raw reward exactly 1 (no partial credit)."""
     task_info = info.get("task_info") or {}
-    return bool(task_info.get("DONE_GLOBAL")) and raw_reward(info) >= 1.0
+    return bool(task_info.get("DONE_GLOBAL")) and raw_reward(info) == 1.0
 
 
 def page_task_info(env: Any) -> dict[str, Any]:
