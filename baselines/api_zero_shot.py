@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from baselines import common
-from mag_dataset.fileio import atomic_write_json
+from mag_dataset.fileio import atomic_write, atomic_write_json
 
 
 @dataclass
@@ -127,12 +127,8 @@ def run(args: APIArguments, examples: Sequence[common.Example] | None = None) ->
     meter.report(f"api_zero_shot [{args.model}]")
     print(f"requests sent: {client.stats['requests']}, cache hits: {client.stats['cache_hits']}, "
           f"retries: {client.stats['retries']}", file=sys.stderr)
-    out = Path(args.output)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.name}.tmp")
-    tmp.write_text(common.jsonl_lines({"step_id": e.step.step_id, "output": o, "seed": args.seed}
-                                      for e, o in zip(examples, outputs)), encoding="utf-8")
-    tmp.replace(out)
+    out = atomic_write(args.output, common.jsonl_lines({"step_id": e.step.step_id, "output": o, "seed": args.seed}
+                                                       for e, o in zip(examples, outputs)))
     from mag_dataset.prompts import PROMPT_VERSION
 
     atomic_write_json(common.provenance_path(out), {

@@ -54,18 +54,35 @@ class InferArguments:
     progress: bool = field(default=True, metadata={"help": "show a progress bar"})
 
 
-def _read_done(path: Path, seed: int) -> dict[str, str]:
-    """Step id -> output of the complete lines already in a (partial) predictions file."""
+def _read_done(path: Path, seed: int, repair: bool = False) -> dict[str, str]:
+    """Step id -> output of the complete lines already in a (partial) predictions file.
+
+    With ``repair`` (the ``.partial`` file only) a last line cut by a crash is removed from
+    the file, so appending continues on a clean line; a finished file is never modified.
+
+    Raises:
+        mag_dataset.cli.UserError: a line that is not a predictions record (not our file).
+    """
     done: dict[str, str] = {}
     if not path.exists():
         return done
     data = path.read_bytes()
     if not data.endswith(b"\n"):  # a line cut by a crash: drop it, it is redone
         data = data[: data.rfind(b"\n") + 1]
-        path.write_bytes(data)
-    for line in data.decode("utf-8").splitlines():
+        if repair:
+            path.write_bytes(data)
+    from mag_dataset.cli import UserError
+
+    for n, line in enumerate(data.decode("utf-8", errors="replace").splitlines(), start=1):
         if line.strip():
-            rec = json.loads(line)
+            try:
+                rec = json.loads(line)
+                ok = isinstance(rec, dict) and isinstance(rec.get("step_id"), str) and isinstance(rec.get("output"), str)
+            except json.JSONDecodeError:
+                ok = False
+            if not ok:
+                raise UserError(f"{path}:{n}: not a predictions line ({{\"step_id\", \"output\", \"seed\"}}); "
+                                "delete the file or choose another --output")
             if rec.get("seed", 0) == seed:
                 done[rec["step_id"]] = rec["output"]
     return done
@@ -162,7 +179,7 @@ def predict(
     if set(order) <= set(done):
         print(f"{out}: complete ({len(order)} steps), nothing to do", file=sys.stderr)
         return out
-    done.update(_read_done(partial, args.seed))
+    done.update(_read_done(partial, args.seed, repair=True))
     todo = [e for e in examples if e.step.step_id not in done]
     if done:
         print(f"resuming: {len(done)} steps already in {partial}, {len(todo)} to go", file=sys.stderr)

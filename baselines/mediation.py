@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from baselines import common
-from mag_dataset.fileio import atomic_write_json
+from mag_dataset.fileio import atomic_write, atomic_write_json
 
 CONDITIONS: tuple[str, ...] = ("own", "gold", "other", "paraphrase")
 
@@ -213,7 +213,7 @@ def run(args: MediationArguments, examples: Sequence[common.Example] | None = No
         "decoded": decoded_log,
         "environment": common.environment(),
     })
-    (out_dir / "mediation.txt").write_text(table + "\n", encoding="utf-8")
+    atomic_write(out_dir / "mediation.txt", table + "\n")
     return rows
 
 

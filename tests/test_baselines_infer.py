@@ -129,6 +129,18 @@ def test_refuses_to_resume_a_different_run(tmp_path, tiny_vlm, backend):
     assert out.read_bytes() == before
 
 
+def test_an_unrelated_output_file_is_refused_and_left_untouched(tmp_path, tiny_vlm, backend):
+    from mag_dataset.cli import UserError
+
+    out = tmp_path / "preds.jsonl"
+    out.write_bytes(b"my notes, not predictions\nsecond line without a newline")
+    before = out.read_bytes()
+    backend.decoded.clear()
+    with pytest.raises(UserError, match=r"preds.jsonl:1: not a predictions line"):
+        infer.predict(_args(tmp_path, tiny_vlm), _examples(2), backend)
+    assert out.read_bytes() == before and backend.decoded == []
+
+
 def test_examples_decode_images_lazily():
     calls = []
     step, image = tiny_steps(1)[0]
