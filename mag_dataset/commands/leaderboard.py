@@ -8,7 +8,7 @@ Examples::
 
     mag leaderboard                          # same as: mag leaderboard serve
     mag leaderboard serve --port 7861 --dir ./board
-    mag leaderboard rescore --dir ./board    # exit 1 if any report differs
+    mag leaderboard rescore --dir ./board    # exit 1 if any report differs (or its file is missing/altered)
     mag leaderboard rescore --dir ./board --update   # after a deliberate scorer change
 """
 
