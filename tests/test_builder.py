@@ -266,6 +266,17 @@ def test_rejects_an_output_folder_inside_the_raw_corpus(raw_copy, tmp_path):
     assert not (raw_copy / "built").exists()
 
 
+def test_cli_unwritable_output_is_one_line(raw_copy, tmp_path, capsys):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x")
+    for argv in (["build", "--raw", str(raw_copy)], ["demo"]):
+        assert main([*argv, "--out", str(blocker / "out"), *(["--no-progress"] if argv[0] == "build" else [])]) == 2
+        err = capsys.readouterr().err.strip().splitlines()[-1]  # after demo's progress bar
+        assert err.startswith(f"mag {argv[0]}: error: [Errno") and str(blocker) in err, err
+    assert main(["publish", "--repo-id", "mag/webmre", "--folder", str(blocker / "out"), "--dry-run"]) == 2
+    assert capsys.readouterr().err.startswith("mag publish: error: [Errno")
+
+
 def test_cli_builds(raw_copy, tmp_path, capsys):
     assert main(["build", "--raw", str(raw_copy), "--out", str(tmp_path / "cli"), "--no-progress"]) == 0
     assert f"built {tmp_path / 'cli'}" in capsys.readouterr().out

@@ -22,7 +22,7 @@ def run(args: argparse.Namespace) -> int:
     raw = args.raw if args.raw is not None else bundled_raw_dir()
     try:
         out = build_dataset(raw, args.out, audit_path=args.audit, progress=not args.no_progress)
-    except (RawDataError, BuildError, FileNotFoundError) as e:
+    except (RawDataError, BuildError, OSError) as e:  # OSError: an unwritable --out, unreadable raw files
         raise UserError(str(e)) from None
     print(f"built {out}")
     print(f'load it with: datasets.load_dataset("{out}", "som")  # or "coord"')

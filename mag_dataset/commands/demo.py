@@ -94,7 +94,7 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         folder = stage_build(args.out)
-    except (RawDataError, BuildError, FileNotFoundError) as e:
+    except (RawDataError, BuildError, OSError) as e:  # OSError: an unwritable --out, unreadable raw files
         raise UserError(str(e)) from None
     loaded = stage_load(folder)
     stage_statistics(loaded)

@@ -20,6 +20,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from mag_dataset.builder import BuildError
     from mag_dataset.cli import UserError
     from mag_dataset.hub import PublishError, format_plan, publish_folder, upload_plan
 
@@ -37,7 +38,7 @@ def run(args: argparse.Namespace) -> int:
 
             print(f"building the bundled sample corpus into {folder}")
             folder = build_dataset(bundled_raw_dir(), folder, progress=False)
-    except FileNotFoundError as e:
+    except (BuildError, OSError) as e:  # no bundled corpus, an unwritable --folder
         raise UserError(str(e)) from None
     try:
         plan = upload_plan(folder)
