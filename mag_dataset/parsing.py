@@ -158,7 +158,9 @@ def _action(obj: Any, view: View) -> Action:
     allowed = spec.allowed_keys(view)
     extra = [k for k in obj if k not in allowed]
     if extra:
-        raise _GateError(f"action.{extra[0][:40]} is not an argument of {atype.value} in the {view.value} view")
+        # the key is the model's text: escape lone surrogates so the reason stays writable
+        name = extra[0][:40].encode("utf-8", "backslashreplace").decode("utf-8")
+        raise _GateError(f"action.{name} is not an argument of {atype.value} in the {view.value} view")
     kwargs: dict[str, Any] = {"type": atype}
     if spec.targeted:
         gkey = GROUNDING_KEY[view]
