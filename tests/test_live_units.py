@@ -77,6 +77,9 @@ def test_record_cli_rejects_bad_input(tmp_path, capsys):
     assert "--episodes must be at least 1" in capsys.readouterr().err
     assert main(["record", "--out", str(tmp_path / "z"), "--tasks", "click-button", "--held-out", "click-tab-2"]) == 2
     assert "--held-out click-tab-2: not among --tasks, so nothing would be held out" in capsys.readouterr().err
+    (tmp_path / "a-file").write_text("x")
+    assert main(["record", "--out", str(tmp_path / "a-file" / "raw"), "--tasks", "click-button"]) == 2
+    assert f"cannot write --out {tmp_path / 'a-file' / 'raw'}: [Errno" in capsys.readouterr().err
     assert not (tmp_path / "x").exists() and not (tmp_path / "y").exists() and not (tmp_path / "z").exists()
 
 

@@ -57,6 +57,10 @@ def run(args: argparse.Namespace) -> int:
     if tmp.exists():
         shutil.rmtree(tmp)
     try:
+        tmp.mkdir(parents=True)  # fail now, not after the first recorded episode
+    except OSError as e:
+        raise UserError(f"cannot write --out {args.out}: {e}") from None
+    try:
         results = record_corpus(tmp, args.tasks, args.episodes, args.seed,
                                 log=lambda m: print(m, file=sys.stderr, flush=True))
         kept = [r for r in results if r.ok]
