@@ -20,7 +20,7 @@ import json
 from typing import Any
 
 from mag_dataset.actions import ACTION_SPACE, CONTRACT_KEYS, GROUNDING_KEY, Contract, View
-from mag_dataset.schema import Action, Box, Candidate, Step, point_in_box
+from mag_dataset.schema import Action, Box, Candidate, Step, box_center, point_in_box
 
 #: Bumped whenever the wording of any template changes (snapshot tests pin the text).
 PROMPT_VERSION = "1"
@@ -218,7 +218,7 @@ def action_object(
         else:
             point = action.coordinate
             if point is None and target_bbox is not None:
-                point = ((target_bbox[0] + target_bbox[2]) / 2.0, (target_bbox[1] + target_bbox[3]) / 2.0)
+                point = box_center(target_bbox)
             if point is None:
                 raise ValueError(f"{action.type.value} action has no coordinate for the coord view")
             obj["coordinate"] = _coordinate(point, target_bbox)

@@ -111,3 +111,15 @@ def test_render_target_passes_the_gate_for_every_gold_step(view, contract):
         assert tuple(json.loads(text)) == CONTRACT_KEYS[contract]
         n += 1
     assert n == 12
+
+
+def test_coord_target_of_an_id_only_gold_is_the_box_centre():
+    from _c_steps import MENU, make_step
+    from mag_dataset.schema import Action
+    from mag_dataset.scoring import score_step
+
+    step = make_step("x/0", "x", Action("click", element_id="8"), guide="Click the link.", target_bbox=MENU[4].bbox)
+    text = render_target(step, "coord", "J")
+    assert json.loads(text)["action"] == {"type": "click", "coordinate": [120, 140]}  # box (90, 130, 150, 150)
+    sc = score_step(text, step, "coord", "J")
+    assert sc.target_acc == 1.0 and sc.saa == 1.0
