@@ -327,7 +327,8 @@ def observe(obs: dict[str, Any], crop: bool = True, scale: float = MINIWOB_SCALE
 
     Args:
         obs: an observation returned by ``env.reset`` / ``env.step``.
-        crop: crop the screenshot to the task area (MiniWoB's ``#wrap``); False keeps it whole.
+        crop: crop the screenshot to the task area (MiniWoB's ``#area``, else ``#wrap``, grown
+            to hold every candidate); False keeps it whole.
         scale: screenshot px per CSS px; pass ``page_scale(env)`` for non-MiniWoB pages.
 
     Returns:
