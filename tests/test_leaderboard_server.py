@@ -389,10 +389,12 @@ def test_rows_survive_a_server_restart(server, client):
 
 # ----------------------------------------------------------------------------- real browser
 
+# Every text field gets an event-handler payload (the kind that runs when inserted as HTML),
+# plus a <script> or javascript: one; the link field's javascript: URL must be refused.
 XSS = {
-    "model-name": '<img src=x onerror="window.__xss=1">',
-    "organisation": "<script>window.__xss=2</script>",
-    "submitter": "<svg/onload=window.__xss=3>",
+    "model-name": '<img src=x onerror="window.__xss=1"> javascript:window.__xss=1',
+    "organisation": '<script>window.__xss=2</script><img src=x onerror="window.__xss=2">',
+    "submitter": '<svg/onload=window.__xss=3><img src=x onerror="window.__xss=3">',
     "link": "javascript:window.__xss=4",
 }
 
