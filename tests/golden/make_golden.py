@@ -54,8 +54,10 @@ def build() -> dict:
 
 
 def main() -> int:
+    from mag_dataset.fileio import atomic_write
+
     data = build()
-    GOLDEN.write_text(json.dumps(data, ensure_ascii=False, indent=1, sort_keys=False) + "\n", "utf-8")
+    atomic_write(GOLDEN, json.dumps(data, ensure_ascii=False, indent=1, sort_keys=False) + "\n")
     n = sum(len(r["predictions"]) for r in data["runs"])
     print(f"wrote {GOLDEN} ({n} scored predictions, {len(data['runs'])} runs)")
     return 0
