@@ -5,7 +5,7 @@ each output contract (A, G, J, JG) with three seeds, in the Set-of-Mark and coor
 views. Each training example is the locked prompt of :func:`mag_dataset.prompts.build_messages`
 (system + user turn with the screenshot) as the *prompt* and the gold answer of
 :func:`mag_dataset.prompts.render_target` as the *completion*; the loss covers the completion
-tokens only (the answer and the end-of-turn token), never the prompt or the image. Works
+tokens only (the answer, then ``<|im_end|>`` and its newline), never the prompt or the image. Works
 with any ``AutoModelForImageTextToText`` checkpoint; full fine-tuning or LoRA (``--use_peft``).
 
 Launch (one GPU)::
