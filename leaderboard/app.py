@@ -370,7 +370,8 @@ def build_app(board: Board) -> gr.Blocks:
         )
 
     def details(choice):
-        sub = board.get(int(choice)) if choice not in (None, "") and str(choice).isdigit() else None
+        text = "" if choice is None else str(choice)
+        sub = board.get(int(text)) if text.isascii() and text.isdigit() and len(text) <= 12 else None
         if sub is None:
             return "Choose a submission.", None, None, [], None
         info = (

@@ -107,6 +107,8 @@ def test_local_submit_table_and_details(app, tmp_path: Path) -> None:
     assert sum(r[1] for r in splits[:2]) == len(IDS)
     assert details("") == ("Choose a submission.", None, None, [], None)
     assert details("12345")[0] == "Choose a submission."
+    for junk in ("\u00b2", "9" * 30, "-1", " 1", None):  # an API caller's value: no traceback
+        assert details(junk)[0] == "Choose a submission.", junk
 
 
 def test_ABOUT_documents_every_metric_and_the_submit_parameters(app) -> None:
