@@ -644,7 +644,7 @@ class Board:
         link = clean_link(link)
         v = _parse_enum(View, view, "view")
         c = _parse_enum(Contract, contract, "contract")
-        tag = (provenance_tag or "self-reported").strip()
+        tag = (provenance_tag or "self-reported").strip() if isinstance(provenance_tag, (str, type(None))) else provenance_tag
         if tag not in PROVENANCE_TAGS:
             raise SubmissionRejected(f"provenance tag must be one of {list(PROVENANCE_TAGS)}, got {tag!r}")
         who = clean_text(submitter, "submitter") or organisation or model_name

@@ -224,6 +224,7 @@ def test_parquet_seed_column_of_another_type_is_refused(board: Board, seed_type:
         ("model_name", 5, "model name must be text, got int"),  # an API caller's JSON, not a string
         ("organisation", ["x"], "organisation must be text, got list"),
         ("link", 5, "link must be text, got int"),
+        ("provenance_tag", 5, "provenance tag must be one of"),
     ],
 )
 def test_bad_fields_are_refused(board: Board, field: str, value: str, message: str) -> None:
