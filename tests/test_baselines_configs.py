@@ -104,3 +104,30 @@ def test_accelerate_configs_load(name):
     cfg = ClusterConfig.from_yaml_file(str(ROOT / "baselines" / "accelerate" / name))
     assert str(cfg.distributed_type).endswith("DEEPSPEED" if name == "zero3.yaml" else "FSDP")
     assert cfg.mixed_precision == "bf16" and cfg.num_processes == 8
+
+
+def test_readme_reproduction_commands_parse_with_their_scripts():
+    """Every `-m baselines.X ...` command of the README's reproduction table parses (flags and config)."""
+    import re
+    import shlex
+
+    pytest.importorskip("trl")
+    readme = (ROOT / "baselines" / "README.md").read_text(encoding="utf-8")
+    table = "\n".join(line for line in readme.splitlines() if line.startswith("| "))
+    commands = re.findall(r"`[^`]*-m baselines\.[^`]*`", table)
+    kinds = {"sft": "sft", "infer": "infer", "api_zero_shot": "api", "mediation": "mediation", "mg_grpo": "grpo"}
+    seen = set()
+    for span in commands:
+        cmd = next(part for part in span.strip("`").split(";") if "-m baselines." in part)
+        cmd = cmd.replace("$DS", "bundled").replace("$C", "J").replace("$S", "0")
+        cmd = re.sub(r"<[^>]+>", "x", cmd)
+        words = shlex.split(cmd)
+        module = words[words.index("-m") + 1].split(".", 1)[1]
+        argv = words[words.index("-m") + 2:]
+        if kinds[module] in ("sft", "grpo"):  # this CPU machine: no bf16, no vLLM (as the config test)
+            argv += ["--bf16", "false"] + (["--use_vllm", "false"] if module == "mg_grpo" else [])
+        parsed = common.parse_args(_types(kinds[module]), argv)
+        values = {k: v for obj in parsed for k, v in vars(obj).items()}
+        assert values["dataset"] == "bundled", (module, "the command must pass --dataset $DS")
+        seen.add(module)
+    assert seen == set(kinds), seen
