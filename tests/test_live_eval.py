@@ -283,7 +283,7 @@ def test_tiny_random_vlm_live_counts_format_failures(tmp_path, chromium, tiny_vl
     overall = report["overall"]
     assert overall["episodes"] == 5 and overall["errors"] == 0
     assert overall["steps"] == 10  # every episode ran its 2 steps: garbage never ends an episode early
-    assert overall["format_failures"] + overall["invalid_actions"] >= 1
+    assert overall["format_failures"] >= 1  # random weights, 8 new tokens: not the contract's JSON
     assert 0.0 <= overall["format_failure_rate"] <= 1.0
     assert overall["successes"] == 0
     assert report["agent"]["kind"] == "hf" and report["view"] == "coord" and report["contract"] == "JG"
