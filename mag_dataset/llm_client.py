@@ -446,9 +446,11 @@ class ChatClient:
             raise LLMResponseError(f"{self.url} returned JSON that is not an object")
         if "error" in response and "choices" not in response:
             raise LLMResponseError(f"{self.url} returned an error: {_short(response['error'])}")
-        content = _first_choice(response).get("message", {}).get("content")
+        message = _first_choice(response).get("message")
+        content = message.get("content") if isinstance(message, dict) else None
         if isinstance(content, list):  # some servers return content parts
-            content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
+            texts = [p.get("text") for p in content if isinstance(p, dict)]
+            content = "".join(texts) if all(isinstance(t, str) for t in texts) else None
         if not isinstance(content, str):
             raise LLMResponseError(f"{self.url} returned no choices[0].message.content")
         return content, response

@@ -124,6 +124,12 @@ def test_malformed_body_is_a_response_error(stub):
         c.complete(MSG)
     with pytest.raises(LLMResponseError, match="model overloaded"):
         c.complete(MSG)
+    # a choice whose message is null, a string, or content parts without text: typed, no AttributeError
+    stub.script += [Raw({"choices": [{"message": None}]}), Raw({"choices": [{"message": "hi"}]}),
+                    Raw({"choices": [{"message": {"content": [{"type": "text", "text": None}]}}]})]
+    for _ in range(3):
+        with pytest.raises(LLMResponseError, match="no choices"):
+            c.complete(MSG)
 
 
 def test_failures_are_not_cached(stub, tmp_path):
