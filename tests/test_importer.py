@@ -242,6 +242,24 @@ def test_miniwob_partial_credit_is_not_success(tmp_path):
     assert reason.startswith("unsuccessful: MiniWoB raw reward 0.6 < 1")
 
 
+def test_unreadable_files_skip_only_their_episode(tmp_path):
+    """A truncated screenshot or goal pickle skips that experiment, with the file named; the rest import."""
+    root = tmp_path / "study"
+    with FakeBrowserGym() as fb:
+        bad_png = write_experiment(fb, root, "miniwob.login-user", 1, ["click('6')"])
+        bad_goal = write_experiment(fb, root, "webarena.310", 2, ["click('6')"], with_dom=False,
+                                    url="http://localhost:7770/", goal_in_file=True)
+        write_experiment(fb, root, "miniwob.login-user", 3, ["click('6')"])
+    # the step pickles hold no screenshot (BrowserGym saves it apart): the PNG is read
+    (bad_png / "screenshot_step_0.png").write_bytes(b"\x89PNG\r\n\x1a\n truncated")
+    (bad_goal / "goal_object.pkl.gz").write_bytes(b"not gzip")
+    report = import_experiments([root], tmp_path / "raw")
+    assert report.imported == ["miniwob.login-user.seed-3"]
+    reasons = dict(report.skipped)
+    assert reasons[bad_png.name].startswith("screenshot_step_0.png cannot be read")
+    assert reasons[bad_goal.name].startswith("goal_object.pkl.gz cannot be read")
+
+
 def test_import_successful_episodes_only(study, tmp_path):
     raw = tmp_path / "raw"
     report = import_experiments([study], raw)

@@ -399,7 +399,10 @@ def _goal_text(obs: dict[str, Any], exp: Path) -> str:
         return " ".join(goal.split())
     go = obs.get("goal_object")
     if go is None and (exp / "goal_object.pkl.gz").is_file():
-        go = load_pickle(gzip.decompress((exp / "goal_object.pkl.gz").read_bytes()))
+        try:
+            go = load_pickle(gzip.decompress((exp / "goal_object.pkl.gz").read_bytes()))
+        except Exception as e:  # corrupt gzip or pickle, as for the step files
+            raise ImportErrorForEpisode(f"goal_object.pkl.gz cannot be read: {type(e).__name__}: {e}") from None
     texts = [p.get("text", "") for p in (go or []) if isinstance(p, dict) and p.get("type") == "text"]
     return " ".join(" ".join(texts).split())
 
@@ -411,8 +414,11 @@ def _screenshot(exp: Path, i: int) -> Any:
     for ext in ("png", "jpg"):
         p = exp / f"screenshot_step_{i}.{ext}"
         if p.is_file():
-            with Image.open(p) as img:
-                return np.asarray(img.convert("RGB"))
+            try:
+                with Image.open(p) as img:
+                    return np.asarray(img.convert("RGB"))
+            except (OSError, ValueError) as e:  # truncated or not an image: skip the episode, say which file
+                raise ImportErrorForEpisode(f"{p.name} cannot be read: {type(e).__name__}: {e}") from None
     return None
 
 
