@@ -221,7 +221,7 @@ def test_heuristic_agent_live_on_five_miniwob_tasks(tmp_path, capsys, chromium):
 
     import datasets
 
-    built = build_dataset(out / "episodes", tmp_path / "built", progress=False)
+    built = build_dataset(out / "episodes", tmp_path / "built", progress=False, include_failed=True)
     ds = datasets.load_dataset(str(built), "som")
     n_rows = sum(len(ds[s]) for s in ds)
     assert n_rows == sum(len(e.steps) for e in episodes) > 0
@@ -328,6 +328,11 @@ def test_openai_endpoint_agent_live(tmp_path, chromium, monkeypatch):
                                 out_dir=tmp_path / "api", max_steps=2, progress=False)
         report = run_live_eval(config, log=lambda s: None)
         assert stub.count == 2 and stub.requests[0]["model"] == "stub-model"
+    # the library's prompt builder made the request: its system prompt for the view and contract
+    from mag_dataset.prompts import system_prompt
+
+    assert all(b["messages"][0] == {"role": "system", "content": [{"type": "text", "text": system_prompt(View.SOM, Contract.J)}]}
+               for b in calls)
     ep = report["episodes"][0]
     assert (ep["success"], ep["steps"], ep["format_failures"], ep["invalid_actions"]) == (True, 2, 1, 0), ep
     (raw,) = _check_trajectories(tmp_path / "api", report, 1)
