@@ -322,7 +322,11 @@ def _resolve_labels(ep: RawEpisode, st: RawStep, rec: AuditRecord | None) -> tup
 
 
 def prepare_corpus(
-    raw_dir: str | os.PathLike, audit_path: str | os.PathLike | None = None, progress: bool = True
+    raw_dir: str | os.PathLike,
+    audit_path: str | os.PathLike | None = None,
+    progress: bool = True,
+    *,
+    include_failed: bool = False,
 ) -> Corpus:
     """Read, validate and label a raw corpus (everything but the image bytes).
 
@@ -330,6 +334,9 @@ def prepare_corpus(
         raw_dir: the raw corpus folder (episode folders, optional corpus.json / audit.jsonl).
         audit_path: an audit file; default ``raw_dir/audit.jsonl`` when it exists.
         progress: show a progress bar while reading episodes.
+        include_failed: also build episodes marked ``"success": false`` (e.g. a
+            ``mag live-eval`` run folder, for inspection). Gold data comes from successful
+            episodes only, so they are skipped by default.
 
     Raises:
         RawDataError: naming the episode, step and field of an inconsistency.
@@ -344,7 +351,11 @@ def prepare_corpus(
         raise BuildError(f"{raw_dir}: no episode folders found")
     episodes: list[tuple[Path, RawEpisode]] = []
     for folder in tqdm(folders, desc="reading raw episodes", unit="ep", disable=not progress):
-        episodes.append((folder, read_episode(folder)))
+        ep = read_episode(folder)
+        if ep.success or include_failed:
+            episodes.append((folder, ep))
+    if not episodes:
+        raise BuildError(f"{raw_dir}: all {len(folders)} episodes are marked unsuccessful (include them with include_failed / --include-failed)")
     owner: dict[str, str] = {}
     for _, ep in episodes:
         for st in ep.steps:
@@ -407,10 +418,12 @@ class WebMREConfig(datasets.BuilderConfig):
     Attributes:
         raw_dir: the raw corpus folder.
         audit_path: optional audit file (default ``raw_dir/audit.jsonl`` when present).
+        include_failed: also build unsuccessful episodes (see :func:`prepare_corpus`).
     """
 
     raw_dir: str | None = None
     audit_path: str | None = None
+    include_failed: bool = False
 
 
 class WebMREBuilder(datasets.GeneratorBasedBuilder):
@@ -441,7 +454,7 @@ class WebMREBuilder(datasets.GeneratorBasedBuilder):
         if self._corpus is None:
             if self.config.raw_dir is None:
                 raise BuildError("WebMREBuilder needs raw_dir=... or corpus=...")
-            self._corpus = prepare_corpus(self.config.raw_dir, self.config.audit_path)
+            self._corpus = prepare_corpus(self.config.raw_dir, self.config.audit_path, include_failed=self.config.include_failed)
         return self._corpus
 
     def _info(self) -> datasets.DatasetInfo:
@@ -545,6 +558,7 @@ def build_dataset(
     progress: bool = True,
     *,
     overwrite: bool = True,
+    include_failed: bool = False,
 ) -> Path:
     """Build both views of a raw corpus into a Hub-ready dataset folder, atomically.
 
@@ -556,6 +570,7 @@ def build_dataset(
         progress: show progress bars (tqdm).
         overwrite: replace an existing build at ``out_dir``; if False, an existing build
             (e.g. one finished concurrently by another process) is kept.
+        include_failed: also build episodes marked unsuccessful (see :func:`prepare_corpus`).
 
     Returns:
         ``out_dir`` as an absolute path.
@@ -573,7 +588,7 @@ def build_dataset(
         # the built folder would be read as an episode folder by the next build
         raise BuildError(f"output {out_dir} is inside the raw corpus {raw_abs}; choose a folder outside it")
     _check_target(out_dir)
-    corpus = prepare_corpus(raw_dir, audit_path, progress=progress)
+    corpus = prepare_corpus(raw_dir, audit_path, progress=progress, include_failed=include_failed)
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.tmp-", dir=out_dir.parent))
     umask = os.umask(0)

@@ -163,6 +163,18 @@ def test_progress_bars_are_shown(raw_copy, tmp_path, capfd):
     assert "reading raw episodes" in err and "Generating test split" in err
 
 
+def test_unsuccessful_episodes_are_skipped_unless_asked_for(raw_copy, tmp_path):
+    n_all = len(prepare_corpus(raw_copy, progress=False).steps)
+    ep = sorted(p for p in raw_copy.iterdir() if p.is_dir())[0]
+    n_ep = len(json.loads((ep / "episode.json").read_text())["steps"])
+    edit_episode(ep, lambda d: d.update(success=False))
+    assert len(prepare_corpus(raw_copy, progress=False).steps) == n_all - n_ep
+    assert len(prepare_corpus(raw_copy, progress=False, include_failed=True).steps) == n_all
+    built = build_dataset(raw_copy, tmp_path / "with", progress=False, include_failed=True)
+    ids = {r for s in ("train", "test") for r in _load(built, "som", s)["task_id"]}
+    assert json.loads((ep / "episode.json").read_text())["task_id"] in ids
+
+
 # --------------------------------------------------------------------------- rejected inputs
 
 
@@ -254,6 +266,8 @@ def test_rejects_a_corpus_without_steps(raw_copy, tmp_path):
     for ep in folders:
         edit_episode(ep, lambda d: d.update(steps=[], success=False))
     with pytest.raises(BuildError, match=f"the {len(folders)} episodes hold no steps; nothing to build"):
+        build_dataset(raw_copy, tmp_path / "out", progress=False, include_failed=True)
+    with pytest.raises(BuildError, match=f"all {len(folders)} episodes are marked unsuccessful"):
         build_dataset(raw_copy, tmp_path / "out", progress=False)
     assert not (tmp_path / "out").exists()
 

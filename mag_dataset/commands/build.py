@@ -10,6 +10,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", required=True, type=Path, help="dataset folder to write (an earlier build there is replaced)")
     parser.add_argument("--raw", type=Path, default=None, help="raw corpus folder (default: the bundled sample corpus)")
     parser.add_argument("--audit", type=Path, default=None, help="audit file (default: RAW/audit.jsonl when present)")
+    parser.add_argument("--include-failed", action="store_true",
+                        help="also build episodes marked unsuccessful (e.g. a live-eval run, for inspection)")
     parser.add_argument("--no-progress", action="store_true", help="hide progress bars")
 
 
@@ -21,7 +23,8 @@ def run(args: argparse.Namespace) -> int:
 
     raw = args.raw if args.raw is not None else bundled_raw_dir()
     try:
-        out = build_dataset(raw, args.out, audit_path=args.audit, progress=not args.no_progress)
+        out = build_dataset(raw, args.out, audit_path=args.audit, progress=not args.no_progress,
+                            include_failed=args.include_failed)
     except (RawDataError, BuildError, OSError) as e:  # OSError: an unwritable --out, unreadable raw files
         raise UserError(str(e)) from None
     print(f"built {out}")

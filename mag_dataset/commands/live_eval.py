@@ -33,7 +33,7 @@ outputs (in --out):
   report.md     the same as a table (also printed)
   episodes/     one raw episode per run episode (screenshots of every step, the agent's
                 actions and guides; metadata.trajectory logs outputs, parse results, errors);
-                inspect it, or rebuild it into a dataset: mag build --raw OUT/episodes --out DIR
+                inspect it, or rebuild it into a dataset: mag build --raw OUT/episodes --include-failed --out DIR
 
 other BrowserGym benchmarks:
   MiniWoB++ runs offline (pages ship in pip miniwob). WebArena / VisualWebArena / WorkArena

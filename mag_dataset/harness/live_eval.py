@@ -36,7 +36,8 @@ invalid-action rates, per task and overall.
 
 Trajectories are written in the raw episode format (:mod:`mag_dataset.raw`), one folder
 per episode under ``OUT/episodes/``, so a live run can be inspected or rebuilt into a
-dataset with ``mag build --raw OUT/episodes``. Every attempt's screenshots are saved; the
+dataset with ``mag build --raw OUT/episodes --include-failed`` (the builder skips failed
+episodes otherwise). Every attempt's screenshots are saved; the
 episode's ``steps`` are the executed actions that resolve to a candidate element (the raw
 format requires a target box for targeted actions), each with the agent's guide (or, under
 contract A, the template guide of its action); the full attempt log — raw output, parse
