@@ -165,8 +165,9 @@ the model writes an **action** grounded by element id (`som` view) or pixel coor
 * Limits: a daily cap of accepted submissions per submitter (your Hugging Face login on
   the Space, the typed *submitter* name locally); an identical file (same hash, view,
   contract) is not scored twice; an upload cap; a rejected file stores nothing.
-* Ranking is within a view and contract: by **SAA** for A, J and JG, by **BLEU-1** for G
-  (ties: the next metrics, then the older submission).
+* Ranking is within a view and contract: by **SAA** for A, J and JG (ties broken by target
+  acc, then type acc, then BLEU-1), by **BLEU-1** for G (then ROUGE-L, then BLEU-4); a
+  blank ranks last; submissions equal on all of these share a rank, the older listed first.
 
 ### Output contracts
 | contract | the model writes exactly |
