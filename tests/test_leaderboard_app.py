@@ -174,7 +174,7 @@ def test_about_metric_rules_agree_with_the_scorer(app) -> None:
     for contract_metrics, shown in ((("saa", "target_acc", "action_type_acc", "bleu1"), "by **SAA** for A, J and JG"),
                                     (("bleu1", "rouge_l", "bleu4"), "by **BLEU-1** for G")):
         assert "(" + ", ".join(f'"{m}"' for m in contract_metrics) + ")" in src, "rank_key changed: update About"
-        rule = about.split(shown, 1)[1].split(")", 1)[0]
+        rule = " ".join(about.split()).split(shown, 1)[1].split(")", 1)[0]
         titles = [METRIC_COLUMNS[m] for m in contract_metrics[1:]]
         assert [rule.index(t) for t in titles] == sorted(rule.index(t) for t in titles), (shown, rule)
 
