@@ -240,7 +240,7 @@ then upload `preds.jsonl` on *Submit*, or from a script:
 
 ```python
 from gradio_client import Client, handle_file
-client = Client("http://127.0.0.1:7860")          # or the Space id
+client = Client("http://127.0.0.1:7860")          # on the Space: Client("<space id>", oauth_token="hf_...")
 message, result = client.predict(
     model_name="heuristic", view="som", contract="J",
     predictions=handle_file("preds.jsonl"),
@@ -253,8 +253,9 @@ print(result["ok"], result.get("saa"))
 The `submit` endpoint takes `model_name`, `view` (`som`/`coord`), `contract`
 (`A`/`G`/`J`/`JG`) and `predictions` (the file); `organisation`, `link` (http/https only),
 `provenance_tag` (self-reported / externally evaluated / reproduced) and `submitter` are
-optional. It returns a message and a JSON result with `ok` and, when accepted, the
-submission's id, rank and scores.
+optional. On the Space the submitter is your Hugging Face login: signed in on the page, or,
+from a script, the user of the token passed as `Client(..., oauth_token=...)`. It returns a
+message and a JSON result with `ok` and, when accepted, the submission's id, rank and scores.
 """
 
 
@@ -310,6 +311,20 @@ def scoring_example() -> str:
     )
 
 
+def _login_from_token(token: Any) -> str | None:
+    """The Hugging Face user name a token belongs to (``whoami``), or ``None`` if it is not valid."""
+    value = getattr(token, "token", None)
+    if not value:
+        return None
+    try:
+        from huggingface_hub import whoami
+
+        name = whoami(token=value).get("name")
+    except Exception:  # an invalid or expired token, or the Hub unreachable: not signed in
+        return None
+    return name if isinstance(name, str) and name else None
+
+
 def _on_space() -> bool:
     return bool(os.environ.get("SPACE_ID")) and bool(os.environ.get("OAUTH_CLIENT_ID"))
 
@@ -354,11 +369,15 @@ def build_app(board: Board) -> gr.Blocks:
 
     if _on_space():
         def submit(model_name, view, contract, predictions, organisation, link, provenance_tag, submitter,
-                   profile: gr.OAuthProfile | None):
-            if profile is None:
-                return "Rejected: sign in with Hugging Face to submit", {"ok": False, "error": "not signed in"}
+                   profile: gr.OAuthProfile | None, oauth_token: gr.OAuthToken | None = None):
+            # In the browser the login comes from the session; a script passes its Hugging Face
+            # token with gradio_client's Client(..., oauth_token=...), resolved to its user here.
+            login = profile.username if profile is not None else _login_from_token(oauth_token)
+            if not login:
+                return ("Rejected: sign in with Hugging Face to submit (from a script: "
+                        "Client(..., oauth_token=<your HF token>))", {"ok": False, "error": "not signed in"})
             return do_submit(model_name, view, contract, predictions, organisation, link, provenance_tag,
-                             submitter, login_name=profile.username)
+                             submitter, login_name=login)
     else:
         def submit(model_name, view, contract, predictions, organisation, link, provenance_tag, submitter):
             return do_submit(model_name, view, contract, predictions, organisation, link, provenance_tag, submitter)

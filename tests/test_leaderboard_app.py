@@ -68,7 +68,8 @@ def test_space_login_name_is_the_submitter(app, tmp_path: Path, monkeypatch) -> 
     submit = endpoints(demo)["submit"].fn
     path = write(tmp_path, jsonl())
     msg, result = submit("m", "som", "J", path, "", "", "self-reported", "typed-name", None)
-    assert msg == "Rejected: sign in with Hugging Face to submit" and result["ok"] is False
+    assert msg.startswith("Rejected: sign in with Hugging Face to submit") and result["ok"] is False
+    assert "oauth_token" in msg
     alice = gr.OAuthProfile({"name": "Alice", "preferred_username": "alice", "profile": "", "picture": ""})
     msg, result = submit("m", "som", "J", path, "", "", "self-reported", "typed-name", alice)
     assert msg.startswith("Accepted"), msg
@@ -76,6 +77,29 @@ def test_space_login_name_is_the_submitter(app, tmp_path: Path, monkeypatch) -> 
     # the cap counts the login: a different typed name does not get around it
     msg, _ = submit("m2", "som", "J", write(tmp_path, jsonl(tag="2"), "b.jsonl"), "", "", "self-reported", "other", alice)
     assert msg.startswith("Rejected: daily limit reached: 'alice'"), msg
+
+    # a script on the Space: no session, a token passed with Client(..., oauth_token=...) -> its user
+    import huggingface_hub
+
+    def whoami(token=None):
+        if token != "hf_bob":
+            raise huggingface_hub.errors.HfHubHTTPError("401 Unauthorized")
+        return {"name": "bob", "type": "user"}
+
+    monkeypatch.setattr(huggingface_hub, "whoami", whoami)
+    endpoint_info = demo.get_api_info()["named_endpoints"]["/submit"]
+    assert endpoint_info.get("oauth_token") == "optional"  # what makes gradio_client send the token
+    assert [p["parameter_name"] for p in endpoint_info["parameters"]][:4] == ["model_name", "view", "contract",
+                                                                             "predictions"]
+    bad = gr.OAuthToken(token="hf_wrong", scope="", expires_at=0)
+    msg, result = submit("m3", "som", "J", write(tmp_path, jsonl(tag="3"), "c.jsonl"), "", "", "self-reported", "x",
+                         None, bad)
+    assert msg.startswith("Rejected: sign in with Hugging Face") and board.count() == 1
+    bob = gr.OAuthToken(token="hf_bob", scope="", expires_at=0)
+    msg, result = submit("m3", "som", "J", write(tmp_path, jsonl(tag="3"), "c.jsonl"), "", "", "self-reported", "x",
+                         None, bob)
+    assert msg.startswith("Accepted"), msg
+    assert board.get(result["id"]).submitter == "bob"
 
 
 def test_local_submit_table_and_details(app, tmp_path: Path) -> None:
