@@ -12,6 +12,7 @@ from stub_openai import Slow, Status, StubOpenAI
 
 from mag_dataset.cli import main
 from mag_dataset.harness.audit import (
+    NoVotesError,
     JUDGE_SYSTEM_PROMPT,
     JudgeConfig,
     Verdict,
@@ -222,6 +223,10 @@ def test_judge_errors_are_no_votes_but_misconfiguration_stops(tmp_path):
         with pytest.raises(LLMConfigError, match="judge3.*HTTP 401: bad key"):
             run_audit(raw, configs([ok, ok, denied]), cache_dir=None, out_path=tmp_path / "b.jsonl")
         assert not (tmp_path / "b.jsonl").exists()
+        # every endpoint down: a clear error and no audit file, not "every step disputed"
+        with pytest.raises(NoVotesError, match=r"no judge gave a vote on any of the 8 steps \(first error: judge1: http"):
+            run_audit(raw, configs([down, down, down]), cache_dir=None, out_path=tmp_path / "c" / "c.jsonl")
+        assert not (tmp_path / "c").exists()
 
 
 def test_select_flagged_and_split(tmp_path):

@@ -23,8 +23,10 @@ What a judge answers: exactly one JSON object, nothing else (a single ```json fe
     element counts as confirm. Anything else — other keys, another verdict, a remap to an
     id outside the menu, text around the object — is *malformed* and counts as **no
     vote**, as does a judge that times out, is unreachable or answers an HTTP error after
-    its retries. No judge failure ever stops the audit; only a misconfiguration does (a
-    missing API key, HTTP 401/403/404 from an endpoint), with one clear message.
+    its retries. No single judge failure stops the audit; a misconfiguration does (a
+    missing API key, HTTP 401/403/404 from an endpoint), with one clear message, and so
+    does a run in which no judge gave a single vote on any step (every endpoint down):
+    that writes nothing, rather than an audit file marking every step disputed.
 
 Merge rule (:func:`merge_verdicts`), over the panel of three judges:
     * all three judges confirm → ``confirmed``;
@@ -95,6 +97,10 @@ Answer with exactly one JSON object and nothing else:
 {"verdict": "unmappable"}  - no element of the menu fits the action (the target is not visible, not \
 listed, or the screenshot does not show the state the action was taken in).
 You may add a short "reason" string to the object."""
+
+
+class NoVotesError(ValueError):
+    """Not one judge answered usably on any step: the endpoints are down or all misbehave."""
 
 
 class Vote(str, enum.Enum):
@@ -640,6 +646,7 @@ def run_audit(
 
     Raises:
         LLMConfigError: a judge is misconfigured.
+        NoVotesError: no judge voted on any step (nothing is written).
         ValueError / RawDataError: bad arguments or raw data.
     """
     raw_dir = Path(raw_dir)
@@ -658,6 +665,13 @@ def run_audit(
     if progress:
         progress(f"auditing {len(items)} steps with judges {', '.join(names)}")
     verdicts = ask_judges(items, pairs, progress=progress)
+    if items and not any(v.vote is not None for row in verdicts.values() for v in row):
+        first = next((v for row in verdicts.values() for v in row), None)
+        detail = f" (first error: {first.judge}: {first.error})" if first is not None else ""
+        raise NoVotesError(
+            f"no judge gave a vote on any of the {len(items)} steps{detail}; nothing was written. "
+            "Check that the endpoints are up; answers already received are cached."
+        )
     existing = read_audit(out) if out.is_file() else {}
     if adjudications is None:
         adjudications = _stored_adjudications(raw_dir)
