@@ -490,9 +490,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--host", default=os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"))
     parser.add_argument("--port", type=int, default=int(os.environ.get("GRADIO_SERVER_PORT", "7860")))
     args = parser.parse_args(argv)
-    board = Board(BoardConfig.from_env())
-    print(f"leaderboard: database {board.config.db_path}; loading gold ...", flush=True)
-    gold = board.gold
+    try:
+        board = Board(BoardConfig.from_env())
+        print(f"leaderboard: database {board.config.db_path}; loading gold ...", flush=True)
+        gold = board.gold
+    except (ValueError, OSError) as e:  # a bad MAG_BOARD_* setting or an unloadable gold source
+        print(f"leaderboard: error: {e}", file=sys.stderr)
+        return 2
     print(f"leaderboard: gold {gold.source} ({gold.split}: "
           + ", ".join(f"{v.value} {len(gold.steps[v])} steps" for v in gold.views()) + ")", flush=True)
     demo = build_app(board)

@@ -250,8 +250,10 @@ class Gold:
         if source is None:
             folder: str | Path = dataset.bundled_dataset()
             label = f"bundled sample corpus ({folder})"
-        elif Path(source).exists():
-            folder, label = Path(source), str(source)
+        elif dataset.is_local(source):  # a path (existing or written like one), not a repo id
+            if not Path(source).expanduser().is_dir():
+                raise FileNotFoundError(f"gold dataset folder not found: {source}")
+            folder, label = Path(source).expanduser(), str(source)
         else:
             from huggingface_hub import snapshot_download
 

@@ -95,7 +95,7 @@ def bundled_dataset(cache_dir: str | os.PathLike | None = None) -> Path:
     return build_dataset(raw, out, progress=False, overwrite=False)
 
 
-def _is_local(source: str | os.PathLike) -> bool:
+def is_local(source: str | os.PathLike) -> bool:
     """A path (existing, or written like one) rather than a Hub repo id ``owner/name``."""
     if isinstance(source, os.PathLike):
         return True
@@ -121,7 +121,7 @@ def load_view(source: str | os.PathLike, view: View | str, split: str) -> "datas
     import datasets
 
     view = View(view)
-    if _is_local(source):
+    if is_local(source):
         path = Path(source).expanduser()
         if not path.is_dir():
             raise FileNotFoundError(f"dataset folder not found: {path}")

@@ -12,7 +12,7 @@ import pytest
 from mag_dataset.builder import BUILD_INFO_FILE, build_dataset, raw_fingerprint
 from mag_dataset.commands import demo
 from mag_dataset.dataset import (
-    _is_local,
+    is_local,
     bundled_dataset,
     bundled_raw_dir,
     gold_records,
@@ -116,11 +116,11 @@ def test_row_to_step_every_row(synthetic):
 
 
 def test_repo_ids_and_paths_are_told_apart(tmp_path):
-    assert not _is_local("mag/webmre")
-    assert not _is_local("webmre")
-    assert _is_local(tmp_path)
-    assert _is_local(str(tmp_path))
-    assert _is_local("./webmre")
+    assert not is_local("mag/webmre")
+    assert not is_local("webmre")
+    assert is_local(tmp_path)
+    assert is_local(str(tmp_path))
+    assert is_local("./webmre")
     with pytest.raises(FileNotFoundError, match="dataset folder not found"):
         load_view(tmp_path / "missing", "som", "test")
 

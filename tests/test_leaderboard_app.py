@@ -218,3 +218,16 @@ def test_handler_checks_the_size_cap_before_reading(app, tmp_path: Path) -> None
     msg, result = submit("m", "som", "J", write(tmp_path, b"x" * 1001), "", "", "self-reported", "")
     assert msg == "Rejected: the file is 1,001 bytes, over the upload cap of 1,000 bytes" and not result["ok"]
     assert board.count() == 0
+
+
+@pytest.mark.parametrize(
+    "env, message",
+    [({"MAG_BOARD_MAX_MB": "0"}, "must be positive"), ({"MAG_BOARD_GOLD": "/nonexistent/gold"}, "gold dataset folder not found")],
+)
+def test_bad_configuration_is_one_line_not_a_traceback(app, monkeypatch, tmp_path, capsys, env, message):
+    monkeypatch.setenv("MAG_BOARD_DIR", str(tmp_path / "data"))
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    assert app.main([]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("leaderboard: error: ") and message in err and "Traceback" not in err

@@ -453,3 +453,10 @@ def test_rescore_reports_a_stored_file_it_cannot_score_instead_of_crashing(tmp_p
     assert f"#{fine.id}: identical" in out and f"#{altered.id}: FAILED (cannot re-score: " in out
     assert "1/3 stored reports reproduced byte for byte" in out and "2 stored submission(s) could not be re-scored" in out
     assert main(["leaderboard", "rescore", "--dir", str(cfg.data_dir), "--update"]) == 1  # nothing to update them with
+
+
+def test_gold_folder_that_does_not_exist_is_named(tmp_path: Path) -> None:
+    from mag_dataset.board import Gold
+
+    with pytest.raises(FileNotFoundError, match="gold dataset folder not found: .*nowhere"):
+        Gold.load(str(tmp_path / "nowhere"))
