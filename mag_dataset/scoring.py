@@ -47,7 +47,6 @@ pooled). Breakdowns by site, gold action type, stale and unseen_template.
 from __future__ import annotations
 
 import dataclasses
-import enum
 import hashlib
 import json
 import math

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from mag_dataset.actions import Contract, View
-from mag_dataset.board import Board, BoardConfig, Gold
+from mag_dataset.board import Board, BoardConfig
 
 from test_leaderboard_board import IDS, gold, jsonl  # noqa: F401 - shared hand-built gold
 

@@ -404,7 +404,8 @@ def test_sync_payload_restores_a_board_that_rescores_identically(tmp_path: Path)
 
     a = Board(BoardConfig(data_dir=tmp_path / "a"), gold=gold())
     subs = [submit(a, jsonl(tag=str(i)), model_name=f"m{i}") for i in range(3)]
-    submit(a, jsonl(tag="0"), contract="JG")  # same bytes as subs[0]: one file for two rows
+    again = submit(a, jsonl(tag="0"), contract="JG")  # same bytes as subs[0]: one file for two rows
+    assert again.file_sha256 == subs[0].file_sha256 and again.id != subs[0].id
     mirror = tmp_path / "mirror"  # what the Hub repo holds after the sync commit
 
     def push() -> list[str]:
