@@ -194,6 +194,49 @@ def make_env(task: str, *, pre_observation_delay: float = 0.3, action_subsets: t
     )
 
 
+def make_site_env(task_id: str, *, pre_observation_delay: float = 0.5,
+                  action_subsets: tuple[str, ...] = ACTION_SUBSETS) -> Any:
+    """Create a headless BrowserGym environment for a site task (``sites.shop.add_to_basket``).
+
+    The site must be served (``mag sites serve``); ``reset`` restores its seeded state, logs
+    the task's user in and opens the start page in a 1280x720 viewport.
+
+    Raises:
+        LiveEnvError: for an unknown task id, or a site that is not set up or not served.
+    """
+    chromium_executable()
+    _patch_browsergym()
+    from browsergym.core.action.highlevel import HighLevelActionSet
+    from browsergym.core.env import BrowserEnv
+
+    from mag_dataset.sites import SiteError, task_class as site_task_class
+
+    try:
+        cls = site_task_class(task_id)
+        cls.site_class().running_url()
+    except SiteError as e:
+        raise LiveEnvError(str(e)) from None
+    action_set = HighLevelActionSet(subsets=list(action_subsets), multiaction=True, strict=False)
+    return BrowserEnv(
+        task_entrypoint=cls,
+        headless=True,
+        action_mapping=action_set.to_python_code,
+        pre_observation_delay=pre_observation_delay,
+    )
+
+
+def is_site_task(task: str) -> bool:
+    """Whether a task name is a site task (``sites.<site>.<template>``) rather than MiniWoB++."""
+    return task.startswith("sites.")
+
+
+def site_outcome(env: Any, info: dict[str, Any], terminated: bool) -> tuple[bool, bool, float]:
+    """``(done, success, reward)`` of a site task after ``env.step``: the task's state check."""
+    task_info = info.get("task_info") or {}
+    reward = 1.0 if task_info.get("success") else 0.0
+    return bool(terminated), bool(terminated and task_info.get("success")), reward
+
+
 def make_browsergym_env(task_id: str, package: str) -> Any:
     """Create a headless environment for any registered BrowserGym task id, on the system Chromium.
 

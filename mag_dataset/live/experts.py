@@ -34,6 +34,8 @@ class Decision:
     value: str | None = None
     key: str | None = None
     direction: str | None = None
+    url: str | None = None
+    answer: str | None = None
 
 
 Expert = Callable[[Observation, dict], "Decision | None"]

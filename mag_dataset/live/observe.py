@@ -40,6 +40,14 @@ INTERACTIVE_ROLES = frozenset({
     "switch", "MenuListPopup", "menu", "img", "image",
 })
 INTERACTIVE_TAGS = frozenset({"a", "button", "input", "select", "textarea", "option", "label", "summary", "img"})
+#: On real pages (the sites), only these tags and roles (or an element the browser reports as
+#: clickable that is not a mere container) are candidates: a, button, input, select,
+#: textarea and the ARIA widget roles, as WebArena's Set-of-Mark menus.
+PAGE_INTERACTIVE_TAGS = frozenset({"a", "button", "input", "select", "textarea", "summary"})
+PAGE_INTERACTIVE_ROLES = frozenset({
+    "button", "link", "textbox", "searchbox", "checkbox", "radio", "combobox", "listbox", "option",
+    "menuitem", "menuitemcheckbox", "menuitemradio", "tab", "treeitem", "spinbutton", "slider", "switch",
+})
 #: Wrapper elements that never become candidates (they cover the whole task area).
 _SKIP_TAGS = frozenset({"html", "body", "head", "script", "style", "br", "svg", "path", "g"})
 _MIN_VISIBILITY = 0.5
@@ -278,11 +286,14 @@ def _field_label(elements: dict[str, Element], el: Element) -> str:
     return ""
 
 
-def _is_candidate(el: Element) -> bool:
+def _is_candidate(el: Element, interactive_only: bool = False) -> bool:
     if el.tag in _SKIP_TAGS or el.visibility < _MIN_VISIBILITY or el.bbox is None:
         return False
     if el.attrs.get("id") in ("wrap", "area", "query"):
         return False
+    if interactive_only:  # real pages: what a user can act on, not every text run
+        return (el.tag in PAGE_INTERACTIVE_TAGS or el.role in PAGE_INTERACTIVE_ROLES
+                or (el.clickable and el.tag not in ("div", "span", "td", "tr", "li", "ul", "form", "table", "tbody")))
     return (
         el.clickable
         or el.som
@@ -322,7 +333,8 @@ def page_scale(env: Any) -> float:
     return float(getattr(page, "_bgym_scale_factor", 1.0)) if page is not None else MINIWOB_SCALE
 
 
-def observe(obs: dict[str, Any], crop: bool = True, scale: float = MINIWOB_SCALE) -> Observation:
+def observe(obs: dict[str, Any], crop: bool = True, scale: float = MINIWOB_SCALE,
+            interactive_only: bool = False) -> Observation:
     """Process a BrowserGym observation (see the module docstring).
 
     Args:
@@ -330,6 +342,8 @@ def observe(obs: dict[str, Any], crop: bool = True, scale: float = MINIWOB_SCALE
         crop: crop the screenshot to the task area (MiniWoB's ``#area``, else ``#wrap``, grown
             to hold every candidate); False keeps it whole.
         scale: screenshot px per CSS px; pass ``page_scale(env)`` for non-MiniWoB pages.
+        interactive_only: candidates are interactive elements only (real pages, the sites);
+            False also marks elements that directly hold text (MiniWoB's delegated handlers).
 
     Returns:
         The :class:`Observation`.
@@ -339,7 +353,7 @@ def observe(obs: dict[str, Any], crop: bool = True, scale: float = MINIWOB_SCALE
     shot = obs["screenshot"]
     full_h, full_w = int(shot.shape[0]), int(shot.shape[1])
     elements = parse_elements(obs)
-    visible = [e for e in elements.values() if _is_candidate(e)]
+    visible = [e for e in elements.values() if _is_candidate(e, interactive_only)]
     area = _task_area(elements, full_w, full_h, visible) if crop else (0, 0, full_w, full_h)
     image = Image.fromarray(shot).crop(area)
     width, height = image.size
@@ -366,6 +380,11 @@ def observe(obs: dict[str, Any], crop: bool = True, scale: float = MINIWOB_SCALE
         elements=elements,
         focused=str(obs.get("focused_element_bid") or "") or None,
     )
+
+
+def observe_page(obs: dict[str, Any]) -> Observation:
+    """Observe a real page (the sites): the whole viewport at device scale 1, interactive candidates."""
+    return observe(obs, crop=False, scale=1.0, interactive_only=True)
 
 
 #: A non-interactive candidate whose box is this similar (IoU) to a descendant candidate's is

@@ -77,13 +77,14 @@ def record_episode(task: str, seed: int, *, env: Any = None, expert: Callable | 
     """
     from playwright.sync_api import Error as PlaywrightError
 
-    from mag_dataset.live.env import make_env
+    from mag_dataset.live.env import is_site_task, make_env, make_site_env
     from mag_dataset.live.experts import EXPERTS
 
     start = time.monotonic()
-    expert = expert or EXPERTS[task]
+    if not is_site_task(task):
+        expert = expert or EXPERTS[task]
     own_env = env is None
-    env = env or make_env(task)
+    env = env or (make_site_env(task) if is_site_task(task) else make_env(task))
     result = RecordResult(task=task, seed=seed, ok=False)
     try:
         return _record(task, seed, env, expert, max_steps, result)
@@ -97,13 +98,20 @@ def record_episode(task: str, seed: int, *, env: Any = None, expert: Callable | 
             env.close()
 
 
-def _record(task: str, seed: int, env: Any, expert: Callable, max_steps: int, result: RecordResult) -> RecordResult:
-    from mag_dataset.live.env import page_task_info, raw_reward, strict_success
+def _record(task: str, seed: int, env: Any, expert: Callable | None, max_steps: int,
+            result: RecordResult) -> RecordResult:
+    from mag_dataset.live.env import is_site_task, page_task_info, raw_reward, site_outcome, strict_success
     from mag_dataset.live.execute import to_browsergym_action
     from mag_dataset.live.experts import ExpertError
-    from mag_dataset.live.observe import observe
+    from mag_dataset.live.observe import observe, observe_page
 
+    site_task = is_site_task(task)
     obs, info = env.reset(seed=seed)
+    if site_task:  # the task instance knows its parameters; its expert reads the observation
+        task_obj = env.unwrapped.task
+        expert = expert or task_obj.expert
+        max_steps = max(max_steps, SITE_MAX_STEPS)
+    assert expert is not None
     memory: dict[str, Any] = {}
     steps: list[RawStep] = []
     images: dict[str, bytes] = {}
@@ -111,7 +119,7 @@ def _record(task: str, seed: int, env: Any, expert: Callable, max_steps: int, re
     done = False
     last: tuple[Any, ...] | None = None
     for index in range(max_steps):
-        ob = observe(obs)
+        ob = observe_page(obs) if site_task else observe(obs)
         try:
             decision = expert(ob, memory)
         except (ExpertError, IndexError, ValueError) as e:
@@ -139,6 +147,8 @@ def _record(task: str, seed: int, env: Any, expert: Callable, max_steps: int, re
             value=decision.value,
             key=decision.key,
             direction=decision.direction,
+            url=decision.url,
+            answer=decision.answer,
         )
         # clicks run at the gold coordinate (proves it hits), the rest on the element id
         view = View.COORD if action.type is ActionType.CLICK else View.SOM
@@ -157,9 +167,18 @@ def _record(task: str, seed: int, env: Any, expert: Callable, max_steps: int, re
             guide=template_guide(action, target),
             guide_source=GuideSource.TEMPLATE,
             url=_short_url(ob.url),
-            metadata={"conversion": ob.conv.to_dict(), "browsergym_action": bg_action},
+            metadata={"conversion": ob.conv.to_dict(), "browsergym_action": bg_action,
+                      **({"viewport": [ob.width, ob.height], "page_url": ob.url} if site_task else {})},
         ))
         obs, reward, terminated, truncated, info = env.step(bg_action)
+        if site_task:
+            if obs.get("last_action_error"):
+                result.reason = f"step {index}: action failed: {obs['last_action_error'][:200]}"
+                return result
+            if terminated or truncated:
+                done = True
+                break
+            continue
         if terminated or truncated:
             info = page_task_info(env)
             terminated = terminated or bool(info["task_info"].get("DONE_GLOBAL"))
@@ -172,6 +191,8 @@ def _record(task: str, seed: int, env: Any, expert: Callable, max_steps: int, re
     if not done:
         result.reason = f"not done after {max_steps} steps"
         return result
+    if site_task:
+        return _site_episode(task, seed, goal, steps, images, info, result)
     if not strict_success(info):
         result.reason = f"raw reward {raw_reward(info)} != 1"
         return result
@@ -194,6 +215,37 @@ def _record(task: str, seed: int, env: Any, expert: Callable, max_steps: int, re
     return result
 
 
+#: Most steps a site expert may take (site tasks need 4-12, a few more on long lists).
+SITE_MAX_STEPS = 30
+
+
+def _site_episode(task: str, seed: int, goal: str, steps: list[RawStep], images: dict[str, bytes],
+                  info: dict[str, Any], result: RecordResult) -> RecordResult:
+    """Finish recording a site task: success is the task's state check, read after ``finish``."""
+    task_info = info.get("task_info") or {}
+    if not task_info.get("success"):
+        result.reason = f"state check failed: {task_info.get('reason') or 'no finish'}"
+        return result
+    _, site, template = task.split(".", 2)
+    episode_id = f"{task}.seed-{seed}"
+    result.episode = RawEpisode(
+        episode_id=episode_id,
+        task_id=episode_id,
+        site=site,
+        intent=goal,
+        intent_template_id=f"{site}.{template}",
+        steps=tuple(steps),
+        source="sites",
+        seed=seed,
+        reward=1.0,
+        success=True,
+        metadata={**_provenance(task), "check": str(task_info.get("reason") or "")},
+    )
+    result.images = images
+    result.ok = True
+    return result
+
+
 def _short_url(url: str) -> str:
     """MiniWoB page URLs point into site-packages; keep them machine-independent."""
     marker = "/miniwob/html/"
@@ -204,7 +256,8 @@ def _provenance(task: str) -> dict[str, Any]:
     from importlib.metadata import PackageNotFoundError, version
 
     out: dict[str, Any] = {"recorder": "mag_dataset.live.recorder", "expert": task}
-    for pkg in ("browsergym-core", "miniwob", "playwright"):
+    pkgs = ("browsergym-core", "playwright") if task.startswith("sites.") else ("browsergym-core", "miniwob", "playwright")
+    for pkg in pkgs:
         try:
             out[pkg] = version(pkg)
         except PackageNotFoundError:  # pragma: no cover
@@ -222,13 +275,13 @@ def record_corpus(out_dir: str | Path, tasks: list[str], episodes: int, seed: in
     Returns:
         Every attempt's :class:`RecordResult`, in order.
     """
-    from mag_dataset.live.env import make_env
+    from mag_dataset.live.env import is_site_task, make_env, make_site_env
     from mag_dataset.raw import write_episode
 
     max_attempts = max_attempts or episodes * 3
     results: list[RecordResult] = []
     for task in tasks:
-        env = make_env(task)
+        env = make_site_env(task) if is_site_task(task) else make_env(task)
         try:
             kept, k = 0, 0
             while kept < episodes and k < max_attempts:

@@ -1,0 +1,238 @@
+"""What every benchmark site and every site task is: the two base classes of :mod:`mag_dataset.sites`.
+
+A **site** is a real open-source web application (a shop, an issue tracker, a wiki, a
+forum) that the package installs, seeds and serves on 127.0.0.1 by itself, the way
+WebArena's sites are used, but from the package registries in minutes (house style 19:
+sites are cattle). Its life cycle:
+
+* :meth:`Site.setup` installs what it needs (its own virtual environment under the site's
+  home folder, or Debian packages), creates its SQLite database(s), loads deterministic seed
+  data (code with a seed, fixed dates) and takes a **snapshot** of every database.
+* :meth:`Site.server_command` says how to serve it; :mod:`mag_dataset.sites.manager`
+  starts it in the background, checks its health and stops it by PID.
+* :meth:`Site.reset` returns the exact seeded state in well under a second by copying each
+  snapshot back into its live database with SQLite's online backup API (safe while the
+  server holds connections), then :meth:`Site.after_reset` for anything else (caches).
+
+A **task** (:class:`mag_dataset.sites.task.SiteTask`) is a BrowserGym ``AbstractBrowserTask`` (house style 16):
+``setup`` resets the site, logs the task's user in and opens the start page, returning the
+goal; ``validate`` reads the application's state (its database) once the agent finishes
+(house style 18, WebArena's program-based evaluators); ``teardown`` has nothing to undo
+because the next ``setup`` resets. Parameters are drawn from the seed data by
+``random.Random(f"{task_id}:{seed}")``. Every task ships its expert (:meth:`SiteTask.expert`,
+house style 17), which decides the next action from the observation only (bids and page
+text), like the MiniWoB++ experts in :mod:`mag_dataset.live.experts`.
+
+Where things live: ``$MAG_SITES_HOME`` (default ``~/.cache/mag_dataset/sites``) holds one
+folder per site: ``venv/``, ``app/``, ``db/``, ``snapshot/``, ``setup.json`` (what setup
+made, with the seed-data fingerprint), ``server.json`` (pid, port, url of the running
+server) and ``server.log``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import time
+import urllib.parse
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, ClassVar
+
+#: Viewport every site task uses (CSS px). Screenshots are taken at device scale 1.
+VIEWPORT: dict[str, int] = {"width": 1280, "height": 720}
+
+
+class SiteError(RuntimeError):
+    """A site cannot be set up, served or reset; the message names the site and the fix."""
+
+
+def sites_home() -> Path:
+    """Root folder of the sites' installs: ``$MAG_SITES_HOME`` or ``~/.cache/mag_dataset/sites``."""
+    env = os.environ.get("MAG_SITES_HOME")
+    return Path(env).expanduser() if env else Path.home() / ".cache" / "mag_dataset" / "sites"
+
+
+@dataclass(frozen=True)
+class ServerCommand:
+    """How to run a site's server in the foreground (the manager backgrounds it).
+
+    Attributes:
+        argv: the command line; it must listen on 127.0.0.1 at the given port.
+        env: extra environment variables.
+        cwd: working folder.
+    """
+
+    argv: tuple[str, ...]
+    env: dict[str, str] = field(default_factory=dict)
+    cwd: str | None = None
+
+
+class Site(ABC):
+    """One real web application. Subclasses fill the class variables and the abstract methods.
+
+    Attributes:
+        name: short site name, used in task ids (``sites.<name>.<template>``) and on the CLI.
+        title: human-readable name (``"Oscar shop + staff dashboard"``).
+        app: the application and version it runs (``"django-oscar 4.2.1"``).
+        default_port: port on 127.0.0.1 unless ``MAG_SITE_<NAME>_PORT`` says otherwise.
+        version: bump when setup or seed data change; a stale install is set up again.
+        health_path: path that must answer HTTP 200 (after redirects) when the site is up.
+        users: login name -> password of the seeded users tasks log in as.
+    """
+
+    name: ClassVar[str]
+    title: ClassVar[str]
+    app: ClassVar[str]
+    default_port: ClassVar[int]
+    version: ClassVar[str] = "1"
+    health_path: ClassVar[str] = "/"
+    users: ClassVar[dict[str, str]] = {}
+
+    def __init__(self, home: Path | None = None, port: int | None = None):
+        self.home = Path(home) if home is not None else sites_home() / self.name
+        env_port = os.environ.get(f"MAG_SITE_{self.name.upper()}_PORT")
+        self.port = int(port if port is not None else env_port or self.default_port)
+
+    # ------------------------------------------------------------------ locations
+    @property
+    def base_url(self) -> str:
+        """``http://127.0.0.1:<port>`` of this site (no trailing slash)."""
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def setup_file(self) -> Path:
+        return self.home / "setup.json"
+
+    @property
+    def server_file(self) -> Path:
+        return self.home / "server.json"
+
+    @property
+    def log_file(self) -> Path:
+        return self.home / "server.log"
+
+    @property
+    def snapshot_dir(self) -> Path:
+        return self.home / "snapshot"
+
+    # ------------------------------------------------------------------ life cycle
+    @abstractmethod
+    def install(self, log: Callable[[str], None]) -> None:
+        """Install the application (a venv under ``self.home / "venv"``, or check system packages).
+
+        Raises:
+            SiteError: naming the missing package and the command that installs it.
+        """
+
+    @abstractmethod
+    def create_and_seed(self, log: Callable[[str], None]) -> dict[str, Any]:
+        """Create the database(s) from nothing and load the deterministic seed data.
+
+        Returns:
+            Counts of what was seeded (``{"products": 300, ...}``), stored in ``setup.json``.
+        """
+
+    @abstractmethod
+    def databases(self) -> list[Path]:
+        """The live SQLite files that hold the site's whole state (snapshotted and reset)."""
+
+    @abstractmethod
+    def server_command(self) -> ServerCommand:
+        """How to serve the site on ``127.0.0.1:self.port`` in the foreground."""
+
+    def login(self, page: Any, user: str) -> None:
+        """Log ``user`` in on a Playwright ``page`` (default: nothing to do).
+
+        Subclasses fill the application's login form and wait for the logged-in page.
+        """
+
+    def after_reset(self) -> None:
+        """Anything beyond the databases a reset must restore (a search index, a cache)."""
+
+    # ------------------------------------------------------------------ provided
+    def is_set_up(self) -> bool:
+        """Whether setup finished for this site's current ``version``."""
+        try:
+            info = json.loads(self.setup_file.read_text())
+        except (OSError, ValueError):
+            return False
+        return info.get("version") == self.version and all(
+            (self.snapshot_dir / p.name).is_file() for p in self.databases())
+
+    def setup(self, log: Callable[[str], None] = lambda m: None, force: bool = False) -> dict[str, Any]:
+        """Install, create, seed and snapshot the site; a no-op when already set up (unless ``force``).
+
+        Returns:
+            The ``setup.json`` record (version, seconds, seeded counts).
+        """
+        if self.is_set_up() and not force:
+            return json.loads(self.setup_file.read_text())
+        start = time.monotonic()
+        self.home.mkdir(parents=True, exist_ok=True)
+        self.setup_file.unlink(missing_ok=True)
+        self.install(log)
+        counts = self.create_and_seed(log)
+        self.take_snapshot()
+        info = {"site": self.name, "app": self.app, "version": self.version,
+                "seconds": round(time.monotonic() - start, 1), "seeded": counts}
+        tmp = self.setup_file.with_suffix(".tmp")
+        tmp.write_text(json.dumps(info, indent=1, sort_keys=True) + "\n")
+        tmp.replace(self.setup_file)
+        return info
+
+    def take_snapshot(self) -> None:
+        """Copy every live database into ``snapshot/`` (SQLite backup API: consistent copies)."""
+        self.snapshot_dir.mkdir(parents=True, exist_ok=True)
+        for db in self.databases():
+            _sqlite_copy(db, self.snapshot_dir / db.name)
+
+    def reset(self) -> float:
+        """Restore the seeded state; returns the seconds it took.
+
+        Raises:
+            SiteError: when the site was never set up.
+        """
+        start = time.monotonic()
+        for db in self.databases():
+            snap = self.snapshot_dir / db.name
+            if not snap.is_file():
+                raise SiteError(f"site {self.name}: no snapshot of {db.name}; run `mag sites setup --site {self.name}`")
+            _sqlite_copy(snap, db)
+        self.after_reset()
+        return time.monotonic() - start
+
+    def query(self, sql: str, params: tuple[Any, ...] = (), db: Path | None = None) -> list[tuple[Any, ...]]:
+        """Read the application's state: run a read-only query on its (first) database."""
+        path = db or self.databases()[0]
+        uri = f"file:{urllib.parse.quote(str(path))}?mode=ro"
+        con = sqlite3.connect(uri, uri=True, timeout=10)
+        try:
+            return con.execute(sql, params).fetchall()
+        finally:
+            con.close()
+
+    def running_url(self) -> str:
+        """Base URL of the running server (from ``server.json``).
+
+        Raises:
+            SiteError: when the site is not being served.
+        """
+        try:
+            info = json.loads(self.server_file.read_text())
+        except (OSError, ValueError):
+            raise SiteError(f"site {self.name} is not being served; run `mag sites serve --site {self.name}`") from None
+        return str(info["url"])
+
+
+def _sqlite_copy(src: Path, dst: Path) -> None:
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    s = sqlite3.connect(f"file:{urllib.parse.quote(str(src))}?mode=ro", uri=True, timeout=30)
+    d = sqlite3.connect(str(dst), timeout=30)
+    try:
+        s.backup(d)
+    finally:
+        d.close()
+        s.close()

@@ -1,0 +1,111 @@
+"""The base class of every site task: a BrowserGym task with a state-based success check.
+
+See :mod:`mag_dataset.sites.base` for the life cycle. Importing this module imports
+BrowserGym (the ``[live]`` extra); :mod:`mag_dataset.sites.base` does not.
+"""
+
+from __future__ import annotations
+
+import random
+import urllib.parse
+from abc import abstractmethod
+from typing import Any, ClassVar
+
+from browsergym.core.task import AbstractBrowserTask
+
+from mag_dataset.sites.base import VIEWPORT, Site
+
+
+class SiteTask(AbstractBrowserTask):
+    """A task on a site, as a BrowserGym task. Subclasses set the class variables and fill
+    :meth:`sample`, :meth:`check` and :meth:`expert`.
+
+    Attributes:
+        site_class: the :class:`Site` subclass this task runs on.
+        template: template name; the task id is ``sites.<site>.<template>``.
+        intent_template: the intent with ``{param}`` slots filled from :meth:`sample`.
+        start_path: page the episode starts on (relative to the site's base URL).
+        user: seeded user logged in before the episode (None: anonymous).
+        answer_task: True for information-seeking tasks judged on the ``finish`` answer.
+    """
+
+    site_class: ClassVar[type[Site]]
+    template: ClassVar[str]
+    intent_template: ClassVar[str]
+    start_path: ClassVar[str] = "/"
+    user: ClassVar[str | None] = None
+    answer_task: ClassVar[bool] = False
+
+    @classmethod
+    def get_task_id(cls) -> str:
+        return f"sites.{cls.site_class.name}.{cls.template}"
+
+    def __init__(self, seed: int, site: Site | None = None) -> None:
+        super().__init__(seed)
+        self.seed = int(seed)
+        self.viewport = dict(VIEWPORT)
+        self.slow_mo = 0
+        self.timeout = 10000
+        self.locale = "en-US"
+        self.timezone_id = "UTC"
+        self.site = site or self.site_class()
+        self.params: dict[str, Any] = self.sample(random.Random(f"{self.get_task_id()}:{self.seed}"))
+        self.goal = self.intent_template.format(**self.params)
+        self.external_requests: list[str] = []
+        self.reset_seconds: float | None = None
+
+    # ------------------------------------------------------------------ to fill
+    @abstractmethod
+    def sample(self, rng: random.Random) -> dict[str, Any]:
+        """Draw the task's parameters from the seed data with ``rng`` (no database access needed)."""
+
+    @abstractmethod
+    def check(self, answer: str | None) -> tuple[bool, str]:
+        """Read the application's state after the episode; ``(success, reason)``.
+
+        Args:
+            answer: the agent's ``finish`` answer (the last chat message to the user).
+        """
+
+    @abstractmethod
+    def expert(self, ob: Any, memory: dict[str, Any]) -> Any:
+        """Next :class:`~mag_dataset.live.experts.Decision` from an observation, or None to give up.
+
+        Reads only the observation (``ob.elements``: bids, tags, texts; ``ob.url``) and
+        ``self.params``; ``memory`` is per-episode scratch space. Returns
+        ``Decision(ActionType.FINISH, text=answer)`` when done.
+        """
+
+    # ------------------------------------------------------------------ BrowserGym life cycle
+    def setup(self, page: Any) -> tuple[str, dict[str, Any]]:
+        base = self.site.running_url()
+        self.external_requests = []
+
+        def route(r: Any) -> None:
+            host = urllib.parse.urlsplit(r.request.url).hostname or ""
+            if r.request.url.startswith(("data:", "blob:", "about:")) or host in ("127.0.0.1", "localhost"):
+                r.continue_()
+            else:  # nothing leaves the machine; the site test asserts this list stays empty
+                self.external_requests.append(r.request.url)
+                r.abort()
+
+        page.context.route("**/*", route)
+        self.reset_seconds = self.site.reset()
+        if self.user is not None:
+            self.site.login(page, self.user)
+        page.goto(base + self.start_path)
+        page.wait_for_load_state("load")
+        return self.goal, {}
+
+    def validate(self, page: Any, chat_messages: list[dict[str, Any]]) -> tuple[float, bool, str, dict[str, Any]]:
+        answers = [m for m in chat_messages if m.get("role") == "assistant"]
+        if not answers:
+            return 0.0, False, "", {}
+        ok, reason = self.check(str(answers[-1].get("message") or ""))
+        return (1.0 if ok else 0.0), True, "", {"success": ok, "reason": reason}
+
+    def teardown(self) -> None:
+        """Nothing to undo: the next ``setup`` resets the site."""
+
+    def cheat(self, page: Any, chat_messages: list[dict[str, Any]]) -> None:  # pragma: no cover
+        raise NotImplementedError("site tasks are solved by their observation-driven expert, see expert()")
