@@ -193,7 +193,7 @@ def sft_figure(args: GPUCheckArguments, model: Any, processor: Any, examples: li
         completion_only_loss=True,
     )
     model.train()
-    trainer = SFTTrainer(model=model, args=targs, train_dataset=sft_dataset(examples, "som", "J"),
+    trainer = SFTTrainer(model=model, args=targs, train_dataset=sft_dataset(processor, examples, "som", "J"),
                          processing_class=processor, callbacks=[Timer()])
     trainer.train()
     timed = stamps[1:]  # the first step (allocation, kernels) is warm-up

@@ -8,6 +8,14 @@ views. Each training example is the locked prompt of :func:`mag_dataset.prompts.
 tokens only (the answer, then ``<|im_end|>`` and its newline), never the prompt or the image. Works
 with any ``AutoModelForImageTextToText`` checkpoint; full fine-tuning or LoRA (``--use_peft``).
 
+The chat template is rendered up front, with :data:`baselines.common.CHAT_TEMPLATE_KWARGS`
+(no thinking block), into plain-text ``prompt`` / ``completion`` columns: the prompt is
+exactly the text :func:`baselines.common.prompt_text` decodes from (ending with the empty
+think block), the completion is the rendered answer plus ``<|im_end|>\n``. A per-row
+``chat_template_kwargs`` column would not survive: for image datasets TRL keeps only
+prompt/completion/image(s) and ``remove_unused_columns`` drops the rest, so the trainer
+would iterate the *thinking* template while decoding used the non-thinking one.
+
 Launch (one GPU)::
 
     python -m baselines.sft --config baselines/configs/sft_qwen35_4b.yaml \\
@@ -43,25 +51,40 @@ class SFTScriptArguments:
     limit: int | None = field(default=None, metadata={"help": "only the first N training steps (smoke tests)"})
 
 
-def example_record(step: Any, view: str, contract: str) -> dict[str, Any]:
-    """The prompt-completion record of one step (without its image)."""
-    from mag_dataset.prompts import build_messages, render_target
+#: end of an assistant turn in the Qwen chat template (what the model learns to stop with)
+END_OF_TURN = "<|im_end|>\n"
+
+
+def example_record(processor: Any, step: Any, view: str, contract: str) -> dict[str, str]:
+    """The prompt-completion record of one step (without its image), chat template rendered.
+
+    Args:
+        processor: the model's processor (its chat template renders the prompt).
+        step: the benchmark step.
+        view: ``som`` or ``coord``.
+        contract: ``A``, ``G``, ``J`` or ``JG``.
+
+    Returns:
+        ``{"prompt": text ending with the generation prompt, "completion": answer + end of turn}``.
+    """
+    from mag_dataset.prompts import render_target
 
     return {
-        "prompt": build_messages(step, view, contract),
-        "completion": [{"role": "assistant", "content": [{"type": "text", "text": render_target(step, view, contract)}]}],
-        "chat_template_kwargs": dict(common.CHAT_TEMPLATE_KWARGS),
+        "prompt": common.prompt_text(processor, step, view, contract),
+        "completion": render_target(step, view, contract) + END_OF_TURN,
     }
 
 
-def sft_dataset(examples: Sequence[common.Example], view: str, contract: str) -> Any:
-    """A ``datasets.Dataset`` of prompt-completion records with one ``image`` each."""
+def sft_dataset(processor: Any, examples: Sequence[common.Example], view: str, contract: str) -> Any:
+    """A ``datasets.Dataset`` of rendered prompt-completion records with one ``image`` each."""
     from datasets import Dataset
 
-    return Dataset.from_list([{"image": e.image, **example_record(e.step, view, contract)} for e in examples])
+    return Dataset.from_list([{"image": e.image, **example_record(processor, e.step, view, contract)}
+                              for e in examples])
 
 
-def sft_dataset_from_hub(dataset: str, view: str, contract: str, split: str, limit: int | None = None) -> Any:
+def sft_dataset_from_hub(processor: Any, dataset: str, view: str, contract: str, split: str,
+                         limit: int | None = None) -> Any:
     """The same records, built lazily from a dataset view (images are not decoded while mapping)."""
     from datasets import Image
 
@@ -78,7 +101,8 @@ def sft_dataset_from_hub(dataset: str, view: str, contract: str, split: str, lim
         ds = ds.select(range(min(limit, len(ds))))
     ds = ds.cast_column("screenshot", Image(decode=False))
     others = [c for c in ds.column_names if c != "screenshot"]
-    ds = ds.map(lambda row: example_record(ds_lib.row_to_step(row), view, contract), remove_columns=others)
+    ds = ds.map(lambda row: example_record(processor, ds_lib.row_to_step(row), view, contract),
+                remove_columns=others)
     return ds.rename_column("screenshot", "image").cast_column("image", Image())
 
 
@@ -115,16 +139,18 @@ def train(
     from trl import SFTTrainer, get_peft_config
 
     view, contract = common.view_and_contract(script_args.view, script_args.contract)
-    if examples is not None:
-        train_ds = sft_dataset(examples[: script_args.limit] if script_args.limit else examples, view, contract)
-    else:
-        train_ds = sft_dataset_from_hub(script_args.dataset, view, contract, script_args.split, script_args.limit)
     if training_args.packing:
         raise ValueError("packing is not supported for vision data; set packing: false")
+    model, processor = load_model(model_args, training_args)
+    if examples is not None:
+        train_ds = sft_dataset(processor, examples[: script_args.limit] if script_args.limit else examples,
+                               view, contract)
+    else:
+        train_ds = sft_dataset_from_hub(processor, script_args.dataset, view, contract, script_args.split,
+                                        script_args.limit)
     # prompt-completion data: the loss covers the completion (answer + end of turn) only
     training_args.completion_only_loss = True
     training_args.assistant_only_loss = False
-    model, processor = load_model(model_args, training_args)
     trainer = SFTTrainer(
         model=model,
         args=training_args,

@@ -40,18 +40,30 @@ def test_sft_two_steps_supervises_exactly_the_answer(tmp_path, tiny_vlm, contrac
     assert len(losses) == 2 and all(v == v and v > 0 for v in map(float, losses))
 
     tok = trainer.processing_class.tokenizer
-    batch = trainer.data_collator([trainer.train_dataset[i] for i in range(4)])
-    assert batch["pixel_values"].shape[0] > 0 and batch["image_grid_thw"].shape[0] == 4
+    # what the trainer really iterates: its own dataloader (column removal, sampler, collator)
+    batches = list(trainer.get_train_dataloader())
+    assert len(batches) == 2 and all(b["image_grid_thw"].shape[0] == 2 and b["pixel_values"].shape[0] > 0
+                                     for b in batches)
     image_id = tok.convert_tokens_to_ids("<|image_pad|>")
-    for (step, _), ids, labels in zip(tiny_steps(4, split="train"), batch["input_ids"], batch["labels"]):
+    by_target = {render_target(s, "som", contract): s for s, _ in tiny_steps(4, split="train")}
+    seen = set()
+    rows = [(ids, labels) for b in batches for ids, labels in zip(b["input_ids"], b["labels"])]
+    for ids, labels in rows:
         supervised = [int(i) for i, lab in zip(ids, labels) if lab != -100]
-        assert tok.decode(supervised) == render_target(step, "som", contract) + "<|im_end|>\n"
+        text = tok.decode(supervised)
+        assert text.endswith("<|im_end|>\n") and text[: -len("<|im_end|>\n")] in by_target, text
+        step = by_target[text[: -len("<|im_end|>\n")]]
+        seen.add(step.step_id)
         assert image_id not in supervised
         # the supervised tokens are one contiguous block at the end of the sequence
         idx = [k for k, lab in enumerate(labels) if lab != -100]
         assert idx == list(range(idx[0], idx[0] + len(idx)))
         prompt = tok.decode([int(i) for i, lab in zip(ids[: idx[0]], labels[: idx[0]])])
         assert prompt.endswith("<|im_start|>assistant\n<think>\n\n</think>\n\n")
+        # ... which is, token for token, the prompt the decoders use
+        assert prompt.endswith(common.prompt_text(trainer.processing_class, step, "som", contract).split(
+            "<|vision_end|>")[-1])
+    assert len(seen) == 4, seen
 
     out = Path(trainer.args.output_dir)
     assert (out / "model.safetensors").exists() and (out / "tokenizer.json").exists()
