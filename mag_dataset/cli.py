@@ -16,7 +16,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("mag_dataset.commands.demo", "build the bundled sample, load it, print statistics and demo scores"),
     "build": ("mag_dataset.commands.build", "build a Hub-ready dataset folder (both views) from raw episodes"),
     "publish": ("mag_dataset.commands.publish", "upload a built dataset folder to the Hugging Face Hub"),
-    "record": ("mag_dataset.commands.record", "record expert MiniWoB++ episodes in headless Chromium"),
+    "record": ("mag_dataset.commands.record", "record expert episodes (MiniWoB++ or the sites) in headless Chromium"),
     "score": ("mag_dataset.commands.score", "score a predictions file against a dataset split"),
     "leaderboard": ("mag_dataset.commands.leaderboard", "run the leaderboard Space locally"),
     "live-eval": ("mag_dataset.commands.live_eval", "evaluate an agent live in BrowserGym tasks"),
@@ -25,6 +25,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "audit": ("mag_dataset.commands.audit", "three-judge label audit of raw episodes"),
     "unify": ("mag_dataset.commands.unify", "restore coordinate-only steps and flag stale screenshots"),
     "import-browsergym": ("mag_dataset.commands.import_browsergym", "convert BrowserGym/AgentLab runs to raw episodes"),
+    "sites": ("mag_dataset.commands.sites", "set up, serve, reset and stop the real web applications (shop, tracker, ...)"),
 }
 
 

@@ -8,6 +8,7 @@ Examples::
         --contract JG --workers 2
     mag live-eval --agent openai:gpt-5.5@https://api.openai.com/v1 --tasks webarena.310 \\
         --episodes 1 --view som --contract A
+    mag live-eval --agent heuristic --tasks 'sites.tracker.*' --episodes 3 --view som --contract J
 
 See :mod:`mag_dataset.harness.live_eval` for the protocol, the outcome definitions and the
 run folder layout (``report.json``, ``report.md``, ``episodes/`` in the raw episode format).
@@ -80,6 +81,13 @@ def run(args: argparse.Namespace) -> int:
     except AgentSpecError as e:
         raise UserError(str(e)) from None
     tasks = tuple(t for group in args.tasks for t in group)
+    from mag_dataset.sites import SiteError, site_class, task_ids
+
+    try:  # site task patterns (sites.tracker.*) expand to task ids
+        tasks = tuple(dict.fromkeys(x for t in tasks for x in (task_ids([t]) if t.startswith("sites.") else [t])))
+    except SiteError as e:
+        raise UserError(str(e)) from None
+    sites = [site_class(n)() for n in dict.fromkeys(t.split(".")[1] for t in tasks if t.startswith("sites."))]
     out = args.out or Path("live-eval") / re.sub(r"[^A-Za-z0-9_.-]+", "_", f"{spec.label}-{args.view}-{args.contract}")
     try:
         config = LiveEvalConfig(
@@ -87,8 +95,11 @@ def run(args: argparse.Namespace) -> int:
             max_steps=args.max_steps, workers=args.workers, seed=args.seed, overwrite=args.overwrite,
             progress=not args.no_progress,
         )
-        report = run_live_eval(config)
-    except LiveEvalError as e:
+        from mag_dataset.sites.manager import served
+
+        with served(sites):  # sites not already running are served for the run and stopped after it
+            report = run_live_eval(config)
+    except (LiveEvalError, SiteError) as e:
         raise UserError(str(e)) from None
     except Exception as e:
         # The OpenAI client's typed errors (no key, bad URL) are a user's mistake, not a bug.

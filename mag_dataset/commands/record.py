@@ -1,8 +1,13 @@
-"""``mag record``: record expert MiniWoB++ episodes in headless Chromium (raw format v1).
+"""``mag record``: record expert episodes in headless Chromium (raw format v1).
 
 Re-recording the bundled corpus::
 
     mag record --out /tmp/raw            # same tasks, seeds, actions, candidates, guides
+
+Recording on the real sites (set up once with ``mag sites setup``; sites that are not
+running are served for the run and stopped after it; each episode starts from a reset)::
+
+    mag record --tasks 'sites.shop.*' --episodes 2 --out /tmp/shop
 
 Same ``--seed`` and ``--episodes`` give the same task instances, actions, candidate menus and
 guides (pixels may differ with the Chromium build). Writes ``corpus.json`` with the split.
@@ -23,7 +28,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
     parser.add_argument("--out", required=True, type=Path, help="new (or empty) folder for the raw episodes")
     parser.add_argument("--tasks", nargs="+", default=list(BUNDLED_TASKS), metavar="TASK",
-                        help=f"MiniWoB++ task names (default: the {len(BUNDLED_TASKS)} tasks of the bundled corpus)")
+                        help="MiniWoB++ task names or site task ids/patterns such as 'sites.shop.*' "
+                        f"(default: the {len(BUNDLED_TASKS)} tasks of the bundled corpus)")
     parser.add_argument("--episodes", type=int, default=BUNDLED_EPISODES,
                         help="successful episodes per task (default: %(default)s)")
     parser.add_argument("--seed", type=int, default=BUNDLED_SEED,
@@ -37,8 +43,19 @@ def run(args: argparse.Namespace) -> int:
     from mag_dataset.live.experts import EXPERTS
     from mag_dataset.live.recorder import HELD_OUT_TEMPLATES, record_corpus, write_corpus_manifest
 
-    args.tasks = list(dict.fromkeys(args.tasks))  # a task named twice would be recorded twice over itself
-    unknown = [t for t in args.tasks if t not in EXPERTS]
+    from mag_dataset.sites import SiteError, site_class, task_ids
+
+    expanded: list[str] = []
+    for t in args.tasks:
+        if t.startswith("sites."):
+            try:
+                expanded.extend(task_ids([t]))
+            except SiteError as e:
+                raise UserError(str(e)) from None
+        else:
+            expanded.append(t)
+    args.tasks = list(dict.fromkeys(expanded))  # a task named twice would be recorded twice over itself
+    unknown = [t for t in args.tasks if t not in EXPERTS and not t.startswith("sites.")]
     if unknown:
         raise UserError(f"no expert for task(s) {', '.join(unknown)}; supported: {', '.join(sorted(EXPERTS))}")
     if args.held_out is None:
@@ -60,17 +77,23 @@ def run(args: argparse.Namespace) -> int:
         tmp.mkdir(parents=True)  # fail now, not after the first recorded episode
     except OSError as e:
         raise UserError(f"cannot write --out {args.out}: {e}") from None
+    from mag_dataset.sites.manager import served
+
+    sites = [site_class(n)() for n in dict.fromkeys(t.split(".")[1] for t in args.tasks if t.startswith("sites."))]
     try:
-        results = record_corpus(tmp, args.tasks, args.episodes, args.seed,
-                                log=lambda m: print(m, file=sys.stderr, flush=True))
+        with served(sites):
+            results = record_corpus(tmp, args.tasks, args.episodes, args.seed,
+                                    log=lambda m: print(m, file=sys.stderr, flush=True))
         kept = [r for r in results if r.ok]
         if not kept:
             raise UserError("no episode succeeded; nothing written")
-        write_corpus_manifest(tmp, args.seed, args.held_out)
+        # site episodes name their template "<site>.<template>"
+        held = [t.split(".", 1)[1] if t.startswith("sites.") else t for t in args.held_out]
+        write_corpus_manifest(tmp, args.seed, held)
         if args.out.exists():
             args.out.rmdir()  # checked empty above
         tmp.rename(args.out)
-    except LiveEnvError as e:
+    except (LiveEnvError, SiteError) as e:
         raise UserError(str(e)) from None
     finally:
         if tmp.exists():

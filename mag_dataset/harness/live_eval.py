@@ -93,6 +93,7 @@ BENCHMARK_PACKAGES: dict[str, str] = {
     "workarena": "browsergym.workarena",
     "assistantbench": "browsergym.assistantbench",
     "weblinx": "browsergym.weblinx",
+    "sites": "mag_dataset.sites",  # this package's real web applications, see mag_dataset.sites
 }
 
 #: Contracts a live agent can run under (G has no action to execute).
@@ -138,6 +139,14 @@ def check_task(task_id: str) -> None:
         try:
             task_class(name)
         except LiveEnvError as e:
+            raise LiveEvalError(str(e)) from None
+        return
+    if prefix == "sites":
+        from mag_dataset.sites import SiteError, task_class as site_task_class
+
+        try:
+            site_task_class(task_id).site_class().running_url()
+        except SiteError as e:
             raise LiveEvalError(str(e)) from None
         return
     package = BENCHMARK_PACKAGES[prefix]
@@ -350,6 +359,10 @@ def _make_env(task_id: str) -> Any:
         from mag_dataset.live.env import make_env
 
         return make_env(name)
+    if prefix == "sites":
+        from mag_dataset.live.env import make_site_env
+
+        return make_site_env(task_id)
     from mag_dataset.live.env import make_browsergym_env
 
     return make_browsergym_env(task_id, BENCHMARK_PACKAGES[prefix])
@@ -371,6 +384,17 @@ def _outcome(env: Any, task_id: str, reward: float, info: dict[str, Any], termin
     return done, bool(terminated and reward >= 1.0), float(reward)
 
 
+def _site_and_template(task_id: str) -> tuple[str, str]:
+    """``(site, intent_template_id)`` of a task id, as the recorder names them."""
+    if task_id.startswith("miniwob."):
+        name = task_id.split(".", 1)[1]
+        return name, name
+    if task_id.startswith("sites."):
+        _, site, template = task_id.split(".", 2)
+        return site, f"{site}.{template}"
+    return task_id, task_id
+
+
 def live_step(
     task_id: str, episode_id: str, index: int, max_steps: int, ob: Any, guides: list[str], view: View
 ) -> Step:
@@ -381,13 +405,13 @@ def live_step(
     candidate menu is kept in both views: the prompt builder shows it only in the som view,
     and the heuristic reference needs it in the coord view too.
     """
-    site = task_id.split(".", 1)[1] if task_id.startswith("miniwob.") else task_id
+    site, template = _site_and_template(task_id)
     return Step(
         step_id=f"{episode_id}:{index}",
         task_id=episode_id,
         site=site,
         intent=ob.goal,
-        intent_template_id=site,
+        intent_template_id=template,
         step_index=index,
         num_steps=max_steps,
         image_width=ob.width,
@@ -471,9 +495,11 @@ def run_episode(agent: Agent, task_id: str, seed: int, config: LiveEvalConfig, e
     from mag_dataset.parsing import parse_output
 
     view, contract = config.view, config.contract
-    site = task_id.split(".", 1)[1] if task_id.startswith("miniwob.") else task_id
-    episode_id = f"{site}.seed-{seed}"
+    site, template = _site_and_template(task_id)
+    episode_id = f"{task_id if task_id.startswith('sites.') else site}.seed-{seed}"
     crop = task_id.startswith("miniwob.")
+    # real pages (the sites): whole viewport, interactive-only candidate menu
+    interactive_only = task_id.startswith("sites.")
     t0 = time.monotonic()
     images: dict[str, bytes] = {}
     trajectory: list[dict[str, Any]] = []
@@ -488,7 +514,7 @@ def run_episode(agent: Agent, task_id: str, seed: int, config: LiveEvalConfig, e
         obs, info = env.reset(seed=seed)
         scale = page_scale(env)
         for k in range(config.max_steps):
-            ob = observe(obs, crop=crop, scale=scale)
+            ob = observe(obs, crop=crop, scale=scale, interactive_only=interactive_only)
             goal = goal or ob.goal
             shot, som = f"step_{k:03d}.png", f"step_{k:03d}_som.png"
             images[shot], images[som] = ob.png, ob.som_png
@@ -592,7 +618,7 @@ def run_episode(agent: Agent, task_id: str, seed: int, config: LiveEvalConfig, e
             task_id=episode_id,
             site=site,
             intent=goal,
-            intent_template_id=site,
+            intent_template_id=template,
             steps=tuple(steps),
             source=f"live-eval:{task_id.split('.', 1)[0]}",
             seed=seed,
@@ -680,6 +706,9 @@ def run_live_eval(config: LiveEvalConfig, log: Callable[[str], None] | None = No
         raise LiveEvalError(str(e)) from None
     for t in config.tasks:
         check_task(t)
+    if config.workers > 1 and any(t.startswith("sites.") for t in config.tasks):
+        raise LiveEvalError("site tasks share one server per site and reset it at every episode; "
+                            "run them with --workers 1")
     if config.agent.kind == "hf" and config.workers > 1:  # workers load it; fail here, clearly, if unloadable
         try:
             from transformers import AutoConfig

@@ -1,0 +1,113 @@
+"""``mag sites``: set up, serve, check, reset and stop the real web applications.
+
+    mag sites setup [--site NAME ...] [--force]   # install, create the databases, seed, snapshot
+    mag sites serve [--site NAME ...] [--wait]    # start in the background (--wait: until Ctrl-C)
+    mag sites status [--site NAME ...]            # URL, port, PID, health
+    mag sites reset [--site NAME ...]             # back to the seeded state (~1 s)
+    mag sites stop [--site NAME ...]              # stop by PID (the whole process group)
+    mag sites tasks [PATTERN ...]                 # list the task ids (sites.<site>.<template>)
+
+Without ``--site`` every site is meant. Installs live under ``$MAG_SITES_HOME`` (default
+``~/.cache/mag_dataset/sites``); ports are ``MAG_SITE_<NAME>_PORT`` or each site's default.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+from mag_dataset.cli import UserError
+
+ACTIONS = ("setup", "serve", "status", "reset", "stop", "tasks")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("action", choices=ACTIONS, help="what to do")
+    parser.add_argument("patterns", nargs="*", metavar="PATTERN",
+                        help="with `tasks`: task-id patterns such as 'sites.shop.*' (default: all)")
+    parser.add_argument("--site", nargs="+", default=None, metavar="NAME", help="sites to act on (default: all)")
+    parser.add_argument("--force", action="store_true", help="with `setup`: set up again from nothing")
+    parser.add_argument("--wait", action="store_true",
+                        help="with `serve`: stay in the foreground and stop the started sites on Ctrl-C")
+
+
+def _log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def run(args: argparse.Namespace) -> int:
+    from mag_dataset.sites import SiteError, site, site_names
+    from mag_dataset.sites import manager
+
+    names = site_names()
+    chosen = list(dict.fromkeys(args.site or names))
+    unknown = [n for n in chosen if n not in names]
+    if unknown:
+        raise UserError(f"unknown site(s) {', '.join(unknown)}; sites: {', '.join(names)}")
+    if args.patterns and args.action != "tasks":
+        raise UserError(f"`mag sites {args.action}` takes no task patterns (did you mean --site?)")
+    sites = [site(n) for n in chosen]
+    try:
+        if args.action == "setup":
+            for s in sites:
+                if manager.status(s).running and args.force:
+                    raise UserError(f"site {s.name} is being served; run `mag sites stop --site {s.name}` "
+                                    "before setting it up again")
+                start = time.monotonic()
+                _log(f"{s.name}: setting up {s.app} in {s.home}")
+                info = s.setup(lambda m, n=s.name: _log(f"{n}: {m}"), force=args.force)
+                seeded = ", ".join(f"{k} {v}" for k, v in sorted((info.get("seeded") or {}).items()))
+                print(f"{s.name}: ready ({time.monotonic() - start:.1f}s; {seeded})")
+            return 0
+        if args.action == "serve":
+            started = []
+            try:
+                for s in sites:
+                    was_running = manager.status(s).running
+                    st = manager.serve(s)
+                    if not was_running:
+                        started.append(s)
+                    print(f"{s.name}: {st.url} (pid {st.pid}, {st.detail})")
+                if args.wait:
+                    print("serving; Ctrl-C stops the sites started here", file=sys.stderr)
+                    while True:
+                        time.sleep(3600)
+            except KeyboardInterrupt:
+                for s in started:
+                    manager.stop(s)
+                    print(f"{s.name}: stopped")
+                return 130
+            except SiteError:
+                for s in started:  # nothing half-started is left behind
+                    manager.stop(s)
+                raise
+            return 0
+        if args.action == "status":
+            print(f"{'site':8} {'set up':6} {'running':7} {'healthy':7} {'url':24} {'pid':>7}  detail")
+            for s in sites:
+                st = manager.status(s)
+                print(f"{s.name:8} {'yes' if st.set_up else 'no':6} {'yes' if st.running else 'no':7} "
+                      f"{'yes' if st.healthy else 'no':7} {st.url or s.base_url:24} {st.pid or '-':>7}  {st.detail}")
+            return 0
+        if args.action == "reset":
+            for s in sites:
+                print(f"{s.name}: reset in {s.reset():.2f}s")
+            return 0
+        if args.action == "stop":
+            for s in sites:
+                print(f"{s.name}: {'stopped' if manager.stop(s) else 'was not running'}")
+            return 0
+        from mag_dataset.sites import task_ids, tasks_of
+
+        if args.patterns:
+            ids = task_ids(args.patterns)
+        else:
+            ids = [t for n in chosen for t in sorted(tasks_of(n))]
+        for t in ids:
+            from mag_dataset.sites import task_class
+
+            print(f"{t}\t{task_class(t).intent_template}")
+        return 0
+    except SiteError as e:
+        raise UserError(str(e)) from None
