@@ -164,7 +164,7 @@ _FIELDS = [
     ("url", "string", "page URL at the step"),
     ("previous_guides", "list of string", "gold guides of the earlier steps of the task (the history input)"),
     ("guide", "string", "the gold guide sentence"),
-    ("guide_source", "string", "template, llm or human"),
+    ("guide_source", "string", "template, context_template (sites), llm or human"),
     ("action", "struct", "gold action: `type`, `element_id`, `coordinate` [x, y], `text`, `value`, `direction`, `key`, `url`, `answer`; unused fields null"),
     ("target_bbox", "list of 4 float64", "[x0, y0, x1, y1] of the gold target in screenshot pixels; null for untargeted actions"),
     ("candidates", "list of struct", "som: the candidate menu {`id`, `role`, `text`, `bbox`}; coord: always empty"),

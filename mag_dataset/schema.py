@@ -40,6 +40,8 @@ class GuideSource(str, enum.Enum):
     """Who wrote the gold guide."""
 
     TEMPLATE = "template"
+    #: :mod:`mag_dataset.page_guides`: region + action + purpose, phrasing varied by seed (the sites)
+    CONTEXT_TEMPLATE = "context_template"
     LLM = "llm"
     HUMAN = "human"
 
@@ -211,6 +213,9 @@ class AuditRecord:
         coordinate_restored: the element id was restored from a coordinate-only action.
         original_element_id: the element id before a remap, else None.
         element_id: the remapped element id (status remapped), else None.
+        adjudicated_by: the annotator whose adjudication set this outcome, else None.
+            Kept in the audit file, so a rerun of the audit keeps the human decision
+            whatever annotation database it reads.
     """
 
     status: AuditStatus = AuditStatus.UNAUDITED
@@ -219,6 +224,7 @@ class AuditRecord:
     coordinate_restored: bool = False
     original_element_id: str | None = None
     element_id: str | None = None
+    adjudicated_by: str | None = None
 
     def __post_init__(self) -> None:
         try:
@@ -233,6 +239,8 @@ class AuditRecord:
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["status"] = self.status.value
+        if d["adjudicated_by"] is None:  # audit files without adjudications keep their bytes
+            del d["adjudicated_by"]
         return d
 
 

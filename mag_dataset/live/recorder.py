@@ -118,6 +118,7 @@ def _record(task: str, seed: int, env: Any, expert: Callable | None, max_steps: 
     goal = str(obs.get("goal") or "")
     done = False
     last: tuple[Any, ...] | None = None
+    contexts: list[Any] = []  # site tasks: where each step happens, for its context guide
     for index in range(max_steps):
         ob = observe_page(obs) if site_task else observe(obs)
         try:
@@ -155,6 +156,10 @@ def _record(task: str, seed: int, env: Any, expert: Callable | None, max_steps: 
         bg_action = to_browsergym_action(action, view, ob.conv)
         shot, som = f"step_{index:03d}.png", f"step_{index:03d}_som.png"
         images[shot], images[som] = ob.png, ob.som_png
+        if site_task:
+            from mag_dataset.page_guides import guide_context
+
+            contexts.append(guide_context(ob.elements, target.id if target is not None else None))
         steps.append(RawStep(
             step_index=index,
             screenshot=shot,
@@ -192,7 +197,7 @@ def _record(task: str, seed: int, env: Any, expert: Callable | None, max_steps: 
         result.reason = f"not done after {max_steps} steps"
         return result
     if site_task:
-        return _site_episode(task, seed, goal, steps, images, info, result)
+        return _site_episode(task, seed, goal, _context_guides(task, seed, steps, contexts), images, info, result)
     if not strict_success(info):
         result.reason = f"raw reward {raw_reward(info)} != 1"
         return result
@@ -217,6 +222,25 @@ def _record(task: str, seed: int, env: Any, expert: Callable | None, max_steps: 
 
 #: Most steps a site expert may take (site tasks need 4-12, a few more on long lists).
 SITE_MAX_STEPS = 30
+
+
+def _context_guides(task: str, seed: int, steps: list[RawStep], contexts: list[Any]) -> list[RawStep]:
+    """Site steps get context guides (:mod:`mag_dataset.page_guides`); a scroll names what it reveals."""
+    import dataclasses
+
+    from mag_dataset.page_guides import context_guide, noun
+
+    out = []
+    for i, (st, ctx) in enumerate(zip(steps, contexts)):
+        nxt = steps[i + 1] if i + 1 < len(steps) else None
+        nxt_target = next((c for c in nxt.candidates if c.id == nxt.action.element_id), None) if nxt else None
+        if nxt_target is not None:
+            ctx = dataclasses.replace(ctx, next_label=nxt_target.text, next_noun=noun(nxt_target))
+        target = next((c for c in st.candidates if c.id == st.action.element_id), None)
+        guide = context_guide(st.action, target, ctx, f"{task}:{seed}:{i}")
+        out.append(dataclasses.replace(st, guide=guide, guide_source=GuideSource.CONTEXT_TEMPLATE,
+                                       metadata={**st.metadata, "guide_context": dataclasses.asdict(ctx)}))
+    return out
 
 
 def _site_episode(task: str, seed: int, goal: str, steps: list[RawStep], images: dict[str, bytes],

@@ -1,0 +1,245 @@
+"""Context guides for real pages: name the page region and the purpose, not only the element.
+
+WebMRE's gold guides read like a colleague's instruction ("In the Orders list, open order
+#1043 to check its shipping address"; median 13 words), where :mod:`mag_dataset.guides`
+writes one short pattern per action type ("Click the 'Submit' button."). This generator
+(``guide_source = "context_template"``) writes guides for steps recorded on the sites from
+three facts the recorder knows:
+
+* **where** — the target's *region*: the nearest landmark around it (navigation bar,
+  sidebar, header, footer, a dialog, a form or table with its heading) or, failing that,
+  the nearest section heading before it, and the page's title (its first ``h1``);
+* **what** — the action and its target's on-screen label, as in the template guides;
+* **why** — a purpose from the action and its context: what a button's label says it does,
+  which page a link opens, what a field is filled for, what a scroll brings into view (the
+  next step's target), what answer a ``finish`` reports.
+
+Several surface forms per action type are chosen by ``random.Random(key)`` with a key the
+caller derives from the task id and step index, so the same recording always gets the same
+guide and a template's guides vary across its tasks. Light import: no heavy dependencies.
+
+    >>> from mag_dataset.schema import Action, Candidate
+    >>> ctx = GuideContext(region="the 'Shipping address' form", page="Checkout")
+    >>> context_guide(Action(type="click", element_id="7"),
+    ...               Candidate(id="7", role="button", text="Continue", bbox=(0, 0, 9, 9)), ctx, "k:0")
+    "In the 'Shipping address' form of the Checkout page, click the 'Continue' button to continue as the task requires."
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from typing import Any
+
+from mag_dataset.actions import ActionType
+from mag_dataset.guides import CLICK_NOUNS, _clean, _quote, template_guide
+from mag_dataset.schema import Action, Candidate
+
+#: ``guide_source`` value of the guides this module writes.
+GUIDE_SOURCE = "context_template"
+
+#: Button labels whose first word says what the click does ("Save changes" -> "to save changes").
+ACTION_VERBS = frozenset({
+    "add", "apply", "cancel", "change", "checkout", "close", "comment", "confirm", "continue", "create", "delete",
+    "edit", "filter", "find", "go", "log", "login", "move", "place", "post", "preview", "proceed", "publish", "register",
+    "remove", "rename", "reply", "reopen", "reset", "save", "search", "send", "sign", "submit", "undo", "update",
+    "upload", "view", "watch", "unwatch", "like", "follow", "subscribe", "pin", "lock", "assign", "accept",
+})
+
+
+@dataclass(frozen=True)
+class GuideContext:
+    """Where a step happens and what comes next.
+
+    Attributes:
+        region: the target's region as a noun phrase ("the navigation bar", "the 'Filters'
+            form"), or "" when none was found.
+        page: the page's title (its first heading), or "".
+        next_label: label of the next step's target (what a scroll brings into view).
+        next_noun: that target's noun ("button", "link", ...).
+    """
+
+    region: str = ""
+    page: str = ""
+    next_label: str = ""
+    next_noun: str = ""
+
+
+def noun(target: Candidate | None) -> str:
+    if target is None:
+        return "element"
+    return CLICK_NOUNS.get(target.role.lower(), "link" if target.role == "a" else "element")
+
+
+def _label(target: Candidate | None) -> str:
+    return _clean(target.text).rstrip(":").strip() if target is not None else ""
+
+
+def _where(ctx: GuideContext, rng: random.Random) -> str:
+    page = _clean(ctx.page)
+    if ctx.region and page:
+        return rng.choice([f"In {ctx.region} on the {page} page", f"On the {page} page, in {ctx.region}",
+                           f"In {ctx.region} of the {page} page"])
+    if ctx.region:
+        return rng.choice([f"In {ctx.region}", f"Within {ctx.region}"])
+    if page:
+        return rng.choice([f"On the {page} page", f"Here on the {page} page"])
+    return rng.choice(["On this page", "On the current page"])
+
+
+def _inline(ctx: GuideContext) -> str:
+    """The place as a phrase inside a sentence (no commas)."""
+    page = _clean(ctx.page)
+    if ctx.region and page:
+        return f"in {ctx.region} of the {page} page"
+    if ctx.region:
+        return f"in {ctx.region}"
+    return f"on the {page} page" if page else "on this page"
+
+
+def _click_purpose(target: Candidate | None, rng: random.Random) -> str:
+    label = _label(target)
+    first = label.split(" ", 1)[0].lower().strip(".,!?") if label else ""
+    kind = noun(target)
+    if kind in ("link",) and label:
+        return rng.choice([f"to open the {_quote(label)} page", f"to go to {_quote(label)}",
+                           f"to open {_quote(label)} and see its details"])
+    if first in ACTION_VERBS:
+        lower = label[0].lower() + label[1:]
+        return rng.choice([f"to {lower}", f"to {lower} as the task requires"])
+    if kind in ("checkbox", "option", "tab"):
+        return rng.choice([f"to choose {_quote(label)}" if label else "to choose it", "to switch this setting"])
+    if kind == "field":
+        return "to put the cursor in it"
+    return rng.choice(["to continue to the next step", "to move on with the task"])
+
+
+def context_guide(action: Action, target: Candidate | None, ctx: GuideContext, key: str) -> str:
+    """Write a context guide for one recorded step.
+
+    Args:
+        action: the gold action.
+        target: the candidate it acts on (None for untargeted actions).
+        ctx: region, page title and the next step's target.
+        key: seed of the phrasing choice (e.g. ``f"{task_id}:{step_index}"``).
+
+    Returns:
+        One sentence ending with a full stop.
+    """
+    rng = random.Random(key)
+    t = action.type
+    where = _where(ctx, rng)
+    label, kind = _label(target), noun(target)
+    thing = f"the {_quote(label)} {kind}" if label else f"the {kind}"
+    if t in (ActionType.CLICK, ActionType.HOVER):
+        verb = "click" if t is ActionType.CLICK else "hover over"
+        why = _click_purpose(target, rng) if t is ActionType.CLICK else "to reveal its menu"
+        form = rng.randrange(3)
+        if form == 0:
+            return f"{where}, {verb} {thing} {why}."
+        if form == 1:
+            return f"Find {thing} {_inline(ctx)} and {verb} it {why}."
+        return f"{why[0].upper() + why[1:]}, {verb} {thing} {_inline(ctx)}."
+    if t is ActionType.TYPE:
+        text = _quote(_clean(action.text or ""))
+        field = f"the {label} field" if label and not label.lower().endswith(("field", "box")) else (
+            f"the {label}" if label else "the text field")
+        searchy = "search" in (label + " " + (target.role if target else "")).lower()
+        why = rng.choice(["to search for it", "so the site can look it up"]) if searchy else rng.choice(
+            [f"to fill in {field.removeprefix('the ')}", "as the task asks", "before you submit the form"])
+        if not action.text:
+            return f"{where}, clear {field} {why}."
+        form = rng.randrange(3)
+        if form == 0:
+            return f"{where}, type {text} into {field} {why}."
+        if form == 1:
+            return f"Enter {text} in {field} {_inline(ctx)} {why}."
+        return f"{why[0].upper() + why[1:]}, type {text} into {field} {_inline(ctx)}."
+    if t is ActionType.SELECT:
+        value = _quote(_clean(action.value))
+        menu = f"the {label} drop-down" if label else "the drop-down"
+        form = rng.randrange(2)
+        if form == 0:
+            return f"{where}, choose {value} from {menu} to set {label or 'this option'} to it."
+        return f"Pick {value} in {menu} {_inline(ctx)} so that the right option is set."
+    if t is ActionType.SCROLL:
+        direction = action.direction or "down"
+        page = f"the {_clean(ctx.page)} page" if ctx.page else "the page"
+        if ctx.next_label:
+            nxt = f"the {_quote(_clean(ctx.next_label))} {ctx.next_noun or 'element'}"
+            return rng.choice([f"Scroll {direction} {page} to bring {nxt} into view.",
+                               f"{nxt[0].upper() + nxt[1:]} is further {direction}: scroll {direction} {page} to reach it."])
+        return f"Scroll {direction} {page} to see the rest of its content."
+    if t is ActionType.PRESS:
+        return f"{where}, press {action.key} to confirm what you entered."
+    if t is ActionType.FINISH:
+        if action.answer:
+            ans = _quote(_clean(action.answer))
+            return rng.choice([f"The answer is now on screen, so finish the task and report {ans}.",
+                               f"You have found what the task asked for: finish and answer {ans}.",
+                               f"Report {ans} as the answer and end the task here."])
+        return rng.choice(["Everything the task asked for is done, so finish the task here.",
+                           "The change is saved and the task is complete, so finish now.",
+                           "Nothing is left to do for this task: finish it here."])
+    return template_guide(action, target)
+
+
+# ----------------------------------------------------------------------------- context from a page
+
+#: Landmark tags and roles -> the region's noun phrase.
+_LANDMARKS: dict[str, str] = {
+    "nav": "the navigation bar", "navigation": "the navigation bar", "header": "the page header",
+    "banner": "the page header", "aside": "the sidebar", "complementary": "the sidebar", "footer": "the page footer",
+    "contentinfo": "the page footer", "dialog": "the dialog", "search": "the search box area",
+}
+_HEADINGS = ("h1", "h2", "h3", "h4", "legend", "caption")
+
+
+def guide_context(elements: dict[str, Any], bid: str | None, next_target: Candidate | None = None) -> GuideContext:
+    """Region and page title of ``bid`` from an observation's elements (:mod:`mag_dataset.live.observe`).
+
+    Args:
+        elements: bid -> ``Element`` (tag, attrs, text, role, parent, children).
+        bid: the target's bid (None for untargeted steps: only the page title is found).
+        next_target: the next step's target candidate, for a scroll's purpose.
+    """
+    def order(b: str) -> tuple[int, str]:
+        return (int(b), "") if b.isdigit() else (1 << 30, b)
+
+    heads = sorted((b for b, e in elements.items() if e.tag in _HEADINGS and _clean(e.text)), key=order)
+    page = next((_clean(elements[b].text) for b in heads if elements[b].tag == "h1"), "")
+    region = ""
+    el = elements.get(bid) if bid is not None else None
+    seen: set[str] = set()
+    p = el.parent if el is not None else None
+    while p is not None and p in elements and p not in seen and not region:
+        seen.add(p)
+        anc = elements[p]
+        key = anc.role if anc.role in _LANDMARKS else anc.tag
+        if key in _LANDMARKS:
+            region = _LANDMARKS[key]
+        elif anc.tag in ("form", "table", "fieldset"):
+            inner = [c for c in _descendants(elements, p) if elements[c].tag in _HEADINGS and _clean(elements[c].text)]
+            title = _clean(elements[inner[0]].text) if inner else ""
+            kind = {"form": "form", "table": "table", "fieldset": "section"}[anc.tag]
+            region = f"the {_quote(title)} {kind}" if title and len(title) <= 40 else f"the {kind}"
+        p = anc.parent
+    if el is not None and not region:
+        before = [b for b in heads if order(b) < order(el.bid) and elements[b].tag != "h1"]
+        if before and len(_clean(elements[before[-1]].text)) <= 40:
+            region = f"the {_quote(_clean(elements[before[-1]].text))} section"
+    nxt_label = _label(next_target) if next_target is not None else ""
+    return GuideContext(region=region, page=page if len(page) <= 50 else "",
+                        next_label=nxt_label, next_noun=noun(next_target) if next_target is not None else "")
+
+
+def _descendants(elements: dict[str, Any], bid: str) -> list[str]:
+    out, todo, seen = [], list(elements[bid].children), {bid}
+    while todo:
+        b = todo.pop(0)
+        if b in seen or b not in elements:
+            continue
+        seen.add(b)
+        out.append(b)
+        todo.extend(elements[b].children)
+    return out

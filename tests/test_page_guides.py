@@ -1,0 +1,66 @@
+"""Context guides for site steps: deterministic, varied by key, naming region, target and purpose."""
+
+from __future__ import annotations
+
+import statistics
+
+from mag_dataset.live.observe import Element
+from mag_dataset.page_guides import GuideContext, context_guide, guide_context
+from mag_dataset.schema import Action, Candidate
+
+
+def _el(bid, tag, parent=None, text="", role="", children=()):
+    return Element(bid=bid, tag=tag, attrs={}, parent=parent, text=text, own_text=text, role=role, name="",
+                   bbox=(0, 0, 10, 10), visibility=1.0, clickable=False, som=False, children=list(children))
+
+
+PAGE = {
+    "1": _el("1", "h1", text="Order management"),
+    "2": _el("2", "nav", children=["3"]),
+    "3": _el("3", "a", parent="2", text="Dashboard"),
+    "4": _el("4", "h2", text="Recent orders"),
+    "5": _el("5", "table", children=["6", "7"]),
+    "6": _el("6", "caption", parent="5", text="Orders"),
+    "7": _el("7", "a", parent="5", text="Order #1043"),
+    "8": _el("8", "h2", text="Filters"),
+    "9": _el("9", "button", text="Apply filters"),
+}
+LINK = Candidate(id="7", role="link", text="Order #1043", bbox=(0, 0, 9, 9))
+
+
+def test_region_is_the_landmark_or_the_titled_table_or_the_section_heading():
+    assert guide_context(PAGE, "3") == GuideContext(region="the navigation bar", page="Order management")
+    assert guide_context(PAGE, "7").region == "the 'Orders' table"
+    assert guide_context(PAGE, "9").region == "the 'Filters' section"
+    assert guide_context(PAGE, None) == GuideContext(page="Order management")
+
+
+def test_same_key_same_guide_and_keys_vary_the_phrasing():
+    ctx = guide_context(PAGE, "7")
+    act = Action(type="click", element_id="7")
+    assert context_guide(act, LINK, ctx, "t:0") == context_guide(act, LINK, ctx, "t:0")
+    forms = {context_guide(act, LINK, ctx, f"t:{k}") for k in range(30)}
+    assert len(forms) >= 4
+    for g in forms:
+        assert "'Order #1043' link" in g and "'Orders' table" in g and g.endswith(".")
+
+
+def test_guides_name_typed_text_selected_value_answer_and_what_a_scroll_reveals():
+    field = Candidate(id="5", role="textbox", text="Summary", bbox=(0, 0, 9, 9))
+    ctx = GuideContext(region="the 'New ticket' form", page="New Ticket")
+    assert "'Printer jams'" in context_guide(Action(type="type", element_id="5", text="Printer jams"), field, ctx, "a")
+    sel = Candidate(id="6", role="combobox", text="Priority", bbox=(0, 0, 9, 9))
+    assert "'major'" in context_guide(Action(type="select", element_id="6", value="major"), sel, ctx, "b")
+    assert "'42'" in context_guide(Action(type="finish", answer="42"), None, ctx, "c")
+    scroll = context_guide(Action(type="scroll", direction="down"), None,
+                           GuideContext(page="Basket", next_label="Proceed to checkout", next_noun="button"), "d")
+    assert "'Proceed to checkout' button" in scroll and "down" in scroll
+
+
+def test_median_length_is_at_least_ten_words():
+    ctx = guide_context(PAGE, "7")
+    acts = [(Action(type="click", element_id="7"), LINK),
+            (Action(type="type", element_id="5", text="blue mug"), Candidate(id="5", role="searchbox", text="Search", bbox=(0, 0, 1, 1))),
+            (Action(type="finish", answer="3"), None), (Action(type="finish"), None)]
+    words = [len(context_guide(a, t, ctx, f"k{i}").split()) for i in range(20) for a, t in acts]
+    assert statistics.median(words) >= 10
