@@ -195,7 +195,7 @@ def make_env(task: str, *, pre_observation_delay: float = 0.3, action_subsets: t
 
 
 def make_site_env(task_id: str, *, pre_observation_delay: float = 0.5,
-                  action_subsets: tuple[str, ...] = ACTION_SUBSETS) -> Any:
+                  action_subsets: tuple[str, ...] = ACTION_SUBSETS, reset_site: bool = True) -> Any:
     """Create a headless BrowserGym environment for a site task (``sites.shop.add_to_basket``).
 
     The site must be served (``mag sites serve``); ``reset`` restores its seeded state, logs
@@ -219,6 +219,7 @@ def make_site_env(task_id: str, *, pre_observation_delay: float = 0.5,
     action_set = HighLevelActionSet(subsets=list(action_subsets), multiaction=True, strict=False)
     return BrowserEnv(
         task_entrypoint=cls,
+        task_kwargs={"reset_site": reset_site},
         headless=True,
         action_mapping=action_set.to_python_code,
         pre_observation_delay=pre_observation_delay,

@@ -22,6 +22,7 @@ give the same tasks, actions, candidates and guides (pixels may differ across Ch
 from __future__ import annotations
 
 import hashlib
+import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -62,7 +63,7 @@ def _gold_point(box: tuple[float, float, float, float]) -> tuple[float, float]:
 
 
 def record_episode(task: str, seed: int, *, env: Any = None, expert: Callable | None = None,
-                   max_steps: int = MAX_STEPS) -> RecordResult:
+                   max_steps: int = MAX_STEPS, point_only_share: float = 0.0) -> RecordResult:
     """Run the task's expert on one MiniWoB seed and record the episode.
 
     Args:
@@ -71,6 +72,9 @@ def record_episode(task: str, seed: int, *, env: Any = None, expert: Callable | 
         env: an env from :func:`~mag_dataset.live.env.make_env` for this task to reuse.
         expert: override the expert (tests).
         max_steps: abandon after this many steps.
+        point_only_share: site tasks only: the share of clicks recorded the way human
+            demonstrations are, as a mouse click at a point with no element id (see
+            :func:`point_only_click`); ``mag unify`` restores their element later.
 
     Returns:
         A :class:`RecordResult`; ``ok`` only for strictly successful episodes.
@@ -87,7 +91,7 @@ def record_episode(task: str, seed: int, *, env: Any = None, expert: Callable | 
     env = env or (make_site_env(task) if is_site_task(task) else make_env(task))
     result = RecordResult(task=task, seed=seed, ok=False)
     try:
-        return _record(task, seed, env, expert, max_steps, result)
+        return _record(task, seed, env, expert, max_steps, result, point_only_share)
     except PlaywrightError as e:  # a page that crashed or hung: drop the episode, keep going
         result.reason = f"browser error: {str(e).splitlines()[0][:200]}"
         result.ok, result.episode, result.images = False, None, {}
@@ -98,8 +102,33 @@ def record_episode(task: str, seed: int, *, env: Any = None, expert: Callable | 
             env.close()
 
 
+def point_only_click(task: str, seed: int, index: int, box: tuple[float, float, float, float],
+                     share: float) -> tuple[float, float] | None:
+    """Where a human-style click lands, or None to record the click with its element id.
+
+    With probability ``share`` (drawn from ``random.Random(f"{task}:{seed}:{index}:point")``)
+    the click is recorded as a point only: a whole-pixel point drawn uniformly from the
+    middle 60% of the target's box (people do not click box centres), as WebArena's and
+    human demonstrations store clicks. It is executed at that point, so the page decides
+    what it hits, exactly as for the person.
+    """
+    import math
+    import random
+
+    rng = random.Random(f"{task}:{seed}:{index}:point")
+    if share <= 0 or rng.random() >= share:
+        return None
+    x0, y0, x1, y1 = box
+    for _ in range(20):
+        x = math.floor(x0 + (x1 - x0) * (0.2 + 0.6 * rng.random()))
+        y = math.floor(y0 + (y1 - y0) * (0.2 + 0.6 * rng.random()))
+        if point_in_box((x, y), box):
+            return (float(x), float(y))
+    return None
+
+
 def _record(task: str, seed: int, env: Any, expert: Callable | None, max_steps: int,
-            result: RecordResult) -> RecordResult:
+            result: RecordResult, point_only_share: float = 0.0) -> RecordResult:
     from mag_dataset.live.env import is_site_task, page_task_info, raw_reward, site_outcome, strict_success
     from mag_dataset.live.execute import to_browsergym_action
     from mag_dataset.live.experts import ExpertError
@@ -140,10 +169,12 @@ def _record(task: str, seed: int, env: Any, expert: Callable | None, max_steps: 
             result.reason = f"step {index}: target {decision.bid!r} is not a visible candidate"
             return result
         point = _gold_point(target.bbox) if target is not None else None
+        human_point = (point_only_click(task, seed, index, target.bbox, point_only_share)
+                       if site_task and target is not None and decision.type is ActionType.CLICK else None)
         action = Action(
             type=decision.type,
-            element_id=target.id if target is not None else None,
-            coordinate=point,
+            element_id=target.id if target is not None and human_point is None else None,
+            coordinate=human_point or point,
             text=decision.text,
             value=decision.value,
             key=decision.key,
@@ -168,11 +199,13 @@ def _record(task: str, seed: int, env: Any, expert: Callable | None, max_steps: 
             image_height=ob.height,
             candidates=tuple(ob.candidates),
             action=action,
-            target_bbox=target.bbox if target is not None else None,
+            # a point-only click keeps no box either: `mag unify` restores both from the point
+            target_bbox=target.bbox if target is not None and human_point is None else None,
             guide=template_guide(action, target),
             guide_source=GuideSource.TEMPLATE,
             url=_short_url(ob.url),
             metadata={"conversion": ob.conv.to_dict(), "browsergym_action": bg_action,
+                      **({"recorded_as": "point_only", "expert_element_id": target.id} if human_point else {}),
                       **({"viewport": [ob.width, ob.height], "page_url": ob.url} if site_task else {})},
         ))
         obs, reward, terminated, truncated, info = env.step(bg_action)
@@ -197,7 +230,8 @@ def _record(task: str, seed: int, env: Any, expert: Callable | None, max_steps: 
         result.reason = f"not done after {max_steps} steps"
         return result
     if site_task:
-        return _site_episode(task, seed, goal, _context_guides(task, seed, steps, contexts), images, info, result)
+        return _site_episode(task, seed, goal, _context_guides(task, seed, steps, contexts), images, info, result,
+                             params=dict(getattr(task_obj, "params", {}) or {}))
     if not strict_success(info):
         result.reason = f"raw reward {raw_reward(info)} != 1"
         return result
@@ -233,18 +267,23 @@ def _context_guides(task: str, seed: int, steps: list[RawStep], contexts: list[A
     out = []
     for i, (st, ctx) in enumerate(zip(steps, contexts)):
         nxt = steps[i + 1] if i + 1 < len(steps) else None
-        nxt_target = next((c for c in nxt.candidates if c.id == nxt.action.element_id), None) if nxt else None
+        nxt_target = next((c for c in nxt.candidates if c.id == _acted(nxt)), None) if nxt else None
         if nxt_target is not None:
             ctx = dataclasses.replace(ctx, next_label=nxt_target.text, next_noun=noun(nxt_target))
-        target = next((c for c in st.candidates if c.id == st.action.element_id), None)
+        target = next((c for c in st.candidates if c.id == _acted(st)), None)
         guide = context_guide(st.action, target, ctx, f"{task}:{seed}:{i}")
         out.append(dataclasses.replace(st, guide=guide, guide_source=GuideSource.CONTEXT_TEMPLATE,
                                        metadata={**st.metadata, "guide_context": dataclasses.asdict(ctx)}))
     return out
 
 
+def _acted(st: RawStep) -> str | None:
+    """The element a step acts on; for a point-only click, the one the expert meant (guides name it)."""
+    return st.action.element_id or st.metadata.get("expert_element_id")
+
+
 def _site_episode(task: str, seed: int, goal: str, steps: list[RawStep], images: dict[str, bytes],
-                  info: dict[str, Any], result: RecordResult) -> RecordResult:
+                  info: dict[str, Any], result: RecordResult, params: dict[str, Any]) -> RecordResult:
     """Finish recording a site task: success is the task's state check, read after ``finish``."""
     task_info = info.get("task_info") or {}
     if not task_info.get("success"):
@@ -263,7 +302,9 @@ def _site_episode(task: str, seed: int, goal: str, steps: list[RawStep], images:
         seed=seed,
         reward=1.0,
         success=True,
-        metadata={**_provenance(task), "check": str(task_info.get("reason") or "")},
+        # params: the template's parameters, so splits can keep one template+parameters pair in one split
+        metadata={**_provenance(task), "check": str(task_info.get("reason") or ""),
+                  "params": json.loads(json.dumps(params, sort_keys=True, default=str))},
     )
     result.images = images
     result.ok = True

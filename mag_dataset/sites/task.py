@@ -40,8 +40,15 @@ class SiteTask(AbstractBrowserTask):
     def get_task_id(cls) -> str:
         return f"sites.{cls.site_class.name}.{cls.template}"
 
-    def __init__(self, seed: int, site: Site | None = None) -> None:
+    def __init__(self, seed: int, site: Site | None = None, reset_site: bool = True) -> None:
+        """Args:
+            seed: the task instance (parameters are drawn with it).
+            site: the site to run on (default: the site class with its default home and port).
+            reset_site: reset the site to its seeded state in ``setup`` (False only for
+                :mod:`mag_dataset.live.recapture`, which replays on a site that has moved on).
+        """
         super().__init__(seed)
+        self.reset_site = bool(reset_site)
         self.seed = int(seed)
         self.viewport = dict(VIEWPORT)
         self.slow_mo = 0
@@ -90,7 +97,7 @@ class SiteTask(AbstractBrowserTask):
                 r.abort()
 
         page.context.route("**/*", route)
-        self.reset_seconds = self.site.reset()
+        self.reset_seconds = self.site.reset() if self.reset_site else None
         if self.user is not None:
             self.site.login(page, self.user)
         page.goto(base + self.start_path)

@@ -1,0 +1,159 @@
+"""Recapture site episodes after the fact: the path by which stale screenshots arise.
+
+WebMRE (arXiv 2609.27353) §3 built its corpus from trajectories whose observations were
+re-rendered after the fact, and flagged a recaptured step *stale* when the recaptured page
+may not show the state the action was taken in (59% of its steps). This module reproduces
+that path on the sites, with the same cause: the observations are re-rendered by
+**replaying the recorded actions on a site that has moved on** — the site is reset once at
+the start of a recapture session and then *not* between episodes, so every replay sees
+what the episodes replayed before it changed (a basket that already holds items, a ticket
+with one more comment, an article with a newer revision), as a live site that kept being
+used after the demonstrations were recorded.
+
+For every step of a recaptured episode, *before* its action is replayed:
+
+* the recaptured screenshot, written as ``<step>_recaptured.png``, becomes the step's
+  ``screenshot`` (its Set-of-Mark image ``<step>_recaptured_som.png`` is redrawn from it with
+  the step's recorded, action-time candidate menu: labels and boxes stay the ones the
+  action was taken on);
+* the action-time screenshot keeps its file and is named in
+  ``metadata["action_time_screenshot"]``, with ``metadata["recaptured"] = true`` and the
+  recaptured menu's size in ``metadata["recaptured_candidates"]``.
+
+Originals are never overwritten: the new files are written first, then ``episode.json`` is
+replaced atomically, then the action-time Set-of-Mark images (no longer referenced) are
+removed, so an interrupted recapture leaves the episode as it was.
+
+Then the step's recorded BrowserGym action is replayed. If a replayed action fails (its
+element is gone), the replay has diverged: the remaining steps are recaptured as they are
+(the page no longer matches) until the episode ends. ``mag unify`` then applies the stale
+rule (:mod:`mag_dataset.harness.unify`: pixel comparison with documented thresholds)
+and sets the ``stale`` flag; nothing here sets it by hand.
+
+Usage::
+
+    mag recapture --raw RAW --share 0.3 --seed 0     # recapture ~30% of the site episodes
+    mag unify RAW                                     # flags stale steps from the evidence
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import random
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from mag_dataset.raw import RawEpisode, iter_episode_dirs, read_episode, rewrite_episode_json
+
+#: Suffixes of a recaptured step's new images.
+RECAPTURED_SUFFIX = "_recaptured.png"
+RECAPTURED_SOM_SUFFIX = "_recaptured_som.png"
+
+
+@dataclass
+class RecaptureReport:
+    """What :func:`recapture_corpus` did."""
+
+    episodes: int = 0
+    steps: int = 0
+    diverged: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+
+    def summary(self) -> str:
+        return (f"recaptured {self.episodes} episodes ({self.steps} steps); replay diverged in "
+                f"{len(self.diverged)}; skipped {len(self.skipped)} (not site episodes or already recaptured)")
+
+
+def choose_episodes(episodes: list[RawEpisode], share: float, seed: int) -> list[RawEpisode]:
+    """The site episodes to recapture: a seeded share of them, in episode-id order.
+
+    ``random.Random(f"recapture:{seed}")`` shuffles the sorted ids; the first
+    ``round(share * n)`` are chosen, then put back in id order (the replay order).
+    """
+    site_eps = sorted((e for e in episodes if e.source == "sites"), key=lambda e: e.episode_id)
+    ids = [e.episode_id for e in site_eps]
+    random.Random(f"recapture:{seed}").shuffle(ids)
+    chosen = set(ids[: round(share * len(ids))])
+    return [e for e in site_eps if e.episode_id in chosen]
+
+
+def recapture_episode(folder: Path, episode: RawEpisode, *, reset_site: bool = False) -> tuple[RawEpisode, dict[str, bytes], bool]:
+    """Replay one site episode without resetting its site and re-render every step's observation.
+
+    Returns:
+        ``(new episode, new image files, diverged)``; the caller writes them.
+    """
+    from PIL import Image
+
+    from mag_dataset.live.env import make_site_env
+    from mag_dataset.live.observe import draw_som, encode_png, observe_page
+
+    task = str(episode.metadata.get("expert") or "")
+    if not task.startswith("sites."):
+        raise ValueError(f"{episode.episode_id}: not a site episode (metadata.expert = {task!r})")
+    env = make_site_env(task, reset_site=reset_site)
+    images: dict[str, bytes] = {}
+    steps = []
+    diverged = False
+    try:
+        obs, _ = env.reset(seed=int(episode.seed or 0))
+        for st in episode.steps:
+            ob = observe_page(obs)
+            shot = Image.open(io.BytesIO(ob.png)).convert("RGB")
+            stem = Path(st.screenshot).stem
+            new_shot, new_som = stem + RECAPTURED_SUFFIX, stem + RECAPTURED_SOM_SUFFIX
+            images[new_shot] = ob.png
+            images[new_som] = encode_png(draw_som(shot, list(st.candidates)))
+            meta = {**st.metadata, "recaptured": True, "action_time_screenshot": st.screenshot,
+                    "recaptured_candidates": len(ob.candidates), "recapture_diverged": diverged}
+            steps.append(dataclasses.replace(st, screenshot=new_shot, som_screenshot=new_som, metadata=meta))
+            if not diverged:
+                action = str(st.metadata.get("browsergym_action") or "noop()")
+                obs, _, terminated, truncated, _ = env.step(action)
+                if obs.get("last_action_error"):
+                    diverged = True
+    finally:
+        env.close()
+    new = dataclasses.replace(episode, steps=tuple(steps),
+                              metadata={**episode.metadata, "recaptured": {"diverged": diverged,
+                                                                           "site_reset_before": reset_site}})
+    return new, images, diverged
+
+
+def recapture_corpus(raw_dir: str | Path, share: float, seed: int = 0,
+                     log: Callable[[str], None] | None = None) -> RecaptureReport:
+    """Recapture a seeded share of a raw corpus' site episodes in place (see the module docstring).
+
+    Each site's first recaptured episode starts from a reset site; later ones do not.
+    Episodes already recaptured are skipped (rerunning changes nothing). Each episode folder
+    is updated atomically: new images first under temporary names, then the JSON.
+    """
+    raw_dir = Path(raw_dir)
+    folders = {read_episode(f).episode_id: f for f in iter_episode_dirs(raw_dir)}
+    episodes = [read_episode(f) for f in folders.values()]
+    report = RecaptureReport()
+    seen_sites: set[str] = set()
+    for ep in choose_episodes(episodes, share, seed):
+        if ep.metadata.get("recaptured"):
+            report.skipped.append(ep.episode_id)
+            continue
+        folder = folders[ep.episode_id]
+        first = ep.site not in seen_sites
+        seen_sites.add(ep.site)
+        new, images, diverged = recapture_episode(folder, ep, reset_site=first)
+        for name, data in images.items():
+            tmp = folder / f".{name}.tmp"
+            tmp.write_bytes(data)
+            tmp.replace(folder / name)
+        rewrite_episode_json(folder, new)
+        for st in ep.steps:  # the action-time SoM images are no longer referenced
+            (folder / st.som_screenshot).unlink(missing_ok=True)
+        report.episodes += 1
+        report.steps += len(new.steps)
+        if diverged:
+            report.diverged.append(ep.episode_id)
+        if log:
+            log(f"{ep.episode_id}: {len(new.steps)} steps recaptured{' (replay diverged)' if diverged else ''}")
+    return report
