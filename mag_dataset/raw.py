@@ -265,11 +265,12 @@ def parse_step(d: Any, episode: str, folder: Path | None) -> RawStep:
             raise RawDataError(episode, idx, "target_bbox", str(e)) from None
         if not box_inside_image(bbox, w, h):
             raise RawDataError(episode, idx, "target_bbox", f"box {list(bbox)} outside the {w}x{h} image")
-    if targeted and bbox is None:
+    point_only = targeted and action.element_id is None and action.coordinate is not None
+    if targeted and bbox is None and not point_only:  # a point-only click awaits `mag unify` for its box
         raise RawDataError(episode, idx, "target_bbox", f"missing for a {action.type.value} action")
     if not targeted and bbox is not None:
         raise RawDataError(episode, idx, "target_bbox", f"given for {action.type.value}, which has no target")
-    if targeted and action.coordinate is not None and not point_in_box(action.coordinate, bbox):
+    if targeted and action.coordinate is not None and bbox is not None and not point_in_box(action.coordinate, bbox):
         raise RawDataError(
             episode, idx, "action.coordinate", f"gold coordinate {list(action.coordinate)} outside target box {list(bbox)}"
         )

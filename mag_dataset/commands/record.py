@@ -34,6 +34,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="successful episodes per task (default: %(default)s)")
     parser.add_argument("--seed", type=int, default=BUNDLED_SEED,
                         help="corpus seed: picks the MiniWoB seeds and the split (default: %(default)s)")
+    parser.add_argument("--point-only-share", type=float, default=0.0,
+                        help="site tasks: share of clicks recorded as a point with no element id, as human "
+                        "demonstrations are (restore them with `mag unify`; default: %(default)s)")
     parser.add_argument("--held-out", nargs="*", default=None, metavar="TASK",
                         help=f"task types kept out of train, among --tasks (default: those of {list(HELD_OUT_TEMPLATES)} "
                         "that are recorded)")
@@ -63,6 +66,8 @@ def run(args: argparse.Namespace) -> int:
     stray = [t for t in args.held_out if t not in args.tasks]
     if stray:
         raise UserError(f"--held-out {', '.join(stray)}: not among --tasks, so nothing would be held out")
+    if not 0.0 <= args.point_only_share <= 1.0:
+        raise UserError(f"--point-only-share must be between 0 and 1, got {args.point_only_share}")
     if args.episodes < 1:
         raise UserError(f"--episodes must be at least 1, got {args.episodes}")
     if args.out.exists() and (not args.out.is_dir() or any(args.out.iterdir())):
@@ -83,7 +88,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         with served(sites):
             results = record_corpus(tmp, args.tasks, args.episodes, args.seed,
-                                    log=lambda m: print(m, file=sys.stderr, flush=True))
+                                    log=lambda m: print(m, file=sys.stderr, flush=True),
+                                    point_only_share=args.point_only_share)
         kept = [r for r in results if r.ok]
         if not kept:
             raise UserError("no episode succeeded; nothing written")

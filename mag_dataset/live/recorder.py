@@ -331,7 +331,8 @@ def _provenance(task: str) -> dict[str, Any]:
 
 
 def record_corpus(out_dir: str | Path, tasks: list[str], episodes: int, seed: int = 0, *,
-                  max_attempts: int | None = None, log: Callable[[str], None] | None = None) -> list[RecordResult]:
+                  max_attempts: int | None = None, log: Callable[[str], None] | None = None,
+                  point_only_share: float = 0.0) -> list[RecordResult]:
     """Record ``episodes`` successful episodes per task into ``out_dir`` (raw format v1).
 
     Episode ``k`` tries MiniWoB seeds ``episode_seed(task, k, seed)``, ``k+1``... in a fixed
@@ -352,7 +353,7 @@ def record_corpus(out_dir: str | Path, tasks: list[str], episodes: int, seed: in
             while kept < episodes and k < max_attempts:
                 s = episode_seed(task, k, seed)
                 k += 1
-                res = record_episode(task, s, env=env)
+                res = record_episode(task, s, env=env, point_only_share=point_only_share)
                 results.append(res)
                 if res.ok:
                     write_episode(out_dir, res.episode, res.images)
