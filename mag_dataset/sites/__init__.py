@@ -43,12 +43,13 @@ def site_names() -> list[str]:
     out = []
     for name, module in SITES.items():
         try:
-            importlib.import_module(module)
+            room = importlib.import_module(module)
         except ModuleNotFoundError as e:
             if e.name is not None and module.startswith(e.name):
                 continue  # the room is not there yet
             raise
-        out.append(name)
+        if hasattr(room, "SITE"):  # a room being built names no site yet
+            out.append(name)
     return out
 
 
@@ -58,7 +59,7 @@ def site_class(name: str) -> type[Site]:
     Raises:
         SiteError: for an unknown name.
     """
-    if name not in SITES:
+    if name not in site_names():
         raise SiteError(f"unknown site {name!r}; sites: {', '.join(site_names())}")
     return importlib.import_module(SITES[name]).SITE
 
