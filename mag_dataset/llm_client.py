@@ -274,6 +274,30 @@ class ChatClient:
             f"(or configure api_key_env=None for an endpoint without authentication)"
         )
 
+    def preflight(self, connect_timeout: float = 5.0) -> None:
+        """Check, without sending a request, that a call could go out.
+
+        The API key must be set (see ``api_key_env``) and the endpoint's host must accept a
+        TCP connection; both are checked in well under a second, so a batch stops before
+        its first request instead of after retries.
+
+        Raises:
+            LLMConfigError: the API key is missing.
+            LLMUnavailableError: the endpoint refuses connections or its host is unknown.
+        """
+        self._api_key()
+        parsed = urllib.parse.urlparse(self.base_url)
+        try:
+            port = parsed.port or (443 if parsed.scheme == "https" else 80)
+        except ValueError:
+            raise LLMConfigError(f"base_url {self.base_url!r} has an invalid port") from None
+        try:
+            with socket.create_connection((self.host, port), timeout=min(connect_timeout, self.timeout)):
+                pass
+        except OSError as e:
+            reason = e.strerror or type(e).__name__
+            raise LLMUnavailableError(f"cannot reach {self.base_url}: {reason}") from None
+
     # -- cache ------------------------------------------------------------------------
 
     def _cache_path(self, key: str) -> Path | None:

@@ -5,13 +5,15 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
+import socket
 
 import harness_fixtures as hf
 import pytest
-from stub_openai import Slow, Status, StubOpenAI
+from stub_openai import Malformed, Slow, Status, StubOpenAI
 
 from mag_dataset.cli import main
 from mag_dataset.harness.audit import (
+    JudgeDownError,
     NoVotesError,
     JUDGE_SYSTEM_PROMPT,
     JudgeConfig,
@@ -26,6 +28,7 @@ from mag_dataset.harness.audit import (
     run_audit,
     select_steps,
 )
+from mag_dataset.harness.preflight import PreflightError
 from mag_dataset.llm_client import LLMConfigError
 from mag_dataset.raw import read_audit
 from mag_dataset.schema import AuditStatus
@@ -211,22 +214,153 @@ def test_audit_end_to_end_with_three_stub_judges(tmp_path, judges):
     assert replayed.steps == 8 and (raw / "audit.jsonl").read_bytes() == before[0]
 
 
-def test_judge_errors_are_no_votes_but_misconfiguration_stops(tmp_path):
+def good_audit(tmp_path, judges):
+    """A finished audit of the 8-step corpus (the SCRIPT outcomes), with its files' bytes."""
     raw = tmp_path / "raw"
     corpus(raw)
-    with StubOpenAI(responder=lambda b: CONF) as ok, StubOpenAI(responder=lambda b: Status(500)) as down, \
-            StubOpenAI(responder=lambda b: Status(401, message="bad key")) as denied:
-        cfg = configs([ok, ok, down])
-        cfg[1] = dataclasses.replace(cfg[1], name="judge2b")
-        report = run_audit(raw, cfg, cache_dir=None, out_path=tmp_path / "a.jsonl")
-        assert report.statuses[AuditStatus.DISPUTED] == 8 and report.votes["judge3"]["no_vote:http"] == 8
+    run_audit(raw, configs(judges), cache_dir=tmp_path / "cache")
+    files = (raw / "audit.jsonl", raw / "audit_verdicts.jsonl")
+    return raw, files, [f.read_bytes() for f in files]
+
+
+def test_one_judge_down_stops_the_audit_and_keeps_the_audit_file(tmp_path, judges, capsys):
+    """The 'must show': one of three judges failing every call; exit non-zero, files byte-identical."""
+    raw, files, before = good_audit(tmp_path, judges)
+    with StubOpenAI(responder=lambda b: Status(500, message="overloaded")) as down:
+        spec = {"judges": [dict(name=c.name, base_url=c.base_url, model=c.model, api_key_env=None, timeout=2.0,
+                                max_retries=0) for c in configs([*judges[:2], down])]}
+        (tmp_path / "judges.json").write_text(json.dumps(spec))
+        # a fresh cache, so every judge is really asked
+        rc = main(["audit", str(raw), "--judges", str(tmp_path / "judges.json"), "--cache", str(tmp_path / "cache2")])
+        err = capsys.readouterr().err
+        assert rc == 2 and down.count == 1  # its first request failed: nothing else was sent to it
+    assert "judge judge3 is down" in err and "HTTP 500: overloaded" in err and "Traceback" not in err
+    assert [f.read_bytes() for f in files] == before
+    assert sorted(p.name for p in raw.iterdir() if p.is_file()) == ["audit.jsonl", "audit_verdicts.jsonl", "corpus.json"]
+
+
+def flaky(after, answer=CONF, failure=None):
+    """A judge that answers ``after`` requests (``answer``: a text or a responder), then fails every call."""
+    seen = {"n": 0}
+
+    def respond(body):
+        seen["n"] += 1
+        if seen["n"] > after:
+            return failure or Status(500, message="flaky")
+        return answer(body) if callable(answer) else answer
+
+    return respond
+
+
+def test_a_judge_failing_too_many_calls_stops_and_writes_nothing(tmp_path, judges):
+    raw, files, before = good_audit(tmp_path, judges)
+    with StubOpenAI(responder=flaky(2)) as j3:  # passes the first request, then fails 6 of 8
+        cfg = [*configs(judges)[:2], configs([j3])[0]]
+        cfg[2] = dataclasses.replace(cfg[2], name="judge3")
+        with pytest.raises(JudgeDownError, match=r"judge judge3: 6 of 8 calls failed \(first: .*HTTP 500: flaky\).*"
+                                                r"the limit is 20%.*nothing was written.*--allow-partial"):
+            run_audit(raw, cfg, cache_dir=tmp_path / "cache2")
+    assert [f.read_bytes() for f in files] == before
+
+
+def test_allow_partial_writes_beside_and_keeps_earlier_outcomes(tmp_path, judges, capsys):
+    raw, files, before = good_audit(tmp_path, judges)
+    old = read_audit(raw / "audit.jsonl")
+    with StubOpenAI(responder=flaky(2, responder(1, {"n": 1}))) as j2:  # judge 2 is needed for the remapped / unmappable majorities
+        cfg = configs([judges[0], j2, judges[2]])
+        spec = {"judges": [dict(name=c.name, base_url=c.base_url, model=c.model, api_key_env=None, timeout=2.0,
+                                max_retries=0) for c in cfg]}
+        (tmp_path / "judges.json").write_text(json.dumps(spec))
+        assert main(["audit", str(raw), "--judges", str(tmp_path / "judges.json"), "--cache", str(tmp_path / "cache2"),
+                     "--allow-partial"]) == 0
+    out, err = capsys.readouterr()
+    assert "PARTIAL audit" in out and "judge judge2: 6 of 8 calls failed" in out and "was not changed" in err
+    assert [f.read_bytes() for f in files] == before
+    partial = read_audit(raw / "audit.partial.jsonl")
+    assert (raw / "audit_verdicts.partial.jsonl").is_file()
+    # a failed call never turns an earlier decided outcome into disputed
+    for sid, rec in old.items():
+        if rec.status is not AuditStatus.DISPUTED:
+            assert (partial[sid].status, partial[sid].element_id) == (rec.status, rec.element_id), sid
+    assert re.search(r"kept the earlier outcome of [1-9]\d* steps", out)
+
+
+def test_a_failed_call_below_the_limit_keeps_the_earlier_outcome(tmp_path, judges):
+    raw, files, before = good_audit(tmp_path, judges)
+    assert read_audit(raw / "audit.jsonl")["ep-a.seed-0:1"].status is AuditStatus.REMAPPED
+
+    def j2(body):  # judge 2 again, failing only on step A1 (1 of 8 calls, under the 20% limit)
+        text = body["messages"][1]["content"][1]["text"]
+        if "Task: Task A" in text and "Step 2 of" in text:
+            return Status(503, message="busy")
+        return responder(1, {"n": 1})(body)
+
+    with StubOpenAI(responder=j2) as second:
+        report = run_audit(raw, configs([judges[0], second, judges[2]]), cache_dir=tmp_path / "cache2")
+    assert report.kept == 1 and report.votes["judge2"]["no_vote:http 503"] == 1
+    rec = read_audit(raw / "audit.jsonl")["ep-a.seed-0:1"]
+    assert (rec.status, rec.element_id) == (AuditStatus.REMAPPED, "1")  # not disputed
+    log = read_verdicts(raw / "audit_verdicts.jsonl")["ep-a.seed-0:1"][1]
+    assert log.error == "http 503" and "HTTP 503: busy" in log.reason
+
+
+@pytest.mark.parametrize("failure, shown", [
+    (Status(500), "HTTP 500"),
+    (Malformed(), "not JSON"),
+    (Slow(3.0), "did not answer within"),
+])
+def test_every_endpoint_failing_names_the_first_error(tmp_path, failure, shown):
+    raw = tmp_path / "raw"
+    corpus(raw)
+    with StubOpenAI(responder=lambda b: failure) as a, StubOpenAI(responder=lambda b: failure) as b, \
+            StubOpenAI(responder=lambda b: failure) as c:
+        with pytest.raises(JudgeDownError, match=f"judge judge1 is down.*{shown}"):
+            run_audit(raw, configs([a, b, c]), cache_dir=None, out_path=tmp_path / "c" / "c.jsonl")
+        assert [s.count for s in (a, b, c)] == [1, 1, 1]
+        # even when partial audits are allowed, a run without one vote writes nothing
+        with pytest.raises(NoVotesError, match=f"no judge gave a vote on any of the 8 steps \\(first error: judge1: .*{shown}"):
+            run_audit(raw, configs([a, b, c]), cache_dir=None, out_path=tmp_path / "c" / "c.jsonl", allow_partial=True)
+    assert not (tmp_path / "c").exists()
+
+
+def test_misconfiguration_stops(tmp_path):
+    raw = tmp_path / "raw"
+    corpus(raw)
+    with StubOpenAI(responder=lambda b: CONF) as ok, StubOpenAI(responder=lambda b: Status(401, message="bad key")) as denied:
         with pytest.raises(LLMConfigError, match="judge3.*HTTP 401: bad key"):
             run_audit(raw, configs([ok, ok, denied]), cache_dir=None, out_path=tmp_path / "b.jsonl")
-        assert not (tmp_path / "b.jsonl").exists()
-        # every endpoint down: a clear error and no audit file, not "every step disputed"
-        with pytest.raises(NoVotesError, match=r"no judge gave a vote on any of the 8 steps \(first error: judge1: http"):
-            run_audit(raw, configs([down, down, down]), cache_dir=None, out_path=tmp_path / "c" / "c.jsonl")
-        assert not (tmp_path / "c").exists()
+        assert denied.count == 1
+    assert not (tmp_path / "b.jsonl").exists()
+
+
+def test_missing_key_unreachable_endpoint_and_bad_image_are_found_before_any_request(tmp_path, monkeypatch):
+    raw = tmp_path / "raw"
+    corpus(raw)
+    monkeypatch.delenv("MAG_NO_SUCH_KEY", raising=False)
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        closed = s.getsockname()[1]
+    with StubOpenAI(responder=lambda b: CONF) as a, StubOpenAI(responder=lambda b: CONF) as b:
+        cfg = configs([a, b, a])
+        cfg[2] = dataclasses.replace(cfg[2], base_url="https://judge.example.invalid/v1", api_key_env="MAG_NO_SUCH_KEY")
+        with pytest.raises(LLMConfigError, match="judge judge3: environment variable MAG_NO_SUCH_KEY is not set"):
+            run_audit(raw, cfg, cache_dir=None)
+        cfg[2] = dataclasses.replace(cfg[2], base_url=f"http://127.0.0.1:{closed}/v1", api_key_env=None)
+        with pytest.raises(PreflightError, match=f"judge judge3: cannot reach http://127.0.0.1:{closed}/v1"):
+            run_audit(raw, cfg, cache_dir=None)
+        png = raw / "ep-b.seed-0" / "step_001_som.png"
+        png.write_bytes(png.read_bytes()[:200])  # truncated
+        with pytest.raises(PreflightError, match=r"1 of 8 screenshots cannot be sent, e.g. .*step_001_som.png: not a readable"):
+            run_audit(raw, configs([a, b, a]), cache_dir=None)
+        assert (a.count, b.count) == (0, 0)
+    assert not (raw / "audit.jsonl").exists()
+
+
+def test_unknown_judge_key_is_named(tmp_path):
+    p = tmp_path / "judges.yaml"
+    p.write_text("judges:\n" + "".join(f"  - {{name: j{i}, base-url: 'http://x/v1', model: m}}\n" for i in range(3)))
+    with pytest.raises(ValueError, match=r"judge 'j0': unknown key 'base-url' \(did you mean 'base_url'\?\); known keys: api_key_env"):
+        load_judges(p)
 
 
 def test_select_flagged_and_split(tmp_path):
@@ -259,7 +393,10 @@ def test_load_judges(tmp_path):
     with pytest.raises(ValueError, match="unique"):
         load_judges(p)
     p.write_text("judges:\n" + "".join(f"  - {{name: j{i}, base_url: 'http://x/v1', modl: m}}\n" for i in range(3)))
-    with pytest.raises(ValueError, match="'model' is required"):
+    with pytest.raises(ValueError, match="unknown key 'modl' \\(did you mean 'model'\\?\\)"):
+        load_judges(p)
+    p.write_text("judges:\n" + "".join(f"  - {{name: j{i}, base_url: 'http://x/v1'}}\n" for i in range(3)))
+    with pytest.raises(ValueError, match="judge 'j0': 'model' is required"):
         load_judges(p)
     # a field of the wrong type is named, not a TypeError deep inside the client
     for bad, msg in (("timeout: x", "'timeout' must be a positive number"), ("api_key_env: 5", "'api_key_env' must be"),
@@ -307,6 +444,7 @@ def test_cli_audit_and_replay(tmp_path, judges, capsys, monkeypatch):
     err = capsys.readouterr().err
     assert "MAG_NO_SUCH_KEY is not set" in err and "Traceback" not in err
     assert not (tmp_path / "x.jsonl").exists()
+    assert [s.count for s in judges] == [8, 8, 8]  # found before the other judges sent anything
 
 
 @pytest.mark.slow

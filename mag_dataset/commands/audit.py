@@ -8,8 +8,11 @@ The judges file lists three OpenAI-compatible endpoints::
       - {name: claude, base_url: https://example.invalid/v1, model: some-model, timeout: 120}
 
 ``mag audit RAW_DIR --replay`` recomputes the audit file from the verdict log without any
-endpoint. The prompt, the answer format and the merge rule are documented in
-:mod:`mag_dataset.harness.audit`.
+endpoint. The prompt, the answer format, the merge rule and the failure guard (a judge
+failing more than 20% of its calls stops the audit and writes nothing; ``--allow-partial``
+writes ``audit.partial.jsonl`` beside the audit file instead) are documented in
+:mod:`mag_dataset.harness.audit`. Verify guides (``mag annotate``) before the audit: the
+judges see the guides, so a guide changed later makes verdicts stale.
 """
 
 from __future__ import annotations
@@ -30,6 +33,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="audit every targeted step, or only flagged ones (stale, coordinate-restored)")
     parser.add_argument("--split", choices=("all", "train", "test"), default="all", help="only tasks of this split (corpus.json)")
     parser.add_argument("--replay", action="store_true", help="recompute the audit file from the verdict log, no endpoint")
+    parser.add_argument("--db", type=Path, default=None,
+                        help="annotation database holding the adjudications (default: RAW/annotations.sqlite), "
+                             "the same --db as 'mag annotate'")
+    parser.add_argument("--allow-partial", action="store_true",
+                        help="when a judge failed too many calls, write audit.partial.jsonl beside the audit file "
+                             "instead of stopping (the audit file is left as it is)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -45,19 +54,25 @@ def run(args: argparse.Namespace) -> int:
             vpath = args.verdicts or out.with_name(audit.VERDICTS_FILE)
             if not vpath.is_file():
                 raise UserError(f"verdict log not found: {vpath} (run the audit with --judges first)")
-            report = audit.replay_audit(args.raw, vpath, out_path=args.out)
+            report = audit.replay_audit(args.raw, vpath, out_path=args.out, db_path=args.db)
         else:
             if args.judges is None:
                 raise UserError("--judges FILE is required (or --replay to recompute from the verdict log)")
             judges = audit.load_judges(args.judges)
             report = audit.run_audit(
                 args.raw, judges, out_path=args.out, verdicts_path=args.verdicts, cache_dir=args.cache,
-                select=args.select, split=args.split, progress=lambda line: print(line, file=sys.stderr),
+                select=args.select, split=args.split, db_path=args.db, allow_partial=args.allow_partial,
+                progress=lambda line: print(line, file=sys.stderr),
             )
     except LLMConfigError as e:
         raise UserError(str(e)) from None
     except ValueError as e:  # RawDataError is a ValueError too
         raise UserError(str(e)) from None
+    for line in report.warnings:
+        print(f"warning: {line}", file=sys.stderr)
     print(report.summary())
     print(f"wrote {report.audit_path}" + (f" and {report.verdicts_path}" if not args.replay else ""))
+    if report.partial:
+        print(f"the audit file {args.out or args.raw / 'audit.jsonl'} was not changed; review {report.audit_path} "
+              "and move it into place, or rerun when the judges are back", file=sys.stderr)
     return 0

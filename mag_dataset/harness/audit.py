@@ -22,11 +22,24 @@ What a judge answers: exactly one JSON object, nothing else (a single ```json fe
     An optional ``"reason"`` string is kept in the verdict log. A remap to the recorded
     element counts as confirm. Anything else — other keys, another verdict, a remap to an
     id outside the menu, text around the object — is *malformed* and counts as **no
-    vote**, as does a judge that times out, is unreachable or answers an HTTP error after
-    its retries. No single judge failure stops the audit; a misconfiguration does (a
-    missing API key, HTTP 401/403/404 from an endpoint), with one clear message, and so
-    does a run in which no judge gave a single vote on any step (every endpoint down):
-    that writes nothing, rather than an audit file marking every step disputed.
+    vote**, as does a *failed call*: a judge that times out, is unreachable or answers an
+    HTTP error after its retries.
+
+No silent downgrade
+    Before the first request every screenshot is decoded and every judge's API key and
+    host are checked (:mod:`mag_dataset.harness.preflight`); then each judge gets its
+    first uncached request alone, and a judge that fails it is down: the audit stops
+    before sending anything else. A misconfiguration (missing API key, HTTP
+    401/403/404) stops it too. After the run, a judge whose calls failed on more than
+    :data:`~mag_dataset.harness.preflight.MAX_FAILED_SHARE` (20%) of the audited steps
+    stops the audit with a non-zero exit and **nothing is written** (answers received
+    are cached, so a rerun pays only for the failed calls); with ``allow_partial`` the
+    audit is written beside the old one (``audit.partial.jsonl``,
+    ``audit_verdicts.partial.jsonl``) and the old files are left as they are. Below the
+    threshold, a step whose panel lost a vote to a failed call never goes from an earlier
+    confirmed / remapped / unmappable outcome to ``disputed``: the earlier outcome is kept
+    (:attr:`AuditReport.kept`). Malformed answers are the judge's answer (cached,
+    logged) and do not stop the audit.
 
 Merge rule (:func:`merge_verdicts`), over the panel of three judges:
     * all three judges confirm → ``confirmed``;
@@ -37,22 +50,33 @@ Merge rule (:func:`merge_verdicts`), over the panel of three judges:
       none of the above: two confirms and a timeout is disputed, because "all confirm" is
       not established).
 
-Caching and replay
+Caching, replay and the verify-before-audit order
     Every judge answer is cached by the client (request hash → answer), so a rerun of the
     same audit makes zero requests; failures are never cached, so a rerun asks a
     timed-out judge again. Every verdict (answer, parsed vote, or why there was no vote)
-    is also logged to ``audit_verdicts.jsonl`` next to the audit file;
+    is also logged to ``audit_verdicts.jsonl`` next to the audit file, with
+    ``prompt_sha256``, the hash of the exact messages the judge saw (:func:`prompt_key`);
     :func:`replay_audit` recomputes the audit file from that log without any endpoint.
 
-Human adjudication (the ``mag annotate`` app) resolves disputed steps; those decisions
-are stored in the annotation database and re-applied on top of the judges' outcome
-whenever the audit is rerun.
+    The judge's prompt holds the step's guide and the guides of the earlier steps, so the
+    request hash — the cache key — changes when a guide is verified or edited: **verify
+    guides before the audit**. A guide changed after the audit makes the verdicts of its
+    step and of the later steps of its episode *stale* (:func:`audit_staleness`: their
+    logged ``prompt_sha256`` differs from the current prompt); the app and
+    ``mag audit --replay`` say how many, and how many calls the next audit will make.
+
+Human adjudication (the ``mag annotate`` app) resolves disputed steps. A resolution is
+stored in the annotation database and in the audit record itself (``adjudicated_by``),
+so every later audit or replay keeps it, whichever database it is given (``--db``); a
+command warns when another database next to the corpus holds decisions for its steps.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import enum
+import hashlib
 import json
 import os
 import re
@@ -64,6 +88,15 @@ from typing import Any, Callable, Iterable, Sequence
 
 from mag_dataset.actions import ACTION_SPACE
 from mag_dataset.fileio import atomic_write_jsonl
+from mag_dataset.harness.preflight import (
+    MAX_FAILED_SHARE,
+    EndpointFailedError,
+    check_endpoints,
+    check_failures,
+    check_images,
+    describe,
+    probe,
+)
 from mag_dataset.llm_client import ChatClient, LLMConfigError, LLMError, LLMHTTPError, image_part
 from mag_dataset.raw import (
     AUDIT_FILE,
@@ -99,8 +132,16 @@ listed, or the screenshot does not show the state the action was taken in).
 You may add a short "reason" string to the object."""
 
 
-class NoVotesError(ValueError):
+class NoVotesError(EndpointFailedError):
     """Not one judge answered usably on any step: the endpoints are down or all misbehave."""
+
+
+class JudgeDownError(EndpointFailedError):
+    """A judge failed its first request, or more than MAX_FAILED_SHARE of its calls; nothing was written."""
+
+
+#: Outcomes that a failed call never turns into ``disputed``.
+DECIDED = (AuditStatus.CONFIRMED, AuditStatus.REMAPPED, AuditStatus.UNMAPPABLE)
 
 
 class Vote(str, enum.Enum):
@@ -120,10 +161,11 @@ class Verdict:
         judge: the judge's name.
         vote: its vote, or None for no vote.
         element_id: the element of a remap vote, else None.
-        error: why there is no vote (``timeout``, ``unavailable``, ``http``, ``malformed``,
-            ``response``), else None.
+        error: why there is no vote (``timeout``, ``unavailable``, ``http <status>``,
+            ``malformed``, ``response``), else None.
         answer: the judge's raw answer text (None when the call failed).
-        reason: the judge's optional reason.
+        reason: the judge's optional reason (or the failed call's message).
+        prompt: :func:`prompt_key` of the messages the judge was asked, if known.
     """
 
     judge: str
@@ -132,6 +174,12 @@ class Verdict:
     error: str | None = None
     answer: str | None = None
     reason: str | None = None
+    prompt: str | None = None
+
+    @property
+    def failed(self) -> bool:
+        """The call failed (no answer), as opposed to a vote or a malformed answer."""
+        return self.error is not None and self.error != "malformed"
 
     def to_json(self, sid: str, model: str = "") -> dict[str, Any]:
         return {
@@ -144,6 +192,7 @@ class Verdict:
             "error": self.error,
             "reason": self.reason,
             "answer": self.answer,
+            "prompt_sha256": self.prompt,
         }
 
     @classmethod
@@ -155,6 +204,7 @@ class Verdict:
             error=d.get("error"),
             answer=d.get("answer"),
             reason=d.get("reason"),
+            prompt=d.get("prompt_sha256"),
         )
 
 
@@ -262,6 +312,12 @@ def judge_messages(episode: RawEpisode, step: RawStep, som_png: bytes) -> list[d
     ]
 
 
+def prompt_key(messages: Sequence[dict[str, Any]]) -> str:
+    """sha256 hex of a step's judge messages: equal exactly when every judge would be asked the
+    same thing (the same screenshot, intent, guides, action and menu)."""
+    return hashlib.sha256(json.dumps(messages, sort_keys=True, ensure_ascii=False).encode("utf-8")).hexdigest()
+
+
 # -- configuration ------------------------------------------------------------------------
 
 
@@ -346,12 +402,15 @@ def load_judges(path: str | os.PathLike) -> list[JudgeConfig]:
     for i, j in enumerate(items):
         if not isinstance(j, dict):
             raise ValueError(f"{path}: judge {i} must be a mapping")
+        label = repr(j["name"]) if isinstance(j.get("name"), str) and j["name"].strip() else str(i)
+        unknown = sorted(set(map(str, j)) - allowed)
+        if unknown:  # before "required": a typo such as base-url is the real problem
+            hints = [f"{k!r} (did you mean {m[0]!r}?)" if (m := difflib.get_close_matches(k.replace("-", "_"), allowed, 1))
+                     else repr(k) for k in unknown]
+            raise ValueError(f"{path}: judge {label}: unknown key {', '.join(hints)}; known keys: {', '.join(sorted(allowed))}")
         for key in ("name", "base_url", "model"):
             if not isinstance(j.get(key), str) or not j[key].strip():
-                raise ValueError(f"{path}: judge {i}: '{key}' is required")
-        unknown = set(j) - allowed
-        if unknown:
-            raise ValueError(f"{path}: judge {j['name']!r}: unknown keys {sorted(unknown)}")
+                raise ValueError(f"{path}: judge {label}: '{key}' is required")
         for key, ok, what in _JUDGE_FIELD_TYPES:
             if key in j and not ok(j[key]):
                 raise ValueError(f"{path}: judge {j['name']!r}: '{key}' must be {what}, got {j[key]!r}")
@@ -427,8 +486,15 @@ class AuditReport:
         requests: HTTP requests sent (0 on a fully cached rerun or a replay).
         cache_hits: answers read from the cache.
         adjudicated: audited steps whose outcome a human adjudication replaced.
+        kept: steps that kept their earlier outcome because a failed call cost their panel
+            a vote (see "No silent downgrade" in the module docstring).
         agreement: per judge pair ``"a~b"``, ``(same verdict, both voted)`` over the steps
             (a remap agrees only with a remap to the same element).
+        partial: the audit was written beside the audit file (``allow_partial``).
+        problems: why the audit is partial (one line per judge).
+        warnings: things the maintainer should know (e.g. another decision database).
+        stale_steps, next_calls: for a replay, steps whose verdicts are stale and the calls
+            the next audit will make (:func:`audit_staleness`).
         audit_path, verdicts_path: files written.
     """
 
@@ -438,7 +504,13 @@ class AuditReport:
     requests: int = 0
     cache_hits: int = 0
     adjudicated: int = 0
+    kept: int = 0
     agreement: dict[str, tuple[int, int]] = field(default_factory=dict)
+    partial: bool = False
+    problems: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    stale_steps: int = 0
+    next_calls: int = 0
     audit_path: Path | None = None
     verdicts_path: Path | None = None
 
@@ -446,12 +518,19 @@ class AuditReport:
         st = ", ".join(f"{s.value} {self.statuses.get(s, 0)}" for s in
                        (AuditStatus.CONFIRMED, AuditStatus.REMAPPED, AuditStatus.UNMAPPABLE, AuditStatus.DISPUTED))
         lines = [f"audited {self.steps} steps: {st}" + (f" ({self.adjudicated} by human adjudication)" if self.adjudicated else "")]
+        if self.kept:
+            lines.append(f"  kept the earlier outcome of {self.kept} steps whose panel lost a vote to a failed call")
         for judge in sorted(self.votes):
             c = self.votes[judge]
             lines.append(f"  judge {judge}: " + ", ".join(f"{k} {v}" for k, v in sorted(c.items())))
         for pair, (same, both) in sorted(self.agreement.items()):
             lines.append(f"  agreement {pair}: {same}/{both}" + (f" = {same / both:.2f}" if both else ""))
         lines.append(f"requests sent {self.requests}, cached answers {self.cache_hits}")
+        if self.stale_steps:
+            lines.append(f"{self.stale_steps} steps have stale verdicts (a guide changed after the audit); "
+                         f"the next audit will make {self.next_calls} calls")
+        if self.partial:
+            lines.append("PARTIAL audit, written beside the audit file: " + "; ".join(self.problems))
         return "\n".join(lines)
 
 
@@ -479,14 +558,37 @@ def _call_error(e: LLMError) -> str:
         return "unavailable"
     if isinstance(e, LLMResponseError):
         return "response"
-    return "http"
+    return f"http {e.status}" if isinstance(e, LLMHTTPError) else "http"
 
 
 def _raise_if_fatal(name: str, ans: Any) -> None:
     if isinstance(ans, LLMConfigError):
-        raise ans
+        raise LLMConfigError(f"judge {name}: {ans}")
     if isinstance(ans, LLMHTTPError) and ans.status in FATAL_STATUSES:
         raise LLMConfigError(f"judge {name}: {ans}")
+
+
+def _in_threads(judges: Sequence[tuple[str, ChatClient]], fn: Callable[[str, ChatClient], None]) -> None:
+    """``fn(name, client)`` for every judge at once; the first exception is re-raised here."""
+    errors: list[BaseException] = []
+
+    def run(name: str, client: ChatClient) -> None:
+        try:
+            fn(name, client)
+        except BaseException as e:  # re-raised in the caller's thread
+            errors.append(e)
+
+    threads = [threading.Thread(target=run, args=j, name=f"judge-{j[0]}") for j in judges]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise errors[0]
+
+
+def _som(it: AuditItem) -> bytes:
+    return (it.folder / it.step.som_screenshot).read_bytes()
 
 
 def ask_judges(
@@ -494,37 +596,61 @@ def ask_judges(
     judges: Sequence[tuple[str, ChatClient]],
     chunk_size: int = 64,
     progress: Callable[[str], None] | None = None,
+    stop_when_down: bool = True,
 ) -> dict[str, list[Verdict]]:
     """Ask every judge about every item (judges in parallel, each with its own concurrency).
+
+    Each judge's first uncached request goes out alone (:func:`~mag_dataset.harness.preflight.probe`).
+
+    Args:
+        items: the steps.
+        judges: ``(name, client)`` pairs.
+        chunk_size: steps whose screenshots are held in memory at once.
+        progress: called with one line per chunk.
+        stop_when_down: raise when a judge fails its first request (else it is a no vote).
 
     Returns:
         ``step_id -> verdicts`` in judge order.
 
     Raises:
         LLMConfigError: a judge is misconfigured (no API key, HTTP 401/403/404).
+        JudgeDownError: a judge failed its first request (``stop_when_down``).
     """
-    answers: dict[str, list[Any]] = {name: [] for name, _ in judges}
+    answers: dict[str, list[Any]] = {name: [None] * len(items) for name, _ in judges}
+    probed: dict[str, int] = {}
+
+    def first(name: str, client: ChatClient) -> None:
+        got = probe(client, (lambda it=it: judge_messages(it.episode, it.step, _som(it)) for it in items))
+        if got is not None:
+            probed[name] = got[0]
+            answers[name][got[0]] = got[1]
+
+    _in_threads(judges, first)
+    for name, _ in judges:
+        if name in probed:
+            ans = answers[name][probed[name]]
+            _raise_if_fatal(name, ans)
+            if stop_when_down and isinstance(ans, LLMError):
+                raise JudgeDownError(
+                    f"judge {name} is down: its first request failed ({describe(ans)}); no other request was sent "
+                    "to it and nothing was written"
+                )
+    keys: dict[str, str] = {}
     # in chunks, so that a large corpus never holds every base64 screenshot in memory at once
     for start in range(0, len(items), chunk_size):
         chunk = items[start : start + chunk_size]
-        requests = [judge_messages(it.episode, it.step, (it.folder / it.step.som_screenshot).read_bytes()) for it in chunk]
-        errors: list[BaseException] = []
+        requests = [judge_messages(it.episode, it.step, _som(it)) for it in chunk]
+        for it, req in zip(chunk, requests):
+            keys[it.step_id] = prompt_key(req)
 
         def run(name: str, client: ChatClient) -> None:
-            try:
-                answers[name].extend(client.map(requests, return_exceptions=True))
-            except BaseException as e:  # re-raised in the caller's thread
-                errors.append(e)
+            todo = [k for k in range(len(chunk)) if probed.get(name) != start + k]
+            for k, ans in zip(todo, client.map([requests[k] for k in todo], return_exceptions=True)):
+                answers[name][start + k] = ans
 
-        threads = [threading.Thread(target=run, args=j, name=f"judge-{j[0]}") for j in judges]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        if errors:
-            raise errors[0]
+        _in_threads(judges, run)
         for name, _ in judges:  # stop at the first misconfigured judge, not after the whole corpus
-            for ans in answers[name][start:]:
+            for ans in answers[name][start : start + len(chunk)]:
                 _raise_if_fatal(name, ans)
         if progress:
             progress(f"judged {start + len(chunk)}/{len(items)} steps")
@@ -535,40 +661,59 @@ def ask_judges(
         for name, _ in judges:
             ans = answers[name][i]
             if isinstance(ans, LLMError):
-                row.append(Verdict(name, None, error=_call_error(ans), reason=str(ans)))
+                v = Verdict(name, None, error=_call_error(ans), reason=describe(ans))
             else:
-                row.append(parse_verdict(name, ans, ids, it.step.action.element_id))
+                v = parse_verdict(name, ans, ids, it.step.action.element_id)
+            row.append(dataclasses.replace(v, prompt=keys[it.step_id]))
         out[it.step_id] = row
     return out
+
+
+#: Human decisions over the judges' outcome: ``step_id -> (status, element_id[, annotator])``.
+Adjudications = dict[str, tuple]
 
 
 def audit_records(
     items: Sequence[AuditItem],
     verdicts: dict[str, list[Verdict]],
     existing: dict[str, AuditRecord],
-    adjudications: dict[str, tuple[AuditStatus, str | None]] | None = None,
+    adjudications: Adjudications | None = None,
     panel_size: int = PANEL_SIZE,
-) -> tuple[dict[str, AuditRecord], Counter, int]:
+) -> tuple[dict[str, AuditRecord], Counter, int, int]:
     """Merge verdicts into audit records, keeping flags and every record not audited now.
 
+    A human decision wins over the judges: one in ``adjudications``, else one already in the
+    existing record (``adjudicated_by``). A step whose panel lost a vote to a failed call
+    and would become ``disputed`` keeps an earlier decided outcome.
+
     Returns:
-        ``(records, status counts, number adjudicated)``.
+        ``(records, status counts, number adjudicated, number kept)``.
     """
     records = dict(existing)
     statuses: Counter = Counter()
-    adjudicated = 0
+    adjudicated = kept = 0
     for it in items:
-        status, element = merge_verdicts(verdicts.get(it.step_id, []), panel_size)
+        row = verdicts.get(it.step_id, [])
+        status, element = merge_verdicts(row, panel_size)
+        old = existing.get(it.step_id)
+        who = None
         if adjudications and it.step_id in adjudications:
-            status, element = adjudications[it.step_id]
+            status, element, *rest = adjudications[it.step_id]
+            who = (rest[0] if rest else None) or "unknown"
             adjudicated += 1
-        old = existing.get(it.step_id, AuditRecord())
-        records[it.step_id] = make_record(it.step, status, element, old)
+        elif old is not None and old.adjudicated_by:
+            status, element, who = old.status, old.element_id, old.adjudicated_by
+            adjudicated += 1
+        elif status is AuditStatus.DISPUTED and old is not None and old.status in DECIDED and any(v.failed for v in row):
+            status, element = old.status, old.element_id
+            kept += 1
+        records[it.step_id] = make_record(it.step, AuditStatus(status), element, old, adjudicated_by=who)
         statuses[records[it.step_id].status] += 1
-    return records, statuses, adjudicated
+    return records, statuses, adjudicated, kept
 
 
-def make_record(step: RawStep, status: AuditStatus, element: str | None, old: AuditRecord | None = None) -> AuditRecord:
+def make_record(step: RawStep, status: AuditStatus, element: str | None, old: AuditRecord | None = None,
+                adjudicated_by: str | None = None) -> AuditRecord:
     """The audit record of an outcome, keeping the stale / coordinate-restored flags."""
     old = old or AuditRecord()
     if status is AuditStatus.REMAPPED and element == step.action.element_id:
@@ -581,6 +726,7 @@ def make_record(step: RawStep, status: AuditStatus, element: str | None, old: Au
         coordinate_restored=old.coordinate_restored or bool(step.metadata.get("coordinate_restored")),
         original_element_id=step.action.element_id if remapped else None,
         element_id=element if remapped else None,
+        adjudicated_by=adjudicated_by,
     )
 
 
@@ -614,6 +760,18 @@ def default_cache_dir() -> Path:
     return Path(base) / "llm"
 
 
+def partial_path(path: Path) -> Path:
+    """Where a partial audit goes: ``audit.jsonl`` → ``audit.partial.jsonl`` (same folder)."""
+    return path.with_name(f"{path.stem}.partial{path.suffix}")
+
+
+def _tally(report: AuditReport, verdicts: dict[str, list[Verdict]]) -> None:
+    for row in verdicts.values():
+        for v in row:
+            report.votes[v.judge][v.vote.value if v.vote else f"no_vote:{v.error}"] += 1
+    report.agreement = pairwise_agreement(verdicts)
+
+
 def run_audit(
     raw_dir: str | os.PathLike,
     judges: Sequence[JudgeConfig] | Sequence[tuple[str, ChatClient]],
@@ -623,7 +781,9 @@ def run_audit(
     cache_dir: str | os.PathLike | None = None,
     select: str = "all",
     split: str = "all",
-    adjudications: dict[str, tuple[AuditStatus, str | None]] | None = None,
+    adjudications: Adjudications | None = None,
+    db_path: str | os.PathLike | None = None,
+    allow_partial: bool = False,
     progress: Callable[[str], None] | None = None,
 ) -> AuditReport:
     """Run the three-judge audit over a raw corpus and write the audit file.
@@ -637,15 +797,21 @@ def run_audit(
         verdicts_path: the verdict log (default ``audit_verdicts.jsonl`` next to ``out_path``).
         cache_dir: the answer cache (default :func:`default_cache_dir`).
         select, split: which steps (:func:`select_steps`).
-        adjudications: human decisions ``step_id -> (status, element_id)`` applied over the
-            judges' outcome; default: read from the annotation database of ``raw_dir`` if any.
+        adjudications: human decisions ``step_id -> (status, element_id[, annotator])``
+            applied over the judges' outcome; default: read from ``db_path``.
+        db_path: the annotation database (default ``raw_dir/annotations.sqlite``).
+        allow_partial: when a judge failed too many calls, write ``audit.partial.jsonl``
+            (and the partial verdict log) beside the audit file instead of stopping.
         progress: called with one line per stage.
 
     Returns:
         An :class:`AuditReport`.
 
     Raises:
-        LLMConfigError: a judge is misconfigured.
+        LLMConfigError: a judge is misconfigured (missing API key, HTTP 401/403/404).
+        PreflightError: a screenshot is unreadable or an endpoint unreachable (nothing sent).
+        JudgeDownError: a judge failed its first request, or more than
+            :data:`~mag_dataset.harness.preflight.MAX_FAILED_SHARE` of its calls (nothing written).
         NoVotesError: no judge voted on any step (nothing is written).
         ValueError / RawDataError: bad arguments or raw data.
     """
@@ -662,25 +828,38 @@ def run_audit(
     if len(set(names)) != len(names):
         raise ValueError(f"judge names must be unique, got {names}")
     items = select_steps(raw_dir, select, split)
+    if adjudications is None:
+        adjudications = stored_adjudications(raw_dir, db_path)
+    warnings = other_decision_dbs(raw_dir, db_path, {it.step_id for it in items}, out.parent)
+    if items:
+        check_images(it.folder / it.step.som_screenshot for it in items)
+        check_endpoints([(f"judge {n}", c) for n, c in pairs])
     if progress:
         progress(f"auditing {len(items)} steps with judges {', '.join(names)}")
-    verdicts = ask_judges(items, pairs, progress=progress)
+    verdicts = ask_judges(items, pairs, progress=progress, stop_when_down=not allow_partial)
     if items and not any(v.vote is not None for row in verdicts.values() for v in row):
         first = next((v for row in verdicts.values() for v in row), None)
-        detail = f" (first error: {first.judge}: {first.error})" if first is not None else ""
+        detail = f" (first error: {first.judge}: {first.reason or first.error})" if first is not None else ""
         raise NoVotesError(
             f"no judge gave a vote on any of the {len(items)} steps{detail}; nothing was written. "
             "Check that the endpoints are up; answers already received are cached."
         )
+    problems = [p for name in names if (p := check_failures(
+        f"judge {name}", [v.reason or v.error or "" for row in verdicts.values() for v in row if v.judge == name and v.failed],
+        len(items)))]
+    if problems and not allow_partial:
+        raise JudgeDownError(
+            "; ".join(problems) + f" (the limit is {MAX_FAILED_SHARE:.0%} of the steps); nothing was written. Answers "
+            "received are cached: rerun when the endpoint is back, or pass --allow-partial to write the audit beside "
+            f"{out.name}"
+        )
     existing = read_audit(out) if out.is_file() else {}
-    if adjudications is None:
-        adjudications = _stored_adjudications(raw_dir)
-    records, statuses, adjudicated = audit_records(items, verdicts, existing, adjudications)
-    report = AuditReport(steps=len(items), statuses=statuses, adjudicated=adjudicated, audit_path=out, verdicts_path=vpath)
-    for row in verdicts.values():
-        for v in row:
-            report.votes[v.judge][v.vote.value if v.vote else f"no_vote:{v.error}"] += 1
-    report.agreement = pairwise_agreement(verdicts)
+    if problems:
+        out, vpath = partial_path(out), partial_path(vpath)
+    records, statuses, adjudicated, kept = audit_records(items, verdicts, existing, adjudications)
+    report = AuditReport(steps=len(items), statuses=statuses, adjudicated=adjudicated, kept=kept, audit_path=out,
+                         verdicts_path=vpath, partial=bool(problems), problems=problems, warnings=warnings)
+    _tally(report, verdicts)
     for _, c in pairs:
         report.requests += c.stats["requests"]
         report.cache_hits += c.stats["cache_hits"]
@@ -690,48 +869,143 @@ def run_audit(
     return report
 
 
+def _corpus_items(raw_dir: Path) -> dict[str, AuditItem]:
+    index = {}
+    for folder in iter_episode_dirs(raw_dir):
+        ep = read_episode(folder)
+        for st in ep.steps:
+            sid = step_id(ep.task_id, st.step_index)
+            index[sid] = AuditItem(sid, ep, st, folder)
+    return index
+
+
 def replay_audit(
     raw_dir: str | os.PathLike,
     verdicts_path: str | os.PathLike,
     *,
     out_path: str | os.PathLike | None = None,
-    adjudications: dict[str, tuple[AuditStatus, str | None]] | None = None,
+    adjudications: Adjudications | None = None,
+    db_path: str | os.PathLike | None = None,
 ) -> AuditReport:
     """Recompute the audit file from a verdict log, without any endpoint.
 
     Every logged step must still exist in the raw corpus. The merge uses the current
-    merge rule, so a replay is how a rule change is applied to old verdicts.
+    merge rule, so a replay is how a rule change is applied to old verdicts. The report
+    counts the steps whose verdicts are stale (:func:`audit_staleness`).
     """
     raw_dir = Path(raw_dir)
     out = Path(out_path) if out_path is not None else raw_dir / AUDIT_FILE
     verdicts = read_verdicts(verdicts_path)
-    index = {}
-    for folder in iter_episode_dirs(raw_dir):
-        ep = read_episode(folder)
-        for st in ep.steps:
-            index[step_id(ep.task_id, st.step_index)] = AuditItem(step_id(ep.task_id, st.step_index), ep, st, folder)
+    index = _corpus_items(raw_dir)
     missing = sorted(set(verdicts) - set(index))
     if missing:
         raise ValueError(f"{verdicts_path}: verdicts for {len(missing)} steps not in {raw_dir}, e.g. {missing[0]!r}")
     items = [index[s] for s in index if s in verdicts]
     existing = read_audit(out) if out.is_file() else {}
     if adjudications is None:
-        adjudications = _stored_adjudications(raw_dir)
-    records, statuses, adjudicated = audit_records(items, verdicts, existing, adjudications)
-    report = AuditReport(steps=len(items), statuses=statuses, adjudicated=adjudicated, audit_path=out, verdicts_path=Path(verdicts_path))
-    for row in verdicts.values():
-        for v in row:
-            report.votes[v.judge][v.vote.value if v.vote else f"no_vote:{v.error}"] += 1
-    report.agreement = pairwise_agreement(verdicts)
+        adjudications = stored_adjudications(raw_dir, db_path)
+    records, statuses, adjudicated, kept = audit_records(items, verdicts, existing, adjudications)
+    report = AuditReport(steps=len(items), statuses=statuses, adjudicated=adjudicated, kept=kept, audit_path=out,
+                         verdicts_path=Path(verdicts_path),
+                         warnings=other_decision_dbs(raw_dir, db_path, set(verdicts), out.parent))
+    _tally(report, verdicts)
+    stale = audit_staleness(raw_dir, verdicts_path, verdicts=verdicts, index=index)
+    report.stale_steps, report.next_calls = len(stale.stale), stale.calls
     write_audit(out, records)
     return report
 
 
-def _stored_adjudications(raw_dir: Path) -> dict[str, tuple[AuditStatus, str | None]]:
+@dataclass(frozen=True)
+class Staleness:
+    """Which logged verdicts no longer match the corpus.
+
+    Attributes:
+        stale: step ids whose current judge prompt differs from the one their verdicts
+            were given on (a guide of the step or of an earlier step changed), in log order.
+        calls: calls the next audit of the logged steps will make: every judge of a stale
+            step, plus every failed call (failures are never cached).
+    """
+
+    stale: tuple[str, ...] = ()
+    calls: int = 0
+
+
+def audit_staleness(
+    raw_dir: str | os.PathLike,
+    verdicts_path: str | os.PathLike | None = None,
+    *,
+    step_ids: Iterable[str] | None = None,
+    verdicts: dict[str, list[Verdict]] | None = None,
+    index: dict[str, AuditItem] | None = None,
+) -> Staleness:
+    """Compare the verdict log with the judge prompts the corpus gives now.
+
+    Args:
+        raw_dir: the raw corpus.
+        verdicts_path: the verdict log (default ``raw_dir/audit_verdicts.jsonl``); none: nothing is stale.
+        step_ids: only these steps (default every logged step).
+        verdicts, index: already read log and corpus (internal, saves a reread).
+
+    Returns:
+        A :class:`Staleness`. Verdicts logged without a prompt hash are never stale.
+    """
+    raw_dir = Path(raw_dir)
+    if verdicts is None:
+        path = Path(verdicts_path) if verdicts_path is not None else raw_dir / VERDICTS_FILE
+        if not path.is_file():
+            return Staleness()
+        verdicts = read_verdicts(path)
+    index = index if index is not None else _corpus_items(raw_dir)
+    wanted = set(step_ids) if step_ids is not None else None
+    stale: list[str] = []
+    calls = 0
+    for sid, row in verdicts.items():
+        it = index.get(sid)
+        if it is None or (wanted is not None and sid not in wanted):
+            continue
+        logged = {v.prompt for v in row if v.prompt}
+        if logged and logged != {prompt_key(judge_messages(it.episode, it.step, _som(it)))}:
+            stale.append(sid)
+            calls += len(row)
+        else:
+            calls += sum(v.failed for v in row)
+    return Staleness(tuple(stale), calls)
+
+
+def stored_adjudications(raw_dir: str | os.PathLike, db_path: str | os.PathLike | None = None) -> Adjudications:
+    """Adjudications of the annotation database ``db_path`` (default ``raw_dir/annotations.sqlite``).
+
+    Raises:
+        ValueError: an explicit ``db_path`` that does not exist.
+    """
     from mag_dataset.harness.annotate import DEFAULT_DB, AnnotationStore
 
-    db = raw_dir / DEFAULT_DB
+    db = Path(db_path) if db_path is not None else Path(raw_dir) / DEFAULT_DB
     if not db.is_file():
+        if db_path is not None:
+            raise ValueError(f"annotation database not found: {db}")
         return {}
     with AnnotationStore(db) as store:
-        return {sid: (a.status, a.element_id) for sid, a in store.adjudications().items()}
+        return {sid: (a.status, a.element_id, a.annotator) for sid, a in store.adjudications().items()}
+
+
+def other_decision_dbs(raw_dir: str | os.PathLike, db_path: str | os.PathLike | None, step_ids: set[str],
+                       *folders: Path) -> list[str]:
+    """Warnings for SQLite files beside the corpus (or in ``folders``), other than the database
+    in use, that hold decisions for ``step_ids``: decisions a command would otherwise ignore."""
+    from mag_dataset.harness.annotate import DEFAULT_DB, decision_counts
+
+    raw_dir = Path(raw_dir)
+    used = (Path(db_path) if db_path is not None else raw_dir / DEFAULT_DB).resolve()
+    out = []
+    seen = set()
+    for folder in (raw_dir, *folders):
+        for db in sorted(Path(folder).glob("*.sqlite")):
+            if db.resolve() in seen or db.resolve() == used:
+                continue
+            seen.add(db.resolve())
+            n = decision_counts(db, step_ids)
+            if n:
+                out.append(f"{db} holds {n} decisions for these steps but is not the database in use "
+                           f"({used}); pass --db {db} to use it")
+    return out
