@@ -6,10 +6,11 @@ from __future__ import annotations
 import json
 import re
 import socket
+import time
 
 import harness_fixtures as hf
 import pytest
-from stub_openai import Status, StubOpenAI
+from stub_openai import Malformed, Status, StubOpenAI
 
 from mag_dataset.cli import main
 from mag_dataset.harness.annotate import (
@@ -90,6 +91,65 @@ def test_draft_guides_cli(tmp_path, capsys):
     assert "is not an http(s) URL" in capsys.readouterr().err
     assert main(["draft-guides", str(raw), "--base-url", "http://127.0.0.1:9/v1", "--model", "m", "--sources", "bogus"]) == 2
     assert "--sources" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("failure, shown, sent", [
+    (Status(500, message="model crashed"), "HTTP 500: model crashed", 4),  # 1 + 3 retries
+    (Malformed(), "not JSON", 1),  # a garbage body is not retried
+])
+def test_draft_guides_against_a_dead_endpoint_exits_non_zero_and_writes_no_file(tmp_path, capsys, failure, shown, sent):
+    """The 'must show': an endpoint answering 500 (or garbage): exit non-zero, no drafts file."""
+    raw = tmp_path / "raw"
+    hf.make_corpus(raw, 2)
+    with StubOpenAI(responder=lambda b: failure) as dead:
+        rc = main(["draft-guides", str(raw), "--base-url", dead.base_url, "--model", "m", "--api-key-env", "none",
+                   "--cache", str(tmp_path / "c")])
+        err = capsys.readouterr().err
+        assert rc == 2 and dead.count == sent  # the first request alone, then nothing else
+    assert "the drafting endpoint is down: its first request failed" in err and shown in err and "Traceback" not in err
+    assert not (raw / "guide_drafts.jsonl").exists()
+
+
+def test_draft_guides_stops_on_too_many_failures_or_no_drafts(tmp_path):
+    from mag_dataset.harness.annotate import DraftingFailedError
+
+    raw = tmp_path / "raw"
+    hf.make_corpus(raw, 2)
+    calls = {"n": 0}
+
+    def flaky(body):
+        calls["n"] += 1
+        return drafter(body) if calls["n"] <= 3 else Status(502, message="bad gateway")
+
+    with StubOpenAI(responder=flaky) as stub:
+        client = ChatClient(stub.base_url, "m", api_key_env=None, max_retries=0, cache_dir=tmp_path / "c")
+        with pytest.raises(DraftingFailedError, match=r"drafting endpoint: 5 of 8 calls failed \(first: .*HTTP 502: bad gateway\)"):
+            draft_guides(raw, client)
+    with StubOpenAI(responder=lambda b: "  ") as empty:
+        client = ChatClient(empty.base_url, "m", api_key_env=None, max_retries=0)
+        with pytest.raises(DraftingFailedError, match="no usable draft for any of the 8 steps: 8 empty answers"):
+            draft_guides(raw, client)
+    assert not (raw / "guide_drafts.jsonl").exists()
+
+
+def test_draft_guides_checks_endpoint_and_images_before_any_request(tmp_path, capsys):
+    raw = tmp_path / "raw"
+    hf.make_corpus(raw, 1)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        closed = s.getsockname()[1]
+    t0 = time.monotonic()
+    assert main(["draft-guides", str(raw), "--base-url", f"http://127.0.0.1:{closed}/v1", "--model", "m",
+                 "--api-key-env", "none"]) == 2
+    assert time.monotonic() - t0 < 10  # no retries with backoff against a refused connection
+    assert f"drafting endpoint: cannot reach http://127.0.0.1:{closed}/v1" in capsys.readouterr().err
+    png = raw / "login.seed-0" / "step_002_som.png"
+    png.write_bytes(png.read_bytes()[:150])
+    with StubOpenAI(responder=drafter) as stub:
+        assert main(["draft-guides", str(raw), "--base-url", stub.base_url, "--model", "m", "--api-key-env", "none"]) == 2
+        assert stub.count == 0
+    assert "1 of 4 screenshots cannot be sent, e.g." in capsys.readouterr().err
+    assert not (raw / "guide_drafts.jsonl").exists()
 
 
 def write_drafts(raw, n_steps=4, episode="login.seed-0"):

@@ -40,5 +40,13 @@ def run(args: argparse.Namespace) -> int:
     except ImportError as e:
         raise UserError(f"the annotation app needs Gradio ({e}); install it with: pip install 'mag_dataset[leaderboard]'") from None
     except OSError as e:  # the port is taken, or the address cannot be bound
-        raise UserError(f"cannot serve on {args.host}:{args.port}: {e}") from None
+        raise UserError(f"cannot serve on {args.host}:{args.port}: {_why(e)}; pick another port with --port N") from None
     return 0
+
+
+def _why(e: OSError) -> str:
+    # Gradio's own message suggests GRADIO_SERVER_PORT, which this command does not read
+    text = str(e)
+    if "empty port" in text or e.errno in (98, 48):  # EADDRINUSE on Linux, macOS
+        return "the port is in use"
+    return e.strerror or text

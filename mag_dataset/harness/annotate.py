@@ -11,7 +11,11 @@ Drafting (``mag draft-guides``)
     its target element). Its answer, cleaned by :func:`clean_draft` to one sentence, is the
     draft. Answers are cached by request hash, so redrafting costs no requests; drafts are
     stored in ``RAW/guide_drafts.jsonl`` (``step_id``, ``draft``, ``model``,
-    ``prompt_version``).
+    ``prompt_version``). The checks of :mod:`mag_dataset.harness.preflight` run first
+    (screenshots, API key, endpoint, then one request alone); a run in which more than
+    :data:`~mag_dataset.harness.preflight.MAX_FAILED_SHARE` of the calls failed, or that
+    drafted nothing at all, stops with the first error (HTTP status included) and writes
+    no file.
 
 Verification (``mag annotate``)
     Decisions live in a SQLite database (``RAW/annotations.sqlite`` by default), one row per
@@ -46,6 +50,15 @@ from typing import Any, Callable, Iterator
 
 from mag_dataset.actions import ACTION_SPACE
 from mag_dataset.fileio import atomic_write_jsonl
+from mag_dataset.harness.preflight import (
+    MAX_FAILED_SHARE,
+    EndpointFailedError,
+    check_endpoints,
+    check_failures,
+    check_images,
+    describe,
+    probe,
+)
 from mag_dataset.llm_client import ChatClient, LLMConfigError, LLMError, LLMHTTPError, image_part
 from mag_dataset.raw import (
     AUDIT_FILE,
@@ -180,6 +193,17 @@ def write_drafts(path: str | os.PathLike, drafts: dict[str, Draft]) -> None:
     atomic_write_jsonl(path, (drafts[sid].to_json() for sid in sorted(drafts)), ensure_ascii=False, sort_keys=True)
 
 
+class DraftingFailedError(EndpointFailedError):
+    """Drafting failed too often to be worth writing; nothing was written."""
+
+
+def _raise_if_fatal(ans: Any) -> None:
+    if isinstance(ans, LLMConfigError):
+        raise ans
+    if isinstance(ans, LLMHTTPError) and ans.status in (401, 403, 404):
+        raise LLMConfigError(str(ans))
+
+
 @dataclass
 class DraftReport:
     steps: int = 0
@@ -221,6 +245,10 @@ def draft_guides(
 
     Raises:
         LLMConfigError: the endpoint is misconfigured (missing key, HTTP 401/403/404).
+        PreflightError: a screenshot is unreadable or the endpoint unreachable (nothing sent).
+        DraftingFailedError: the first request failed, more than
+            :data:`~mag_dataset.harness.preflight.MAX_FAILED_SHARE` of the calls failed, or
+            no draft came back at all; nothing is written.
     """
     raw_dir = Path(raw_dir)
     out = Path(out_path) if out_path is not None else raw_dir / DRAFTS_FILE
@@ -229,18 +257,34 @@ def draft_guides(
     for folder in iter_episode_dirs(raw_dir):
         ep = read_episode(folder)
         items.extend((step_id(ep.task_id, st.step_index), ep, st, folder) for st in ep.steps if st.guide_source in wanted)
+    if items:
+        check_images(folder / st.som_screenshot for _, _, st, folder in items)
+        check_endpoints([("drafting endpoint", client)])
     if progress:
         progress(f"drafting {len(items)} guides with {client.model}")
-    answers: list[Any] = []
+
+    def messages(k: int) -> list[dict[str, Any]]:
+        _, ep, st, folder = items[k]
+        return draft_messages(ep, st, (folder / st.som_screenshot).read_bytes())
+
+    answers: list[Any] = [None] * len(items)
+    probed = probe(client, (lambda k=k: messages(k) for k in range(len(items))))
+    if probed is not None:
+        answers[probed[0]] = probed[1]
+        _raise_if_fatal(probed[1])
+        if isinstance(probed[1], LLMError):
+            raise DraftingFailedError(f"the drafting endpoint is down: its first request failed ({describe(probed[1])}); "
+                                      f"no other request was sent and {out.name} was not written")
     for start in range(0, len(items), chunk_size):  # never every base64 screenshot in memory at once
-        requests = [draft_messages(ep, st, (folder / st.som_screenshot).read_bytes())
-                    for _, ep, st, folder in items[start : start + chunk_size]]
-        answers.extend(client.map(requests, return_exceptions=True))
-        for ans in answers[start:]:
-            if isinstance(ans, LLMConfigError):
-                raise ans
-            if isinstance(ans, LLMHTTPError) and ans.status in (401, 403, 404):
-                raise LLMConfigError(str(ans))
+        todo = [k for k in range(start, min(start + chunk_size, len(items))) if probed is None or k != probed[0]]
+        for k, ans in zip(todo, client.map([messages(k) for k in todo], return_exceptions=True)):
+            _raise_if_fatal(ans)
+            answers[k] = ans
+    failures = [describe(a) for a in answers if isinstance(a, LLMError)]
+    problem = check_failures("drafting endpoint", failures, len(items))
+    if problem:
+        raise DraftingFailedError(f"{problem} (the limit is {MAX_FAILED_SHARE:.0%}); {out.name} was not written. "
+                                  "Answers received are cached: rerun when the endpoint is back")
     drafts = read_drafts(out) if out.is_file() else {}
     report = DraftReport(steps=len(items), path=out)
     for (sid, *_), ans in zip(items, answers):
@@ -253,6 +297,10 @@ def draft_guides(
             continue
         drafts[sid] = Draft(sid, text, client.model)
         report.drafted += 1
+    if items and not report.drafted:
+        first = f" (first failure: {failures[0]})" if failures else ""
+        raise DraftingFailedError(f"no usable draft for any of the {len(items)} steps: {report.empty} empty answers, "
+                                  f"{report.failed} failed calls{first}; {out.name} was not written")
     report.requests, report.cache_hits = client.stats["requests"], client.stats["cache_hits"]
     out.parent.mkdir(parents=True, exist_ok=True)
     write_drafts(out, drafts)
@@ -401,6 +449,28 @@ class AnnotationStore:
         }
 
 
+def decision_counts(db: str | os.PathLike, step_ids: set[str]) -> int:
+    """How many verification decisions and adjudications ``db`` holds for ``step_ids``.
+
+    Opens the file read-only and creates nothing; a file that is not an annotation
+    database counts 0.
+    """
+    try:
+        con = sqlite3.connect(f"file:{Path(db).resolve()}?mode=ro", uri=True)
+    except sqlite3.Error:
+        return 0
+    try:
+        n = 0
+        for table in ("decisions", "adjudications"):
+            try:
+                n += sum(r[0] in step_ids for r in con.execute(f"SELECT step_id FROM {table}"))  # noqa: S608 (fixed names)
+            except sqlite3.Error:
+                pass
+        return n
+    finally:
+        con.close()
+
+
 def _steps(raw_dir: Path) -> Iterator[tuple[Path, RawEpisode]]:
     for folder in iter_episode_dirs(raw_dir):
         yield folder, read_episode(folder)
@@ -469,7 +539,7 @@ def apply_adjudications(raw_dir: str | os.PathLike, store: AnnotationStore, audi
             raise ValueError(f"adjudicated step {sid!r} is not in {raw_dir}")
         if a.status is AuditStatus.REMAPPED and a.element_id not in {c.id for c in st.candidates}:
             raise ValueError(f"step {sid}: adjudicated remap to {a.element_id!r}, which is not in the candidate menu")
-        out[sid] = make_record(st, a.status, a.element_id, records.get(sid))
+        out[sid] = make_record(st, a.status, a.element_id, records.get(sid), adjudicated_by=a.annotator)
     changed = sum(out.get(s) != records.get(s) for s in out)
     if changed:
         write_audit(path, out)
