@@ -53,39 +53,59 @@ class Parsed:
             som view it carries ``element_id``; in the coord view ``coordinate``.
         guide: the predicted guide, stripped of surrounding whitespace (contracts with a
             ``guide`` key), else None.
+        kind: the failure's class in :data:`FORMAT_CLASSES` (None when ok).
     """
 
     ok: bool
     reason: str | None = None
     action: Action | None = None
     guide: str | None = None
+    kind: str | None = None
+
+
+#: Classes of format failure (the error taxonomy's ``format:<class>``): the output is not
+#: JSON, has text around the object, has missing/unexpected/repeated keys, has the keys in
+#: the wrong order, has a bad value or argument, names an unknown action type, is too long
+#: to parse, or is missing altogether.
+FORMAT_CLASSES: tuple[str, ...] = (
+    "not_json",
+    "extra_text",
+    "wrong_keys",
+    "key_order",
+    "bad_argument",
+    "unknown_action_type",
+    "too_long",
+    "missing",
+)
 
 
 class _GateError(Exception):
-    pass
+    def __init__(self, reason: str, kind: str = "bad_argument") -> None:
+        super().__init__(reason)
+        self.kind = kind
 
 
-def _fail(reason: str) -> Parsed:
-    return Parsed(ok=False, reason=reason)
+def _fail(reason: str, kind: str) -> Parsed:
+    return Parsed(ok=False, reason=reason, kind=kind)
 
 
 def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     seen: dict[str, Any] = {}
     for k, v in pairs:
         if k in seen:
-            raise _GateError(f"repeated key {k!r}")
+            raise _GateError(f"repeated key {k!r}", "wrong_keys")
         seen[k] = v
     return seen
 
 
 def _bad_constant(name: str) -> Any:
-    raise _GateError(f"JSON constant {name} is not allowed")
+    raise _GateError(f"JSON constant {name} is not allowed", "not_json")
 
 
 def _float(text: str) -> float:
     v = float(text)
     if not math.isfinite(v):
-        raise _GateError(f"number {text[:40]} overflows")
+        raise _GateError(f"number {text[:40]} overflows", "not_json")
     return v
 
 
@@ -96,12 +116,12 @@ def _unfence(text: str) -> str:
     if text.startswith("```"):
         m = _FENCE.match(text)
         if m is None:
-            raise _GateError("unterminated or malformed code fence")
+            raise _GateError("unterminated or malformed code fence", "extra_text")
         if m.group(1) and m.group(1).lower() != "json":
-            raise _GateError(f"code fence language must be json, got {m.group(1)[:20]!r}")
+            raise _GateError(f"code fence language must be json, got {m.group(1)[:20]!r}", "extra_text")
         inner = m.group(2)
         if "```" in inner:
-            raise _GateError("more than one code fence")
+            raise _GateError("more than one code fence", "extra_text")
         return inner.strip()
     return text
 
@@ -153,7 +173,7 @@ def _action(obj: Any, view: View) -> Action:
     try:
         atype = ActionType(t)
     except ValueError:
-        raise _GateError(f"unknown action type {t[:40]!r}") from None
+        raise _GateError(f"unknown action type {t[:40]!r}", "unknown_action_type") from None
     spec = ACTION_SPACE[atype]
     allowed = spec.allowed_keys(view)
     extra = [k for k in obj if k not in allowed]
@@ -212,51 +232,54 @@ def parse_output(text: Any, view: View | str, contract: Contract | str) -> Parse
     try:
         return _parse(text, view, contract)
     except _GateError as e:
-        return _fail(str(e))
+        return _fail(str(e), e.kind)
     except RecursionError:
-        return _fail("JSON nested too deeply")
+        return _fail("JSON nested too deeply", "not_json")
     except Exception as e:  # the gate must never take the scorer down
-        return _fail(f"unparseable output ({type(e).__name__})")
+        return _fail(f"unparseable output ({type(e).__name__})", "not_json")
 
 
 def _parse(text: Any, view: View, contract: Contract) -> Parsed:
     if not isinstance(text, str):
-        return _fail(f"output must be a string, got {type(text).__name__}")
+        return _fail(f"output must be a string, got {type(text).__name__}", "not_json")
     if len(text) > MAX_OUTPUT_CHARS:
-        return _fail(f"output longer than {MAX_OUTPUT_CHARS} characters")
+        return _fail(f"output longer than {MAX_OUTPUT_CHARS} characters", "too_long")
     body = _unfence(text.strip())
     if not body.startswith("{"):
-        return _fail("output does not start with a JSON object" if body else "empty output")
+        if not body:
+            return _fail("empty output", "not_json")
+        # prose before an object ("Sure! {...}") is extra text; no object at all is not JSON
+        return _fail("output does not start with a JSON object", "extra_text" if "{" in body else "not_json")
     try:
         obj, end = _DECODER.raw_decode(body)
     except json.JSONDecodeError as e:
-        return _fail(f"invalid JSON: {e.msg} at character {e.pos}")
+        return _fail(f"invalid JSON: {e.msg} at character {e.pos}", "not_json")
     except ValueError as e:  # e.g. an integer with too many digits
-        return _fail(f"invalid JSON: {str(e)[:80]}")
+        return _fail(f"invalid JSON: {str(e)[:80]}", "not_json")
     if body[end:].strip():
-        return _fail("text after the JSON object")
+        return _fail("text after the JSON object", "extra_text")
     if not isinstance(obj, dict):  # pragma: no cover - body starts with "{"
-        return _fail("output is not a JSON object")
+        return _fail("output is not a JSON object", "not_json")
     keys = tuple(obj)
     want = CONTRACT_KEYS[contract]
     if keys != want:
         missing = [k for k in want if k not in obj]
         extra = [k for k in keys if k not in want]
         if extra:
-            return _fail(f"unexpected key {extra[0][:40]!r} for contract {contract.value}")
+            return _fail(f"unexpected key {extra[0][:40]!r} for contract {contract.value}", "wrong_keys")
         if missing:
-            return _fail(f"missing key {missing[0]!r} for contract {contract.value}")
-        return _fail(f"keys must be in the order {', '.join(want)} for contract {contract.value}")
+            return _fail(f"missing key {missing[0]!r} for contract {contract.value}", "wrong_keys")
+        return _fail(f"keys must be in the order {', '.join(want)} for contract {contract.value}", "key_order")
     guide = None
     if "guide" in obj:
         g = obj["guide"]
         if not isinstance(g, str):
-            return _fail(f"guide must be a string, got {_json_type(g)}")
+            return _fail(f"guide must be a string, got {_json_type(g)}", "bad_argument")
         guide = _valid_unicode(g, "guide").strip()
         if not guide:
-            return _fail("guide is empty")
+            return _fail("guide is empty", "bad_argument")
     action = _action(obj["action"], view) if "action" in obj else None
     return Parsed(ok=True, action=action, guide=guide)
 
 
-__all__ = ["MAX_COORDINATE", "MAX_OUTPUT_CHARS", "Parsed", "parse_output"]
+__all__ = ["FORMAT_CLASSES", "MAX_COORDINATE", "MAX_OUTPUT_CHARS", "Parsed", "parse_output"]

@@ -4,8 +4,11 @@ Each line is one JSON object::
 
     {"step_id": "enter-text-3/0", "output": "<raw model text>", "seed": 0}
 
-``step_id`` and ``output`` are strings; ``seed`` is an optional integer (default 0). No other
-field is allowed (a spoofed ``"score"`` is rejected, not ignored). Blank lines are skipped.
+``step_id`` and ``output`` are strings; ``seed`` is an optional integer (default 0);
+``coord_space`` optionally declares the coordinate space of this line's point (coord view:
+``pixels``, ``norm1000``, ``norm1`` or ``resized:WxH``, see :mod:`mag_dataset.coords`;
+it overrides the file's space). No other field is allowed (a spoofed ``"score"`` is
+rejected, not ignored). Blank lines are skipped.
 A file may hold several seeds; each ``(step_id, seed)`` pair appears at most once.
 
 Validation stops at the first problem and names its line: not UTF-8, not a JSON object, a
@@ -26,11 +29,12 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Union
+from mag_dataset.coords import parse_coord_space
 from mag_dataset.fileio import atomic_write
 
 Source = Union[str, bytes, os.PathLike, IO[bytes]]
 
-_FIELDS = ("step_id", "output", "seed")
+_FIELDS = ("step_id", "output", "seed", "coord_space")
 
 
 class PredictionsError(ValueError):
@@ -45,11 +49,14 @@ class Prediction:
         step_id: the step's id in the dataset.
         output: the raw model text, exactly as generated.
         seed: the run's seed (several seeds → mean and std in the report).
+        coord_space: this output's coordinate space, when it declares one (else the
+            file's space applies).
     """
 
     step_id: str
     output: str
     seed: int = 0
+    coord_space: str | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.step_id, str) or not self.step_id:
@@ -58,9 +65,17 @@ class Prediction:
             raise PredictionsError(f"{self.step_id}: output must be a string, got {type(self.output).__name__}")
         if isinstance(self.seed, bool) or not isinstance(self.seed, int):
             raise PredictionsError(f"{self.step_id}: seed must be an integer, got {self.seed!r}")
+        if self.coord_space is not None:
+            try:
+                object.__setattr__(self, "coord_space", parse_coord_space(self.coord_space).name)
+            except ValueError as e:
+                raise PredictionsError(f"{self.step_id}: {e}") from None
 
     def to_json(self) -> str:
-        return json.dumps({"step_id": self.step_id, "output": self.output, "seed": self.seed}, ensure_ascii=False)
+        d: dict[str, object] = {"step_id": self.step_id, "output": self.output, "seed": self.seed}
+        if self.coord_space is not None:
+            d["coord_space"] = self.coord_space
+        return json.dumps(d, ensure_ascii=False)
 
 
 class SeenSteps:
@@ -85,6 +100,13 @@ class SeenSteps:
             return True
         bits[byte] |= mask
         return False
+
+    def has_seed(self, seed: int) -> bool:
+        return seed in self._seen
+
+    @property
+    def n_seeds(self) -> int:
+        return len(self._seen)
 
     @property
     def seeds(self) -> list[int]:
@@ -135,7 +157,7 @@ def _parse_line(raw: bytes, n: int) -> Prediction | None:
         raise PredictionsError(f"line {n}: not a JSON object (got a JSON {type(obj).__name__})")
     extra = sorted(k for k in obj if k not in _FIELDS)
     if extra:
-        raise PredictionsError(f"line {n}: unknown field {extra[0]!r} (allowed: step_id, output, seed)")
+        raise PredictionsError(f"line {n}: unknown field {extra[0]!r} (allowed: step_id, output, seed, coord_space)")
     for k in ("step_id", "output"):
         if k not in obj:
             raise PredictionsError(f"line {n}: missing field {k!r}")
@@ -146,7 +168,15 @@ def _parse_line(raw: bytes, n: int) -> Prediction | None:
         raise PredictionsError(f"line {n}: output must be a string (the raw model text), got {type(out).__name__}")
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise PredictionsError(f"line {n}: seed must be an integer, got {json.dumps(seed)[:60]}")
-    return Prediction(sid, out, seed)
+    space = obj.get("coord_space")
+    if space is not None:
+        if not isinstance(space, str):
+            raise PredictionsError(f"line {n}: coord_space must be a string, got {json.dumps(space)[:60]}")
+        try:
+            space = parse_coord_space(space).name
+        except ValueError as e:
+            raise PredictionsError(f"line {n}: {e}") from None
+    return Prediction(sid, out, seed, space)
 
 
 def _first_line(src: Source, step_id: str, seed: int, upto: int) -> int | None:
@@ -172,6 +202,7 @@ def iter_predictions(
     allow_missing: bool = False,
     max_lines: int | None = None,
     seen: SeenSteps | None = None,
+    max_seeds: int | None = None,
 ) -> Iterator[Prediction]:
     """Stream and validate a predictions file.
 
@@ -182,6 +213,8 @@ def iter_predictions(
         allow_missing: do not fail on step ids without a prediction.
         max_lines: fail when the file has more lines than this.
         seen: a :class:`SeenSteps` to fill (lets the caller list missing ids afterwards).
+        max_seeds: fail when the file holds more seeds than this (each seed is scored
+            over the whole split, so the seed count bounds the scoring time).
 
     Yields:
         Predictions in file order.
@@ -200,6 +233,11 @@ def iter_predictions(
         i = seen.index.get(pred.step_id)
         if i is None:
             raise PredictionsError(f"line {n}: unknown step_id {pred.step_id[:200]!r} (not in the split being scored)")
+        if max_seeds is not None and not seen.has_seed(pred.seed) and seen.n_seeds >= max_seeds:
+            raise PredictionsError(
+                f"line {n}: seed {pred.seed} would be seed number {seen.n_seeds + 1}: a file may hold at most "
+                f"{max_seeds} seeds"
+            )
         if seen.add(i, pred.seed):
             first = _first_line(src, pred.step_id, pred.seed, n)
             where = f" (first on line {first})" if first else ""
@@ -219,7 +257,12 @@ def iter_predictions(
 
 
 def read_predictions(
-    src: Source, step_ids: Iterable[str], *, allow_missing: bool = False, max_lines: int | None = None
+    src: Source,
+    step_ids: Iterable[str],
+    *,
+    allow_missing: bool = False,
+    max_lines: int | None = None,
+    max_seeds: int | None = None,
 ) -> list[Prediction]:
     """Read and validate a whole predictions file (see :func:`iter_predictions`).
 
@@ -228,6 +271,7 @@ def read_predictions(
         step_ids: every step id of the split being scored.
         allow_missing: do not fail on step ids without a prediction.
         max_lines: fail when the file has more lines than this.
+        max_seeds: fail when the file holds more seeds than this.
 
     Returns:
         The predictions, in file order.
@@ -235,7 +279,7 @@ def read_predictions(
     Raises:
         PredictionsError: naming the line and the problem.
     """
-    return list(iter_predictions(src, step_ids, allow_missing=allow_missing, max_lines=max_lines))
+    return list(iter_predictions(src, step_ids, allow_missing=allow_missing, max_lines=max_lines, max_seeds=max_seeds))
 
 
 def write_predictions(path: str | os.PathLike, predictions: Iterable[Prediction]) -> Path:

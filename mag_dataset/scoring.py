@@ -38,6 +38,32 @@ metric                    applies to / definition
                           counted as unjudged) when a verdict is missing.
 ========================  ===============================================================
 
+Extensions, reported apart from the papers' metrics (under ``extensions`` in the JSON):
+
+============================  ===========================================================
+``guide_action_consistency``  contracts J and JG: 1 when the generated guide describes the
+                              generated action (:mod:`mag_dataset.consistency`: verb,
+                              element named, typed text / selected value carried); in the
+                              coord view only when the som menus are given.
+``joint_step_acc``            where both ``saa`` and the consistency apply: ``saa`` = 1
+                              and consistent.
+============================  ===========================================================
+
+Coordinate spaces: in the coord view a predicted point is converted from its declared
+space (:mod:`mag_dataset.coords`; default screenshot pixels) to screenshot pixels before
+the point-in-box test. The space is recorded in the provenance; points that look like
+another space give a warning in the report.
+
+Error taxonomy (``error`` per step; counts in ``counts["errors"]``): ``format:<class>``
+(:data:`mag_dataset.parsing.FORMAT_CLASSES`) for an output failing the gate; else, where
+``saa`` applies, the first check that fails in ``saa``'s order: ``wrong_action_type``,
+``wrong_element`` (som), ``point_outside_image`` / ``point_outside_box`` (coord; with the
+distance to the gold box in px), ``wrong_text``, ``wrong_value`` (select / tab), ``wrong_direction``,
+``wrong_key``, ``wrong_url``; ``correct`` when ``saa`` = 1. ``None`` where ``saa`` does
+not apply and the output passed the gate. ``counts["type_confusion"]`` is the gold x
+predicted action-type matrix of outputs that passed the gate, ``counts["near_miss"]``
+the share of coord misses within :data:`NEAR_MISS_PX` of the gold box.
+
 Aggregates: micro mean over steps, macro mean over tasks (mean of per-task means), each
 with its denominator; several seeds give the mean over seeds and the sample std; ``ci95``
 is a task-level bootstrap of the micro mean (tasks resampled with replacement, seeds
@@ -60,14 +86,17 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from mag_dataset import consistency
 from mag_dataset.actions import ACTION_SPACE, CONTRACT_KEYS, ActionType, Contract, View
+from mag_dataset.coords import PIXELS, CoordSpace, SpaceCheck, parse_coord_space
 from mag_dataset.parsing import Parsed, parse_output
 from mag_dataset.predictions import Prediction, PredictionsError, SeenSteps
 from mag_dataset.prompts import PROMPT_VERSION
-from mag_dataset.schema import Action, AuditStatus, Step, point_in_box
+from mag_dataset.schema import Action, AuditStatus, Box, Candidate, Point, Step, point_in_box
 
 #: Bumped whenever a score could change for the same inputs (golden tests pin it).
-SCORER_VERSION = "1.0.0"
+#: 1.1.0: declared coordinate spaces, error taxonomy, guide-action consistency extension.
+SCORER_VERSION = "1.1.0"
 
 #: Report metric keys, in report order.
 METRIC_NAMES: tuple[str, ...] = (
@@ -81,6 +110,15 @@ METRIC_NAMES: tuple[str, ...] = (
     "rouge_l",
     "usefulness",
 )
+
+#: Extension metrics, reported apart from the papers' metrics (``extensions`` in the JSON).
+EXTENSION_METRICS: tuple[str, ...] = ("guide_action_consistency", "joint_step_acc")
+
+#: Every aggregated metric: the papers', then the extensions.
+ALL_METRICS: tuple[str, ...] = METRIC_NAMES + EXTENSION_METRICS
+
+#: A coord-view miss this close to the gold box (px) is a near miss.
+NEAR_MISS_PX = 10.0
 
 #: Breakdown dimensions of the report.
 BREAKDOWNS: tuple[str, ...] = ("site", "action_type", "stale", "unseen_template")
@@ -200,6 +238,12 @@ class StepScore:
         reason: why it failed the gate (None when it passed).
         unjudged: verdicts were given but none covers this guide.
         ofcr ... usefulness: the metrics, see the module docstring.
+        guide_action_consistency, joint_step_acc: the extension metrics.
+        error: the error-taxonomy class (see the module docstring), None where it does
+            not apply.
+        pred_type: the predicted action type (output passed the gate), else None.
+        box_distance: coord view, a target miss: distance from the point to the gold box
+            in screenshot pixels.
     """
 
     step_id: str
@@ -221,6 +265,11 @@ class StepScore:
     bleu4: float | None
     rouge_l: float | None
     usefulness: float | None
+    guide_action_consistency: float | None = None
+    joint_step_acc: float | None = None
+    error: str | None = None
+    pred_type: str | None = None
+    box_distance: float | None = None
 
     def metric(self, name: str) -> float | None:
         return getattr(self, name)
@@ -346,18 +395,94 @@ METRICS: dict[str, MetricFn] = {
 }
 assert tuple(METRICS) == METRIC_NAMES
 _METRIC_FNS = tuple(METRICS.values())
+_SAA = METRIC_NAMES.index("saa")
+
+#: Taxonomy class of a wrong scored argument, by argument name.
+_ARG_ERRORS: dict[str, str] = {
+    "text": "wrong_text",
+    "value": "wrong_value",
+    "direction": "wrong_direction",
+    "key": "wrong_key",
+    "url": "wrong_url",
+}
+
+
+def box_distance(point: Point, box: Box) -> float:
+    """Euclidean distance in px from a point to a box (0 inside or on an edge)."""
+    dx = max(box[0] - point[0], 0.0, point[0] - box[2])
+    dy = max(box[1] - point[1], 0.0, point[1] - box[3])
+    return round(math.hypot(dx, dy), 4)
+
+
+def _error(p: Parsed, step: Step, view: View, contract: Contract, saa: float | None) -> tuple[str | None, float | None]:
+    """The error-taxonomy class of one scored output, and the box distance of a coord miss."""
+    if not p.ok:
+        return "format:" + (p.kind or "not_json"), None
+    if not _has(contract, "action") or saa is None or p.action is None:
+        return None, None
+    pred, gold = p.action, step.action
+    if pred.type is not gold.type:
+        return "wrong_action_type", None
+    if step.has_target and not _target_match(pred, step, view):
+        if view is View.SOM:
+            return "wrong_element", None
+        dist = box_distance(pred.coordinate, step.target_bbox) if pred.coordinate and step.target_bbox else None
+        x, y = pred.coordinate or (0.0, 0.0)
+        inside = 0 <= x <= step.image_width and 0 <= y <= step.image_height
+        return ("point_outside_box" if inside else "point_outside_image"), dist
+    if saa == 1.0:
+        return "correct", None
+    for arg in ACTION_SPACE[gold.type].args:
+        if not arg.scored or getattr(gold, arg.name) is None:
+            continue
+        g, q = getattr(gold, arg.name), getattr(pred, arg.name)
+        norm = _normalize_url if arg.name == "url" else normalize_arg
+        if q is None or norm(q) != norm(g):
+            return _ARG_ERRORS.get(arg.name, "wrong_" + arg.name), None
+    return "wrong_argument", None  # pragma: no cover - saa is 0 only for the reasons above
+
+
+def _consistency(p: Parsed, step: Step, view: View, contract: Contract, menu: Sequence[Candidate] | None) -> float | None:
+    if contract not in (Contract.J, Contract.JG):
+        return None
+    cands = step.candidates if view is View.SOM else menu
+    if cands is None:
+        return None  # coord view without the som menus: which element a point hits is unknown
+    if not p.ok or p.action is None or p.guide is None:
+        return 0.0
+    return float(consistency.check(p.guide, p.action, cands)[0])
+
+
+def convert_coordinate(parsed: Parsed, step: Step, space: CoordSpace) -> Parsed:
+    """The parsed output with its point converted from ``space`` to screenshot pixels."""
+    if space.kind == "pixels" or not parsed.ok or parsed.action is None or parsed.action.coordinate is None:
+        return parsed
+    pt = space.to_pixels(parsed.action.coordinate, step.image_width, step.image_height)
+    return dataclasses.replace(parsed, action=dataclasses.replace(parsed.action, coordinate=pt))
 
 
 def score_parsed(
-    parsed: Parsed, step: Step, view: View | str, contract: Contract | str, verdicts: Any = None, *, seed: int = 0
+    parsed: Parsed,
+    step: Step,
+    view: View | str,
+    contract: Contract | str,
+    verdicts: Any = None,
+    *,
+    seed: int = 0,
+    menu: Sequence[Candidate] | None = None,
 ) -> StepScore:
-    """Score an already parsed output (see :func:`score_step`)."""
+    """Score an already parsed output whose point is in screenshot pixels (see :func:`score_step`)."""
     if type(view) is not View:
         view = View(view)
     if type(contract) is not Contract:
         contract = Contract(contract)
     vals = [fn(parsed, step, view, contract, verdicts) for fn in _METRIC_FNS]
     unjudged = verdicts is not None and parsed.ok and vals[-1] is None and "guide" in CONTRACT_KEYS[contract]
+    saa = vals[_SAA]
+    cons = _consistency(parsed, step, view, contract, menu)
+    joint = None if saa is None or cons is None else float(saa == 1.0 and cons == 1.0)
+    error, dist = _error(parsed, step, view, contract, saa)
+    pred_type = parsed.action.type.value if parsed.ok and parsed.action is not None else None
     return StepScore(
         step.step_id,
         step.task_id,
@@ -370,11 +495,24 @@ def score_parsed(
         parsed.reason,
         unjudged,
         *vals,
+        guide_action_consistency=cons,
+        joint_step_acc=joint,
+        error=error,
+        pred_type=pred_type,
+        box_distance=dist,
     )
 
 
 def score_step(
-    output: Any, step: Step, view: View | str, contract: Contract | str, verdicts: Any = None, *, seed: int = 0
+    output: Any,
+    step: Step,
+    view: View | str,
+    contract: Contract | str,
+    verdicts: Any = None,
+    *,
+    seed: int = 0,
+    coord_space: CoordSpace | str | None = None,
+    menu: Sequence[Candidate] | None = None,
 ) -> StepScore:
     """Score one raw model output on one step.
 
@@ -385,14 +523,21 @@ def score_step(
         contract: ``A``, ``G``, ``J`` or ``JG``.
         verdicts: cached judge verdicts (:class:`mag_dataset.verdicts.Verdicts`) or None.
         seed: the prediction's seed, carried into the score.
+        coord_space: the space of a coord-view point (:mod:`mag_dataset.coords`;
+            default screenshot pixels).
+        menu: coord view: the step's som candidate menu (enables the consistency check).
 
     Returns:
         The step's scores; metrics that do not apply are None.
     """
-    return score_parsed(parse_output(output, view, contract), step, view, contract, verdicts, seed=seed)
+    parsed = parse_output(output, view, contract)
+    space = parse_coord_space(coord_space)
+    if space is not PIXELS:
+        parsed = convert_coordinate(parsed, step, space)
+    return score_parsed(parsed, step, view, contract, verdicts, seed=seed, menu=menu)
 
 
-_MISSING = Parsed(ok=False, reason="no prediction for this step")
+_MISSING = Parsed(ok=False, reason="no prediction for this step", kind="missing")
 
 
 # --------------------------------------------------------------------------- aggregation
@@ -465,8 +610,8 @@ class _Sums:
     __slots__ = ("s", "n", "steps")
 
     def __init__(self) -> None:
-        self.s = [0.0] * len(METRIC_NAMES)
-        self.n = [0] * len(METRIC_NAMES)
+        self.s = [0.0] * len(ALL_METRICS)
+        self.n = [0] * len(ALL_METRICS)
         self.steps = 0
 
     def add(self, vals: Sequence[float | None]) -> None:
@@ -488,8 +633,8 @@ class _SeedAcc:
 
     def __init__(self) -> None:
         self.micro = _Sums()
-        self.macro_s = [0.0] * len(METRIC_NAMES)
-        self.macro_n = [0] * len(METRIC_NAMES)
+        self.macro_s = [0.0] * len(ALL_METRICS)
+        self.macro_n = [0] * len(ALL_METRICS)
 
 
 @dataclass(frozen=True)
@@ -501,8 +646,10 @@ class Report:
         counts: steps, tasks, seeds, predictions, format failures, missing, exclusions.
         breakdowns: dimension -> group -> {steps, metric -> {value, n}}.
         provenance: scorer version, dataset fingerprint, view, contract, steps scored and
-            excluded, bootstrap settings.
+            excluded, bootstrap settings, coordinate space.
         steps: the per-step scores, sorted by (seed, step id), when asked for.
+        warnings: things the user should check (e.g. points that look like another
+            coordinate space), sorted.
     """
 
     metrics: dict[str, dict[str, Any]]
@@ -510,6 +657,7 @@ class Report:
     breakdowns: dict[str, dict[str, Any]]
     provenance: dict[str, Any]
     steps: tuple[StepScore, ...] | None = None
+    warnings: tuple[str, ...] = ()
 
     def value(self, metric: str) -> float | None:
         """The headline number of a metric: the micro mean (over seeds, their mean)."""
@@ -517,9 +665,11 @@ class Report:
 
     def to_dict(self, *, include_steps: bool = False) -> dict[str, Any]:
         d: dict[str, Any] = {name: self.metrics[name] for name in METRIC_NAMES}
+        d["extensions"] = {name: self.metrics[name] for name in EXTENSION_METRICS}
         d["counts"] = self.counts
         d["breakdowns"] = self.breakdowns
         d["provenance"] = self.provenance
+        d["warnings"] = list(self.warnings)
         if include_steps and self.steps is not None:
             d["steps"] = [s.to_dict() for s in self.steps]
         return d
@@ -569,10 +719,16 @@ class Aggregator:
         self.n_missing = 0
         self.n_unjudged = 0
         self.fail_reasons: Counter[str] = Counter()
+        self.errors: Counter[str] = Counter()
+        self.confusion: Counter[tuple[str, str]] = Counter()
+        self.misses_px: list[float] = []  # coord target misses: distance to the gold box
+        #: set by :func:`score_predictions`: the declared space and the look-alike check
+        self.coord_space: dict[str, Any] | None = None
+        self.space_check: SpaceCheck | None = None
 
     def add(self, sc: StepScore, *, missing: bool = False) -> None:
         vals = [sc.ofcr, sc.action_type_acc, sc.target_acc, sc.text_f1, sc.saa, sc.bleu1, sc.bleu4, sc.rouge_l,
-                sc.usefulness]
+                sc.usefulness, sc.guide_action_consistency, sc.joint_step_acc]
         t = self.task_index[sc.task_id]
         acc = self.open.get((sc.seed, t))
         if acc is None:
@@ -601,6 +757,12 @@ class Aggregator:
             self.fail_reasons[_reason_class(sc.reason)] += 1
         self.n_missing += missing
         self.n_unjudged += sc.unjudged
+        if sc.error is not None:
+            self.errors[sc.error] += 1
+        if sc.pred_type is not None and sc.action_type_acc is not None:
+            self.confusion[(sc.gold_type, sc.pred_type)] += 1
+        if sc.box_distance is not None:
+            self.misses_px.append(sc.box_distance)
         if self.keep is not None:
             self.keep.append(sc)
 
@@ -611,7 +773,7 @@ class Aggregator:
         if sa is None:
             sa = self.seeds[seed] = _SeedAcc()
         pooled = self.pooled[t]
-        for k in range(len(METRIC_NAMES)):
+        for k in range(len(ALL_METRICS)):
             n = acc.n[k]
             if n:
                 sa.micro.s[k] += acc.s[k]
@@ -626,7 +788,7 @@ class Aggregator:
         """Task-level bootstrap 95% interval of the micro mean, per metric."""
         import numpy as np
 
-        T, K = len(pooled), len(METRIC_NAMES)
+        T, K = len(pooled), len(ALL_METRICS)
         if T == 0 or self.resamples <= 0:
             return [None] * K
         # The explicit random.Random(seed) seeds numpy's PCG64 (fixed algorithm, same
@@ -662,7 +824,7 @@ class Aggregator:
         seeds = sorted(self.seeds)
         cis = self._bootstrap(self.pooled)
         metrics: dict[str, dict[str, Any]] = {}
-        for k, name in enumerate(METRIC_NAMES):
+        for k, name in enumerate(ALL_METRICS):
             per_seed: dict[str, Any] = {}
             micros, macros = [], []
             n_total = 0
@@ -690,7 +852,7 @@ class Aggregator:
         for (dim, key) in sorted(self.groups):
             g = self.groups[(dim, key)]
             entry: dict[str, Any] = {"steps": g.steps}
-            for k, name in enumerate(METRIC_NAMES):
+            for k, name in enumerate(ALL_METRICS):
                 entry[name] = {"value": _r(g.mean(k)), "n": g.n[k]}
             breakdowns[dim][key] = entry
         excluded = sum(1 for s in self.steps if not s.element_scored)
@@ -707,6 +869,9 @@ class Aggregator:
             "unmappable": sum(1 for s in self.steps if s.audit_status is AuditStatus.UNMAPPABLE),
             "element_level_excluded": excluded,
             "usefulness_unjudged": self.n_unjudged,
+            "errors": dict(sorted(self.errors.items(), key=lambda kv: (-kv[1], kv[0]))),
+            "type_confusion": _confusion_table(self.confusion),
+            "near_miss": _near_miss(self.misses_px),
         }
         provenance = {
             "scorer_version": SCORER_VERSION,
@@ -723,11 +888,38 @@ class Aggregator:
             "verdicts": None
             if self.verdicts is None
             else {"judges": list(self.verdicts.judges), "fingerprint": self.verdicts.fingerprint()},
+            "coord_space": None if self.view is not View.COORD else {
+                **(self.coord_space or {"space": "pixels", "source": "default"}),
+                "points": self.space_check.counts() if self.space_check is not None else {},
+            },
         }
+        warnings = tuple(self.space_check.warnings()) if self.space_check is not None else ()
         steps = None
         if self.keep is not None:
             steps = tuple(sorted(self.keep, key=lambda s: (s.seed, s.step_id)))
-        return Report(metrics=metrics, counts=counts, breakdowns=breakdowns, provenance=provenance, steps=steps)
+        return Report(
+            metrics=metrics, counts=counts, breakdowns=breakdowns, provenance=provenance, steps=steps, warnings=warnings
+        )
+
+
+def _confusion_table(confusion: Counter[tuple[str, str]]) -> dict[str, dict[str, int]]:
+    """Gold type -> predicted type -> count, both in ActionType order."""
+    order = {t.value: i for i, t in enumerate(ActionType)}
+    out: dict[str, dict[str, int]] = {}
+    for (gold, pred), n in sorted(confusion.items(), key=lambda kv: (order[kv[0][0]], order[kv[0][1]])):
+        out.setdefault(gold, {})[pred] = n
+    return out
+
+
+def _near_miss(distances: list[float]) -> dict[str, Any]:
+    near = sum(1 for d in distances if d <= NEAR_MISS_PX)
+    return {
+        "misses": len(distances),
+        "within_px": NEAR_MISS_PX,
+        "near": near,
+        "share_near": _r(near / len(distances)) if distances else None,
+        "median_px": _r(statistics.median(distances)) if distances else None,
+    }
 
 
 def _fmt(v: float | None) -> str:
@@ -750,10 +942,16 @@ def format_report(report: Report, *, breakdown_metrics: Sequence[str] = ("ofcr",
         "",
         f"{'metric':<16}{'micro':>8}{'macro':>8}{'std':>8}  {'95% CI (task bootstrap)':<24}{'n':>8}",
     ]
-    for name in METRIC_NAMES:
+    def row(name: str, label: str, width: int) -> str:
         m = report.metrics[name]
         ci = "—" if m["ci95"] is None else f"[{m['ci95'][0]:.3f}, {m['ci95'][1]:.3f}]"
-        lines.append(f"{name:<16}{_fmt(m['micro']):>8}{_fmt(m['macro']):>8}{_fmt(m['std']):>8}  {ci:<24}{m['n']:>8}")
+        return f"{label:<{width}}{_fmt(m['micro']):>8}{_fmt(m['macro']):>8}{_fmt(m['std']):>8}  {ci:<24}{m['n']:>8}"
+
+    lines += [row(name, name, 16) for name in METRIC_NAMES]
+    ext = [name for name in EXTENSION_METRICS if report.metrics.get(name, {}).get("n")]
+    if ext:
+        lines += ["", "extensions (not metrics of the papers):"]
+        lines += [row(name, name, 16) for name in ext]
     for dim in BREAKDOWNS:
         groups = report.breakdowns.get(dim) or {}
         if not groups:
@@ -765,6 +963,20 @@ def format_report(report: Report, *, breakdown_metrics: Sequence[str] = ("ofcr",
         lines += ["", "format failures by reason:"]
         for reason, n in sorted(c["failure_reasons"].items(), key=lambda kv: (-kv[1], kv[0]))[:10]:
             lines.append(f"  {n:>6}  {reason}")
+    errors = {k: v for k, v in (c.get("errors") or {}).items() if k != "correct"}
+    if errors:
+        scored = sum((c.get("errors") or {}).values())
+        lines += ["", f"top error classes (of {scored} classified outputs):"]
+        for cls, n in list(errors.items())[:6]:
+            lines.append(f"  {n:>6}  {n / scored:6.1%}  {cls}")
+        nm = c.get("near_miss") or {}
+        if nm.get("misses"):
+            lines.append(
+                f"  coord misses: {nm['near']} of {nm['misses']} within {nm['within_px']:g} px of the gold box "
+                f"(median {nm['median_px']:.1f} px)"
+            )
+    for w in report.warnings:
+        lines += ["", f"warning: {w}"]
     return "\n".join(lines)
 
 
@@ -823,6 +1035,9 @@ def score_predictions(
     allow_missing: bool = False,
     keep_steps: bool = False,
     bootstrap_resamples: int = BOOTSTRAP_RESAMPLES,
+    coord_space: CoordSpace | str | None = None,
+    coord_space_source: str | None = None,
+    menus: Mapping[str, Sequence[Candidate]] | None = None,
 ) -> Report:
     """Score predictions against the gold steps of a split (streams the predictions).
 
@@ -836,15 +1051,25 @@ def score_predictions(
             raising.
         keep_steps: keep the per-step scores in ``Report.steps``.
         bootstrap_resamples: bootstrap size (0 disables the interval).
+        coord_space: the coordinate space of the file's points (coord view; default
+            screenshot pixels); a prediction's own ``coord_space`` overrides it.
+        coord_space_source: where the space was declared (``flag``, ``sidecar``...),
+            recorded in the provenance; ``default`` when no space is given.
+        menus: step id -> som candidate menu; in the coord view it enables the
+            guide-action consistency check (which element a point hits).
 
     Returns:
         The report.
 
     Raises:
-        PredictionsError: an unknown step id, a duplicate (step id, seed), or (without
-            ``allow_missing``) a step with no prediction.
+        PredictionsError: an unknown step id, a duplicate (step id, seed), a bad
+            coordinate space, or (without ``allow_missing``) a step with no prediction.
     """
     view, contract = View(view), Contract(contract)
+    try:
+        space = parse_coord_space(coord_space)
+    except ValueError as e:
+        raise PredictionsError(str(e)) from None
     step_list = list(steps.values()) if isinstance(steps, Mapping) else list(steps)
     by_id = {s.step_id: s for s in step_list}
     if len(by_id) != len(step_list):
@@ -853,35 +1078,66 @@ def score_predictions(
     agg = Aggregator(
         step_list, view, contract, verdicts=verdicts, keep_steps=keep_steps, bootstrap_resamples=bootstrap_resamples
     )
+    coord = view is View.COORD
+    if coord:
+        source = coord_space_source or ("default" if coord_space is None else "argument")
+        agg.coord_space = {"space": space.name, "source": source}
+        agg.space_check = SpaceCheck()
+    spaces: dict[str, CoordSpace] = {}
+    no_menu: tuple[Candidate, ...] = ()
     for n, pred in enumerate(predictions, start=1):
         i = seen.index.get(pred.step_id)
         if i is None:
             raise PredictionsError(f"prediction {n}: unknown step_id {pred.step_id[:200]!r}")
         if seen.add(i, pred.seed):
             raise PredictionsError(f"prediction {n}: duplicate step_id {pred.step_id[:200]!r} for seed {pred.seed}")
-        agg.add(score_step(pred.output, by_id[pred.step_id], view, contract, verdicts, seed=pred.seed))
+        step = by_id[pred.step_id]
+        parsed = parse_output(pred.output, view, contract)
+        menu = None
+        if coord:
+            own = getattr(pred, "coord_space", None)
+            sp = space
+            if own is not None:
+                sp = spaces.get(own)
+                if sp is None:
+                    try:
+                        sp = spaces[own] = parse_coord_space(own)
+                    except ValueError as e:
+                        raise PredictionsError(f"prediction {n}: {e}") from None
+            if parsed.ok and parsed.action is not None and parsed.action.coordinate is not None:
+                agg.space_check.add(parsed.action.coordinate, sp, step.image_width, step.image_height)
+                parsed = convert_coordinate(parsed, step, sp)
+            if menus is not None:
+                menu = menus.get(pred.step_id, no_menu)
+        agg.add(score_parsed(parsed, step, view, contract, verdicts, seed=pred.seed, menu=menu))
     for seed in seen.seeds:
         missing = seen.missing(seed)
         if missing and not allow_missing:
             shown = ", ".join(repr(m) for m in missing[:5]) + (", ..." if len(missing) > 5 else "")
             raise PredictionsError(f"{len(missing)} step id(s) have no prediction for seed {seed}: {shown}")
         for sid in missing:
-            agg.add(score_parsed(_MISSING, by_id[sid], view, contract, verdicts, seed=seed), missing=True)
+            menu = menus.get(sid, no_menu) if coord and menus is not None else None
+            agg.add(score_parsed(_MISSING, by_id[sid], view, contract, verdicts, seed=seed, menu=menu), missing=True)
     return agg.report()
 
 
 __all__ = [
+    "ALL_METRICS",
     "Aggregator",
     "BOOTSTRAP_RESAMPLES",
     "BOOTSTRAP_SEED",
+    "EXTENSION_METRICS",
     "METRICS",
     "METRIC_NAMES",
+    "NEAR_MISS_PX",
     "Report",
     "SCORER_VERSION",
     "StepScore",
     "aggregate",
     "bleu",
     "bleu_1_4",
+    "box_distance",
+    "convert_coordinate",
     "dataset_fingerprint",
     "format_report",
     "normalize_arg",

@@ -15,7 +15,7 @@ import pytest
 
 from mag_dataset.dataset import step_from_record
 from mag_dataset.predictions import Prediction
-from mag_dataset.scoring import METRIC_NAMES, SCORER_VERSION, dataset_fingerprint, score_predictions, score_step
+from mag_dataset.scoring import ALL_METRICS, SCORER_VERSION, dataset_fingerprint, score_predictions, score_step
 
 GOLDEN = Path(__file__).parent / "golden" / "heuristic_bundled_test.json"
 
@@ -64,13 +64,16 @@ def test_per_step_scores_match_exactly(golden, index):
     run = golden["runs"][index]
     view, contract = run["view"], run["contract"]
     steps = {r["step_id"]: step_from_record(r) for r in golden["gold"][view]}
+    # coord: the som menus enable the guide-action consistency extension
+    menus = {r["step_id"]: step_from_record(r).candidates for r in golden["gold"]["som"]} if view == "coord" else None
     checked = 0
     for pred, expected in zip(run["predictions"], run["expected_steps"]):
-        got = score_step(pred["output"], steps[pred["step_id"]], view, contract).to_dict()
+        menu = menus[pred["step_id"]] if menus is not None else None
+        got = score_step(pred["output"], steps[pred["step_id"]], view, contract, menu=menu).to_dict()
         assert got == expected, (view, contract, pred["step_id"])
         checked += 1
     assert checked == len(steps)
     preds = [Prediction(p["step_id"], p["output"]) for p in run["predictions"]]
-    report = score_predictions(preds, list(steps.values()), view, contract)
-    assert {m: report.value(m) for m in METRIC_NAMES} == run["expected_micro"]
-    assert {m: report.metrics[m]["macro"] for m in METRIC_NAMES} == run["expected_macro"]
+    report = score_predictions(preds, list(steps.values()), view, contract, menus=menus)
+    assert {m: report.value(m) for m in ALL_METRICS} == run["expected_micro"]
+    assert {m: report.metrics[m]["macro"] for m in ALL_METRICS} == run["expected_macro"]

@@ -215,9 +215,12 @@ def _noisy_preds(view, contract, seed, p_wrong):
 def test_report_shape_and_top_level_keys():
     report = score_predictions(_noisy_preds("som", "J", 1, 0.4), STEPS, "som", "J")
     d = json.loads(report.to_json())
-    assert list(d) == list(METRIC_NAMES) + ["counts", "breakdowns", "provenance"]
+    assert list(d) == list(METRIC_NAMES) + ["extensions", "counts", "breakdowns", "provenance", "warnings"]
+    assert list(d["extensions"]) == ["guide_action_consistency", "joint_step_acc"]
     for m in METRIC_NAMES:
         assert set(d[m]) == {"micro", "macro", "n", "n_tasks", "std", "ci95", "per_seed"}
+    for m in d["extensions"].values():
+        assert set(m) == {"micro", "macro", "n", "n_tasks", "std", "ci95", "per_seed"}
     prov = d["provenance"]
     assert prov["scorer_version"] == SCORER_VERSION and prov["view"] == "som" and prov["contract"] == "J"
     assert prov["dataset_fingerprint"] == dataset_fingerprint(STEPS)

@@ -1,12 +1,15 @@
 """Regenerate the golden file of real heuristic-baseline predictions (deliberately!).
 
-    python tests/golden/make_golden.py
+    python tests/golden/make_golden.py              # from the bundled corpus as it is now
+    python tests/golden/make_golden.py --rescore    # keep the stored gold and outputs
 
 Writes ``tests/golden/heuristic_bundled_test.json``: the gold records of the bundled
 corpus' test split (both views, so the file is self-contained), the heuristic baseline's
 raw outputs in every contract and view, and the expected per-step scores and micro means.
 ``tests/test_golden.py`` re-scores the stored outputs against the stored gold and checks
 every number exactly. Run this only when a scorer change is intended, and review the diff.
+``--rescore`` re-scores the stored outputs against the stored gold (for a scorer change
+that must not move the gold or the outputs in the same diff).
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ def build() -> dict:
     from mag_dataset.actions import Contract, View
     from mag_dataset.dataset import bundled_dataset, gold_records, load_view, step_from_record
     from mag_dataset.heuristic import heuristic_predictions
-    from mag_dataset.scoring import METRIC_NAMES, SCORER_VERSION, dataset_fingerprint, score_predictions
+    from mag_dataset.scoring import SCORER_VERSION, dataset_fingerprint
 
     folder = bundled_dataset()
     gold = {v.value: gold_records(load_view(folder, v, "test")) for v in View}
@@ -33,15 +36,12 @@ def build() -> dict:
     for view in View:
         for contract in Contract:
             preds = heuristic_predictions(steps[view.value], view, contract, menus=menus)
-            report = score_predictions(preds, steps[view.value], view, contract, keep_steps=True)
-            by_id = {s.step_id: s for s in report.steps}
             runs.append({
                 "view": view.value,
                 "contract": contract.value,
                 "predictions": [{"step_id": p.step_id, "output": p.output} for p in preds],
-                "expected_steps": [by_id[p.step_id].to_dict() for p in preds],
-                "expected_micro": {m: report.value(m) for m in METRIC_NAMES},
-                "expected_macro": {m: report.metrics[m]["macro"] for m in METRIC_NAMES},
+                **_expected(steps[view.value], preds, view.value, contract.value,
+                            menus if view is View.COORD else None),
             })
     return {
         "about": "real heuristic-baseline predictions on the bundled test split; regenerate with "
@@ -53,10 +53,40 @@ def build() -> dict:
     }
 
 
+def _expected(steps: list, preds: list, view: str, contract: str, menus: dict | None) -> dict:
+    from mag_dataset.scoring import ALL_METRICS, score_predictions
+
+    # coord: the som menus enable the guide-action consistency extension
+    report = score_predictions(preds, steps, view, contract, keep_steps=True, menus=menus)
+    by_id = {s.step_id: s for s in report.steps}
+    return {
+        "expected_steps": [by_id[p.step_id].to_dict() for p in preds],
+        "expected_micro": {m: report.value(m) for m in ALL_METRICS},
+        "expected_macro": {m: report.metrics[m]["macro"] for m in ALL_METRICS},
+    }
+
+
+def rescore() -> dict:
+    """The stored golden file with its expected scores recomputed (gold and outputs kept)."""
+    from mag_dataset.dataset import step_from_record
+    from mag_dataset.predictions import Prediction
+    from mag_dataset.scoring import SCORER_VERSION
+
+    data = json.loads(GOLDEN.read_text("utf-8"))
+    steps = {v: [step_from_record(r) for r in recs] for v, recs in data["gold"].items()}
+    menus = {s.step_id: s.candidates for s in steps["som"]}
+    for run in data["runs"]:
+        preds = [Prediction(p["step_id"], p["output"]) for p in run["predictions"]]
+        view = run["view"]
+        run.update(_expected(steps[view], preds, view, run["contract"], menus if view == "coord" else None))
+    data["scorer_version"] = SCORER_VERSION
+    return data
+
+
 def main() -> int:
     from mag_dataset.fileio import atomic_write
 
-    data = build()
+    data = rescore() if "--rescore" in sys.argv[1:] else build()
     atomic_write(GOLDEN, json.dumps(data, ensure_ascii=False, indent=1, sort_keys=False) + "\n")
     n = sum(len(r["predictions"]) for r in data["runs"])
     print(f"wrote {GOLDEN} ({n} scored predictions, {len(data['runs'])} runs)")
