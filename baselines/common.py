@@ -175,12 +175,18 @@ def prompt_text(processor: Any, step: Step, view: View | str, contract: Contract
 
 
 def guide_prefix(guide: str, contract: Contract | str = Contract.JG) -> str:
-    """The start of a guide-first answer up to (not including) the action value.
+    """The start of a guide-first answer up to the ``"action":`` key, without the space after it.
 
     Forcing this string after the generation prompt makes the model decode the action that
     a given guide induces (WebMRE's forced-guide mediation; MG-GRPO's mediated reward).
     Derived from :func:`mag_dataset.prompts.render_output`, so it is byte-identical to the
     start of a rendered gold answer.
+
+    The prefix stops *before* the space that follows ``"action":``. Qwen's byte-level BPE
+    pre-tokenizer glues that space to the next ``{"`` (the trained answer reads
+    ``'":', 'Ġ{"'``); a prefix ending with the space would be encoded ``'":', 'Ġ'``, a
+    token the model never saw there in training. Cut before the space, the prefix's tokens
+    are exactly the first tokens of the full answer (:func:`prefix_is_token_aligned`).
 
     Raises:
         ValueError: the contract does not put the guide before the action.
@@ -193,7 +199,38 @@ def guide_prefix(guide: str, contract: Contract | str = Contract.JG) -> str:
         raise ValueError(f"contract {contract.value} does not write the guide before the action; use JG")
     sentinel = {"type": "\x00sentinel\x00"}
     full = render_output(sentinel, guide, contract)
-    return full[: full.index(json.dumps(sentinel, ensure_ascii=False))]
+    return full[: full.index(json.dumps(sentinel, ensure_ascii=False))].rstrip()
+
+
+def prefix_is_token_aligned(tokenizer: Any, prefix: str, full: str) -> bool:
+    """Whether ``prefix``'s tokens are the first tokens of ``full`` (no token straddles the cut).
+
+    Args:
+        tokenizer: a Hugging Face tokenizer.
+        prefix: a forced answer prefix, e.g. :func:`guide_prefix`.
+        full: a complete answer starting with ``prefix``.
+    """
+    if not full.startswith(prefix):
+        return False
+    a = tokenizer(full, add_special_tokens=False)["input_ids"]
+    b = tokenizer(prefix, add_special_tokens=False)["input_ids"]
+    return a[: len(b)] == b
+
+
+def check_guide_prefix_alignment(tokenizer: Any, step: Step, view: View | str) -> None:
+    """Refuse a tokenizer that would split :func:`guide_prefix` differently from the trained answer.
+
+    Raises:
+        mag_dataset.cli.UserError: the forced prefix of ``step``'s gold guide does not end on
+            a token boundary of its gold JG answer.
+    """
+    from mag_dataset.cli import UserError
+    from mag_dataset.prompts import render_target
+
+    full = render_target(step, view, Contract.JG)
+    if not prefix_is_token_aligned(tokenizer, guide_prefix(step.guide), full):
+        raise UserError(f"this tokenizer does not split the forced guide prefix where it splits the trained "
+                        f"answer (step {step.step_id}); forcing it would start from a token never seen in training")
 
 
 @dataclass(frozen=True)
@@ -217,6 +254,7 @@ def greedy_generate(
     images: Sequence["Image"],
     prefixes: Sequence[str] | None = None,
     max_new_tokens: int = 256,
+    synced_gpus: bool | None = None,
 ) -> list[Decoded]:
     """Batched greedy decoding (left padding) of chat-template prompts, one image each.
 
@@ -227,6 +265,9 @@ def greedy_generate(
         images: one screenshot per prompt.
         prefixes: optional forced answer prefixes, appended to the prompts before decoding.
         max_new_tokens: decoding budget per answer.
+        synced_gpus: passed to ``generate`` when not None (True: every rank keeps stepping
+            until all ranks are done; the caller must then make the same number of calls
+            on every rank).
 
     Returns:
         One :class:`Decoded` per prompt, in order.
@@ -240,9 +281,11 @@ def greedy_generate(
     inputs = processor(text=texts, images=list(images), return_tensors="pt", padding=True, padding_side="left")
     inputs = inputs.to(model.device)
     tok = processor.tokenizer
+    extra = {} if synced_gpus is None else {"synced_gpus": synced_gpus}
     with torch.inference_mode():
         out = model.generate(
             **inputs,
+            **extra,
             max_new_tokens=max_new_tokens,
             do_sample=False,
             num_beams=1,

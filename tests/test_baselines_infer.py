@@ -105,9 +105,28 @@ def test_guide_prefix_matches_rendered_gold():
     for step, _ in tiny_steps(4):
         gold = render_target(step, "som", "JG")
         prefix = common.guide_prefix(step.guide)
-        assert gold.startswith(prefix) and prefix.endswith('"action": ')
+        assert gold.startswith(prefix) and prefix.endswith('"action":')
     with pytest.raises(ValueError, match="JG"):
         common.guide_prefix("Click it.", "J")
+
+
+def test_forced_prefix_tokens_are_a_prefix_of_the_trained_answer_tokens(backend):
+    """The forced prefix ends on a token boundary of the trained answer, alone and after the prompt."""
+    from mag_dataset.prompts import render_target
+
+    tok = backend.processor.tokenizer
+    for step, _ in tiny_steps(4):
+        full, prefix = render_target(step, "som", "JG"), common.guide_prefix(step.guide)
+        a = tok(full, add_special_tokens=False)["input_ids"]
+        b = tok(prefix, add_special_tokens=False)["input_ids"]
+        assert a[: len(b)] == b, (tok.convert_ids_to_tokens(a[len(b) - 2 : len(b) + 1]), tok.convert_ids_to_tokens(b[-2:]))
+        assert common.prefix_is_token_aligned(tok, prefix, full)
+        # as the model sees it: the decoding prompt + prefix vs the SFT sequence (prompt, then answer tokens)
+        prompt = backend.prompt(step, "som", "JG")
+        p = tok(prompt, add_special_tokens=False)["input_ids"]
+        assert tok(prompt + prefix, add_special_tokens=False)["input_ids"] == p + b
+    # the old prefix, with the space after "action":, straddles the answer's 'Ġ{"' token
+    assert not common.prefix_is_token_aligned(tok, prefix + " ", full)
 
 
 def test_cli_rejects_bad_contract(tmp_path, tiny_vlm, capsys):
