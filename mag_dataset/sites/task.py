@@ -105,7 +105,9 @@ class SiteTask(AbstractBrowserTask):
         return self.goal, {}
 
     def validate(self, page: Any, chat_messages: list[dict[str, Any]]) -> tuple[float, bool, str, dict[str, Any]]:
-        answers = [m for m in chat_messages if m.get("role") == "assistant"]
+        # only the agent's messages count: BrowserGym's own greeting precedes the goal (a user message)
+        last_user = max((i for i, m in enumerate(chat_messages) if m.get("role") == "user"), default=-1)
+        answers = [m for m in chat_messages[last_user + 1:] if m.get("role") == "assistant"]
         if not answers:
             return 0.0, False, "", {}
         ok, reason = self.check(str(answers[-1].get("message") or ""))
