@@ -164,7 +164,7 @@ def test_decisions_write_back_and_survive_a_new_session(tmp_path):
     write_drafts(raw, n_steps=3)  # the last step has no LLM draft: its template guide is shown
     s = Session(raw)
     assert s.first_undecided() == 0
-    assert s.view(3)["guide"] == "Click the 'Submit' button." and "current guide (template)" in s.view(3)["context"]
+    assert s.view(3)["guide"] == "Click the 'Submit' button." and "the current guide (template)" in s.view(3)["guides"]
     s.decide(0, "edit", "LLM draft 0.", "ann")  # unchanged text counts as accept
     s.decide(1, "edit", "Type 'pw' in the Password box.", "bob")
     s.decide(2, "reject", "", "ann")
@@ -235,6 +235,74 @@ def test_adjudication_updates_audit_and_survives_a_rerun(tmp_path):
         assert rep.requests == 0 and rep.adjudicated == 2
     recs = read_audit(raw / "audit.jsonl")
     assert recs["login.seed-0:2"].status is AuditStatus.REMAPPED and recs["login.seed-0:0"].status is AuditStatus.DISPUTED
+
+
+def disputing_judges():
+    return [StubOpenAI(responder=lambda b: '{"verdict": "confirm"}'),
+            StubOpenAI(responder=lambda b: '{"verdict": "unmappable"}'),
+            StubOpenAI(responder=lambda b: '{"verdict": "remap", "element": "3"}')]
+
+
+def test_adjudications_made_with_another_db_are_never_lost(tmp_path, capsys):
+    from mag_dataset.harness.audit import JudgeConfig, run_audit
+
+    raw = tmp_path / "raw"
+    hf.make_corpus(raw, 1)
+    stubs = [s.start() for s in disputing_judges()]
+    try:
+        judges = [JudgeConfig(n, s.base_url, "m", api_key_env=None) for n, s in zip("abc", stubs)]
+        run_audit(raw, judges, cache_dir=tmp_path / "cache")
+        other = raw / "other.sqlite"
+        s = Session(raw, db_path=other)  # mag annotate --db RAW/other.sqlite
+        s.adjudicate("login.seed-0:2", "remapped", "3", "ann")
+        s.close()
+        assert not (raw / "annotations.sqlite").exists()
+        # a rerun that reads the default database keeps the decision: it lives in the audit record
+        rep = run_audit(raw, judges, cache_dir=tmp_path / "cache")
+        assert rep.requests == 0 and rep.adjudicated == 1
+        assert any("other.sqlite holds 1 decisions for these steps" in w for w in rep.warnings)
+        rec = read_audit(raw / "audit.jsonl")["login.seed-0:2"]
+        assert (rec.status, rec.element_id, rec.adjudicated_by) == (AuditStatus.REMAPPED, "3", "ann")
+    finally:
+        for st in stubs:
+            st.stop()
+    # the replay keeps it too, and warns about the database it was not given
+    assert main(["audit", str(raw), "--replay"]) == 0
+    err = capsys.readouterr().err
+    assert "warning:" in err and "pass --db" in err and "other.sqlite" in err
+    assert read_audit(raw / "audit.jsonl")["login.seed-0:2"].status is AuditStatus.REMAPPED
+    # with the audit file gone, the same --db as the app brings the decision back
+    (raw / "audit.jsonl").unlink()
+    assert main(["audit", str(raw), "--replay", "--db", str(other)]) == 0
+    assert "(1 by human adjudication)" in capsys.readouterr().out
+    assert read_audit(raw / "audit.jsonl")["login.seed-0:2"].status is AuditStatus.REMAPPED
+    assert main(["audit", str(raw), "--replay", "--db", str(tmp_path / "nope.sqlite")]) == 2
+    assert "annotation database not found" in capsys.readouterr().err
+
+
+def test_a_guide_verified_after_the_audit_marks_exactly_the_affected_verdicts_stale(tmp_path, capsys):
+    from mag_dataset.harness.audit import JudgeConfig, audit_staleness, run_audit
+
+    raw = tmp_path / "raw"
+    hf.make_corpus(raw, 2)
+    with StubOpenAI(responder=lambda b: '{"verdict": "confirm"}') as stub:
+        judges = [JudgeConfig(n, stub.base_url, f"m{n}", api_key_env=None) for n in "abc"]
+        assert run_audit(raw, judges, cache_dir=tmp_path / "cache").requests == 24
+        assert audit_staleness(raw).stale == () and stub.count == 24
+        s = Session(raw)
+        s.decide(s.refs.index(s.by_id["login.seed-1:1"]), "edit", "Type pw as the password.", "ann")
+        # the judge prompt of step 1 holds its guide, steps 2 and 3 hold it among the earlier guides
+        st = audit_staleness(raw)
+        assert st.stale == ("login.seed-1:1", "login.seed-1:2", "login.seed-1:3") and st.calls == 9
+        view = s.view(s.refs.index(s.by_id["login.seed-1:2"]))
+        assert "verdicts stale" in view["audit"] and "the next audit will make 9 calls" in view["audit"]
+        assert "verdicts stale" not in s.view(0)["audit"]
+        s.close()
+        assert main(["audit", str(raw), "--replay"]) == 0
+        assert "3 steps have stale verdicts (a guide changed after the audit); the next audit will make 9 calls" in \
+            capsys.readouterr().out
+        rep = run_audit(raw, judges, cache_dir=tmp_path / "cache")
+        assert rep.requests == 9 and stub.count == 33 and audit_staleness(raw).stale == ()
 
 
 def free_port():

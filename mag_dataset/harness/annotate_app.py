@@ -6,23 +6,37 @@ resolves disputed audit steps by hand. Both happen here, on top of
 close it at any point, start it again, every decision is still there).
 
 Verify tab
-    One step at a time: the Set-of-Mark screenshot, the task intent, the guides of the
-    earlier steps, the gold action with its target element, and the draft (from
-    ``guide_drafts.jsonl``; the current guide when a step has no draft) in an editable box.
+    One step at a time: the Set-of-Mark screenshot (with the recorded point drawn on it for
+    a point-only step), the task intent, the guides of the earlier steps, the gold action
+    with its target element; the draft (from ``guide_drafts.jsonl``; the current guide
+    when a step has no draft), the original guide (what Reject restores) and the resulting
+    guide with its source; the step's audit status, the screenshot's ``stale`` flag and
+    whether the step's audit verdicts are stale (its guide or an earlier one changed after
+    the audit) with the number of calls the next audit will make. The editable box holds
+    the draft, or the decided guide of a decided step.
     Accept keeps the draft (``guide_source = llm``); Save edit stores the edited text
-    (``guide_source = human``; an unchanged text counts as accept); Reject keeps the guide
-    the step had before annotation. Every decision is written back into the raw episode at
-    once, with ``metadata["verified_by"]``. The app opens on the first undecided step.
+    (``guide_source = human``; an unchanged draft counts as accept, the unchanged original
+    as reject); Reject keeps the guide the step had before annotation. Every decision is
+    written back into the raw episode at once, with ``metadata["verified_by"]``. Each page
+    load opens on the first undecided step.
 
     Keyboard shortcuts (outside a text box): ``a`` accept, ``e`` save edit, ``r`` reject,
     ``n`` next, ``p`` previous; anywhere: ``Alt`` + the same letter, and ``Ctrl+Enter`` in
     the guide box saves the edit.
 
 Adjudicate tab
-    The steps the audit left ``disputed`` (and those already adjudicated): the screenshot,
-    the recorded action, each judge's verdict from the verdict log and the candidate menu.
-    The adjudicator resolves the step to confirmed, remapped (to a chosen element) or
-    unmappable; the audit file is updated at once and later audit runs keep the decision.
+    The steps the audit left ``disputed`` (and those already adjudicated), each marked open
+    or resolved; the list is reread whenever the tab is opened, and it opens on the first
+    open step. The Resolve controls come first, then the recorded action, each judge's
+    verdict from the verdict log and the candidate menu, next to the screenshot. The
+    adjudicator resolves the step to confirmed, remapped (to a chosen element) or
+    unmappable; the audit file is updated at once (with ``adjudicated_by``) and later audit
+    runs keep the decision.
+
+Input mistakes (no annotator name, an empty edit, a remap without an element) are shown as
+a warning next to the buttons; nothing is raised, so neither the page nor the server log
+shows an error. Every per-step control (guide box, resolution, element, note, warning) is
+reset when the step changes.
 """
 
 from __future__ import annotations
@@ -78,6 +92,9 @@ class _Ref:
     index: int
 
 
+_DONE = {"accept": "accepted", "edit": "edited", "reject": "rejected"}
+
+
 class Session:
     """The app's data: the corpus, drafts, audit and decisions (no Gradio here, testable).
 
@@ -106,6 +123,8 @@ class Session:
         if not self.refs:
             raise ValueError(f"{self.raw_dir} holds no episodes")
         self.by_id = {r.step_id: r for r in self.refs}
+        self._log: tuple[float, dict] | None = None  # (mtime, verdicts) of the verdict log
+        self._next_calls: dict[str, tuple[bool, int]] | None = None  # step id -> (stale, calls)
 
     def close(self) -> None:
         self.store.close()
@@ -120,52 +139,144 @@ class Session:
         sid = self.refs[i].step_id
         if sid in self.drafts:
             return self.drafts[sid].draft
-        orig = self.store.originals().get(sid)
-        return orig[0] if orig else self.load(i)[1].guide
+        return self.original(i)[0]
+
+    def original(self, i: int) -> tuple[str, str]:
+        """``(guide, guide_source)`` of step ``i`` before any decision (what Reject restores)."""
+        orig = self.store.originals().get(self.refs[i].step_id)
+        if orig:
+            return orig
+        st = self.load(i)[1]
+        return st.guide, st.guide_source.value
 
     def first_undecided(self) -> int:
         decided = self.store.decisions()
         return next((i for i, r in enumerate(self.refs) if r.step_id not in decided), 0)
 
     def decide(self, i: int, decision: str, text: str, annotator: str) -> None:
+        """Record a decision on step ``i`` and write it into the raw episode.
+
+        Raises:
+            ValueError: an unknown decision, an empty edit or no annotator name.
+        """
         ep, st = self.load(i)
         sid = self.refs[i].step_id
         draft = self.draft(i)
         original = self.store.originals().get(sid, (st.guide, st.guide_source.value))
-        if decision == "edit" and " ".join(text.split()) == " ".join(draft.split()):
-            decision = "accept"
-        guide = {"accept": draft, "edit": text, "reject": original[0]}[decision]
+        if decision == "edit":
+            same = " ".join(text.split())
+            if same == " ".join(draft.split()):
+                decision = "accept"
+            elif same == " ".join(original[0].split()):
+                decision = "reject"  # the box of a rejected step holds the original guide
+        guide = {"accept": draft, "edit": text, "reject": original[0]}.get(decision, text)
         source = "llm" if sid in self.drafts else original[1]
         self.store.decide(sid, decision, guide, draft, annotator, original, draft_source=source)
         apply_decisions(self.raw_dir, self.store, {ep.episode_id})
+        if self._next_calls is not None:  # a guide change can only make this episode's verdicts stale
+            for r in self.refs:
+                if r.folder == self.refs[i].folder:
+                    self._next_calls.pop(r.step_id, None)
+
+    # -- audit state --------------------------------------------------------------------
+
+    def _verdicts(self) -> dict:
+        from mag_dataset.harness.audit import VERDICTS_FILE, read_verdicts
+
+        path = self.audit_path.with_name(VERDICTS_FILE)
+        mtime = path.stat().st_mtime if path.is_file() else -1.0
+        if self._log is None or self._log[0] != mtime:  # the audit ran again: reread, recompute
+            self._log = (mtime, read_verdicts(path) if mtime >= 0 else {})
+            self._next_calls = None
+        return self._log[1]
+
+    def _step_calls(self, sid: str) -> tuple[bool, int]:
+        from mag_dataset.harness.audit import AuditItem, audit_staleness
+
+        verdicts = self._verdicts()
+        if self._next_calls is None:
+            self._next_calls = {}
+        if sid not in self._next_calls:
+            ref = self.by_id[sid]
+            ep = read_episode(ref.folder)
+            item = AuditItem(sid, ep, ep.steps[ref.index], ref.folder)
+            st = audit_staleness(self.raw_dir, verdicts=verdicts, index={sid: item}, step_ids=[sid])
+            self._next_calls[sid] = (bool(st.stale), st.calls)
+        return self._next_calls[sid]
+
+    def next_audit_calls(self) -> int:
+        """Calls the next audit will make for the steps in the verdict log (stale or failed)."""
+        return sum(self._step_calls(sid)[1] for sid in self._verdicts() if sid in self.by_id)
+
+    def audit_line(self, i: int) -> str:
+        """The step's audit status, its screenshot's stale flag and whether its verdicts are stale."""
+        sid = self.refs[i].step_id
+        st = self.load(i)[1]
+        rec = (read_audit(self.audit_path) if self.audit_path.is_file() else {}).get(sid)
+        if rec is None:
+            status = "not audited"
+        else:
+            status = rec.status.value + (f" → [{rec.element_id}]" if rec.element_id else "")
+            if rec.adjudicated_by:
+                status += f" (adjudicated by {rec.adjudicated_by})"
+        stale_shot = st.stale or (rec is not None and rec.stale)
+        line = f"**Audit:** {status} · **screenshot stale:** {'yes' if stale_shot else 'no'}"
+        if sid in self._verdicts():
+            stale, _ = self._step_calls(sid)
+            if stale:
+                line += (" · **verdicts stale**: a guide changed after the audit, "
+                         f"the next audit will make {self.next_audit_calls()} calls")
+            else:
+                line += " · verdicts current"
+        return line
+
+    # -- views ---------------------------------------------------------------------------
 
     def view(self, i: int) -> dict[str, Any]:
         """Everything the verify tab shows for step ``i``."""
         ep, st = self.load(i)
         sid = self.refs[i].step_id
-        d = self.store.decisions().get(sid)
-        decided = sum(r.step_id in self.store.decisions() for r in self.refs)
+        decisions = self.store.decisions()
+        d = decisions.get(sid)
+        decided = sum(r.step_id in decisions for r in self.refs)
         status = f"**Step {i + 1} / {len(self.refs)}** · `{sid}` · {decided} decided · "
-        if d is None:
-            status += "undecided"
-        else:
-            done = {"accept": "accepted", "edit": "edited", "reject": "rejected"}[d.decision]
-            status += f"{done} by {d.annotator}"
+        status += "undecided" if d is None else f"{_DONE[d.decision]} by {d.annotator}"
         previous = "\n".join(f"{k + 1}. {s.guide}" for k, s in enumerate(ep.steps[: st.step_index])) or "(first step)"
+        a = st.action
+        point = ""
+        if a.coordinate is not None and a.element_id is None:
+            point = f"\n\n**Point-only step:** the recorded point ({a.coordinate[0]:g}, {a.coordinate[1]:g}) is marked in red"
         context = (
             f"**Task:** {ep.intent}\n\n**Earlier guides:**\n\n{previous}\n\n"
-            f"**Gold action:** `{describe_action(st)}`\n\n"
-            f"**Draft source:** {'LLM draft' if sid in self.drafts else 'current guide (' + st.guide_source.value + ')'}"
+            f"**Gold action:** `{describe_action(st)}`{point}"
         )
-        text = d.guide if d is not None and d.decision == "edit" else self.draft(i)
-        return {"status": status, "image": self.image(i), "context": context, "guide": text}
+        original = self.original(i)
+        draft_from = "LLM draft" if sid in self.drafts else f"no LLM draft: the current guide ({original[1]})"
+        guides = (
+            f"**Draft** ({draft_from}): {self.draft(i)}\n\n"
+            f"**Original** (Reject restores it; {original[1]}): {original[0]}\n\n"
+            f"**Result** ({st.guide_source.value}" + (f", {_DONE[d.decision]}" if d else ", undecided") + f"): {st.guide}"
+        )
+        text = st.guide if d is not None else self.draft(i)
+        return {"status": status, "image": self.image(i), "context": context, "guides": guides,
+                "audit": self.audit_line(i), "guide": text}
 
     def image(self, i: int) -> Any:
-        from PIL import Image
+        """The Set-of-Mark screenshot; a point-only step gets its recorded point drawn in red."""
+        from PIL import Image, ImageDraw
 
         _, st = self.load(i)
         with Image.open(self.refs[i].folder / st.som_screenshot) as img:
-            return img.convert("RGB")
+            out = img.convert("RGB")
+        a = st.action
+        if a.coordinate is not None and a.element_id is None:
+            x, y = a.coordinate
+            r = max(4, min(out.size) // 40)
+            d = ImageDraw.Draw(out)
+            d.ellipse((x - r, y - r, x + r, y + r), outline=(255, 0, 0), width=2)
+            d.line((x - 2 * r, y, x + 2 * r, y), fill=(255, 0, 0), width=1)
+            d.line((x, y - 2 * r, x, y + 2 * r), fill=(255, 0, 0), width=1)
+        return out
 
     # -- adjudication ------------------------------------------------------------------
 
@@ -173,16 +284,34 @@ class Session:
         """Steps to adjudicate: disputed in the audit file, plus those already adjudicated."""
         recs = read_audit(self.audit_path) if self.audit_path.is_file() else {}
         adj = self.store.adjudications()
-        ids = {s for s, r in recs.items() if r.status is AuditStatus.DISPUTED} | set(adj)
+        ids = {s for s, r in recs.items() if r.status is AuditStatus.DISPUTED or r.adjudicated_by} | set(adj)
         return [r.step_id for r in self.refs if r.step_id in ids]
 
-    def verdict_lines(self, sid: str) -> str:
-        from mag_dataset.harness.audit import VERDICTS_FILE, read_verdicts
+    def disputed_choices(self) -> list[tuple[str, str]]:
+        """``(label, step id)`` of :meth:`disputed`, each marked open or resolved."""
+        adj = self.store.adjudications()
+        recs = read_audit(self.audit_path) if self.audit_path.is_file() else {}
+        out = []
+        for sid in self.disputed():
+            a = adj.get(sid)
+            rec = recs.get(sid)
+            if a is not None:
+                label = f"{sid} · resolved: {a.status.value}" + (f" → [{a.element_id}]" if a.element_id else "")
+            elif rec is not None and rec.adjudicated_by:
+                label = f"{sid} · resolved: {rec.status.value}" + (f" → [{rec.element_id}]" if rec.element_id else "")
+            else:
+                label = f"{sid} · open"
+            out.append((label, sid))
+        return out
 
-        path = self.audit_path.with_name(VERDICTS_FILE)
-        if not path.is_file():
+    def first_open(self) -> str | None:
+        """The first disputed step nobody resolved yet (else None)."""
+        return next((sid for label, sid in self.disputed_choices() if label.endswith("· open")), None)
+
+    def verdict_lines(self, sid: str) -> str:
+        rows = self._verdicts().get(sid, [])
+        if not self._verdicts():
             return "(no verdict log)"
-        rows = read_verdicts(path).get(sid, [])
         out = []
         for v in rows:
             vote = (v.vote.value + (f" → [{v.element_id}]" if v.element_id else "")) if v.vote else f"no vote ({v.error})"
@@ -195,21 +324,34 @@ class Session:
         a = self.store.adjudications().get(sid)
         menu = "\n".join(f"- [{c.id}] {c.role} “{c.text}”" for c in st.candidates)
         info = (
-            f"**Task:** {ep.intent}\n\n**Recorded action:** `{describe_action(st)}`\n\n**Guide:** {st.guide}\n\n"
+            (f"**Adjudicated:** {a.status.value}" + (f" → [{a.element_id}]" if a.element_id else "") + f" by {a.annotator}\n\n" if a else "**Not adjudicated yet.**\n\n")
+            + f"**Task:** {ep.intent}\n\n**Recorded action:** `{describe_action(st)}`\n\n**Guide:** {st.guide}\n\n"
             f"**Judges:**\n\n{self.verdict_lines(sid)}\n\n"
-            + (f"**Adjudicated:** {a.status.value}" + (f" → [{a.element_id}]" if a.element_id else "") + f" by {a.annotator}\n\n" if a else "**Not adjudicated yet.**\n\n")
-            + f"**Candidate menu:**\n\n{menu}"
+            f"**Candidate menu:**\n\n{menu}"
         )
         return {"image": self.image(i), "info": info, "ids": [c.id for c in st.candidates]}
 
     def adjudicate(self, sid: str, status: str, element: str | None, annotator: str, note: str = "") -> None:
+        """Resolve a disputed step and write the outcome into the audit file.
+
+        Raises:
+            ValueError: an unknown step, a remap without an element or to one outside the
+                menu, or no annotator name.
+        """
         if sid not in self.by_id:
             raise ValueError(f"step {sid!r} is not in {self.raw_dir}")
         _, st = self.load(self.refs.index(self.by_id[sid]))
-        if status == AuditStatus.REMAPPED.value and element not in {c.id for c in st.candidates}:
-            raise ValueError(f"step {sid}: element {element!r} is not in the candidate menu")
+        if status == AuditStatus.REMAPPED.value:
+            if not element:
+                raise ValueError("pick the element to remap to")
+            if element not in {c.id for c in st.candidates}:
+                raise ValueError(f"step {sid}: element {element!r} is not in the candidate menu")
         self.store.adjudicate(sid, status, element, annotator, note)
         apply_adjudications(self.raw_dir, self.store, self.audit_path)
+
+
+def _warn(text: str) -> str:
+    return f"⚠️ {text}" if text else ""
 
 
 def build_app(session: Session, annotator: str = "") -> Any:
@@ -218,16 +360,16 @@ def build_app(session: Session, annotator: str = "") -> Any:
 
     def show(i: int) -> tuple:
         v = session.view(i)
-        return i, v["status"], v["image"], v["context"], v["guide"]
+        return i, v["status"], v["image"], v["context"], v["guides"], v["audit"], v["guide"], ""
 
     def act(decision: str):
         def handler(i: int, text: str, who: str) -> tuple:
             if not who or not who.strip():
-                raise gr.Error("Enter your name in 'Annotator' first.")
+                return (*[gr.skip()] * 7, _warn("Enter your name in 'Annotator' (top of the page) first."))
             try:
                 session.decide(i, decision, text, who)
-            except ValueError as e:
-                raise gr.Error(str(e)) from None
+            except ValueError as e:  # an input mistake: a warning next to the buttons, no error overlay
+                return (*[gr.skip()] * 7, _warn(str(e)[:1].upper() + str(e)[1:] + "."))
             return show(min(i + 1, len(session.refs) - 1))
         return handler
 
@@ -236,59 +378,76 @@ def build_app(session: Session, annotator: str = "") -> Any:
                     "**n** / **p** next / previous (Alt+key anywhere; Ctrl+Enter in the guide box saves the edit).")
         who = gr.Textbox(label="Annotator", value=annotator, elem_id="mag-annotator", max_lines=1)
         with gr.Tab("Verify"):
-            idx = gr.State(session.first_undecided())
+            idx = gr.State(0)
             status = gr.Markdown(elem_id="mag-status")
             with gr.Row():
                 image = gr.Image(label="Set-of-Mark screenshot", type="pil", format="png", interactive=False, elem_id="mag-image")
                 with gr.Column():
                     context = gr.Markdown(elem_id="mag-context")
-                    guide = gr.Textbox(label="Guide draft (edit, then 'Save edit')", lines=3, elem_id="mag-guide")
+                    audit_md = gr.Markdown(elem_id="mag-audit")
+                    guides = gr.Markdown(elem_id="mag-guides")
+                    guide = gr.Textbox(label="Guide (edit, then 'Save edit')", lines=3, elem_id="mag-guide")
                     with gr.Row():
                         accept = gr.Button("Accept (a)", variant="primary", elem_id="mag-accept")
                         edit = gr.Button("Save edit (e)", elem_id="mag-edit")
                         reject = gr.Button("Reject (r)", variant="stop", elem_id="mag-reject")
+                    warning = gr.Markdown(elem_id="mag-warning")
                     with gr.Row():
                         prev = gr.Button("← Previous (p)", elem_id="mag-prev")
                         nxt = gr.Button("Next (n) →", elem_id="mag-next")
-            outs = [idx, status, image, context, guide]
+            outs = [idx, status, image, context, guides, audit_md, guide, warning]
             accept.click(act("accept"), [idx, guide, who], outs)
             edit.click(act("edit"), [idx, guide, who], outs)
             reject.click(act("reject"), [idx, guide, who], outs)
             prev.click(lambda i: show(max(0, i - 1)), [idx], outs)
             nxt.click(lambda i: show(min(len(session.refs) - 1, i + 1)), [idx], outs)
-            app.load(show, [idx], outs)
-        with gr.Tab("Adjudicate"):
-            steps = gr.Dropdown(label="Disputed step", choices=session.disputed(), value=None, elem_id="mag-adj-step")
+            # every page load (a reload too) opens on the first undecided step
+            app.load(lambda: show(session.first_undecided()), None, outs)
+        with gr.Tab("Adjudicate", elem_id="mag-adj-tab") as adj_tab:
             with gr.Row():
-                adj_image = gr.Image(label="Set-of-Mark screenshot", type="pil", format="png", interactive=False)
                 with gr.Column():
-                    adj_info = gr.Markdown(elem_id="mag-adj-info")
+                    steps = gr.Dropdown(label="Disputed step", choices=[], value=None, elem_id="mag-adj-step")
                     outcome = gr.Radio(["confirmed", "remapped", "unmappable"], label="Resolution", elem_id="mag-adj-outcome")
                     element = gr.Dropdown(label="Element (for remapped)", choices=[], value=None, elem_id="mag-adj-element")
-                    note = gr.Textbox(label="Note", max_lines=1)
+                    note = gr.Textbox(label="Note", max_lines=1, elem_id="mag-adj-note")
                     resolve = gr.Button("Resolve", variant="primary", elem_id="mag-adj-resolve")
-                    refresh = gr.Button("Reload disputed steps")
+                    adj_warning = gr.Markdown(elem_id="mag-adj-warning")
+                    adj_info = gr.Markdown(elem_id="mag-adj-info")
+                adj_image = gr.Image(label="Set-of-Mark screenshot", type="pil", format="png", interactive=False,
+                                     elem_id="mag-adj-image")
 
             def pick(sid: str | None):
+                # a new step: every per-step control starts empty (no note or resolution carried over)
                 if not sid:
-                    return None, "Pick a disputed step.", gr.update(choices=[], value=None)
+                    return None, "No disputed step to adjudicate.", None, gr.update(choices=[], value=None), "", ""
                 v = session.adjudication_view(sid)
-                return v["image"], v["info"], gr.update(choices=v["ids"], value=None)
+                return v["image"], v["info"], None, gr.update(choices=v["ids"], value=None), "", ""
+
+            def refresh(current: str | None):
+                ids = session.disputed()
+                value = current if current in ids else session.first_open() or (ids[0] if ids else None)
+                return gr.update(choices=session.disputed_choices(), value=value)
 
             def do_resolve(sid: str | None, out: str | None, el: str | None, n: str, person: str):
-                if not sid or not out:
-                    raise gr.Error("Pick a step and a resolution.")
+                keep = [gr.skip()] * 6
+                if not sid:
+                    return (*keep, _warn("Pick a disputed step first."))
+                if not out:
+                    return (*keep, _warn("Pick a resolution: confirmed, remapped or unmappable."))
                 if not person or not person.strip():
-                    raise gr.Error("Enter your name in 'Annotator' first.")
+                    return (*keep, _warn("Enter your name in 'Annotator' (top of the page) first."))
                 try:
                     session.adjudicate(sid, out, el, person, n or "")
                 except ValueError as e:
-                    raise gr.Error(str(e)) from None
-                return pick(sid)
+                    return (*keep, _warn(str(e)[:1].upper() + str(e)[1:] + "."))
+                v = session.adjudication_view(sid)
+                return (gr.update(choices=session.disputed_choices(), value=sid), v["image"], v["info"], None,
+                        gr.update(choices=v["ids"], value=None), "", "")
 
-            steps.change(pick, [steps], [adj_image, adj_info, element])
-            resolve.click(do_resolve, [steps, outcome, element, note, who], [adj_image, adj_info, element])
-            refresh.click(lambda: gr.update(choices=session.disputed(), value=None), None, [steps])
+            pick_outs = [adj_image, adj_info, outcome, element, note, adj_warning]
+            steps.change(pick, [steps], pick_outs)
+            resolve.click(do_resolve, [steps, outcome, element, note, who], [steps, *pick_outs])
+            adj_tab.select(refresh, [steps], [steps])
     return app
 
 
