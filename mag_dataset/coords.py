@@ -23,7 +23,8 @@ values are rounded to :data:`ROUND_DECIMALS` places, which removes float noise o
 point written as ``37 / 1280 * 1000`` and converted back is 37, not 36.99999999999999).
 
 :class:`SpaceCheck` collects the raw points of a file and warns when they look like
-another space (every point inside ``[0, 1] x [0, 1]``, or none inside the image).
+another space (every point inside ``[0, 1] x [0, 1]``, or fewer than half of them inside
+the image).
 Pure: no I/O.
 """
 
@@ -176,13 +177,13 @@ class SpaceCheck:
                     f"all {n} points declared {name} lie inside [0, 1] x [0, 1]: they look like norm1 "
                     f"fractions (declare --coord-space norm1)"
                 )
-            elif inside == 0:
+            elif 2 * inside < n:
                 hint = (
                     " they look like a 0-1000 grid (declare --coord-space norm1000)"
                     if name != "norm1000" and grid == n
                     else " check the declared --coord-space"
                 )
-                out.append(f"none of the {n} points declared {name} lies inside the screenshot;{hint}")
+                out.append(f"only {inside} of the {n} points declared {name} lie inside the screenshot;{hint}")
         return out
 
 

@@ -5,12 +5,17 @@ Example::
     mag score --predictions preds.jsonl --dataset mag/webmre --view som --contract J \\
         --split test --judges verdicts.jsonl --output report.json
 
-``--dataset bundled`` scores against the bundled sample corpus.
+``--dataset bundled`` scores against the bundled sample corpus. In the coord view the
+points' space comes from ``--coord-space``, else the ``coord_space`` field of the
+predictions' provenance sidecar (``preds.provenance.json``), else screenshot pixels; a
+line's own ``coord_space`` overrides both (see :mod:`mag_dataset.coords`).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +36,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--max-lines", type=int, default=None, help="reject files with more lines than this")
     parser.add_argument("--per-step", action="store_true", help="include per-step scores in the JSON")
+    parser.add_argument(
+        "--coord-space",
+        default=None,
+        help="coord view: the predictions' coordinate space: pixels (default), norm1000, norm1 or resized:WxH",
+    )
 
 
 def load_gold(dataset: str, view: View | str, split: str) -> list[Any]:
@@ -39,6 +49,58 @@ def load_gold(dataset: str, view: View | str, split: str) -> list[Any]:
 
     source = str(bundled_dataset()) if dataset == "bundled" else dataset
     return load_steps(source, view, split)
+
+
+def sidecar_path(predictions: Path) -> Path:
+    """The provenance sidecar of a predictions file: ``preds.jsonl`` -> ``preds.provenance.json``."""
+    p = Path(predictions)
+    return p.with_name(p.name[: -len(p.suffix)] + ".provenance.json" if p.suffix else p.name + ".provenance.json")
+
+
+def declared_coord_space(predictions: Path, flag: str | None) -> tuple[str | None, str]:
+    """The coordinate space of a predictions file and where it was declared.
+
+    Returns:
+        ``(space, source)``: the flag (``flag``), else the sidecar's ``coord_space``
+        (``sidecar``), else ``(None, "default")`` (screenshot pixels).
+
+    Raises:
+        UserError: an unreadable sidecar, a bad space, or a flag that contradicts the sidecar.
+    """
+    from mag_dataset.cli import UserError
+    from mag_dataset.coords import parse_coord_space
+
+    side = None
+    path = sidecar_path(predictions)
+    if path.is_file():
+        try:
+            meta = json.loads(path.read_text("utf-8"))
+        except (OSError, ValueError) as e:
+            raise UserError(f"cannot read the provenance sidecar {path}: {e}") from None
+        side = meta.get("coord_space") if isinstance(meta, dict) else None
+        if side is not None:
+            try:
+                side = parse_coord_space(side).name
+            except ValueError as e:
+                raise UserError(f"{path}: {e}") from None
+    if flag is not None:
+        try:
+            flag = parse_coord_space(flag).name
+        except ValueError as e:
+            raise UserError(f"--coord-space: {e}") from None
+        if side is not None and side != flag:
+            raise UserError(f"--coord-space {flag} contradicts coord_space {side!r} in {path}; drop one of them")
+        return flag, "flag"
+    if side is not None:
+        return side, "sidecar"
+    return None, "default"
+
+
+def load_menus(dataset: str, view: View | str, contract: Contract | str, split: str) -> dict[str, Any] | None:
+    """The som menus by step id, needed for guide-action consistency in the coord view (J, JG)."""
+    if View(view) is not View.COORD or Contract(contract) not in (Contract.J, Contract.JG):
+        return None
+    return {s.step_id: s.candidates for s in load_gold(dataset, View.SOM, split)}
 
 
 def score_file(
@@ -51,6 +113,9 @@ def score_file(
     allow_missing: bool = False,
     max_lines: int | None = None,
     keep_steps: bool = False,
+    coord_space: str | None = None,
+    coord_space_source: str | None = None,
+    menus: dict[str, Any] | None = None,
 ):
     """Validate and score a predictions file (streamed) against gold steps; returns a Report."""
     from mag_dataset.predictions import iter_predictions
@@ -62,7 +127,8 @@ def score_file(
         predictions, [s.step_id for s in steps], allow_missing=allow_missing, max_lines=max_lines
     )
     return score_predictions(
-        stream, steps, view, contract, verdicts=verdicts, allow_missing=allow_missing, keep_steps=keep_steps
+        stream, steps, view, contract, verdicts=verdicts, allow_missing=allow_missing, keep_steps=keep_steps,
+        coord_space=coord_space, coord_space_source=coord_space_source, menus=menus,
     )
 
 
@@ -83,6 +149,15 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"cannot load {args.view}/{args.split} of dataset {args.dataset!r}: {e}") from None
     if not steps:
         raise UserError(f"dataset {args.dataset!r} has no {args.split} steps in the {args.view} view")
+    space, source = declared_coord_space(args.predictions, args.coord_space)
+    if args.view != View.COORD.value:
+        if args.coord_space is not None:
+            raise UserError(f"--coord-space applies to the coord view only, not {args.view}")
+        space, source = None, "default"  # a sidecar's space means nothing for element ids
+    try:
+        menus = load_menus(args.dataset, args.view, args.contract, args.split)
+    except (OSError, ValueError, SchemaError) as e:
+        raise UserError(f"cannot load the som menus of dataset {args.dataset!r}: {e}") from None
     try:
         report = score_file(
             args.predictions,
@@ -93,12 +168,17 @@ def run(args: argparse.Namespace) -> int:
             allow_missing=args.allow_missing,
             max_lines=args.max_lines,
             keep_steps=args.per_step,
+            coord_space=space,
+            coord_space_source=source,
+            menus=menus,
         )
     except PredictionsError as e:
         raise UserError(f"{args.predictions}: {e}") from None
     except VerdictsError as e:
         raise UserError(str(e)) from None
     print(format_report(report))
+    for w in report.warnings:
+        print(f"mag score: warning: {w}", file=sys.stderr)
     if args.output is not None:
         try:
             atomic_write(args.output, report.to_json(include_steps=args.per_step))

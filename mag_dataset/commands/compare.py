@@ -1,0 +1,98 @@
+"""``mag compare``: paired comparison of two predictions files on the same split.
+
+Example::
+
+    mag compare --dataset bundled --view som --baseline a.jsonl --contract-a A \\
+        --candidate j.jsonl --contract-b J --split test --output compare.json
+
+Each file may hold one or several seeds. Prints a table (difference B - A per metric with a
+paired task-bootstrap interval, exact McNemar / sign-flip p-values, Holm-adjusted) and
+writes the JSON; see :mod:`mag_dataset.compare` for the statistics.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from mag_dataset.actions import Contract, View
+from mag_dataset.fileio import atomic_write
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from mag_dataset.compare import COMPARE_RESAMPLES, COMPARE_SEED
+
+    parser.add_argument("--dataset", required=True, help="built dataset folder, Hub repo id, or 'bundled'")
+    parser.add_argument("--view", required=True, choices=[v.value for v in View])
+    parser.add_argument("--baseline", required=True, type=Path, help="predictions JSONL of model A")
+    parser.add_argument("--contract-a", required=True, choices=[c.value for c in Contract])
+    parser.add_argument("--candidate", required=True, type=Path, help="predictions JSONL of model B")
+    parser.add_argument("--contract-b", required=True, choices=[c.value for c in Contract])
+    parser.add_argument("--split", default="test", choices=["train", "test"])
+    parser.add_argument("--coord-space-a", default=None, help="coord view: A's coordinate space (default: sidecar, else pixels)")
+    parser.add_argument("--coord-space-b", default=None, help="coord view: B's coordinate space (default: sidecar, else pixels)")
+    parser.add_argument("--judges", type=Path, default=None, help="cached judge verdicts JSONL (enables usefulness)")
+    parser.add_argument("--resamples", type=int, default=COMPARE_RESAMPLES, help="bootstrap / sign-flip draws")
+    parser.add_argument("--seed", type=int, default=COMPARE_SEED, help="seed of the draws")
+    parser.add_argument("--allow-missing", action="store_true", help="score steps without a prediction as format failures")
+    parser.add_argument("--output", type=Path, default=None, help="write the comparison JSON here")
+
+
+def run(args: argparse.Namespace) -> int:
+    from mag_dataset.cli import UserError
+    from mag_dataset.commands.score import declared_coord_space, load_gold, load_menus, score_file
+    from mag_dataset.compare import CompareError, compare_reports, format_comparison
+    from mag_dataset.predictions import PredictionsError
+    from mag_dataset.schema import SchemaError
+    from mag_dataset.verdicts import VerdictsError
+
+    for flag, path in (("--baseline", args.baseline), ("--candidate", args.candidate)):
+        if not path.is_file():
+            raise UserError(f"{flag} file not found: {path}")
+    if args.output is not None and args.output.is_dir():
+        raise UserError(f"--output {args.output} is a folder; give a file path for the comparison JSON")
+    if not 1 <= args.resamples <= 100_000:
+        raise UserError(f"--resamples must be between 1 and 100000, got {args.resamples}")
+    coord = args.view == View.COORD.value
+    if not coord and (args.coord_space_a or args.coord_space_b):
+        raise UserError(f"--coord-space-a/-b apply to the coord view only, not {args.view}")
+    try:
+        steps = load_gold(args.dataset, args.view, args.split)
+    except (OSError, ValueError, SchemaError) as e:
+        raise UserError(f"cannot load {args.view}/{args.split} of dataset {args.dataset!r}: {e}") from None
+    if not steps:
+        raise UserError(f"dataset {args.dataset!r} has no {args.split} steps in the {args.view} view")
+    reports = []
+    for path, contract, flag in (
+        (args.baseline, args.contract_a, args.coord_space_a),
+        (args.candidate, args.contract_b, args.coord_space_b),
+    ):
+        space, source = declared_coord_space(path, flag) if coord else (None, "default")
+        try:
+            menus = load_menus(args.dataset, args.view, contract, args.split)
+            reports.append(score_file(
+                path, steps, args.view, contract, judges=args.judges, allow_missing=args.allow_missing,
+                keep_steps=True, coord_space=space, coord_space_source=source, menus=menus,
+            ))
+        except PredictionsError as e:
+            raise UserError(f"{path}: {e}") from None
+        except VerdictsError as e:
+            raise UserError(str(e)) from None
+        except (OSError, ValueError, SchemaError) as e:
+            raise UserError(f"cannot load the som menus of dataset {args.dataset!r}: {e}") from None
+    try:
+        comp = compare_reports(reports[0], reports[1], steps, resamples=args.resamples, seed=args.seed)
+    except CompareError as e:
+        raise UserError(str(e)) from None
+    print(format_comparison(comp))
+    for side, rep in zip("AB", reports):
+        for w in rep.warnings:
+            print(f"mag compare: warning ({side}): {w}", file=sys.stderr)
+    if args.output is not None:
+        try:
+            atomic_write(args.output, comp.to_json())
+        except OSError as e:
+            raise UserError(f"cannot write the comparison to {args.output}: {e}") from None
+        print(f"\ncomparison written to {args.output}")
+    return 0

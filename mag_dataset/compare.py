@@ -1,0 +1,406 @@
+"""Paired comparison of two scored prediction files: is model B's gain over model A real?
+
+WebMRE's findings (arXiv 2609.27353) are small differences: joint contracts lift SoM
+element selection over the action-only reference by +0.2 to +2.2 points, averaged over
+three seeds; MG-GRPO ends at .433 against .429 for its control. This module gives such a
+difference the statistics a reviewer asks for. Pure: it reads two :class:`Report` objects
+with their per-step scores (``keep_steps=True``) and the gold steps; no I/O, no clock.
+
+For every metric both reports score (``None`` on either side = the step is excluded for
+both, e.g. a disputed step, a guide metric under contract A):
+
+- **Per step**, each side's value is the mean over its seeds (the scorer pools seeds the
+  same way: every seed covers every step, so the mean of the per-seed micro means equals
+  the micro mean of the per-step seed means). ``diff`` = B - A of the micro means over the
+  paired steps.
+- **Interval**: a paired, task-clustered bootstrap: tasks are resampled with replacement
+  and the same resample is applied to both sides (one draw shared by all metrics and
+  breakdown groups); the 2.5 / 97.5 percentiles of the resampled difference.
+- **p-value**: for the per-step binary metrics (:data:`BINARY_METRICS`) the **exact
+  McNemar test**: a two-sided binomial test (p = 1/2) on the discordant steps. With
+  several seeds a side counts a step as right when the majority of its seeds got it right;
+  a step whose seeds split evenly on either side is dropped from the test (counted in
+  ``ties_dropped``). For the other metrics (text F1, BLEU, ROUGE-L) a **task-level
+  sign-flip randomisation test**: each task's summed difference has its sign flipped at
+  random, ``p = (1 + #{|T*| >= |T|}) / (1 + resamples)``; it is also reported for the
+  binary metrics (``p_sign_flip``), where it accounts for the clustering McNemar ignores.
+- **Holm** correction (step-down, family-wise) across the metrics reported, and
+  separately across all the breakdown comparisons (site, action type, stale, unseen
+  template x :data:`BREAKDOWN_METRICS`).
+
+Identical inputs give differences of 0, intervals ``[0, 0]`` and p-values of 1; the same
+inputs always give byte-identical JSON (the draws come from ``random.Random(seed)``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from mag_dataset.schema import Step
+from mag_dataset.scoring import ALL_METRICS, BREAKDOWNS, REPORT_DECIMALS, SCORER_VERSION, Report, dataset_fingerprint
+
+#: Bumped whenever a comparison could change for the same inputs.
+COMPARE_VERSION = "1.0.0"
+
+#: Per-step binary metrics: tested with the exact McNemar test.
+BINARY_METRICS: frozenset[str] = frozenset(
+    {"ofcr", "action_type_acc", "target_acc", "saa", "guide_action_consistency", "joint_step_acc"}
+)
+
+#: Metrics compared within each breakdown group (those that apply to both sides).
+BREAKDOWN_METRICS: tuple[str, ...] = ("saa", "bleu1")
+
+COMPARE_RESAMPLES = 1000
+COMPARE_SEED = 0
+
+
+class CompareError(ValueError):
+    """The two reports cannot be compared (different gold, view, or no per-step scores)."""
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """A paired comparison; :meth:`to_json` is byte-identical for the same inputs.
+
+    Attributes:
+        metrics: metric -> {a, b, diff, ci95, n_steps, n_tasks, test, p_value, p_holm,
+            p_sign_flip, mcnemar}.
+        not_compared: metric -> why (applies to one side only, or to neither).
+        breakdowns: dimension -> group -> metric -> the same fields as ``metrics``.
+        counts: steps, tasks, seeds of each side.
+        provenance: versions, fingerprint, view, contracts, the statistical settings.
+    """
+
+    metrics: dict[str, dict[str, Any]]
+    not_compared: dict[str, str]
+    breakdowns: dict[str, dict[str, dict[str, dict[str, Any]]]]
+    counts: dict[str, Any]
+    provenance: dict[str, Any]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "metrics": self.metrics,
+            "not_compared": self.not_compared,
+            "breakdowns": self.breakdowns,
+            "counts": self.counts,
+            "provenance": self.provenance,
+        }
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), ensure_ascii=False, indent=2) + "\n"
+
+
+def _r(x: float | None) -> float | None:
+    if x is None:
+        return None
+    v = round(x, REPORT_DECIMALS)
+    return 0.0 if v == 0 else v
+
+
+def mcnemar_exact(a_only: int, b_only: int) -> float:
+    """Exact two-sided McNemar p-value: a binomial test (p = 1/2) on the discordant pairs.
+
+    Args:
+        a_only: steps right under A and wrong under B.
+        b_only: steps wrong under A and right under B.
+
+    Returns:
+        ``min(1, 2 * P(X <= min(a_only, b_only)))`` for ``X ~ Binomial(a_only + b_only, 1/2)``;
+        1.0 when there is no discordant step.
+    """
+    n, k = a_only + b_only, min(a_only, b_only)
+    if n == 0:
+        return 1.0
+    tail = sum(math.comb(n, i) for i in range(k + 1))
+    # exact integer arithmetic, then one division: no underflow for large n
+    return min(1.0, (2 * tail) / (1 << n))  # int / int: correctly rounded, however large n is
+
+
+def holm(pvalues: Sequence[float]) -> list[float]:
+    """Holm step-down adjusted p-values (same order as given)."""
+    m = len(pvalues)
+    order = sorted(range(m), key=lambda i: (pvalues[i], i))
+    out = [0.0] * m
+    running = 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (m - rank) * pvalues[i]))
+        out[i] = running
+    return out
+
+
+class _Side:
+    """Per-step seed sums and counts of one report: arrays (steps x metrics)."""
+
+    def __init__(self, report: Report, index: dict[str, int], np: Any) -> None:
+        S, K = len(index), len(ALL_METRICS)
+        self.sum = np.zeros((S, K))
+        self.cnt = np.zeros((S, K))
+        self.right = np.zeros((S, K))  # seeds with value 1 (binary metrics)
+        seeds: set[int] = set()
+        rows, cols, vals = [], [], []
+        for sc in report.steps or ():
+            i = index.get(sc.step_id)
+            if i is None:
+                raise CompareError(f"step {sc.step_id!r} of a report is not in the gold steps")
+            seeds.add(sc.seed)
+            for k, name in enumerate(ALL_METRICS):
+                v = getattr(sc, name)
+                if v is not None:
+                    rows.append(i)
+                    cols.append(k)
+                    vals.append(v)
+        r, c, v = np.array(rows, dtype=np.int64), np.array(cols, dtype=np.int64), np.array(vals, dtype=np.float64)
+        np.add.at(self.sum, (r, c), v)
+        np.add.at(self.cnt, (r, c), 1.0)
+        np.add.at(self.right, (r, c), (v == 1.0).astype(np.float64))
+        self.seeds = sorted(seeds)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            self.mean = np.where(self.cnt > 0, self.sum / np.maximum(self.cnt, 1), 0.0)
+
+
+def compare_reports(
+    report_a: Report,
+    report_b: Report,
+    steps: Sequence[Step],
+    *,
+    resamples: int = COMPARE_RESAMPLES,
+    seed: int = COMPARE_SEED,
+    breakdown_metrics: Sequence[str] = BREAKDOWN_METRICS,
+) -> Comparison:
+    """Compare two reports of the same gold steps, step by step.
+
+    Args:
+        report_a: the baseline's report, scored with ``keep_steps=True``.
+        report_b: the candidate's report, scored with ``keep_steps=True``.
+        steps: the gold steps both were scored against.
+        resamples: bootstrap and sign-flip draws (>= 1).
+        seed: seed of ``random.Random`` that seeds the draws.
+        breakdown_metrics: metrics compared within each breakdown group.
+
+    Returns:
+        The comparison.
+
+    Raises:
+        CompareError: a report without per-step scores, or reports of a different view or
+            gold.
+    """
+    import numpy as np
+
+    if report_a.steps is None or report_b.steps is None:
+        raise CompareError("both reports need their per-step scores (score with keep_steps=True)")
+    if resamples < 1:
+        raise CompareError("resamples must be at least 1")
+    pa, pb = report_a.provenance, report_b.provenance
+    fp = dataset_fingerprint(steps)
+    for side, p in (("A", pa), ("B", pb)):
+        if p["dataset_fingerprint"] != fp:
+            raise CompareError(f"report {side} was scored against other gold steps (dataset fingerprint differs)")
+    if pa["view"] != pb["view"]:
+        raise CompareError(f"the reports are of different views ({pa['view']} vs {pb['view']})")
+
+    ordered = sorted(steps, key=lambda s: s.step_id)
+    index = {s.step_id: i for i, s in enumerate(ordered)}
+    task_ids = sorted({s.task_id for s in ordered})
+    tindex = {t: j for j, t in enumerate(task_ids)}
+    step_task = np.array([tindex[s.task_id] for s in ordered], dtype=np.int64)
+    T, S = len(task_ids), len(ordered)
+    A, B = _Side(report_a, index, np), _Side(report_b, index, np)
+
+    # columns: (label, metric k, step mask); headline metrics first, then breakdown groups
+    K = len(ALL_METRICS)
+    paired = (A.cnt > 0) & (B.cnt > 0)  # S x K
+    compared = [k for k in range(K) if paired[:, k].any()]
+    not_compared: dict[str, str] = {}
+    for k, name in enumerate(ALL_METRICS):
+        if k in compared:
+            continue
+        ina, inb = bool((A.cnt[:, k] > 0).any()), bool((B.cnt[:, k] > 0).any())
+        not_compared[name] = (
+            "scored for A only" if ina and not inb else "scored for B only" if inb and not ina
+            else "no step scored for both" if ina and inb else "applies to neither"
+        )
+    columns: list[tuple[tuple[str, str, str] | None, int, Any]] = [(None, k, None) for k in compared]
+    groups: dict[tuple[str, str], Any] = {}
+    keys = {
+        "site": [s.site for s in ordered],
+        "action_type": [s.action.type.value for s in ordered],
+        "stale": ["true" if s.stale else "false" for s in ordered],
+        "unseen_template": ["true" if s.unseen_template else "false" for s in ordered],
+    }
+    for dim in BREAKDOWNS:
+        for key in sorted(set(keys[dim])):
+            groups[(dim, key)] = np.array([v == key for v in keys[dim]])
+    bmetrics = [ALL_METRICS.index(m) for m in breakdown_metrics if m in ALL_METRICS and ALL_METRICS.index(m) in compared]
+    for (dim, key), mask in groups.items():
+        for k in bmetrics:
+            if (paired[:, k] & mask).any():
+                columns.append(((dim, key, ALL_METRICS[k]), k, mask))
+
+    C = len(columns)
+    n_col = np.zeros((S, C))
+    d_col = np.zeros((S, C))
+    for c, (_, k, mask) in enumerate(columns):
+        m = paired[:, k] if mask is None else paired[:, k] & mask
+        n_col[:, c] = m
+        d_col[:, c] = np.where(m, B.mean[:, k] - A.mean[:, k], 0.0)
+    # per task sums (T x C): a fixed-order accumulation, so results are reproducible
+    TD = np.zeros((T, C))
+    TN = np.zeros((T, C))
+    np.add.at(TD, step_task, d_col)
+    np.add.at(TN, step_task, n_col)
+
+    rng = random.Random(seed)
+    gen_boot = np.random.Generator(np.random.PCG64(rng.getrandbits(128)))
+    gen_flip = np.random.Generator(np.random.PCG64(rng.getrandbits(128)))
+    idx = gen_boot.integers(0, T, size=(resamples, T))
+    flat = (np.arange(resamples, dtype=np.int64)[:, None] * T + idx).ravel()
+    mult = np.bincount(flat, minlength=resamples * T).reshape(resamples, T).astype(np.float64)
+    signs = gen_flip.integers(0, 2, size=(resamples, T)).astype(np.float64) * 2.0 - 1.0
+    # einsum without optimize=: numpy's own C loop, sums in a fixed order on every run
+    boot_d = np.einsum("bt,tc->bc", mult, TD)
+    boot_n = np.einsum("bt,tc->bc", mult, TN)
+    flip_d = np.einsum("bt,tc->bc", signs, TD)
+
+    def cell(c: int) -> dict[str, Any]:
+        _, k, mask = columns[c]
+        m = n_col[:, c] > 0
+        n = int(m.sum())
+        a_mean = float(A.mean[m, k].sum() / n)
+        b_mean = float(B.mean[m, k].sum() / n)
+        total = float(TD[:, c].sum())
+        diff = total / n
+        ok = boot_n[:, c] > 0
+        lo, hi = np.percentile(boot_d[ok, c] / boot_n[ok, c], [2.5, 97.5])
+        # ties within float noise count as extreme (identical inputs give p = 1)
+        extreme = int((np.abs(flip_d[:, c]) >= abs(total) - 1e-9).sum())
+        p_flip = (1 + extreme) / (1 + resamples)
+        out: dict[str, Any] = {
+            "a": _r(a_mean),
+            "b": _r(b_mean),
+            "diff": _r(diff),
+            "ci95": [_r(float(lo)), _r(float(hi))],
+            "n_steps": n,
+            "n_tasks": int((TN[:, c] > 0).sum()),
+        }
+        name = ALL_METRICS[k]
+        if name in BINARY_METRICS:
+            # majority of seeds per step; an even split on either side drops the step
+            ra, rb = 2 * A.right[m, k] - A.cnt[m, k], 2 * B.right[m, k] - B.cnt[m, k]
+            tie = (ra == 0) | (rb == 0)
+            a_only = int(((ra > 0) & (rb < 0)).sum())
+            b_only = int(((ra < 0) & (rb > 0)).sum())
+            out["test"] = "mcnemar_exact"
+            out["p_value"] = _r(mcnemar_exact(a_only, b_only))
+            out["mcnemar"] = {"a_only": a_only, "b_only": b_only, "ties_dropped": int(tie.sum())}
+        else:
+            out["test"] = "task_sign_flip"
+            out["p_value"] = _r(p_flip)
+        out["p_sign_flip"] = _r(p_flip)
+        return out
+
+    cells = [cell(c) for c in range(C)]
+    head = [c for c in range(C) if columns[c][0] is None]
+    rest = [c for c in range(C) if columns[c][0] is not None]
+    for family in (head, rest):
+        adj = holm([cells[c]["p_value"] for c in family])
+        for c, p in zip(family, adj):
+            cells[c]["p_holm"] = _r(p)
+    metrics = {ALL_METRICS[columns[c][1]]: cells[c] for c in head}
+    breakdowns: dict[str, dict[str, dict[str, dict[str, Any]]]] = {dim: {} for dim in BREAKDOWNS}
+    for c in rest:
+        dim, key, name = columns[c][0]  # type: ignore[misc]
+        breakdowns[dim].setdefault(key, {})[name] = cells[c]
+    counts = {
+        "steps": S,
+        "tasks": T,
+        "seeds_a": A.seeds,
+        "seeds_b": B.seeds,
+        "breakdown_tests": len(rest),
+    }
+    provenance = {
+        "compare_version": COMPARE_VERSION,
+        "scorer_version": SCORER_VERSION,
+        "dataset_fingerprint": fp,
+        "view": pa["view"],
+        "contract_a": pa["contract"],
+        "contract_b": pb["contract"],
+        "coord_space_a": (pa.get("coord_space") or {}).get("space"),
+        "coord_space_b": (pb.get("coord_space") or {}).get("space"),
+        "bootstrap": {"unit": "task", "paired": True, "resamples": resamples, "seed": seed, "interval": 0.95},
+        "tests": {
+            "binary": "exact McNemar (two-sided binomial, p = 1/2, on discordant steps); seeds: majority "
+                      "per step, steps whose seeds split evenly are dropped",
+            "other": f"task-level sign-flip randomisation, {resamples} draws",
+            "correction": "Holm across the headline metrics; Holm across all breakdown comparisons",
+        },
+        "seeds": "per-step mean over each side's seeds",
+    }
+    return Comparison(metrics=metrics, not_compared=not_compared, breakdowns=breakdowns, counts=counts,
+                      provenance=provenance)
+
+
+def _f(v: float | None, signed: bool = False) -> str:
+    if v is None:
+        return "—"
+    return f"{v:+.3f}" if signed else f"{v:.3f}"
+
+
+def _p(v: float) -> str:
+    return "<0.001" if v < 0.001 else f"{v:.3f}"
+
+
+def format_comparison(comp: Comparison, *, alpha: float = 0.05) -> str:
+    """A readable table of a comparison (what ``mag compare`` prints)."""
+    p, c = comp.provenance, comp.counts
+    lines = [
+        f"view {p['view']}  A: contract {p['contract_a']} ({len(c['seeds_a'])} seed(s))  "
+        f"B: contract {p['contract_b']} ({len(c['seeds_b'])} seed(s))  steps {c['steps']}  tasks {c['tasks']}",
+        f"paired task bootstrap {p['bootstrap']['resamples']} resamples (seed {p['bootstrap']['seed']}); "
+        f"p: exact McNemar (binary) / task sign-flip; Holm-adjusted p in p_holm",
+        "",
+        f"{'metric':<26}{'A':>8}{'B':>8}{'B-A':>9}  {'95% CI':<20}{'p':>8}{'p_holm':>8}{'n':>7}  note",
+    ]
+
+    def row(label: str, m: dict[str, Any]) -> str:
+        ci = f"[{m['ci95'][0]:+.3f}, {m['ci95'][1]:+.3f}]"
+        note = ""
+        if "mcnemar" in m:
+            mc = m["mcnemar"]
+            note = f"A-only {mc['a_only']}, B-only {mc['b_only']}"
+        star = " *" if m["p_holm"] < alpha else ""
+        return (f"{label:<26}{_f(m['a']):>8}{_f(m['b']):>8}{_f(m['diff'], True):>9}  {ci:<20}"
+                f"{_p(m['p_value']):>8}{_p(m['p_holm']):>8}{m['n_steps']:>7}  {note}{star}")
+
+    for name, m in comp.metrics.items():
+        lines.append(row(name, m))
+    if comp.not_compared:
+        lines += ["", "not compared: " + ", ".join(f"{k} ({v})" for k, v in comp.not_compared.items())]
+    for dim, groups in comp.breakdowns.items():
+        if not groups:
+            continue
+        lines += ["", f"by {dim}:"]
+        for key, ms in groups.items():
+            for name, m in ms.items():
+                lines.append(row(f"  {key[:14]} {name}", m))
+    lines += ["", f"* Holm-adjusted p < {alpha:g} (family: the headline metrics; the breakdowns form a second family)"]
+    return "\n".join(lines)
+
+
+__all__ = [
+    "BINARY_METRICS",
+    "BREAKDOWN_METRICS",
+    "COMPARE_RESAMPLES",
+    "COMPARE_SEED",
+    "COMPARE_VERSION",
+    "CompareError",
+    "Comparison",
+    "compare_reports",
+    "format_comparison",
+    "holm",
+    "mcnemar_exact",
+]
