@@ -56,6 +56,8 @@ TABLE_COLUMNS: list[str] = [
 ]
 TABLE_TYPES: list[str] = ["number", "str", "str", "str", "number", *(["number"] * len(METRIC_COLUMNS)), "str", "str", "number"]
 ALL = "all"
+#: Most events waiting in the queue; a submission beyond it is refused with "queue is full".
+QUEUE_SIZE = 256
 
 #: Breakdown charts on the Details tab: report breakdown key -> chart title.
 CHARTS: dict[str, str] = {"site": "per site", "action_type": "per gold action type"}
@@ -164,7 +166,12 @@ the model writes an **action** grounded by element id (`som` view) or pixel coor
   in an error message. Breakdowns are aggregates.
 * Limits: a daily cap of accepted submissions per submitter (your Hugging Face login on
   the Space, the typed *submitter* name locally); an identical file (same hash, view,
-  contract) is not scored twice; an upload cap; a rejected file stores nothing.
+  contract) is not scored twice; an upload cap, which also caps the decoded text of a
+  `.jsonl.gz` or `.parquet` file; at most {max_seeds} seeds per file; {score_seconds} s of
+  decoding and scoring per submission; a rejected file stores nothing. Submissions are
+  scored {workers} at a time, each in its own memory-limited process; the others wait in a
+  queue that shows their position. Names and links may not hold bidirectional-control
+  characters or lone surrogates.
 * Ranking is within a view and contract: by **SAA** for A, J and JG (ties broken by target
   acc, then type acc, then BLEU-1), by **BLEU-1** for G (then ROUGE-L, then BLEU-4); a
   blank ranks last; submissions equal on all of these share a rank, the older listed first.
@@ -259,7 +266,7 @@ message and a JSON result with `ok` and, when accepted, the submission's id, ran
 """
 
 
-def about_text() -> str:
+def about_text(config: BoardConfig | None = None) -> str:
     """The About tab: :data:`ABOUT` with the action-space lists and the worked example filled in.
 
     The targeted types and the arguments SAA compares come from ``ACTION_SPACE`` (the one
@@ -274,7 +281,9 @@ def about_text() -> str:
             if arg.scored:
                 by_arg.setdefault(arg.name, []).append(t.value)
     scored = ", ".join(f"`{a}` ({', '.join(ts)})" for a, ts in by_arg.items())
-    return (ABOUT.replace("{targeted}", targeted).replace("{scored_args}", scored)
+    cfg = config or BoardConfig()
+    return (ABOUT.replace("{max_seeds}", str(cfg.max_seeds)).replace("{score_seconds}", f"{cfg.score_seconds:g}")
+            .replace("{workers}", str(cfg.workers)).replace("{targeted}", targeted).replace("{scored_args}", scored)
             .replace("{scoring_example}", scoring_example()))
 
 
@@ -466,7 +475,7 @@ def build_app(board: Board) -> gr.Blocks:
                 )
                 report_file = gr.File(label="Full report (JSON)", interactive=False, elem_id="report-file")
             with gr.Tab("About", id="about"):
-                gr.Markdown(about_text())
+                gr.Markdown(about_text(board.config))
 
         tables = [som_table, coord_table, choice]
         gr.on(
@@ -478,7 +487,9 @@ def build_app(board: Board) -> gr.Blocks:
             [model_name, view, contract, predictions, organisation, link, provenance_tag, submitter],
             [status, result],
             api_name="submit",
-            concurrency_limit=2,
+            # at most `workers` uploads are decoded and scored at once (each in a limited child
+            # process); the rest wait in Gradio's queue, which shows each its position
+            concurrency_limit=board.config.workers,
         ).then(refresh, [som_filter, coord_filter], tables, api_name="leaderboard_after_submit", queue=False)
         choice.change(details, [choice], [info, site_plot, type_plot, splits, report_file], api_name="details")
     return demo
@@ -500,7 +511,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"leaderboard: gold {gold.source} ({gold.split}: "
           + ", ".join(f"{v.value} {len(gold.steps[v])} steps" for v in gold.views()) + ")", flush=True)
     demo = build_app(board)
-    demo.queue(default_concurrency_limit=2)
+    demo.queue(default_concurrency_limit=2, max_size=QUEUE_SIZE)
     # The data folder (database, stored uploads) is never served, whatever gradio allows.
     blocked = sorted({str(board.config.data_dir.resolve()), str(Path(board.config.db_path).resolve().parent)})
     demo.launch(server_name=args.host, server_port=args.port, max_file_size=board.config.max_bytes,

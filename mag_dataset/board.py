@@ -20,6 +20,12 @@ Configuration, read by :meth:`BoardConfig.from_env` (every variable optional):
 ``MAG_BOARD_MAX_MB``       upload cap in MiB, enforced by the server and the handler
                            (default 20); also caps a ``.jsonl.gz`` file's decompressed size
 ``MAG_BOARD_MAX_LINES``    most lines a predictions file may have (default 200000)
+``MAG_BOARD_MAX_SEEDS``    most seeds one predictions file may hold (default 10)
+``MAG_BOARD_SCORE_SECONDS`` time limit for decoding and scoring one submission (default 60)
+``MAG_BOARD_WORKER_MB``    memory limit of the process that decodes and scores one
+                           submission, in MiB (default 1024)
+``MAG_BOARD_WORKERS``      submissions decoded and scored at once; more wait in the
+                           queue, which shows each its position (default 2)
 ``MAG_BOARD_DAILY_CAP``    accepted submissions per submitter per UTC day (default 5)
 ``MAG_BOARD_ADMINS``       comma-separated submitter names exempt from the daily cap
 ``MAG_BOARD_SYNC_REPO``    Hub dataset repo id the database and files are mirrored to
@@ -30,6 +36,15 @@ Configuration, read by :meth:`BoardConfig.from_env` (every variable optional):
                            usefulness column; guides without verdicts stay unjudged
                            (default: none, usefulness not applicable)
 =========================  ================================================================
+
+Untrusted decoding: an upload is decoded, validated and scored in a child process
+(:func:`mag_dataset.isolation.run_isolated`) with ``MAG_BOARD_WORKER_MB`` of address space
+and ``MAG_BOARD_SCORE_SECONDS`` of time, at most ``MAG_BOARD_WORKERS`` at once; a file that
+exhausts either is rejected with the limit named, and the server never holds the decoded
+data. A Parquet file is checked from its footer first (exact columns and types, row count,
+declared uncompressed sizes) and its strings' decoded size is added up, dictionary-encoded,
+before any is expanded: the decoded text is capped at ``MAG_BOARD_MAX_MB`` like a gzip
+file's.
 
 Storage: one SQLite database in WAL mode, one row per accepted submission, each write a
 short ``BEGIN IMMEDIATE`` transaction (scoring happens before it, outside any lock on the
@@ -147,6 +162,10 @@ class BoardConfig:
         split: split scored.
         max_bytes: upload cap in bytes (also the decompressed cap of ``.jsonl.gz``).
         max_lines: most lines a predictions file may have.
+        max_seeds: most seeds one file may hold.
+        score_seconds: time limit for decoding and scoring one submission.
+        worker_mb: memory limit (MiB) of the process that decodes and scores it.
+        workers: submissions decoded and scored at once.
         daily_cap: accepted submissions per submitter per UTC day.
         admins: submitter names exempt from the daily cap.
         sync_repo: Hub dataset repo id to mirror to, or ``None``.
@@ -161,6 +180,10 @@ class BoardConfig:
     split: str = "test"
     max_bytes: int = 20 * 1024 * 1024
     max_lines: int = 200_000
+    max_seeds: int = 10
+    score_seconds: float = 60.0
+    worker_mb: int = 1024
+    workers: int = 2
     daily_cap: int = 5
     admins: frozenset[str] = frozenset()
     sync_repo: str | None = None
@@ -176,6 +199,10 @@ class BoardConfig:
         object.__setattr__(self, "admins", frozenset(self.admins))
         if self.max_bytes <= 0 or self.max_lines <= 0:
             raise ValueError("max_bytes and max_lines must be positive")
+        if self.max_seeds <= 0 or self.workers <= 0 or self.score_seconds <= 0:
+            raise ValueError("max_seeds, workers and score_seconds must be positive")
+        if self.worker_mb < 256:
+            raise ValueError(f"MAG_BOARD_WORKER_MB must be at least 256, got {self.worker_mb}")
 
     @property
     def files_dir(self) -> Path:
@@ -194,6 +221,10 @@ class BoardConfig:
             "split": env.get("MAG_BOARD_SPLIT") or "test",
             "max_bytes": _env_int(env, "MAG_BOARD_MAX_MB", 20) * 1024 * 1024,
             "max_lines": _env_int(env, "MAG_BOARD_MAX_LINES", 200_000),
+            "max_seeds": _env_int(env, "MAG_BOARD_MAX_SEEDS", 10),
+            "score_seconds": float(_env_int(env, "MAG_BOARD_SCORE_SECONDS", 60)),
+            "worker_mb": _env_int(env, "MAG_BOARD_WORKER_MB", 1024),
+            "workers": _env_int(env, "MAG_BOARD_WORKERS", 2),
             "daily_cap": _env_int(env, "MAG_BOARD_DAILY_CAP", 5),
             "admins": frozenset(a.strip() for a in env.get("MAG_BOARD_ADMINS", "").split(",") if a.strip()),
             "sync_repo": env.get("MAG_BOARD_SYNC_REPO") or None,
@@ -291,22 +322,14 @@ def decode_upload(data: bytes, filename: str, *, max_bytes: int, max_lines: int)
     Raises:
         SubmissionRejected: with the reason.
     """
+    _check_upload_envelope(data, filename, max_bytes)
     ext = file_extension(filename)
-    if ext is None:
-        suffix = Path(filename).suffix or "(none)"
-        raise SubmissionRejected(
-            f"wrong file extension {suffix!r}: upload a .jsonl, .jsonl.gz or .parquet predictions file"
-        )
-    if len(data) > max_bytes:
-        raise SubmissionRejected(f"the file is {len(data):,} bytes, over the upload cap of {max_bytes:,} bytes")
-    if not data:
-        raise SubmissionRejected("the file is empty: expected one JSON object per line")
     if ext == ".jsonl.gz":
         data = _gunzip(data, max_bytes)
         if not data.strip():
             raise SubmissionRejected("the file is empty after decompression: expected one JSON object per line")
     elif ext == ".parquet":
-        data = _parquet_to_jsonl(data, max_lines)
+        data = _parquet_to_jsonl(data, max_lines, max_bytes)
     if not data.strip():
         raise SubmissionRejected("the file is empty: it holds only whitespace, expected one JSON object per line")
     nul = data.find(b"\x00")
@@ -327,6 +350,42 @@ def decode_upload(data: bytes, filename: str, *, max_bytes: int, max_lines: int)
     return data
 
 
+def _check_upload_envelope(data: bytes, filename: str, max_bytes: int) -> None:
+    """The checks of :func:`decode_upload` that need no decoding: extension, size, emptiness."""
+    if file_extension(filename) is None:
+        suffix = Path(filename).suffix or "(none)"
+        raise SubmissionRejected(
+            f"wrong file extension {suffix!r}: upload a .jsonl, .jsonl.gz or .parquet predictions file"
+        )
+    if len(data) > max_bytes:
+        raise SubmissionRejected(f"the file is {len(data):,} bytes, over the upload cap of {max_bytes:,} bytes")
+    if not data:
+        raise SubmissionRejected("the file is empty: expected one JSON object per line")
+
+
+def isolated_score(request: dict[str, Any]) -> dict[str, Any]:
+    """Child side of :meth:`Board._score_isolated`: decode, validate and score one upload.
+
+    Runs in :mod:`mag_dataset.isolation`'s limited child; returns plain data only.
+    """
+    from mag_dataset.predictions import PredictionsError, read_predictions
+    from mag_dataset.scoring import score_predictions
+
+    steps = request["steps"]
+    jsonl = decode_upload(request["data"], request["filename"], max_bytes=request["max_bytes"],
+                          max_lines=request["max_lines"])
+    del request["data"]
+    try:
+        predictions = read_predictions(jsonl, [s.step_id for s in steps], max_lines=request["max_lines"],
+                                       max_seeds=request["max_seeds"])
+    except PredictionsError as e:
+        raise SubmissionRejected(str(e)) from None
+    del jsonl
+    view, contract = View(request["view"]), Contract(request["contract"])
+    report = score_predictions(predictions, steps, view, contract, verdicts=request["verdicts"])
+    return {"report_json": report.to_json(), "seeds": len({p.seed for p in predictions}) or 1}
+
+
 def _gunzip(data: bytes, max_bytes: int) -> bytes:
     # Decompress in bounded chunks so a gzip bomb is refused before it fills memory.
     out = io.BytesIO()
@@ -345,49 +404,159 @@ def _gunzip(data: bytes, max_bytes: int) -> bytes:
         raise SubmissionRejected(f"the file ends in .jsonl.gz but is not valid gzip data ({e})") from None
     if not d.eof:
         raise SubmissionRejected("the .jsonl.gz file is truncated: the gzip stream does not end")
+    if d.unused_data:
+        raise SubmissionRejected(
+            f"the .jsonl.gz file has {len(d.unused_data):,} more bytes after its gzip stream (a second gzip member?): "
+            "compress the predictions as one gzip stream"
+        )
     if out.tell() > max_bytes:
         raise SubmissionRejected(f"the gzip file decompresses to over the cap of {max_bytes:,} bytes")
     return out.getvalue()
 
 
-def _parquet_to_jsonl(data: bytes, max_lines: int) -> bytes:
+#: Rows read from a Parquet file at a time.
+PARQUET_BATCH_ROWS = 1024
+_PARQUET_COLUMNS = ("step_id", "output", "seed", "coord_space")
+
+
+def _parquet_to_jsonl(data: bytes, max_lines: int, max_bytes: int) -> bytes:
+    """Parquet -> JSON Lines within a budget: metadata checks first, then bounded batches.
+
+    From the footer alone: exactly the columns ``step_id``, ``output`` (strings), an
+    optional integer ``seed`` and an optional string ``coord_space``, each once and flat; at most ``max_lines`` rows; declared
+    uncompressed column sizes within ``max_bytes``. Then a first pass reads the strings
+    dictionary-encoded (a value repeated on many rows is held once) and adds up their
+    decoded size, so a file whose strings decode to over ``max_bytes`` is refused before
+    any of them is expanded; only then a second pass converts batch by batch.
+    """
     import pyarrow as pa
+    import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
     try:
         pf = pq.ParquetFile(io.BytesIO(data))
+        meta, schema = pf.metadata, pf.schema_arrow
     except Exception as e:  # pyarrow raises several types for a non-Parquet file
         raise SubmissionRejected(f"the file ends in .parquet but is not a readable Parquet file ({type(e).__name__})") from None
-    if pf.metadata.num_rows > max_lines:
-        raise SubmissionRejected(f"too many lines: {pf.metadata.num_rows:,} rows, the limit is {max_lines:,}")
-    names = set(pf.schema_arrow.names)
+    names = list(schema.names)
+    for name in names:
+        if names.count(name) > 1:
+            raise SubmissionRejected(f"the Parquet file has the column {name!r} {names.count(name)} times: each column may appear once")
     missing = [c for c in ("step_id", "output") if c not in names]
     if missing:
         raise SubmissionRejected(f"the Parquet file lacks the column(s) {missing}: it needs step_id and output (and optionally seed)")
-    extra = sorted(names - {"step_id", "output", "seed"})
+    extra = sorted(set(names) - set(_PARQUET_COLUMNS))
     if extra:
-        raise SubmissionRejected(f"the Parquet file has unexpected column(s) {extra}: only step_id, output and seed are allowed")
-    try:
-        table = pf.read()
-    except Exception as e:
-        raise SubmissionRejected(f"the Parquet file could not be read ({type(e).__name__})") from None
-    for col in ("step_id", "output"):
-        if not pa.types.is_string(table.schema.field(col).type) and not pa.types.is_large_string(table.schema.field(col).type):
-            raise SubmissionRejected(f"the Parquet column {col!r} must be strings, got {table.schema.field(col).type}")
+        raise SubmissionRejected(
+            f"the Parquet file has unexpected column(s) {extra}: only step_id, output, seed and coord_space are allowed"
+        )
+    string_cols = [c for c in ("step_id", "output", "coord_space") if c in names]
+    for col in string_cols:
+        t = schema.field(col).type
+        value_type = t.value_type if pa.types.is_dictionary(t) else t
+        if not (pa.types.is_string(value_type) or pa.types.is_large_string(value_type)):
+            raise SubmissionRejected(f"the Parquet column {col!r} must be strings, got {t}")
     if "seed" in names:
-        seed_type = table.schema.field("seed").type
+        seed_type = schema.field("seed").type
         if not (pa.types.is_integer(seed_type) or pa.types.is_null(seed_type)):
             raise SubmissionRejected(f"the Parquet column 'seed' must be integers, got {seed_type}")
-    lines = []
-    for row in table.to_pylist():
-        rec = {"step_id": row["step_id"], "output": row["output"]}
-        if row.get("seed") is not None:
-            rec["seed"] = row["seed"]
-        lines.append(json.dumps(rec, ensure_ascii=False))
+    if meta.num_columns != len(names):  # a nested column has several leaves
+        raise SubmissionRejected(f"the Parquet file has {meta.num_columns} leaf columns for {len(names)} fields: nested columns are not allowed")
+    if meta.num_rows > max_lines:
+        raise SubmissionRejected(f"too many lines: {meta.num_rows:,} rows, the limit is {max_lines:,}")
+    declared = 0
+    for g in range(meta.num_row_groups):
+        rg = meta.row_group(g)
+        for j in range(rg.num_columns):
+            col = rg.column(j)
+            if col.num_values > max(rg.num_rows, 0):
+                raise SubmissionRejected(
+                    f"the Parquet column {col.path_in_schema!r} declares {col.num_values:,} values in a row group of "
+                    f"{rg.num_rows:,} rows: only flat columns are allowed"
+                )
+            declared += max(int(col.total_uncompressed_size), 0)
+    if declared > max_bytes:
+        raise SubmissionRejected(
+            f"the Parquet file declares {declared:,} bytes of uncompressed column data, over the cap of {max_bytes:,} bytes"
+        )
+    try:
+        # pass 1: sizes only, strings kept dictionary-encoded
+        decoded, rows = 0, 0
+        sized = pq.ParquetFile(io.BytesIO(data), read_dictionary=string_cols)
+        for batch in sized.iter_batches(batch_size=PARQUET_BATCH_ROWS, columns=string_cols, use_threads=False):
+            rows += batch.num_rows
+            if rows > max_lines:
+                raise SubmissionRejected(f"too many lines: over {max_lines:,} rows, the limit is {max_lines:,}")
+            for arr in batch.columns:
+                if not isinstance(arr, pa.DictionaryArray):
+                    arr = arr.dictionary_encode()
+                lengths = pc.take(pc.binary_length(arr.dictionary), arr.indices)
+                decoded += int(pc.sum(lengths).as_py() or 0)
+            if decoded > max_bytes:
+                raise SubmissionRejected(
+                    f"the Parquet file's strings decode to over {decoded:,} bytes (a value repeated on many rows "
+                    f"counts on each), over the cap of {max_bytes:,} bytes"
+                )
+        # pass 2: convert, batch by batch
+        lines: list[str] = []
+        row = 0
+        for batch in pf.iter_batches(batch_size=PARQUET_BATCH_ROWS, use_threads=False):
+            cols = {name: batch.column(name) for name in batch.schema.names}
+            values = {}
+            for name in string_cols:
+                arr = cols[name]
+                if pa.types.is_dictionary(arr.type):
+                    arr = arr.dictionary_decode()
+                values[name] = arr.cast(pa.large_binary()).to_pylist()
+            seeds = cols["seed"].to_pylist() if "seed" in cols else [None] * batch.num_rows
+            for i in range(batch.num_rows):
+                row += 1
+                rec: dict[str, Any] = {}
+                for name in string_cols:
+                    raw = values[name][i]
+                    if raw is None:
+                        if name != "coord_space":
+                            rec[name] = None
+                        continue
+                    try:
+                        rec[name] = raw.decode("utf-8")
+                    except UnicodeDecodeError as e:
+                        raise SubmissionRejected(
+                            f"row {row}: the Parquet column {name!r} holds invalid UTF-8 (byte 0x{raw[e.start]:02x} at offset {e.start})"
+                        ) from None
+                if seeds[i] is not None:
+                    rec["seed"] = seeds[i]
+                lines.append(json.dumps(rec, ensure_ascii=False))
+    except SubmissionRejected:
+        raise
+    except MemoryError:
+        raise
+    except Exception as e:  # corrupt pages, a footer that lies about the data, ...
+        raise SubmissionRejected(f"the Parquet file could not be read ({type(e).__name__}: {str(e)[:200]})") from None
     return ("\n".join(lines) + "\n").encode("utf-8")
 
 
 # --------------------------------------------------------------------------- records
+
+
+#: Bidirectional-text controls: they make a name display differently from how it is stored
+#: (U+202E turns "fo\u202eoba" into "foabo"), so a name could pass for another.
+BIDI_CONTROLS: frozenset[int] = frozenset({0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A)})
+
+
+def check_characters(text: str, what: str) -> None:
+    """Refuse lone surrogates (not storable as UTF-8) and bidirectional controls in ``text``."""
+    for i, ch in enumerate(text, 1):
+        o = ord(ch)
+        if 0xD800 <= o <= 0xDFFF:
+            raise SubmissionRejected(
+                f"{what} contains a lone surrogate U+{o:04X} (character {i}), which is not valid Unicode text"
+            )
+        if o in BIDI_CONTROLS:
+            raise SubmissionRejected(
+                f"{what} contains the bidirectional control character U+{o:04X} (character {i}), "
+                "which makes text display differently from how it is stored"
+            )
 
 
 def clean_text(value: str | None, what: str, limit: int = MAX_NAME_CHARS, required: bool = False) -> str:
@@ -399,6 +568,7 @@ def clean_text(value: str | None, what: str, limit: int = MAX_NAME_CHARS, requir
         raise SubmissionRejected(f"{what} is required")
     if len(text) > limit:
         raise SubmissionRejected(f"{what} is {len(text)} characters long, the limit is {limit}")
+    check_characters(text, what)
     if any(ord(c) < 32 or ord(c) == 127 for c in text):
         raise SubmissionRejected(f"{what} contains control characters")
     return text
@@ -413,6 +583,7 @@ def clean_link(value: str | None) -> str:
         return ""
     if len(link) > MAX_LINK_CHARS:
         raise SubmissionRejected(f"link is {len(link)} characters long, the limit is {MAX_LINK_CHARS}")
+    check_characters(link, "link")
     low = link.lower()
     if not (low.startswith("http://") or low.startswith("https://")) or len(link.split("//", 1)[1]) == 0:
         raise SubmissionRejected("link must be an http:// or https:// URL")
@@ -553,6 +724,7 @@ class Board:
         self._write_lock = threading.Lock()
         self._clock = clock or (lambda: datetime.now(timezone.utc))
         self._sync_lock = threading.Lock()
+        self._workers = threading.BoundedSemaphore(config.workers)
         config.data_dir.mkdir(parents=True, exist_ok=True)
         config.db_path.parent.mkdir(parents=True, exist_ok=True)
         self._sync_blocked: str | None = None
@@ -638,9 +810,6 @@ class Board:
         Raises:
             SubmissionRejected: for any bad input or limit; nothing is stored then.
         """
-        from mag_dataset.predictions import PredictionsError, read_predictions
-        from mag_dataset.scoring import score_predictions
-
         model_name = clean_text(model_name, "model name", required=True)
         organisation = clean_text(organisation, "organisation")
         link = clean_link(link)
@@ -654,21 +823,17 @@ class Board:
             raise SubmissionRejected("no predictions file was uploaded")
         data = bytes(data)
         ext = file_extension(filename or "")
-        jsonl = decode_upload(data, filename or "", max_bytes=self.config.max_bytes, max_lines=self.config.max_lines)
+        _check_upload_envelope(data, filename or "", self.config.max_bytes)
         sha = hashlib.sha256(data).hexdigest()
         with self._connect() as con:  # cheap early checks, repeated under the write lock
             self._check_limits(con, who, sha, v, c)
         gold = self.gold
         if v not in gold.steps:
             raise SubmissionRejected(f"this board has no gold for the {v.value} view")
-        try:
-            predictions = read_predictions(jsonl, gold.step_ids(v), max_lines=self.config.max_lines)
-        except PredictionsError as e:
-            raise SubmissionRejected(str(e)) from None
-        report = score_predictions(predictions, gold.steps[v], v, c, verdicts=self.verdicts)
-        report_json = report.to_json()
+        scored = self._score_isolated(data, filename or "", v, c)
+        report_json = scored["report_json"]
         report_dict = json.loads(report_json)
-        seeds = len({getattr(p, "seed", None) for p in predictions}) or 1
+        seeds = int(scored["seeds"])
         version = str(report_dict.get("provenance", {}).get("scorer_version") or _scorer_version())
         row = {
             "created_at": self._clock().astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
@@ -695,6 +860,33 @@ class Board:
         if self.config.sync_repo:
             threading.Thread(target=self._sync_quietly, args=(sub,), daemon=True).start()
         return sub
+
+    def _score_isolated(self, data: bytes, filename: str, view: View, contract: Contract) -> dict[str, Any]:
+        """Decode, validate and score an upload in a limited child process (see the module docstring)."""
+        from mag_dataset.isolation import Limits, run_isolated
+
+        cfg = self.config
+        request = {
+            "data": data, "filename": filename, "view": view.value, "contract": contract.value,
+            "steps": self.gold.steps[view], "verdicts": self.verdicts, "max_bytes": cfg.max_bytes,
+            "max_lines": cfg.max_lines, "max_seeds": cfg.max_seeds,
+        }
+        with self._workers:
+            out = run_isolated("board.score", request, Limits(memory_mb=cfg.worker_mb, seconds=cfg.score_seconds))
+        if out.kind == "ok" and isinstance(out.value, dict):
+            return out.value
+        if out.kind == "refused":
+            raise SubmissionRejected(out.message)
+        if out.kind == "time":
+            raise SubmissionRejected(
+                f"decoding and scoring this file took longer than the limit of {cfg.score_seconds:g} s per submission"
+            )
+        if out.kind == "memory":
+            raise SubmissionRejected(
+                f"decoding this file needs more than the memory limit of {cfg.worker_mb:,} MiB per submission"
+            )
+        log.warning("isolated scoring of %s failed: %s %s", filename, out.kind, out.message)
+        raise SubmissionRejected(f"the file could not be decoded: {out.message}")
 
     def _check_limits(self, con: sqlite3.Connection, who: str, sha: str, view: View, contract: Contract) -> None:
         dup = con.execute(

@@ -317,7 +317,7 @@ def test_rows_persist_across_board_instances_and_rescore_is_byte_identical(tmp_p
     b2 = Board(cfg, gold=gold())  # a restart
     assert [s.id for s in b2.submissions()] == ids
     results = b2.rescore_all()
-    assert len(results) == 8 and all(r.identical for r in results)
+    assert len(results) == 8 and all(r.identical for r in results), [r.detail for r in results]
     # a tampered report is caught (the check can fail), and --update repairs it
     with sqlite3.connect(cfg.db_path) as con:
         con.execute("UPDATE submissions SET report_json = replace(report_json, '\"saa\"', '\"saa\" ') WHERE id=?", (ids[0],))

@@ -1,0 +1,216 @@
+"""Run the decoding of untrusted files in a child process under memory and time limits.
+
+Both untrusted-input surfaces, a leaderboard upload (:mod:`mag_dataset.board`) and an
+experiment folder of ``mag import-browsergym`` (:mod:`mag_dataset.harness.importer`), are
+decoded in a fresh ``python -m mag_dataset.isolation`` child, as SWE-bench runs each
+evaluation in its own container: the child sets its own limits with
+:func:`resource.setrlimit` before it reads a byte (address space, CPU seconds, no core
+file), and the parent kills it at a wall-clock deadline. A file that gets past every
+specific check and still blows up (an unknown bomb) then costs one rejected file, never
+the server or the rest of a batch.
+
+The parent sends the request as a pickle it wrote itself (trusted); the child answers with
+plain data only (dicts, lists, strings, bytes, numbers), which the parent reads with an
+unpickler that resolves no global at all. The tasks a child may run are the literal table
+:data:`TASKS`.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import os
+import pickle
+import resource
+import signal
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+#: Task name -> ``module:function``; the function takes the request and returns plain data.
+TASKS: dict[str, str] = {
+    "board.score": "mag_dataset.board:isolated_score",
+    "importer.convert": "mag_dataset.harness.importer:isolated_convert",
+}
+
+#: Exceptions a task raises to refuse its input with a message (checked by class name, so
+#: the child does not import every module that defines one).
+REFUSALS: frozenset[str] = frozenset({"SubmissionRejected", "ImportErrorForEpisode", "PredictionsError", "UnsafePickle"})
+
+_STDERR_TAIL = 2000
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Resource limits of one child.
+
+    Attributes:
+        memory_mb: address-space cap (``RLIMIT_AS``) in MiB.
+        seconds: wall-clock limit; the CPU limit (``RLIMIT_CPU``) is the same, rounded up.
+    """
+
+    memory_mb: int = 1024
+    seconds: float = 60.0
+
+    def __post_init__(self) -> None:
+        if self.memory_mb < 128:
+            raise ValueError(f"memory limit must be at least 128 MiB, got {self.memory_mb}")
+        if not (self.seconds > 0 and math.isfinite(self.seconds)):
+            raise ValueError(f"time limit must be a positive number of seconds, got {self.seconds}")
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What a child run gave.
+
+    Attributes:
+        kind: ``ok`` (``value`` holds the result), ``refused`` (the task refused its input;
+            ``message`` says why), ``memory`` / ``time`` (a limit was hit), ``crashed``
+            (the child died otherwise; ``message`` names the signal or error).
+        value: the task's result when ``ok``.
+        message: the reason otherwise.
+        peak_rss_kb: the child's peak resident memory (KiB) as it reported it, when known.
+    """
+
+    kind: str
+    value: Any = None
+    message: str = ""
+    peak_rss_kb: int | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.kind == "ok"
+
+
+class _PlainUnpickler(pickle.Unpickler):
+    """Reads the child's answer: plain data only, no global is ever resolved."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        raise pickle.UnpicklingError(f"the isolated child answered with a global {module}.{name}")
+
+
+def _package_root() -> str:
+    return str(Path(__file__).resolve().parent.parent)
+
+
+def _child_env() -> dict[str, str]:
+    env = dict(os.environ)
+    # Few threads and small malloc arenas: every thread stack and arena counts against RLIMIT_AS.
+    env.update({
+        "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
+        "MALLOC_ARENA_MAX": "2", "ARROW_DEFAULT_MEMORY_POOL": "system",
+        "PYTHONDONTWRITEBYTECODE": "1",
+    })
+    root = _package_root()
+    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    return env
+
+
+def run_isolated(task: str, request: Any, limits: Limits) -> Outcome:
+    """Run ``TASKS[task](request)`` in a child under ``limits``.
+
+    Args:
+        task: a key of :data:`TASKS`.
+        request: the task's input (pickled by this, trusted, process).
+        limits: memory and time limits of the child.
+
+    Returns:
+        The :class:`Outcome`; never raises for anything the child does.
+    """
+    if task not in TASKS:
+        raise ValueError(f"unknown isolated task {task!r}")
+    payload = pickle.dumps(request, protocol=pickle.HIGHEST_PROTOCOL)
+    cmd = [sys.executable, "-m", "mag_dataset.isolation", task, str(limits.memory_mb), repr(float(limits.seconds))]
+    proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env=_child_env(), cwd=_package_root(), start_new_session=True)
+    try:
+        out, err = proc.communicate(payload, timeout=limits.seconds + 2.0)
+    except subprocess.TimeoutExpired:
+        _kill(proc)
+        proc.communicate()
+        return Outcome("time", message=f"over the time limit of {limits.seconds:g} s")
+    if out:
+        try:
+            kind, value, message, peak = _PlainUnpickler(io.BytesIO(out)).load()
+            return Outcome(str(kind), value, str(message), peak)
+        except Exception:  # a child killed mid-write leaves a partial answer: fall through to its status
+            pass
+    rc = proc.returncode
+    if rc is not None and rc < 0:
+        sig = -rc
+        if sig == signal.SIGXCPU:
+            return Outcome("time", message=f"over the CPU time limit of {limits.seconds:g} s")
+        name = signal.Signals(sig).name if sig in signal.Signals._value2member_map_ else str(sig)
+        if sig in (signal.SIGKILL, signal.SIGABRT, signal.SIGSEGV, signal.SIGBUS):
+            return Outcome("crashed", message=f"the decoder was stopped by {name} (memory limit {limits.memory_mb:,} MiB)")
+        return Outcome("crashed", message=f"the decoder was stopped by {name}")
+    tail = err.decode("utf-8", "replace").strip().splitlines()[-1:] if err else []
+    return Outcome("crashed", message=f"the decoder exited with status {rc}" + (f": {tail[0][:300]}" if tail else ""))
+
+
+def _kill(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)  # the child leads its own session: its helpers go too
+    except (ProcessLookupError, PermissionError):
+        pass
+    try:
+        proc.kill()
+    except ProcessLookupError:
+        pass
+
+
+# --------------------------------------------------------------------------- the child
+
+
+def _set_limits(memory_mb: int, seconds: float) -> None:
+    mem = int(memory_mb) * 1024 * 1024
+    resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
+    cpu = max(1, math.ceil(seconds))
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 2))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+
+def _peak_kb() -> int:
+    return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+
+
+def _child(argv: list[str]) -> int:
+    task, memory_mb, seconds = argv[0], int(argv[1]), float(argv[2])
+    answer = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)  # whatever the task prints cannot corrupt the answer
+    sys.stdout = sys.stderr
+    request_bytes = sys.stdin.buffer.read()
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    _set_limits(memory_mb, seconds)
+    result: tuple[str, Any, str]
+    try:
+        request = pickle.loads(request_bytes)  # written by the parent: trusted
+        del request_bytes
+        module, _, func = TASKS[task].partition(":")
+        import importlib
+
+        value = getattr(importlib.import_module(module), func)(request)
+        result = ("ok", value, "")
+    except MemoryError:
+        result = ("memory", None, f"over the memory limit of {memory_mb:,} MiB")
+    except RecursionError:
+        result = ("refused", None, "the data nests too deeply to decode (recursion limit)")
+    except Exception as e:  # noqa: BLE001 - every failure is an answer, never a traceback
+        if type(e).__name__ in REFUSALS:
+            result = ("refused", None, str(e))
+        else:
+            result = ("crashed", None, f"{type(e).__name__}: {str(e)[:300]}")
+    try:
+        data = pickle.dumps((*result, _peak_kb()), protocol=pickle.HIGHEST_PROTOCOL)
+    except MemoryError:
+        data = pickle.dumps(("memory", None, f"over the memory limit of {memory_mb:,} MiB", None))
+    answer.write(data)
+    answer.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(_child(sys.argv[1:]))
