@@ -490,4 +490,128 @@ def test_annotate_cli_errors(tmp_path, capsys):
         busy.bind(("127.0.0.1", 0))
         busy.listen()
         assert main(["annotate", str(raw), "--port", str(busy.getsockname()[1])]) == 2
-    assert "cannot serve on 127.0.0.1" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "cannot serve on 127.0.0.1" in err and "the port is in use; pick another port with --port N" in err
+    assert "GRADIO_SERVER_PORT" not in err and "Traceback" not in err
+
+
+def disputed_corpus(raw):
+    hf.make_corpus(raw, 1)
+    write_audit(raw / "audit.jsonl", {
+        "login.seed-0:1": AuditRecord(status="disputed", disputed=True),
+        "login.seed-0:2": AuditRecord(status="disputed", disputed=True),
+        "login.seed-0:3": AuditRecord(status="confirmed"),
+    })
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_app_in_a_real_browser_resets_per_step_state_and_warns_without_overlays(tmp_path, chromium, capfd):
+    """A note typed on step A, then step B: B's note is empty. Input mistakes are warnings beside
+    the buttons, never Gradio's error overlay, and the server logs no traceback."""
+    from playwright.sync_api import expect, sync_playwright
+
+    from mag_dataset.harness.annotate_app import launch
+
+    raw = tmp_path / "raw"
+    disputed_corpus(raw)
+    write_drafts(raw)
+    port = free_port()
+    app, session = launch(raw, annotator="", port=port, block=False)  # no annotator name yet
+
+    def visit():
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=chromium, args=BROWSER_ARGS, headless=True)
+            page = browser.new_page()
+            page.goto(f"http://127.0.0.1:{port}/")
+            status, warning = page.locator("#mag-status"), page.locator("#mag-warning")
+            overlays = page.get_by_test_id("toast-body")
+            expect(status).to_contain_text("Step 1 / 4", timeout=30000)
+            expect(page.locator("#mag-guides")).to_contain_text("Original (Reject restores it; template): Type 'ann'")
+            page.locator("#mag-accept").click()
+            expect(warning).to_contain_text("Enter your name in 'Annotator'", timeout=15000)
+            expect(status).to_contain_text("Step 1 / 4 · login.seed-0:0 · 0 decided · undecided")
+            page.locator("#mag-annotator textarea, #mag-annotator input").first.fill("ann")
+            page.locator("#mag-guide textarea").fill("   ")
+            page.locator("#mag-edit").click()
+            expect(warning).to_contain_text("An edited guide cannot be empty.", timeout=15000)
+            expect(overlays).to_have_count(0)
+            page.locator("#mag-reject").click()  # the buttons still work: nothing covers them
+            expect(status).to_contain_text("Step 2 / 4", timeout=15000)
+            expect(warning).to_have_text("")  # the warning belonged to step 1
+            page.locator("#mag-prev").click()
+            guides = page.locator("#mag-guides")
+            expect(guides).to_contain_text("Result (template, rejected): Type 'ann' into the Username field.", timeout=15000)
+            expect(page.locator("#mag-guide textarea")).to_have_value("Type 'ann' into the Username field.")
+
+            # Adjudicate: opening the tab lists the disputed steps and selects the first open one
+            page.get_by_role("tab", name="Adjudicate").click()
+            info, adj_warning = page.locator("#mag-adj-info"), page.locator("#mag-adj-warning")
+            expect(page.locator("#mag-adj-step input")).to_have_value("login.seed-0:1 · open", timeout=15000)
+            expect(info).to_contain_text("Not adjudicated yet.")
+            page.locator("#mag-adj-note input, #mag-adj-note textarea").first.fill("typed on step A")
+            page.locator("#mag-adj-outcome").get_by_label("remapped").check()
+            page.locator("#mag-adj-resolve").click()  # a remap without an element
+            expect(adj_warning).to_contain_text("Pick the element to remap to.", timeout=15000)
+            expect(overlays).to_have_count(0)
+            # to step B: its note, resolution and element start empty
+            page.locator("#mag-adj-step input").click()
+            page.get_by_role("option", name="login.seed-0:2").click()
+            expect(info).to_contain_text("Recorded action: click on element [4]", timeout=15000)
+            note = page.locator("#mag-adj-note input, #mag-adj-note textarea").first
+            expect(note).to_have_value("")
+            expect(adj_warning).to_have_text("")
+            expect(page.locator("#mag-adj-outcome input:checked")).to_have_count(0)
+            page.locator("#mag-adj-outcome").get_by_label("unmappable").check()
+            page.locator("#mag-adj-resolve").click()
+            expect(info).to_contain_text("Adjudicated: unmappable by ann", timeout=15000)
+            expect(page.locator("#mag-adj-step input")).to_have_value("login.seed-0:2 · resolved: unmappable")
+            # a reload opens Verify on the first undecided step and Adjudicate on the first open one
+            page.reload()
+            expect(status).to_contain_text("Step 2 / 4 · login.seed-0:1 · 1 decided · undecided", timeout=30000)
+            page.get_by_role("tab", name="Adjudicate").click()
+            expect(page.locator("#mag-adj-step input")).to_have_value("login.seed-0:1 · open", timeout=15000)
+            browser.close()
+
+    try:
+        in_thread(visit)
+    finally:
+        app.close()
+        session.close()
+    with AnnotationStore(raw / "annotations.sqlite") as store:
+        adj = store.adjudications()
+    assert list(adj) == ["login.seed-0:2"] and adj["login.seed-0:2"].note == ""
+    assert read_audit(raw / "audit.jsonl")["login.seed-0:2"].adjudicated_by == "ann"
+    assert "Traceback" not in capfd.readouterr().err
+
+
+def test_verify_view_shows_guides_audit_state_and_the_point_of_a_point_only_step(tmp_path):
+    import dataclasses
+
+    from mag_dataset.schema import Action
+
+    raw = tmp_path / "raw"
+    ep = hf.login_episode()
+    steps = list(ep.steps)
+    steps[3] = dataclasses.replace(steps[3], action=Action(type="click", coordinate=(125, 105)), stale=True)
+    hf.write(raw, dataclasses.replace(ep, steps=tuple(steps)))
+    write_drafts(raw, n_steps=3)
+    write_audit(raw / "audit.jsonl", {"login.seed-0:3": AuditRecord(status="unmappable", stale=True)})
+    s = Session(raw)
+    v = s.view(3)
+    assert "Point-only step:** the recorded point (125, 105)" in v["context"]
+    assert "**Audit:** unmappable · **screenshot stale:** yes" in v["audit"]
+    assert "**Audit:** not audited · **screenshot stale:** no" in s.view(0)["audit"]
+    img, plain = v["image"], s.view(2)["image"]
+    assert img.getpixel((125, 105)) == (255, 0, 0) and plain.getpixel((20, 80)) != (255, 0, 0)
+    s.decide(1, "reject", "", "ann")
+    v = s.view(1)
+    assert "**Draft** (LLM draft): LLM draft 1." in v["guides"]
+    assert "**Original** (Reject restores it; template): Type 'pw' into the Password field." in v["guides"]
+    assert "**Result** (template, rejected): Type 'pw' into the Password field." in v["guides"]
+    assert v["guide"] == "Type 'pw' into the Password field."
+    s.decide(1, "edit", v["guide"], "ann")  # saving the unchanged original is a reject, not a human edit
+    assert s.store.decisions()["login.seed-0:1"].decision == "reject"
+    with pytest.raises(ValueError, match="pick the element to remap to"):
+        s.adjudicate("login.seed-0:3", "remapped", None, "ann")
+    s.close()
