@@ -97,7 +97,8 @@ class CoordSpace:
         if self.kind == "pixels":
             return float(point[0]), float(point[1])
         sx, sy = self.scale(image_width, image_height)
-        return round(point[0] / sx, ROUND_DECIMALS), round(point[1] / sy, ROUND_DECIMALS)
+        # finer than ROUND_DECIMALS: a fraction of the width needs more places than a pixel
+        return round(point[0] / sx, 2 * ROUND_DECIMALS), round(point[1] / sy, 2 * ROUND_DECIMALS)
 
     def bounds(self, image_width: int, image_height: int) -> tuple[float, float]:
         """The largest x and y of a point inside the image, in this space."""
