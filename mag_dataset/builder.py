@@ -75,7 +75,7 @@ from mag_dataset.raw import (
 from mag_dataset.schema import Action, AuditRecord, AuditStatus, Split, box_center, point_in_box
 
 #: Bump when the content of built rows changes for the same raw input (invalidates caches).
-BUILD_VERSION = 1
+BUILD_VERSION = 2  # 2: the verified_by column
 BUILD_INFO_FILE = "build_info.json"
 CHECKSUM_FILE = "checksums.sha256"
 CARD_FILE = "README.md"
@@ -139,6 +139,7 @@ class PreparedStep:
             "previous_guides": list(self.previous_guides),
             "guide": st.guide,
             "guide_source": st.guide_source.value,
+            "verified_by": _verified_by(st),
             "action": (self.som_action if som else self.coord_action).to_dict(),
             "target_bbox": list(self.target_bbox) if self.target_bbox is not None else None,
             "candidates": [c.to_dict() for c in st.candidates] if som else [],
@@ -278,6 +279,12 @@ def read_splits(raw_dir: Path, episodes: list[RawEpisode]) -> CorpusSplits:
                 f"{path}: template {ep.intent_template_id!r} is held out but task {ep.task_id!r} is in train"
             )
     return CorpusSplits(seed=seed, splits={t: splits[t] for t in task_ids}, held_out_templates=tuple(held))
+
+
+def _verified_by(step: RawStep) -> str | None:
+    """The annotator who verified the step's guide (``mag annotate`` sets ``metadata["verified_by"]``)."""
+    who = step.metadata.get("verified_by")
+    return who.strip() if isinstance(who, str) and who.strip() else None
 
 
 def _raw_coordinate_restored(step: RawStep) -> bool:

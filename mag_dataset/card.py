@@ -15,6 +15,7 @@ from collections import Counter
 from typing import Any, Iterable
 
 from mag_dataset.actions import ACTION_SPACE, ActionType, View
+from mag_dataset.schema import AuditStatus, GuideSource
 
 DESCRIPTION = (
     "WebMRE / MAG web guide-agent benchmark: each step pairs a web-page screenshot, the task "
@@ -43,8 +44,12 @@ CITATION = """\
 #: Flag columns counted in statistics, in display order.
 FLAGS: tuple[str, ...] = ("disputed", "stale", "unseen_template", "coordinate_restored")
 
+#: Audit outcomes and guide sources counted in statistics, in display order.
+AUDIT_STATUSES: tuple[str, ...] = tuple(s.value for s in AuditStatus)
+GUIDE_SOURCES: tuple[str, ...] = tuple(g.value for g in GuideSource)
+
 #: Columns a statistics computation needs (select these before reading a dataset).
-STAT_COLUMNS: tuple[str, ...] = ("step_id", "task_id", "site", "action", *FLAGS)
+STAT_COLUMNS: tuple[str, ...] = ("step_id", "task_id", "site", "action", *FLAGS, "audit_status", "guide_source", "verified_by")
 
 
 def split_statistics(rows: Iterable[dict[str, Any]]) -> dict[str, Any]:
@@ -54,14 +59,19 @@ def split_statistics(rows: Iterable[dict[str, Any]]) -> dict[str, Any]:
         rows: dataset rows (dicts with at least :data:`STAT_COLUMNS`).
 
     Returns:
-        ``{"steps", "tasks", "sites", "action_types": {type: n}, <flag>: n ...}``; action
-        types in ActionType order, only those present.
+        ``{"steps", "tasks", "sites", "action_types": {type: n}, <flag>: n ...,
+        "audit": {status: n}, "guide_sources": {source: n}, "verified": n}``; action types
+        in ActionType order, only those present; every audit status and guide source, 0
+        included; ``verified``: steps whose guide a person verified (``verified_by`` set).
     """
     steps = 0
     tasks: set[str] = set()
     sites: set[str] = set()
     types: Counter[str] = Counter()
     flags: Counter[str] = Counter()
+    audit: Counter[str] = Counter()
+    sources: Counter[str] = Counter()
+    verified = 0
     for r in rows:
         steps += 1
         tasks.add(r["task_id"])
@@ -69,12 +79,18 @@ def split_statistics(rows: Iterable[dict[str, Any]]) -> dict[str, Any]:
         types[r["action"]["type"]] += 1
         for f in FLAGS:
             flags[f] += bool(r[f])
+        audit[r["audit_status"]] += 1
+        sources[r["guide_source"]] += 1
+        verified += bool(r.get("verified_by"))
     return {
         "steps": steps,
         "tasks": len(tasks),
         "sites": len(sites),
         "action_types": {t.value: types[t.value] for t in ActionType if types[t.value]},
         **{f: flags[f] for f in FLAGS},
+        "audit": {s: audit[s] for s in AUDIT_STATUSES},
+        "guide_sources": {s: sources[s] for s in GUIDE_SOURCES},
+        "verified": verified,
     }
 
 
@@ -101,13 +117,23 @@ def medians(rows: Iterable[dict[str, Any]]) -> dict[str, float]:
 
 
 def format_statistics(stats: dict[str, dict[str, dict[str, Any]]]) -> str:
-    """A Markdown table of ``{view: {split: split_statistics(...)}}``, one row per view and split."""
+    """Markdown tables of ``{view: {split: split_statistics(...)}}``, one row per view and split:
+    sizes and flags, then audit outcomes and guide sources (the same in both views, so once)."""
     head = ["view", "split", "steps", "tasks", "sites", "action types", *FLAGS]
     lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
     for view, per_split in stats.items():
         for split, s in per_split.items():
             types = ", ".join(f"{t} {n}" for t, n in s["action_types"].items())
             cells = [view, split, s["steps"], s["tasks"], s["sites"], types, *(s[f] for f in FLAGS)]
+            lines.append("| " + " | ".join(str(c) for c in cells) + " |")
+    per_split = next(iter(stats.values()), {})
+    if per_split and all("audit" in s for s in per_split.values()):
+        head = ["split", *(f"audit: {a}" for a in AUDIT_STATUSES), *(f"guide: {g}" for g in GUIDE_SOURCES),
+                "verified by a person"]
+        lines += ["", "| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
+        for split, s in per_split.items():
+            cells = [split, *(s["audit"][a] for a in AUDIT_STATUSES), *(s["guide_sources"][g] for g in GUIDE_SOURCES),
+                     s["verified"]]
             lines.append("| " + " | ".join(str(c) for c in cells) + " |")
     return "\n".join(lines)
 
@@ -165,6 +191,7 @@ _FIELDS = [
     ("previous_guides", "list of string", "gold guides of the earlier steps of the task (the history input)"),
     ("guide", "string", "the gold guide sentence"),
     ("guide_source", "string", "template, context_template (sites), llm or human"),
+    ("verified_by", "string", "the annotator who verified the guide in `mag annotate` (accept, edit or reject); null when nobody did"),
     ("action", "struct", "gold action: `type`, `element_id`, `coordinate` [x, y], `text`, `value`, `direction`, `key`, `url`, `answer`; unused fields null"),
     ("target_bbox", "list of 4 float64", "[x0, y0, x1, y1] of the gold target in screenshot pixels; null for untargeted actions"),
     ("candidates", "list of struct", "som: the candidate menu {`id`, `role`, `text`, `bbox`}; coord: always empty"),

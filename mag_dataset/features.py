@@ -59,6 +59,7 @@ def step_features() -> Features:
             "previous_guides": List(Value("string")),
             "guide": Value("string"),
             "guide_source": Value("string"),
+            "verified_by": Value("string"),
             "action": _action_features(),
             "target_bbox": List(Value("float64"), length=4),
             "candidates": List(

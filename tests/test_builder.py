@@ -414,6 +414,45 @@ def test_audit_file_sets_labels_in_both_views(raw_copy, tmp_path):
     assert json.loads((out / "build_info.json").read_text())["audited"] is True
 
 
+def test_verified_by_and_card_counts_of_audit_outcomes_and_guide_sources(raw_copy, tmp_path):
+    """``verified_by`` comes from the annotation app's step metadata; the card counts audit
+    outcomes, guide sources and verified steps per split."""
+    from mag_dataset.card import split_statistics
+
+    task = _episode(raw_copy, 0).name
+
+    def verify(d):
+        d["steps"][0]["metadata"] = {**d["steps"][0].get("metadata", {}), "verified_by": "ann", "verification": "edit"}
+        d["steps"][0]["guide_source"] = "human"
+        d["steps"][1]["metadata"] = {**d["steps"][1].get("metadata", {}), "verified_by": "bob", "verification": "accept"}
+        d["steps"][1]["guide_source"] = "llm"
+
+    edit_episode(_episode(raw_copy, 0), verify)
+    write_audit(raw_copy / AUDIT_FILE, {
+        f"{task}:0": AuditRecord(status="remapped", element_id="2", original_element_id="1", adjudicated_by="ann"),
+        f"{task}:1": AuditRecord(status="disputed", disputed=True),
+        f"{task}:2": AuditRecord(status="unmappable"),
+    })
+    out = build_dataset(raw_copy, tmp_path / "a", progress=False)
+    again = build_dataset(raw_copy, tmp_path / "b", progress=False)
+    for f in sorted(p.relative_to(out) for p in out.rglob("*.parquet")):
+        assert (out / f).read_bytes() == (again / f).read_bytes(), f
+    som, coord = _rows(out, "som"), _rows(out, "coord")
+    for rows in (som, coord):
+        assert {sid: r["verified_by"] for sid, r in rows.items() if r["verified_by"]} == {f"{task}:0": "ann", f"{task}:1": "bob"}
+    split = som[f"{task}:0"]["split"]
+    stats = split_statistics(r for r in som.values() if r["split"] == split)
+    assert stats["audit"]["remapped"] == 1 and stats["audit"]["disputed"] == 1 and stats["audit"]["unmappable"] == 1
+    assert stats["audit"]["unaudited"] == stats["steps"] - 3 and stats["verified"] == 2
+    assert stats["guide_sources"]["human"] == 1 and stats["guide_sources"]["llm"] == 1
+    assert sum(stats["guide_sources"].values()) == stats["steps"]
+    card = (out / "README.md").read_text("utf-8")
+    assert "| `verified_by` | string |" in card and "audit: remapped" in card and "guide: human" in card
+    line = next(ln for ln in card.splitlines() if ln.startswith(f"| {split} | ") and ln.count("|") > 10)
+    cells = [c.strip() for c in line.strip("|").split("|")]
+    assert cells[-1] == "2"  # verified by a person
+
+
 def test_explicit_audit_path_and_unknown_steps(raw_copy, tmp_path):
     audit = tmp_path / "elsewhere.jsonl"
     write_audit(audit, {"no-such-task:0": AuditRecord(status="confirmed")})
