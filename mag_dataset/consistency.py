@@ -77,7 +77,7 @@ ROLE_NOUNS: dict[str, frozenset[str]] = {
     "textarea": frozenset({"field", "box", "area", "text"}),
     "input": frozenset({"field", "box", "input"}),
     "spinbutton": frozenset({"field", "box", "number"}),
-    "combobox": frozenset({"drop", "dropdown", "list", "menu", "select", "box", "field"}),
+    "combobox": frozenset({"drop", "dropdown", "list", "menu", "box", "field"}),
     "listbox": frozenset({"list", "drop", "dropdown", "menu"}),
     "img": frozenset({"icon", "image", "picture"}),
     "image": frozenset({"icon", "image", "picture"}),

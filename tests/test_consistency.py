@@ -1,0 +1,160 @@
+"""Guide-action consistency and joint step accuracy (an extension, reported apart)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+
+from mag_dataset.consistency import ROLE_NOUNS, STOPWORDS, VERBS, acted_element, check, guide_tokens
+from mag_dataset.dataset import bundled_dataset, load_steps
+from mag_dataset.heuristic import heuristic_predictions
+from mag_dataset.actions import ActionType
+from mag_dataset.predictions import Prediction
+from mag_dataset.prompts import action_object, render_output, render_target
+from mag_dataset.schema import Action, Candidate
+from mag_dataset.scoring import METRIC_NAMES, score_predictions, score_step
+
+C = [
+    Candidate("1", "button", "Save", (0, 0, 50, 20)),
+    Candidate("2", "button", "Cancel", (60, 0, 110, 20)),
+    Candidate("3", "textbox", "Username:", (0, 30, 200, 50)),
+    Candidate("4", "combobox", "", (0, 60, 200, 80)),
+    Candidate("5", "div", "Panel", (0, 0, 300, 300)),
+]
+
+
+def test_every_action_type_has_verbs():
+    assert set(VERBS) == set(ActionType)
+    assert all(VERBS[t] for t in ActionType)
+
+
+@pytest.mark.parametrize("guide,action,ok,why", [
+    ("Click 'Save'.", Action("click", element_id="1"), True, None),
+    ("Click 'Save'.", Action("click", element_id="2"), False, "element"),
+    ("Clicking the Save button saves it.", Action("click", element_id="1"), True, None),
+    ("Type 'Cancel' here.", Action("click", element_id="2"), False, "verb"),
+    ("Scroll to 'Cancel'.", Action("click", element_id="2"), False, "verb"),
+    ("Type 'bob' into the Username field.", Action("type", element_id="3", text="bob"), True, None),
+    ("Type 'bob' into the Username field.", Action("type", element_id="3", text="alice"), False, "argument"),
+    ("Enter bob in the username box.", Action("type", element_id="3", text="bob"), True, None),
+    ("Select 'Angola' from the drop-down.", Action("select", element_id="4", value="Angola"), True, None),
+    ("Select 'Angola' from the list.", Action("select", element_id="4", value="Benin"), False, "argument"),
+    ("Select 'Angola'.", Action("select", element_id="4", value="Angola"), False, "element"),
+    ("Click 'Save'.", Action("click", element_id="99"), False, "element"),
+    ("Scroll down to see more.", Action("scroll", direction="down"), True, None),
+    ("Press Enter.", Action("press", key="Enter"), True, None),
+    ("Go back to the previous page.", Action("go_back"), True, None),
+    ("The task is done.", Action("finish"), True, None),
+    ("Click 'Save'.", Action("click", coordinate=(10, 10)), True, None),  # innermost box: Save, not Panel
+    ("Click 'Save'.", Action("click", coordinate=(250, 250)), False, "element"),  # only the Panel holds it
+    ("Click 'Save'.", Action("click", coordinate=(999, 999)), False, "element"),  # on no element
+])
+def test_check_by_hand(guide, action, ok, why):
+    assert check(guide, action, C) == (ok, why)
+
+
+def test_acted_element_and_tokens():
+    assert acted_element(Action("click", coordinate=(70, 10)), C).id == "2"
+    assert acted_element(Action("click", element_id="5"), C).id == "5"
+    assert guide_tokens("Click 'Save & Exit'!") == ["click", "save", "exit"]
+    assert "drop" in ROLE_NOUNS["combobox"]
+
+
+@pytest.fixture(scope="module")
+def corpus():
+    folder = str(bundled_dataset())
+    som = {sp: load_steps(folder, "som", sp) for sp in ("train", "test")}
+    coord = {sp: load_steps(folder, "coord", sp) for sp in ("train", "test")}
+    assert len(som["test"]) >= 100 and len(som["train"]) >= 100
+    return som, coord
+
+
+@pytest.mark.parametrize("contract", ["J", "JG"])
+def test_gold_guides_are_consistent_on_the_bundled_corpus(corpus, contract):
+    som, coord = corpus
+    for split in ("train", "test"):
+        steps = som[split]
+        preds = [Prediction(s.step_id, render_target(s, "som", contract)) for s in steps]
+        r = score_predictions(preds, steps, "som", contract, bootstrap_resamples=0)
+        assert r.value("guide_action_consistency") >= 0.9
+        assert r.metrics["guide_action_consistency"]["n"] == len(steps)
+        menus = {s.step_id: s.candidates for s in steps}
+        cs = coord[split]
+        preds = [Prediction(s.step_id, render_target(s, "coord", contract)) for s in cs]
+        r = score_predictions(preds, cs, "coord", contract, menus=menus, keep_steps=True, bootstrap_resamples=0)
+        assert r.value("guide_action_consistency") >= 0.9
+        # joint = saa and consistent; gold has saa 1 wherever saa applies, so there joint = consistency
+        scored = [sc for sc in r.steps if sc.saa is not None]
+        assert all(sc.saa == 1.0 for sc in scored)
+        assert r.metrics["joint_step_acc"]["n"] == len(scored)
+        assert r.value("joint_step_acc") == pytest.approx(
+            sum(sc.guide_action_consistency for sc in scored) / len(scored), abs=1e-6)
+
+
+def test_swapping_the_element_drops_consistency_by_the_targeted_share(corpus):
+    steps = corpus[0]["test"]
+    gold = [Prediction(s.step_id, render_target(s, "som", "J")) for s in steps]
+    base = score_predictions(gold, steps, "som", "J", keep_steps=True, bootstrap_resamples=0)
+    swapped, n_swapped = [], 0
+    for s in steps:
+        if s.has_target and s.action.element_id is not None:
+            toks = set(guide_tokens(s.guide))
+            wrong = next((c.id for c in s.candidates if c.id != s.action.element_id
+                          and set(guide_tokens(c.text)) - STOPWORDS and not toks & set(guide_tokens(c.text))), None)
+            # a menu whose every other element shares a word with the guide: an id off the menu
+            wrong = wrong or "99999"
+            obj = action_object(dataclasses.replace(s.action, element_id=wrong), "som")
+            swapped.append(Prediction(s.step_id, render_output(obj, s.guide, "J")))
+            n_swapped += 1
+        else:
+            swapped.append(Prediction(s.step_id, render_target(s, "som", "J")))
+    r = score_predictions(swapped, steps, "som", "J", keep_steps=True, bootstrap_resamples=0)
+    share = n_swapped / len(steps)
+    assert n_swapped > 50
+    drop = base.value("guide_action_consistency") - r.value("guide_action_consistency")
+    was_consistent = sum(1 for sc in base.steps if sc.guide_action_consistency == 1.0 and
+                         next(s for s in steps if s.step_id == sc.step_id).action.element_id is not None and
+                         next(s for s in steps if s.step_id == sc.step_id).has_target)
+    assert drop == pytest.approx(was_consistent / len(steps), abs=1e-6)
+    assert drop == pytest.approx(share, abs=1.0 - base.value("guide_action_consistency") + 1e-6)
+    # the papers' guide metrics do not see it: the guides are unchanged
+    assert r.value("bleu1") == base.value("bleu1") == 1.0
+    assert r.value("joint_step_acc") < base.value("joint_step_acc")
+
+
+def test_applies_to_joint_contracts_only_and_reported_apart(corpus):
+    steps = corpus[0]["test"]
+    for contract, applies in (("A", False), ("G", False), ("J", True), ("JG", True)):
+        preds = heuristic_predictions(steps, "som", contract)
+        r = score_predictions(preds, steps, "som", contract, bootstrap_resamples=0)
+        assert (r.metrics["guide_action_consistency"]["n"] > 0) == applies
+        d = json.loads(r.to_json())
+        assert "guide_action_consistency" not in d and "guide_action_consistency" in d["extensions"]
+        assert "joint_step_acc" in d["extensions"] and list(d)[: len(METRIC_NAMES)] == list(METRIC_NAMES)
+    # a failed output is inconsistent (0), and so is its joint accuracy
+    sc = score_step("not json", steps[0], "som", "J")
+    assert sc.guide_action_consistency == 0.0 and sc.joint_step_acc in (0.0, None)
+
+
+def test_coord_without_menus_is_not_applicable(corpus):
+    cs = corpus[1]["test"]
+    preds = [Prediction(s.step_id, render_target(s, "coord", "J")) for s in cs]
+    r = score_predictions(preds, cs, "coord", "J", bootstrap_resamples=0)
+    assert r.metrics["guide_action_consistency"]["n"] == 0 and r.value("guide_action_consistency") is None
+
+
+def test_metric_module_reports_the_extension(corpus):
+    import evaluate
+
+    from mag_dataset.dataset import gold_records, load_view
+
+    refs = gold_records(load_view(bundled_dataset(), "som", "test"))
+    from mag_dataset.dataset import step_from_record
+
+    preds = [render_target(step_from_record(r), "som", "J") for r in refs]
+    metric = evaluate.load("loaders/webmre_metric")
+    res = metric.compute(predictions=preds, references=refs, view="som", contract="J")
+    assert res["extensions"]["guide_action_consistency"]["micro"] >= 0.9
+    assert res["extensions"]["joint_step_acc"]["n"] > 0
