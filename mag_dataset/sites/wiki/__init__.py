@@ -405,7 +405,8 @@ class WikiSite(Site):
         return [tuple(r) for r in self.query(
             "SELECT r.rev_id, a.actor_name, COALESCE(c.comment_text, ''), r.rev_timestamp FROM revision r "
             "JOIN page p ON p.page_id = r.rev_page JOIN actor a ON a.actor_id = r.rev_actor "
-            "LEFT JOIN comment c ON c.comment_id = r.rev_comment_id "
+            "LEFT JOIN comment c ON c.comment_id = COALESCE(NULLIF(r.rev_comment_id, 0), (SELECT "
+            "t.revcomment_comment_id FROM revision_comment_temp t WHERE t.revcomment_rev = r.rev_id)) "
             "WHERE p.page_namespace = ? AND p.page_title = ? ORDER BY r.rev_timestamp, r.rev_id",
             (ns, db_key(title)))]
 
