@@ -486,6 +486,8 @@ def test_annotate_cli_errors(tmp_path, capsys):
     assert "raw corpus folder not found" in capsys.readouterr().err
     assert main(["annotate", str(raw), "--drafts", str(tmp_path / "missing.jsonl")]) == 2
     assert "drafts file not found" in capsys.readouterr().err
+    with AnnotationStore(raw / "other.sqlite") as other:  # decisions this app (default database) would not see
+        other.adjudicate("login.seed-0:1", "unmappable", None, "ann")
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
         busy.listen()
@@ -493,6 +495,7 @@ def test_annotate_cli_errors(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "cannot serve on 127.0.0.1" in err and "the port is in use; pick another port with --port N" in err
     assert "GRADIO_SERVER_PORT" not in err and "Traceback" not in err
+    assert "warning:" in err and "other.sqlite holds 1 decisions for these steps" in err and "pass --db" in err
 
 
 def disputed_corpus(raw):

@@ -33,6 +33,7 @@ def run(args: argparse.Namespace) -> int:
         except (KeyError, OSError):
             annotator = ""
     try:
+        _warn_other_databases(args)
         launch(args.raw, drafts_path=args.drafts, db_path=args.db, audit_path=args.audit, annotator=annotator,
                host=args.host, port=args.port, block=True)
     except (FileNotFoundError, ValueError) as e:
@@ -42,6 +43,21 @@ def run(args: argparse.Namespace) -> int:
     except OSError as e:  # the port is taken, or the address cannot be bound
         raise UserError(f"cannot serve on {args.host}:{args.port}: {_why(e)}; pick another port with --port N") from None
     return 0
+
+
+def _warn_other_databases(args: argparse.Namespace) -> None:
+    """Decisions in another database next to the corpus would be invisible here: say so."""
+    import sys
+
+    from mag_dataset.harness.audit import other_decision_dbs
+    from mag_dataset.raw import iter_episode_dirs, read_episode, step_id
+
+    if not args.raw.is_dir():
+        return  # the app reports the missing folder
+    ids = {step_id(ep.task_id, st.step_index) for ep in map(read_episode, iter_episode_dirs(args.raw)) for st in ep.steps}
+    folders = [args.audit.parent] if args.audit is not None else []
+    for line in other_decision_dbs(args.raw, args.db, ids, *folders):
+        print(f"warning: {line}", file=sys.stderr)
 
 
 def _why(e: OSError) -> str:
