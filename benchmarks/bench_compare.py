@@ -1,0 +1,87 @@
+"""Benchmark of ``mag compare``: 1,220 steps x 3 seeds per side, 1,000 resamples (goal: < 2 s).
+
+The two files are the size of a WebMRE SoM test pass (1,220 steps, 55-element menus) with
+three seeds each: A in contract A and B in contract J (model-like outputs, a few format
+failures). Timed, as ``mag compare`` runs them after loading the gold:
+
+1. ``score``: read, validate and score both files with their per-step scores kept
+   (the part shared with ``mag score``; B's guides need BLEU and ROUGE-L);
+2. ``compare``: :func:`mag_dataset.compare.compare_reports` alone: the paired task
+   bootstrap, the sign-flip draws, McNemar and Holm over the metrics and every breakdown
+   group (1,000 resamples);
+3. ``total`` = 1 + 2.
+
+Times are the best CPU time of this process over ``--repeat`` runs (single-threaded work,
+so CPU time is its cost even on a machine shared with other jobs).
+
+Run::
+
+    python benchmarks/bench_compare.py
+    python benchmarks/bench_compare.py --steps 1220 --seeds 3 --resamples 1000 --repeat 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_scorer import model_like_output, synthetic_steps  # noqa: E402
+
+from mag_dataset.commands.score import score_file  # noqa: E402
+from mag_dataset.compare import compare_reports  # noqa: E402
+from mag_dataset.predictions import Prediction, write_predictions  # noqa: E402
+
+
+def _best(fn, repeat: int) -> tuple[float, object]:
+    best, out = float("inf"), None
+    for _ in range(repeat):
+        start = time.process_time()
+        out = fn()
+        best = min(best, time.process_time() - start)
+    return best, out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--steps", type=int, default=1220)
+    ap.add_argument("--seeds", type=int, default=3)
+    ap.add_argument("--resamples", type=int, default=1000)
+    ap.add_argument("--repeat", type=int, default=3)
+    args = ap.parse_args(argv)
+
+    steps = synthetic_steps(args.steps)
+    tmp = Path(tempfile.mkdtemp(prefix="bench_compare_"))
+    files = {}
+    for side, contract in (("a", "A"), ("b", "J")):
+        rng = random.Random(7 if side == "a" else 11)
+        preds = [Prediction(s.step_id, model_like_output(s, "som", contract, rng), seed)
+                 for seed in range(args.seeds) for s in steps]
+        files[side] = (write_predictions(tmp / f"{side}.jsonl", preds), contract)
+
+    def score_both():
+        return [score_file(path, steps, "som", contract, keep_steps=True) for path, contract in files.values()]
+
+    t_score, reports = _best(score_both, args.repeat)
+    ra, rb = reports  # type: ignore[misc]
+    t_cmp, comp = _best(lambda: compare_reports(ra, rb, steps, resamples=args.resamples), args.repeat)
+    n_tests = len(comp.metrics) + comp.counts["breakdown_tests"]  # type: ignore[attr-defined]
+    total = t_score + t_cmp
+    print(f"mag compare benchmark: {args.steps} steps x {args.seeds} seeds per side, {args.resamples} resamples, "
+          f"{len(comp.metrics)} metrics + {comp.counts['breakdown_tests']} breakdown tests = {n_tests}")  # type: ignore[attr-defined]
+    print(f"  score both files (keep_steps) {t_score:7.3f} s CPU")
+    print(f"  compare_reports               {t_cmp:7.3f} s CPU")
+    print(f"  total                         {total:7.3f} s CPU   (goal < 2 s: {'met' if total < 2 else 'NOT met'})")
+    saa = comp.metrics["saa"]  # type: ignore[attr-defined]
+    print(f"  saa: A {saa['a']:.3f}  B {saa['b']:.3f}  diff {saa['diff']:+.3f}  CI {saa['ci95']}  "
+          f"p {saa['p_value']:.3g}  (A-only {saa['mcnemar']['a_only']}, B-only {saa['mcnemar']['b_only']})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
