@@ -126,7 +126,7 @@ def run_isolated(task: str, request: Any, limits: Limits) -> Outcome:
     proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             env=_child_env(), cwd=_package_root(), start_new_session=True)
     try:
-        out, err = proc.communicate(payload, timeout=limits.seconds + 2.0)
+        out, err = proc.communicate(payload, timeout=limits.seconds)
     except subprocess.TimeoutExpired:
         _kill(proc)
         proc.communicate()

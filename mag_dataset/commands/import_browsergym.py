@@ -1,7 +1,11 @@
 """``mag import-browsergym EXP_DIR... --out RAW_DIR``: BrowserGym/AgentLab runs → raw episodes.
 
 Only successful episodes are imported; see :mod:`mag_dataset.harness.importer` for the
-layout read, the action mapping and what makes an episode unimportable. Follow with
+layout read, the action mapping and what makes an episode unimportable. Each experiment
+folder is decoded in a child process with a memory and a time limit; a folder that cannot
+be imported is skipped with its reason and the batch goes on. The summary is always
+printed; the exit status is 0 when an episode was imported (or every folder was already
+imported), 1 when nothing could be imported, 2 for a usage error. Follow with
 ``mag unify RAW_DIR`` (restores ``mouse_click`` steps), ``mag audit`` and ``mag build``.
 """
 
@@ -21,11 +25,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--templates", type=Path, default=None,
                         help="JSON file mapping task names to intent template ids (e.g. WebArena's intent_template_id)")
     parser.add_argument("--overwrite", action="store_true", help="replace episodes that already exist in --out")
+    parser.add_argument("--memory-limit", type=int, default=None, metavar="MIB",
+                        help="memory limit of the process that decodes one experiment folder (default 2048)")
+    parser.add_argument("--time-limit", type=float, default=None, metavar="SECONDS",
+                        help="time limit for decoding one experiment folder (default 300)")
 
 
 def run(args: argparse.Namespace) -> int:
     from mag_dataset.cli import UserError
-    from mag_dataset.harness.importer import import_experiments
+    from mag_dataset.harness.importer import IMPORT_LIMITS, import_experiments
+    from mag_dataset.isolation import Limits
 
     templates = None
     if args.templates is not None:
@@ -36,11 +45,19 @@ def run(args: argparse.Namespace) -> int:
         if not isinstance(templates, dict) or not all(isinstance(v, str) for v in templates.values()):
             raise UserError(f"--templates {args.templates}: expected a JSON object of task name -> template id")
     try:
+        limits = Limits(memory_mb=args.memory_limit or IMPORT_LIMITS.memory_mb,
+                        seconds=args.time_limit or IMPORT_LIMITS.seconds)
+    except ValueError as e:
+        raise UserError(f"--memory-limit/--time-limit: {e}") from None
+    try:
         report = import_experiments(args.exp_dirs, args.out, min_reward=args.min_reward, templates=templates,
-                                    overwrite=args.overwrite, progress=lambda line: print(line, file=sys.stderr))
+                                    overwrite=args.overwrite, progress=lambda line: print(line, file=sys.stderr),
+                                    limits=limits)
     except FileNotFoundError as e:
         raise UserError(str(e)) from None
     print(report.summary())
     if report.found == 0:
         raise UserError(f"no BrowserGym experiment directory (summary_info.json / step_0.pkl.gz) under {', '.join(map(str, args.exp_dirs))}")
+    if not report.imported and any(not r.startswith("already imported") for _, r in report.skipped):
+        return 1  # nothing could be imported
     return 0

@@ -15,10 +15,23 @@ Input layout (written by ``browsergym.experiments.loop``; one directory per epis
         goal_object.pkl.gz            # optional: obs["goal_object"] saved once
 
 ``StepInfo.action`` of step *i* is the action chosen on the observation of step *i*; the
-last step has no action. Pickles are read with a restricted unpickler: BrowserGym's and
-AgentLab's classes do not need to be installed (they load as inert records) and no
-callable outside numpy's array reconstruction and a few builtins is ever resolved. Still,
-import only experiment directories you trust.
+last step has no action.
+
+Hostile runs
+    Every experiment folder is converted in a child process with a memory and a time limit
+    (:mod:`mag_dataset.isolation`, :data:`IMPORT_LIMITS`), so even an unknown bomb costs one
+    skipped folder, never the batch. Pickles are read with a restricted unpickler that
+    resolves exact ``(module, name)`` pairs only (:data:`_ALLOWED`: numpy's array
+    reconstruction and a few containers); other names of numpy, builtins and the standard
+    library's object machinery are refused, and any other class (BrowserGym's, AgentLab's)
+    loads as an inert :class:`Record`. Numpy dtypes must be plain and their pickled state
+    must match what a plain dtype pickles; arrays are rebuilt here from their raw bytes
+    after their size is checked (at most :data:`MAX_ARRAY_BYTES`); no builtin allocates
+    from a size the pickle chooses. Observations are type-checked before use, the DOM
+    snapshot walked iteratively with cycle detection (:func:`check_dom`); images pass a
+    pixel cap (:data:`MAX_PIXELS`) before decoding; gzip files are decompressed in bounded
+    chunks; a file that is a symlink leading outside the experiment folder is refused; a
+    non-finite ``cum_reward`` is a failure.
 
 What is imported
     An episode is imported when ``summary_info.json`` reports no error and
@@ -47,21 +60,23 @@ Sites and templates
 from __future__ import annotations
 
 import ast
-import builtins
 import dataclasses
-import gzip
 import io
 import json
+import math
+import numbers
 import os
 import pickle
 import re
+import zlib
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
 from urllib.parse import urlparse
 
-from mag_dataset.raw import RawEpisode, RawStep, parse_step, write_episode
+from mag_dataset.isolation import Limits, run_isolated
+from mag_dataset.raw import RawDataError, RawEpisode, RawStep, parse_step, write_episode
 from mag_dataset.schema import Action, Candidate
 
 #: WebArena's standard ports -> WebMRE site names.
@@ -84,8 +99,19 @@ class ImportErrorForEpisode(ValueError):
 
 # -- restricted unpickling ----------------------------------------------------------------
 
-_SAFE_BUILTINS = frozenset({"set", "frozenset", "complex", "slice", "bytearray", "range", "object", "list", "dict", "tuple"})
-_NUMPY_NAMES = frozenset({"_reconstruct", "ndarray", "dtype", "scalar", "_frombuffer", "frombuffer"})
+#: Caps applied while unpickling and validating (a BrowserGym step file is a few MB).
+MAX_ARRAY_BYTES = 256 * 1024 * 1024
+MAX_PICKLE_BYTES = 256 * 1024 * 1024
+MAX_STEP_FILE_BYTES = 256 * 1024 * 1024
+MAX_PIXELS = 25_000_000
+MAX_ACTION_CHARS = 100_000
+MAX_DOM_NODES = 500_000
+MAX_DOM_DEPTH = 256
+MAX_DOM_CHARS = 64 * 1024 * 1024
+
+
+class UnsafePickle(pickle.UnpicklingError):
+    """A pickle asks for something the restricted unpickler refuses; the message says what."""
 
 
 class Record:
@@ -117,32 +143,262 @@ class Record:
         return f"<{self._class} record>"
 
 
+_CONTAINERS = (list, tuple, dict, set, frozenset)
+
+
+def _a(value: Any) -> str:
+    """``value``'s type with its article: "an int", "a list"."""
+    name = type(value).__name__
+    return f"{'an' if name[:1] in 'aeiou' else 'a'} {name}"
+
+
+def _collection(kind: type) -> Callable[..., Any]:
+    """``list(x)`` and friends, from an already-loaded container only (never a size or a range)."""
+
+    def make(*args: Any) -> Any:
+        if len(args) > 1 or (args and not isinstance(args[0], _CONTAINERS)):
+            raise UnsafePickle(f"the pickle calls {kind.__name__}() on {_a(args[0])}; only containers are accepted")
+        return kind(*args)
+
+    make.__name__ = kind.__name__
+    return make
+
+
+def _bytearray(*args: Any) -> bytearray:
+    # protocol 2 pickles a bytearray as bytearray(str, 'latin-1'); never from an int size
+    if not args:
+        return bytearray()
+    if len(args) == 1 and isinstance(args[0], (bytes, bytearray)):
+        return bytearray(args[0])
+    if len(args) == 2 and isinstance(args[0], str) and args[1] in ("latin-1", "latin1"):
+        return bytearray(args[0], "latin-1")
+    shown = ", ".join(repr(a)[:40] if isinstance(a, (int, str)) else type(a).__name__ for a in args)
+    raise UnsafePickle(f"the pickle calls bytearray({shown}): only bytes are accepted, never a size")
+
+
+def _codecs_encode(obj: Any, encoding: str = "utf-8") -> bytes:
+    # protocol 2 pickles bytes as _codecs.encode(str, 'latin1')
+    if not isinstance(obj, str) or encoding not in ("latin1", "latin-1"):
+        raise UnsafePickle("the pickle calls _codecs.encode() with something other than a latin-1 string")
+    return obj.encode("latin-1")
+
+
+def _complex(*args: Any) -> complex:
+    if len(args) > 2 or not all(isinstance(a, (int, float)) and not isinstance(a, bool) for a in args):
+        raise UnsafePickle("the pickle calls complex() with something other than numbers")
+    return complex(*args)
+
+
+def _deque(*args: Any) -> Any:
+    import collections
+
+    if (args and not isinstance(args[0], _CONTAINERS)) or len(args) > 2:
+        raise UnsafePickle("the pickle calls deque() on something other than a container")
+    return collections.deque(*args)
+
+
+def _defaultdict(*args: Any) -> Any:
+    import collections
+
+    factory = args[0] if args else None
+    if factory is not None and factory not in _SAFE_FACTORIES:
+        raise UnsafePickle("the pickle builds a defaultdict with a factory that is not a plain container")
+    if len(args) > 2 or (len(args) == 2 and not isinstance(args[1], (dict, list, tuple))):
+        raise UnsafePickle("the pickle calls defaultdict() with unexpected arguments")
+    return collections.defaultdict(*args)
+
+
+def _ordered_dict(*args: Any) -> Any:
+    import collections
+
+    if len(args) > 1 or (args and not isinstance(args[0], _CONTAINERS)):
+        raise UnsafePickle("the pickle calls OrderedDict() on something other than a container")
+    return collections.OrderedDict(*args)
+
+
+def _reconstructor(cls: Any, base: Any, state: Any) -> Any:
+    # copyreg._reconstructor(cls, object, None) is how protocols 0/1 make plain objects;
+    # any other base (bytearray, int...) would allocate from the pickle's arguments
+    if base is not object or state is not None or not (isinstance(cls, type) and issubclass(cls, Record)):
+        raise UnsafePickle("the pickle calls copyreg._reconstructor with a base other than object")
+    return object.__new__(cls)
+
+
+def _refuse_slice(*args: Any) -> Any:
+    if not all(a is None or (isinstance(a, int) and not isinstance(a, bool)) for a in args) or len(args) > 3:
+        raise UnsafePickle("the pickle calls slice() with something other than integers")
+    return slice(*args)
+
+
+# numpy: dtypes are plain (no object fields, no structure) and arrays are rebuilt by this
+# module from their raw bytes after their size is checked, never by numpy's own pickle path
+_PLAIN_DTYPE = re.compile(r"^[<>|=]?(?:[biufc][1248]|c16|f16|b1|[?bBhHiIlLqQefdgFDG]|[SU]\d{1,6})$")
+
+
+class _DtypeSpec:
+    """A pickled ``numpy.dtype(code, align, copy)``, checked before it becomes a real dtype."""
+
+    def __init__(self, obj: Any = None, align: Any = False, copy: Any = False) -> None:
+        import numpy as np
+
+        if not isinstance(obj, str) or not _PLAIN_DTYPE.match(obj):
+            raise UnsafePickle(f"the pickle asks for numpy dtype {str(obj)[:40]!r}: only plain number, bool and string dtypes are allowed")
+        self.dtype = np.dtype(obj)
+        if self.dtype.hasobject or self.dtype.fields is not None or self.dtype.subdtype is not None:
+            raise UnsafePickle(f"the pickle asks for numpy dtype {obj!r}, which is not a plain dtype")
+
+    def __setstate__(self, state: Any) -> None:
+        # numpy's own dtype.__setstate__ trusts this tuple (object flags, fields, sizes): a
+        # crafted one corrupts memory. Accept exactly what a plain dtype pickles, in any byte order.
+        if "dtype" not in vars(self) or not isinstance(state, tuple) or len(state) < 2 or state[1] not in ("<", ">", "|", "="):
+            raise UnsafePickle("the pickle gives a numpy dtype a state that does not match a plain dtype")
+        dt = self.dtype if state[1] in ("|", "=") else self.dtype.newbyteorder(state[1])
+        if state != dt.__reduce__()[2]:
+            raise UnsafePickle(f"the pickle gives numpy dtype {self.dtype.str!r} the state {str(state)[:120]}, "
+                               "which does not match a plain dtype")
+        self.dtype = dt
+
+
+def _spec(dtype: Any) -> Any:
+    if not isinstance(dtype, _DtypeSpec) or "dtype" not in vars(dtype):
+        raise UnsafePickle(f"the pickle gives a numpy array the dtype {type(dtype).__name__}, not a plain pickled dtype")
+    return dtype.dtype
+
+
+def _array_size(shape: Any, dtype: Any) -> int:
+    if not (isinstance(shape, tuple) and len(shape) <= 8 and all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in shape)):
+        raise UnsafePickle(f"the pickle gives a numpy array the shape {str(shape)[:80]}, not a tuple of sizes")
+    n = dtype.itemsize
+    for k in shape:
+        n *= k
+    if n > MAX_ARRAY_BYTES:
+        raise UnsafePickle(f"the pickle declares a numpy array of shape {shape} ({n:,} bytes), over the cap of {MAX_ARRAY_BYTES:,} bytes")
+    return n
+
+
+class _NDArrayName:
+    """``numpy.ndarray`` as named by a pickle: only a marker for ``_reconstruct``, never called."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        raise UnsafePickle("the pickle calls numpy.ndarray(...) directly (an array over a crafted buffer or strides)")
+
+
+def _loaded_array_class() -> type:
+    import numpy as np
+
+    class LoadedArray(np.ndarray):
+        """An array being unpickled: its ``__setstate__`` checks the state first."""
+
+        def __setstate__(self, state: Any) -> None:
+            if not (isinstance(state, tuple) and len(state) == 5):
+                raise UnsafePickle("the pickle gives a numpy array a malformed state")
+            version, shape, dtype, fortran, raw = state
+            dt = _spec(dtype)
+            n = _array_size(shape, dt)
+            if isinstance(raw, str):
+                raw = raw.encode("latin-1")
+            if not isinstance(raw, (bytes, bytearray)) or not isinstance(fortran, bool):
+                raise UnsafePickle("the pickle gives a numpy array data that is not raw bytes")
+            if len(raw) != n:
+                raise UnsafePickle(f"the pickle gives a numpy array of shape {shape} {len(raw):,} bytes of data for {n:,}")
+            np.ndarray.__setstate__(self, (version, shape, dt, fortran, raw))
+
+    return LoadedArray
+
+
+def _reconstruct(subtype: Any, shape: Any, dtype_code: Any) -> Any:
+    import numpy as np
+
+    if subtype is not _NDArrayName or shape != (0,):
+        raise UnsafePickle("the pickle calls numpy's _reconstruct with something other than the plain ndarray recipe")
+    return np.ndarray.__new__(_LOADED_ARRAY[0], (0,), np.uint8)
+
+
+def _frombuffer(buf: Any, dtype: Any, shape: Any, order: Any) -> Any:
+    import numpy as np
+
+    dt = _spec(dtype)
+    n = _array_size(shape, dt)
+    if isinstance(buf, pickle.PickleBuffer):
+        buf = bytes(buf.raw())
+    if not isinstance(buf, (bytes, bytearray)) or len(buf) != n or order not in ("C", "F"):
+        raise UnsafePickle(f"the pickle gives a numpy array of shape {shape} a buffer that does not hold exactly {n:,} bytes")
+    return np.frombuffer(bytes(buf), dtype=dt).reshape(shape, order=order)
+
+
+def _scalar(dtype: Any, data: Any = None) -> Any:
+    import numpy as np
+
+    dt = _spec(dtype)
+    if isinstance(data, str):
+        data = data.encode("latin-1")
+    if not isinstance(data, (bytes, bytearray)) or len(data) != dt.itemsize:
+        raise UnsafePickle("the pickle gives a numpy scalar data of the wrong size")
+    return np.frombuffer(bytes(data), dtype=dt)[0]
+
+
+_LOADED_ARRAY: list[type] = []
+
+#: The exact (module, name) pairs a pickle may name; every other pair of these modules is
+#: refused, and a pair of any other module loads as an inert :class:`Record`.
+_ALLOWED: dict[tuple[str, str], Any] = {
+    ("builtins", "list"): _collection(list),
+    ("builtins", "tuple"): _collection(tuple),
+    ("builtins", "dict"): _collection(dict),
+    ("builtins", "set"): _collection(set),
+    ("builtins", "frozenset"): _collection(frozenset),
+    ("builtins", "bytearray"): _bytearray,
+    ("builtins", "complex"): _complex,
+    ("builtins", "slice"): _refuse_slice,
+    ("builtins", "object"): object,
+    ("_codecs", "encode"): _codecs_encode,
+    ("copyreg", "_reconstructor"): _reconstructor,
+    ("collections", "OrderedDict"): _ordered_dict,
+    ("collections", "defaultdict"): _defaultdict,
+    ("collections", "deque"): _deque,
+    ("numpy", "dtype"): _DtypeSpec,
+    ("numpy", "ndarray"): _NDArrayName,
+    ("numpy.core.multiarray", "_reconstruct"): _reconstruct,
+    ("numpy._core.multiarray", "_reconstruct"): _reconstruct,
+    ("numpy.core.multiarray", "scalar"): _scalar,
+    ("numpy._core.multiarray", "scalar"): _scalar,
+    ("numpy.core.numeric", "_frombuffer"): _frombuffer,
+    ("numpy._core.numeric", "_frombuffer"): _frombuffer,
+}
+_SAFE_FACTORIES = frozenset({_ALLOWED[("builtins", n)] for n in ("list", "dict", "set", "tuple")})
+_DATETIME_NAMES = frozenset({"datetime", "date", "time", "timedelta", "timezone"})
+#: Modules whose names are never turned into records: only their allowed pairs resolve.
+_GUARDED_MODULES = ("builtins", "__builtin__", "numpy", "_codecs", "codecs", "copyreg", "collections", "datetime",
+                    "pickle", "_pickle", "io", "functools", "operator", "types", "importlib")
+
+
 class _RestrictedUnpickler(pickle.Unpickler):
     _classes: dict[tuple[str, str], type] = {}
 
     def find_class(self, module: str, name: str) -> Any:
-        if module == "builtins" and name in _SAFE_BUILTINS:
-            return getattr(builtins, name)
-        if module == "collections" and name in ("OrderedDict", "defaultdict", "deque"):
-            import collections
-
-            return getattr(collections, name)
-        if module == "copyreg" and name == "_reconstructor":
-            import copyreg
-
-            return copyreg._reconstructor  # type: ignore[attr-defined]
-        if module.split(".")[0] == "numpy" and name in _NUMPY_NAMES:
-            return super().find_class(module, name)
-        if module == "datetime" and name in ("datetime", "date", "time", "timedelta", "timezone"):
-            return super().find_class(module, name)
         key = (module, name)
+        if key in _ALLOWED:
+            if not _LOADED_ARRAY and module.startswith("numpy"):
+                _LOADED_ARRAY.append(_loaded_array_class())
+            return _ALLOWED[key]
+        if module == "datetime" and name in _DATETIME_NAMES:
+            import datetime
+
+            return getattr(datetime, name)
+        if module.split(".")[0] in _GUARDED_MODULES:
+            raise UnsafePickle(f"the pickle names {module}.{name}, which is not on the allow-list of exact names")
         if key not in self._classes:
             self._classes[key] = type(name, (Record,), {"_class": f"{module}.{name}"})
         return self._classes[key]
 
 
 def load_pickle(data: bytes) -> Any:
-    """Unpickle with the restricted unpickler (see the module docstring)."""
+    """Unpickle with the restricted unpickler (see the module docstring).
+
+    Raises:
+        UnsafePickle: the pickle names something outside the allow-list, or gives numpy a
+            dtype state or array size this refuses.
+    """
     return _RestrictedUnpickler(io.BytesIO(data)).load()
 
 
@@ -272,6 +528,164 @@ def map_action(text: str, view: _View) -> tuple[Action, Candidate | None, tuple[
     raise ImportErrorForEpisode(f"action {fn}() has no equivalent in the benchmark action space")
 
 
+# -- checks of untrusted observations ----------------------------------------------------
+
+
+def _is_number(x: Any) -> bool:
+    return isinstance(x, numbers.Real) and not isinstance(x, bool) and math.isfinite(float(x))
+
+
+def _int_list(value: Any, what: str, lo: int, hi: int, length: int | None = None) -> list[int]:
+    if not isinstance(value, list):
+        raise ImportErrorForEpisode(f"{what} is {_a(value)}, not a list")
+    if length is not None and len(value) != length:
+        raise ImportErrorForEpisode(f"{what} has {len(value):,} entries for {length:,} nodes")
+    for i, v in enumerate(value):
+        if isinstance(v, bool) or not isinstance(v, int) or not lo <= v < hi:
+            raise ImportErrorForEpisode(f"{what}[{i}] is {str(v)[:40]!r}, not an index in [{lo}, {hi})")
+    return value
+
+
+def _dict(value: Any, what: str, optional: bool = True) -> dict[str, Any]:
+    if value is None and optional:
+        return {}
+    if not isinstance(value, dict):
+        raise ImportErrorForEpisode(f"{what} is {_a(value)}, not an object")
+    return value
+
+
+def check_dom(dom: Any, where: str) -> None:
+    """Check a DOMSnapshot before any walk: types, index ranges, sizes, one node per bid,
+    and parent chains that end (no node its own ancestor) within :data:`MAX_DOM_DEPTH`.
+
+    The walk is iterative and marks each node once, so a cycle is found, not followed.
+    """
+    dom = _dict(dom, f"{where}: dom_object", optional=False)
+    strings, docs = dom.get("strings"), dom.get("documents")
+    if not isinstance(strings, list) or not isinstance(docs, list):
+        raise ImportErrorForEpisode(f"{where}: dom_object needs the lists 'strings' and 'documents'")
+    chars = 0
+    for i, t in enumerate(strings):
+        if not isinstance(t, str):
+            raise ImportErrorForEpisode(f"{where}: dom_object strings[{i}] is {_a(t)}, not a string")
+        chars += len(t)
+    if chars > MAX_DOM_CHARS:
+        raise ImportErrorForEpisode(f"{where}: the DOM snapshot holds {chars:,} characters, over the cap of {MAX_DOM_CHARS:,}")
+    n_str, total = len(strings), 0
+    bids: dict[str, tuple[int, int]] = {}
+    for d, doc in enumerate(docs):
+        w = f"{where}: DOM document {d}"
+        nodes = _dict(_dict(doc, w, optional=False).get("nodes"), f"{w} nodes", optional=False)
+        parents = nodes.get("parentIndex")
+        if not isinstance(parents, list):
+            raise ImportErrorForEpisode(f"{w}: parentIndex is missing or not a list")
+        m = len(parents)
+        total += m
+        if total > MAX_DOM_NODES:
+            raise ImportErrorForEpisode(f"{where}: the DOM snapshot has over {MAX_DOM_NODES:,} nodes")
+        _int_list(parents, f"{w} parentIndex", -1, m)
+        types = _int_list(nodes.get("nodeType"), f"{w} nodeType", 0, 1 << 16, m)
+        _int_list(nodes.get("nodeName"), f"{w} nodeName", -1, n_str, m)
+        if "nodeValue" in nodes:
+            _int_list(nodes["nodeValue"], f"{w} nodeValue", -1, n_str, m)
+        attributes = nodes.get("attributes")
+        if not isinstance(attributes, list) or len(attributes) != m:
+            raise ImportErrorForEpisode(f"{w}: attributes is not a list of one entry per node")
+        for i, al in enumerate(attributes):
+            _int_list(al, f"{w} attributes[{i}]", -1, n_str)
+            bid = ""
+            for k in range(0, len(al) - 1, 2):  # as the DOM reader does: the last "bid" attribute wins
+                if al[k] >= 0 and strings[al[k]] == "bid":
+                    bid = strings[al[k + 1]] if al[k + 1] >= 0 else ""
+            if bid and types[i] == 1:
+                if bid in bids:  # two nodes with one bid make the element tree cyclic
+                    raise ImportErrorForEpisode(
+                        f"{where}: the DOM snapshot gives bid {bid[:40]!r} to two nodes "
+                        f"(document {bids[bid][0]} node {bids[bid][1]} and document {d} node {i})")
+                bids[bid] = (d, i)
+        for key in ("inputValue", "textValue"):
+            block = _dict(nodes.get(key), f"{w} {key}")
+            index = _int_list(block.get("index", []), f"{w} {key}.index", 0, m)
+            _int_list(block.get("value", []), f"{w} {key}.value", -1, n_str, len(index))
+        _int_list(_dict(nodes.get("inputChecked"), f"{w} inputChecked").get("index", []), f"{w} inputChecked.index", 0, m)
+        layout = _dict(doc.get("layout"), f"{w} layout")
+        _int_list(layout.get("nodeIndex", []), f"{w} layout.nodeIndex", 0, m)
+        depth = [-1] * m
+        for i in range(m):
+            path, on_path, j = [], set(), i
+            while j >= 0 and depth[j] < 0:
+                if j in on_path:
+                    raise ImportErrorForEpisode(f"{w}: node {j} is its own ancestor (a parentIndex cycle)")
+                on_path.add(j)
+                path.append(j)
+                j = parents[j]
+            level = depth[j] if j >= 0 else -1
+            for k in reversed(path):
+                level += 1
+                depth[k] = level
+            if level > MAX_DOM_DEPTH:
+                raise ImportErrorForEpisode(f"{w}: the DOM nests {level} levels deep, over the limit of {MAX_DOM_DEPTH}")
+
+
+def check_image_array(arr: Any, what: str) -> None:
+    """A screenshot array: uint8, H x W (x 1/3/4), at most :data:`MAX_PIXELS`, plainly laid out."""
+    import numpy as np
+
+    if not isinstance(arr, np.ndarray):
+        raise ImportErrorForEpisode(f"{what} is {_a(arr)}, not an image array")
+    if arr.dtype != np.uint8 or arr.ndim not in (2, 3) or (arr.ndim == 3 and arr.shape[2] not in (1, 3, 4)):
+        raise ImportErrorForEpisode(f"{what} is a {arr.dtype} array of shape {arr.shape}, not an 8-bit image")
+    h, w = int(arr.shape[0]), int(arr.shape[1])
+    if h * w > MAX_PIXELS or h == 0 or w == 0:
+        raise ImportErrorForEpisode(f"{what} is {w}x{h} pixels, outside 1 to the cap of {MAX_PIXELS:,} pixels")
+    if 0 in arr.strides or not (arr.flags.c_contiguous or arr.flags.f_contiguous):
+        raise ImportErrorForEpisode(f"{what} is not a plainly laid out array (zero or crafted strides)")
+
+
+def check_observation(obs: Any, n: int) -> None:
+    """Types and sizes of one saved observation's fields, before anything walks them."""
+    if not isinstance(obs, dict):
+        raise ImportErrorForEpisode(f"step {n} has no observation")
+    where = f"step {n}"
+    expected = {"axtree_object": (dict, "an object"), "extra_element_properties": (dict, "an object"),
+                "dom_object": (dict, "an object"), "goal_object": ((list, tuple), "a list of message parts"),
+                "goal": (str, "a string"), "url": (str, "a string"), "focused_element_bid": ((str, int), "a string")}
+    for key, (kinds, what) in expected.items():
+        value = obs.get(key)
+        if value is not None and not isinstance(value, kinds):
+            raise ImportErrorForEpisode(f"{where}: {key} is {_a(value)}, not {what}")
+    ax = obs.get("axtree_object") or {}
+    nodes = ax.get("nodes", [])
+    if not isinstance(nodes, list) or len(nodes) > MAX_DOM_NODES:
+        raise ImportErrorForEpisode(f"{where}: axtree_object nodes is not a list of at most {MAX_DOM_NODES:,} nodes")
+    for i, node in enumerate(nodes):
+        if not isinstance(node, dict):
+            raise ImportErrorForEpisode(f"{where}: axtree_object node {i} is {_a(node)}, not an object")
+        bid = node.get("browsergym_id")
+        if bid is not None and not isinstance(bid, (str, int)):
+            raise ImportErrorForEpisode(f"{where}: axtree_object node {i} has a browsergym_id that is not a string")
+        for key in ("role", "name"):
+            if node.get(key) is not None and not isinstance(node[key], dict):
+                raise ImportErrorForEpisode(f"{where}: axtree_object node {i} {key} is {_a(node[key])}, not an object")
+    for bid, pr in (obs.get("extra_element_properties") or {}).items():
+        if pr is None:
+            continue
+        if not isinstance(pr, dict):
+            raise ImportErrorForEpisode(f"{where}: extra_element_properties[{str(bid)[:40]!r}] is not an object")
+        bb = pr.get("bbox")
+        if bb is not None and not (isinstance(bb, (list, tuple)) and len(bb) == 4 and all(_is_number(x) for x in bb)):
+            raise ImportErrorForEpisode(f"{where}: the bbox of element {str(bid)[:40]!r} is not four finite numbers")
+        if pr.get("visibility") is not None and not _is_number(pr["visibility"]):
+            raise ImportErrorForEpisode(f"{where}: the visibility of element {str(bid)[:40]!r} is not a number")
+    for i, part in enumerate(obs.get("goal_object") or ()):
+        if isinstance(part, dict) and part.get("text") is not None and not isinstance(part["text"], str):
+            raise ImportErrorForEpisode(f"{where}: goal_object part {i} has a text that is not a string")
+    if obs.get("dom_object") is not None:
+        check_dom(obs["dom_object"], where)
+    if obs.get("screenshot") is not None:
+        check_image_array(obs["screenshot"], f"{where}: the screenshot")
+
+
 # -- observations -------------------------------------------------------------------------
 
 
@@ -353,18 +767,76 @@ def find_experiments(paths: Iterable[str | os.PathLike]) -> list[Path]:
 _DIRNAME = re.compile(r"_on_(?P<task>.+)_(?P<seed>\d+)(?:_\d+)?$")
 
 
+def _inside(exp: Path, path: Path) -> Path:
+    """``path`` resolved, refused when it (a symlink) leads outside the experiment folder."""
+    real, root = path.resolve(), exp.resolve()
+    if real != root and root not in real.parents:
+        raise ImportErrorForEpisode(f"{path.name} is a symlink to a file outside the experiment folder; refused")
+    return real
+
+
+def _read_file(exp: Path, path: Path, cap: int) -> bytes:
+    real = _inside(exp, path)
+    if not real.is_file():
+        raise ImportErrorForEpisode(f"{path.name} is not a regular file")
+    size = real.stat().st_size
+    if size > cap:
+        raise ImportErrorForEpisode(f"{path.name} is {size:,} bytes, over the cap of {cap:,} bytes")
+    return real.read_bytes()
+
+
+def _gunzip(data: bytes, name: str, cap: int = MAX_PICKLE_BYTES) -> bytes:
+    """Decompress gzip data in bounded chunks: a bomb is refused at ``cap``, never expanded."""
+    out = bytearray()
+    try:
+        while data:
+            d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+            chunk = d.decompress(data, cap + 1 - len(out))
+            while True:
+                out += chunk
+                if len(out) > cap:
+                    raise ImportErrorForEpisode(f"{name} decompresses to over the cap of {cap:,} bytes")
+                if not d.unconsumed_tail:
+                    break
+                chunk = d.decompress(d.unconsumed_tail, cap + 1 - len(out))
+            if not d.eof:
+                raise ImportErrorForEpisode(f"{name} cannot be read: the gzip stream is truncated")
+            data = d.unused_data  # gzip allows several members one after another
+    except zlib.error as e:
+        raise ImportErrorForEpisode(f"{name} cannot be read: not valid gzip data ({e})") from None
+    return out
+
+
+def _load_pickle_file(exp: Path, path: Path, gz: bool) -> Any:
+    data = _read_file(exp, path, MAX_STEP_FILE_BYTES)
+    if gz:
+        data = _gunzip(data, path.name)
+    try:
+        return load_pickle(data)
+    except UnsafePickle as e:
+        raise ImportErrorForEpisode(f"{path.name} is refused: {e}") from None
+    except MemoryError:
+        raise
+    except Exception as e:  # corrupt pickle: skip the episode, say which file
+        raise ImportErrorForEpisode(f"{path.name} cannot be read: {type(e).__name__}: {str(e)[:200]}") from None
+
+
 def _task_and_seed(exp: Path) -> tuple[str, int | None, str]:
     args_file = exp / "exp_args.pkl"
-    if args_file.is_file():
+    if args_file.is_file() or args_file.is_symlink():
         try:
-            args = load_pickle(args_file.read_bytes())
-            env = getattr(args, "env_args", None)
-            agent = getattr(getattr(args, "agent_args", None), "agent_name", None) or ""
-            if env is not None and getattr(env, "task_name", None):
-                seed = getattr(env, "task_seed", None)
-                return str(env.task_name), int(seed) if seed is not None else None, str(agent)
-        except Exception:  # an unreadable exp_args.pkl falls back to the directory name
-            pass
+            args = _load_pickle_file(exp, args_file, gz=False)
+        except ImportErrorForEpisode as e:  # a corrupt exp_args.pkl falls back to the directory name ...
+            if "cannot be read" not in str(e):  # ... a refused one (unsafe, symlinked, too big) skips
+                raise
+            args = None
+        env = getattr(args, "env_args", None)
+        task = getattr(env, "task_name", None) if env is not None else None
+        if isinstance(task, str) and 0 < len(task) <= 300:
+            seed = getattr(env, "task_seed", None)
+            agent = getattr(getattr(args, "agent_args", None), "agent_name", None)
+            seed_ok = isinstance(seed, numbers.Integral) and not isinstance(seed, bool)
+            return task, int(seed) if seed_ok else None, agent if isinstance(agent, str) else ""
     m = _DIRNAME.search(exp.name)
     if m is None:
         raise ImportErrorForEpisode("no readable exp_args.pkl and the directory name does not say the task")
@@ -376,11 +848,15 @@ def _site_and_template(task_name: str, url: str, templates: dict[str, str]) -> t
     if bench == "miniwob":
         return rest, templates.get(task_name, rest)
     site = bench or "unknown"
-    parsed = urlparse(url)
-    if bench in ("webarena", "visualwebarena") and parsed.port in WEBARENA_PORTS:
-        site = WEBARENA_PORTS[parsed.port]
-    elif parsed.hostname:
-        site = parsed.hostname
+    try:
+        parsed = urlparse(url)
+        port, host = parsed.port, parsed.hostname
+    except ValueError:  # a malformed URL (port out of range...) names no site
+        port, host = None, None
+    if bench in ("webarena", "visualwebarena") and port in WEBARENA_PORTS:
+        site = WEBARENA_PORTS[port]
+    elif host:
+        site = host
     return site, templates.get(task_name, task_name)
 
 
@@ -398,12 +874,12 @@ def _goal_text(obs: dict[str, Any], exp: Path) -> str:
     if isinstance(goal, str) and goal.strip():
         return " ".join(goal.split())
     go = obs.get("goal_object")
-    if go is None and (exp / "goal_object.pkl.gz").is_file():
-        try:
-            go = load_pickle(gzip.decompress((exp / "goal_object.pkl.gz").read_bytes()))
-        except Exception as e:  # corrupt gzip or pickle, as for the step files
-            raise ImportErrorForEpisode(f"goal_object.pkl.gz cannot be read: {type(e).__name__}: {e}") from None
-    texts = [p.get("text", "") for p in (go or []) if isinstance(p, dict) and p.get("type") == "text"]
+    path = exp / "goal_object.pkl.gz"
+    if go is None and (path.is_file() or path.is_symlink()):
+        go = _load_pickle_file(exp, path, gz=True)
+        if go is not None and not isinstance(go, (list, tuple)):
+            raise ImportErrorForEpisode(f"goal_object.pkl.gz holds {_a(go)}, not a list of message parts")
+    texts = [p["text"] for p in (go or []) if isinstance(p, dict) and p.get("type") == "text" and isinstance(p.get("text"), str)]
     return " ".join(" ".join(texts).split())
 
 
@@ -413,11 +889,15 @@ def _screenshot(exp: Path, i: int) -> Any:
 
     for ext in ("png", "jpg"):
         p = exp / f"screenshot_step_{i}.{ext}"
-        if p.is_file():
+        if p.is_file() or p.is_symlink():
+            real = _inside(exp, p)
             try:
-                with Image.open(p) as img:
+                with Image.open(real) as img:  # reads the header only
+                    w, h = img.size
+                    if w * h > MAX_PIXELS:  # checked before a pixel is decoded
+                        raise ImportErrorForEpisode(f"{p.name} is {w}x{h} pixels, over the cap of {MAX_PIXELS:,} pixels")
                     return np.asarray(img.convert("RGB"))
-            except (OSError, ValueError) as e:  # truncated or not an image: skip the episode, say which file
+            except (OSError, ValueError, Image.DecompressionBombError) as e:  # truncated or not an image
                 raise ImportErrorForEpisode(f"{p.name} cannot be read: {type(e).__name__}: {e}") from None
     return None
 
@@ -428,8 +908,8 @@ def _miniwob_raw_reward(infos: list[Any]) -> float | None:
     for info in reversed(infos):
         task_info = getattr(info, "task_info", None)
         value = task_info.get("RAW_REWARD_GLOBAL") if isinstance(task_info, dict) else None
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return float(value)
+        if isinstance(value, numbers.Real) and not isinstance(value, bool):
+            return float(value)  # NaN stays NaN: the caller counts it as a failure
     return None
 
 
@@ -442,33 +922,38 @@ def convert_experiment(exp: Path, min_reward: float = 1.0, templates: dict[str, 
     from mag_dataset.guides import template_guide
 
     summary_file = exp / "summary_info.json"
-    if not summary_file.is_file():
+    if not (summary_file.is_file() or summary_file.is_symlink()):
         raise ImportErrorForEpisode("no summary_info.json (the run did not finish)")
     try:
-        summary = json.loads(summary_file.read_text("utf-8") or "null")
-    except json.JSONDecodeError as e:
-        raise ImportErrorForEpisode(f"summary_info.json is not JSON: {e}") from None
+        summary = json.loads(_read_file(exp, summary_file, 1024 * 1024).decode("utf-8") or "null")
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as e:
+        raise ImportErrorForEpisode(f"summary_info.json is not JSON: {type(e).__name__}: {str(e)[:200]}") from None
     if not isinstance(summary, dict):
         raise ImportErrorForEpisode("summary_info.json is empty")
     if summary.get("err_msg"):
         raise ImportErrorForEpisode("unsuccessful: the run ended with an error")
     reward = summary.get("cum_reward")
-    if not isinstance(reward, (int, float)) or reward < min_reward:
+    if isinstance(reward, bool) or not isinstance(reward, (int, float)) or not math.isfinite(reward):
+        raise ImportErrorForEpisode(f"unsuccessful: cum_reward {reward!r} is not a finite number")
+    if reward < min_reward:
         raise ImportErrorForEpisode(f"unsuccessful: cum_reward {reward!r} < {min_reward:g}")
     task_name, seed, agent = _task_and_seed(exp)
-    files = sorted(exp.glob("step_*.pkl.gz"), key=lambda p: int(p.name.split("_")[1].split(".")[0]))
+    numbered = {}
+    for f in exp.glob("step_*.pkl.gz"):
+        m = _STEP_FILE.match(f.name)
+        if m is None:
+            raise ImportErrorForEpisode(f"unexpected step file {f.name[:80]!r}: step files are named step_<n>.pkl.gz")
+        numbered[int(m.group(1))] = f
+    files = [numbered[k] for k in sorted(numbered)]
     if not files:
         raise ImportErrorForEpisode("no step_*.pkl.gz files")
     infos = []
     for n, f in enumerate(files):
         if f.name != f"step_{n}.pkl.gz":
             raise ImportErrorForEpisode(f"step files are not numbered 0..{len(files) - 1}: {f.name}")
-        try:
-            infos.append(load_pickle(gzip.decompress(f.read_bytes())))
-        except Exception as e:  # corrupt gzip or pickle: skip the episode, say which file
-            raise ImportErrorForEpisode(f"{f.name} cannot be read: {type(e).__name__}: {e}") from None
+        infos.append(_load_pickle_file(exp, f, gz=True))
     raw = _miniwob_raw_reward(infos) if task_name.startswith("miniwob.") else None
-    if raw is not None and raw < min_reward:
+    if raw is not None and not raw >= min_reward:  # NaN is a failure
         raise ImportErrorForEpisode(
             f"unsuccessful: MiniWoB raw reward {raw:g} < {min_reward:g} (BrowserGym's reward counts partial credit)"
         )
@@ -478,8 +963,11 @@ def convert_experiment(exp: Path, min_reward: float = 1.0, templates: dict[str, 
     for n, info in enumerate(infos):
         obs = getattr(info, "obs", None)
         action_text = getattr(info, "action", None)
-        if not isinstance(obs, dict):
-            raise ImportErrorForEpisode(f"step {n} has no observation")
+        check_observation(obs, n)
+        if action_text is not None and not isinstance(action_text, str):
+            raise ImportErrorForEpisode(f"step {n}: the action is {_a(action_text)}, not a string")
+        if action_text is not None and len(action_text) > MAX_ACTION_CHARS:
+            raise ImportErrorForEpisode(f"step {n}: the action is {len(action_text):,} characters, over the cap of {MAX_ACTION_CHARS:,}")
         if n == 0:
             intent = _goal_text(obs, exp)
             first_url = str(obs.get("url") or "")
@@ -492,7 +980,7 @@ def convert_experiment(exp: Path, min_reward: float = 1.0, templates: dict[str, 
             raise ImportErrorForEpisode(f"step {n} has no screenshot (screenshot_step_{n}.png)")
         view = process_observation(obs, task_name)
         n_marked = len(view.candidates)
-        mapped = map_action(str(action_text), view)
+        mapped = map_action(action_text, view)
         if mapped is None:
             continue
         if len(view.candidates) != n_marked:  # the target was added to the menu: label it too
@@ -520,9 +1008,34 @@ def convert_experiment(exp: Path, min_reward: float = 1.0, templates: dict[str, 
         metadata={"browsergym_task": task_name, "agent": agent, "experiment": exp.name,
                   "n_steps": summary.get("n_steps"), "cum_reward": reward},
     )
-    for st in ep.steps:  # validate against the raw format before anything is written
-        parse_step(st.to_json(), ep.episode_id, None)
+    try:
+        for st in ep.steps:  # validate against the raw format before anything is written
+            parse_step(st.to_json(), ep.episode_id, None)
+    except RawDataError as e:
+        raise ImportErrorForEpisode(f"the converted episode is not valid raw data: {e}") from None
     return ep, images
+
+
+_STEP_FILE = re.compile(r"^step_(\d{1,6})\.pkl\.gz$")
+
+
+def isolated_convert(request: dict[str, Any]) -> dict[str, Any]:
+    """Child side of :func:`import_experiments`: convert one experiment folder.
+
+    Runs in :mod:`mag_dataset.isolation`'s limited child; returns plain data only.
+    """
+    ep, images = convert_experiment(Path(request["exp"]), request["min_reward"], request["templates"])
+    return {"episode": ep.to_json(), "images": dict(images)}
+
+
+def _episode_from_json(d: dict[str, Any]) -> RawEpisode:
+    eid = str(d["episode_id"])
+    return RawEpisode(
+        episode_id=eid, task_id=str(d["task_id"]), site=str(d["site"]), intent=str(d["intent"]),
+        intent_template_id=str(d["intent_template_id"]),
+        steps=tuple(parse_step(s, eid, None) for s in d["steps"]), source=str(d["source"]), seed=d["seed"],
+        reward=d["reward"], success=bool(d["success"]), metadata=dict(d["metadata"]),
+    )
 
 
 @dataclass
@@ -549,6 +1062,10 @@ class ImportReport:
         return "\n".join(lines)
 
 
+#: Limits of the child process that converts one experiment folder (see :mod:`mag_dataset.isolation`).
+IMPORT_LIMITS = Limits(memory_mb=2048, seconds=300.0)
+
+
 def import_experiments(
     paths: Iterable[str | os.PathLike],
     out_dir: str | os.PathLike,
@@ -557,6 +1074,7 @@ def import_experiments(
     templates: dict[str, str] | None = None,
     overwrite: bool = False,
     progress: Callable[[str], None] | None = None,
+    limits: Limits | None = None,
 ) -> ImportReport:
     """Import every successful experiment under ``paths`` into the raw corpus ``out_dir``.
 
@@ -567,19 +1085,38 @@ def import_experiments(
         templates: optional ``task_name -> intent_template_id`` map.
         overwrite: replace an episode that already exists in ``out_dir`` (default: skip it).
         progress: called with one line per experiment.
+        limits: memory and time limits of the child process that converts each experiment
+            folder (default :data:`IMPORT_LIMITS`); a folder that exhausts them is skipped.
 
     Returns:
-        An :class:`ImportReport`; each episode is written atomically.
+        An :class:`ImportReport`; each episode is written atomically. One bad folder never
+        stops the batch: it is skipped with its reason.
     """
     out = Path(out_dir)
+    limits = limits or IMPORT_LIMITS
     exps = find_experiments(paths)
     report = ImportReport(found=len(exps))
     taken: set[str] = set()
     for exp in exps:
+        request = {"exp": str(exp), "min_reward": float(min_reward), "templates": dict(templates or {})}
+        got = run_isolated("importer.convert", request, limits)
         try:
-            ep, images = convert_experiment(exp, min_reward, templates)
+            if got.kind == "refused":
+                raise ImportErrorForEpisode(got.message)
+            if got.kind == "time":
+                raise ImportErrorForEpisode(f"refused: converting it took longer than the limit of {limits.seconds:g} s")
+            if got.kind == "memory":
+                raise ImportErrorForEpisode(f"refused: converting it needs more than the memory limit of {limits.memory_mb:,} MiB")
+            if got.kind != "ok":
+                raise ImportErrorForEpisode(f"cannot be converted: {got.message}")
+            try:
+                ep, images = _episode_from_json(got.value["episode"]), dict(got.value["images"])
+            except (KeyError, TypeError, ValueError) as e:
+                raise ImportErrorForEpisode(f"cannot be converted: a malformed result ({type(e).__name__})") from None
         except ImportErrorForEpisode as e:
             report.skipped.append((exp.name, str(e)))
+            if progress:
+                progress(f"skipped {exp.name}: {e}")
             continue
         base, n = ep.episode_id, 2
         while ep.episode_id in taken:  # the same task and seed run twice
