@@ -97,6 +97,7 @@ class SiteTask(AbstractBrowserTask):
                 r.abort()
 
         page.context.route("**/*", route)
+        _keep_viewport_after_screenshots()
         self.reset_seconds = self.site.reset() if self.reset_site else None
         if self.user is not None:
             self.site.login(page, self.user)
@@ -118,3 +119,38 @@ class SiteTask(AbstractBrowserTask):
 
     def cheat(self, page: Any, chat_messages: list[dict[str, Any]]) -> None:  # pragma: no cover
         raise NotImplementedError("site tasks are solved by their observation-driven expert, see expert()")
+
+
+_VIEWPORT_PATCHED = False
+
+
+def _keep_viewport_after_screenshots() -> None:
+    """Keep the page at its viewport size after every BrowserGym screenshot.
+
+    BrowserGym's ``extract_screenshot`` sets a device-metrics override on its own CDP session
+    and detaches it; with Debian's Chromium the detach drops Playwright's viewport too, so the
+    page falls back to the headless window (780x493) until the next navigation: wide-layout
+    elements (Bootstrap navbars) then collapse and actions on them fail as "not visible".
+    Re-sending the override on a CDP session kept per page restores 1280x720.
+    """
+    global _VIEWPORT_PATCHED
+    if _VIEWPORT_PATCHED:
+        return
+    import browsergym.core.env as bg_env
+
+    original = bg_env.extract_screenshot
+
+    def extract_screenshot(page: Any) -> Any:
+        out = original(page)
+        size = page.viewport_size
+        if size:
+            cdp = getattr(page, "_mag_viewport_cdp", None)
+            if cdp is None:
+                cdp = page.context.new_cdp_session(page)
+                page._mag_viewport_cdp = cdp
+            cdp.send("Emulation.setDeviceMetricsOverride", {"width": size["width"], "height": size["height"],
+                                                             "deviceScaleFactor": 1, "mobile": False})
+        return out
+
+    bg_env.extract_screenshot = extract_screenshot
+    _VIEWPORT_PATCHED = True

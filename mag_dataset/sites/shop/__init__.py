@@ -105,9 +105,21 @@ class ShopSite(Site):
         local = '<script src="{% static "oscar/js/jquery/jquery.min.js" %}"></script>'
         base = base.replace(_CDN_JQUERY, local)
         base = "\n".join(ln for ln in base.splitlines() if "window.jQuery || document.write" not in ln) + "\n"
+        # Agents click at the centre of an element's box: a link wrapped over two lines has a gap
+        # there, so text links are boxes (inline-block) on every page.
+        base = base.replace("</head>", "<style>a:not(.btn):not(.dropdown-item):not(.nav-link):not(.navbar-brand)"
+                                       "{display: inline-block;}</style>\n    </head>", 1)
         out = self.app_dir / "templates" / "oscar" / "base.html"
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(base)
+        # the product page asks for a quantity (Oscar's default form hides it), as most shops do
+        rel = "oscar/catalogue/partials/add_to_basket_form.html"
+        form, single = self._oscar_template(rel), "{% basket_form request product as basket_form %}"
+        if single not in form:
+            raise SiteError(f"site shop: Oscar's {rel} changed; update mag_dataset/sites/shop to the installed Oscar")
+        out = self.app_dir / "templates" / rel
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(form.replace(single, "{% basket_form request product 'multiple' as basket_form %}"))
 
     def _oscar_template(self, rel: str) -> str:
         found = list((self.home / "venv" / "lib").glob(f"python3*/site-packages/oscar/templates/{rel}"))
