@@ -288,7 +288,13 @@ grounding.
   `action.element_id` and `original_element_id` are null): the gold action is grounded by
   `action.coordinate` in screenshot pixels. `target_bbox` stays for scoring: a predicted
   point is correct when it lies inside it. Join on `step_id` with the som view to recover
-  the element (provenance).
+  the element (provenance). `image_width` / `image_height` give the screenshot's size in
+  pixels, the unit of every point and box. A predictions file may declare that its points
+  are in another space — `norm1000` (a 0-1000 grid on both axes), `norm1` (0-1 fractions)
+  or `resized:WxH` (pixels of the screenshot resized to W x H) — with `mag score
+  --coord-space`, a `coord_space` field in its provenance sidecar, or per line; the scorer
+  converts each point to screenshot pixels before the point-in-box test
+  (`x * image_width / 1000`, `x * image_width`, `x * image_width / W`, and the same for y).
 
 ## Fields
 
