@@ -158,3 +158,22 @@ def test_metric_module_reports_the_extension(corpus):
     res = metric.compute(predictions=preds, references=refs, view="som", contract="J")
     assert res["extensions"]["guide_action_consistency"]["micro"] >= 0.9
     assert res["extensions"]["joint_step_acc"]["n"] > 0
+
+
+def test_metric_module_coord_space_and_menus():
+    import evaluate
+
+    from mag_dataset.dataset import gold_records, load_view, step_from_record
+
+    refs = gold_records(load_view(bundled_dataset(), "coord", "test"))
+    som = gold_records(load_view(bundled_dataset(), "som", "test"))
+    menus = {r["step_id"]: r["candidates"] for r in som}
+    preds = [render_target(step_from_record(r), "coord", "J", coord_space="norm1000") for r in refs]
+    metric = evaluate.load("loaders/webmre_metric")
+    res = metric.compute(predictions=preds, references=refs, view="coord", contract="J", coord_space="norm1000",
+                         menus=menus)
+    assert res["target_acc"]["micro"] == 1.0 and res["warnings"] == []
+    assert res["provenance"]["coord_space"]["space"] == "norm1000"
+    assert res["extensions"]["guide_action_consistency"]["micro"] >= 0.9
+    res = metric.compute(predictions=preds, references=refs, view="coord", contract="J")
+    assert res["target_acc"]["micro"] < 0.2 and res["warnings"]

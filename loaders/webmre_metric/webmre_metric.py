@@ -12,6 +12,7 @@ import evaluate
 from mag_dataset.actions import Contract, View
 from mag_dataset.dataset import step_from_record
 from mag_dataset.predictions import Prediction
+from mag_dataset.schema import Candidate
 from mag_dataset.scoring import SCORER_VERSION, score_predictions
 from mag_dataset.verdicts import read_verdicts
 
@@ -50,11 +51,17 @@ Args:
     view (str): "som" or "coord". Default "som".
     contract (str): "A", "G", "J" or "JG". Default "J".
     judges (str, optional): path of a cached judge-verdict JSONL file; enables usefulness.
+    coord_space (str, optional): coord view: the points' space (pixels, norm1000, norm1,
+        resized:WxH); converted to screenshot pixels before scoring.
+    menus (dict, optional): coord view: step id -> the som row's candidate menu (list of
+        {id, role, text, bbox}); enables the guide-action consistency extension there.
 
 Returns:
     dict: the full report: top-level keys ofcr, action_type_acc, target_acc, text_f1, saa,
     bleu1, bleu4, rouge_l, usefulness (each with micro, macro, n, n_tasks, std, ci95,
-    per_seed), then counts, breakdowns and provenance. Metrics that do not apply are None.
+    per_seed), then extensions (guide_action_consistency, joint_step_acc: not metrics of
+    the papers), counts (with the error taxonomy), breakdowns, provenance and warnings.
+    Metrics that do not apply are None.
 
 Examples:
     Gold answers rendered in a contract score 1.0 on every applicable metric:
@@ -127,11 +134,15 @@ class WebmreMetric(evaluate.Metric):
             references = [_as_json(r) for r in references]
         return super().compute(predictions=predictions, references=references, **kwargs)
 
-    def _compute(self, predictions, references, view="som", contract="J", judges=None):
+    def _compute(self, predictions, references, view="som", contract="J", judges=None, coord_space=None,
+                 menus=None):
         steps = [step_from_record(json.loads(r)) for r in references]
         preds = [Prediction(s.step_id, p) for s, p in zip(steps, predictions)]
         verdicts = read_verdicts(judges) if judges is not None else None
-        report = score_predictions(preds, steps, View(view), Contract(contract), verdicts=verdicts)
+        if menus is not None:
+            menus = {sid: tuple(Candidate.from_dict(c) for c in cands) for sid, cands in menus.items()}
+        report = score_predictions(preds, steps, View(view), Contract(contract), verdicts=verdicts,
+                                   coord_space=coord_space, menus=menus)
         return report.to_dict()
 
 
