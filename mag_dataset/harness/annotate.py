@@ -58,8 +58,9 @@ from mag_dataset.harness.preflight import (
     check_images,
     describe,
     probe,
+    raise_if_fatal,
 )
-from mag_dataset.llm_client import ChatClient, LLMConfigError, LLMError, LLMHTTPError, image_part
+from mag_dataset.llm_client import ChatClient, LLMError, image_part
 from mag_dataset.raw import (
     AUDIT_FILE,
     RawEpisode,
@@ -197,13 +198,6 @@ class DraftingFailedError(EndpointFailedError):
     """Drafting failed too often to be worth writing; nothing was written."""
 
 
-def _raise_if_fatal(ans: Any) -> None:
-    if isinstance(ans, LLMConfigError):
-        raise ans
-    if isinstance(ans, LLMHTTPError) and ans.status in (401, 403, 404):
-        raise LLMConfigError(str(ans))
-
-
 @dataclass
 class DraftReport:
     steps: int = 0
@@ -271,14 +265,14 @@ def draft_guides(
     probed = probe(client, (lambda k=k: messages(k) for k in range(len(items))))
     if probed is not None:
         answers[probed[0]] = probed[1]
-        _raise_if_fatal(probed[1])
+        raise_if_fatal(probed[1])
         if isinstance(probed[1], LLMError):
             raise DraftingFailedError(f"the drafting endpoint is down: its first request failed ({describe(probed[1])}); "
                                       f"no other request was sent and {out.name} was not written")
     for start in range(0, len(items), chunk_size):  # never every base64 screenshot in memory at once
         todo = [k for k in range(start, min(start + chunk_size, len(items))) if probed is None or k != probed[0]]
         for k, ans in zip(todo, client.map([messages(k) for k in todo], return_exceptions=True)):
-            _raise_if_fatal(ans)
+            raise_if_fatal(ans)
             answers[k] = ans
     failures = [describe(a) for a in answers if isinstance(a, LLMError)]
     problem = check_failures("drafting endpoint", failures, len(items))

@@ -89,6 +89,7 @@ from typing import Any, Callable, Iterable, Sequence
 from mag_dataset.actions import ACTION_SPACE
 from mag_dataset.fileio import atomic_write_jsonl
 from mag_dataset.harness.preflight import (
+    FATAL_STATUSES,  # noqa: F401 (re-exported: part of this module's documented rules)
     MAX_FAILED_SHARE,
     EndpointFailedError,
     check_endpoints,
@@ -96,8 +97,9 @@ from mag_dataset.harness.preflight import (
     check_images,
     describe,
     probe,
+    raise_if_fatal,
 )
-from mag_dataset.llm_client import ChatClient, LLMConfigError, LLMError, LLMHTTPError, image_part
+from mag_dataset.llm_client import ChatClient, LLMError, LLMHTTPError, image_part
 from mag_dataset.raw import (
     AUDIT_FILE,
     CORPUS_FILE,
@@ -114,8 +116,6 @@ from mag_dataset.schema import AuditRecord, AuditStatus
 PROMPT_VERSION = 1
 VERDICTS_FILE = "audit_verdicts.jsonl"
 PANEL_SIZE = 3
-#: HTTP statuses that mean the judge is misconfigured, not flaky: the audit stops.
-FATAL_STATUSES = frozenset({401, 403, 404})
 
 JUDGE_SYSTEM_PROMPT = """\
 You audit the gold labels of a web-agent benchmark. You see a screenshot of a web page on which every \
@@ -561,13 +561,6 @@ def _call_error(e: LLMError) -> str:
     return f"http {e.status}" if isinstance(e, LLMHTTPError) else "http"
 
 
-def _raise_if_fatal(name: str, ans: Any) -> None:
-    if isinstance(ans, LLMConfigError):
-        raise LLMConfigError(f"judge {name}: {ans}")
-    if isinstance(ans, LLMHTTPError) and ans.status in FATAL_STATUSES:
-        raise LLMConfigError(f"judge {name}: {ans}")
-
-
 def _in_threads(judges: Sequence[tuple[str, ChatClient]], fn: Callable[[str, ChatClient], None]) -> None:
     """``fn(name, client)`` for every judge at once; the first exception is re-raised here."""
     errors: list[BaseException] = []
@@ -629,7 +622,7 @@ def ask_judges(
     for name, _ in judges:
         if name in probed:
             ans = answers[name][probed[name]]
-            _raise_if_fatal(name, ans)
+            raise_if_fatal(ans, f"judge {name}")
             if stop_when_down and isinstance(ans, LLMError):
                 raise JudgeDownError(
                     f"judge {name} is down: its first request failed ({describe(ans)}); no other request was sent "
@@ -651,7 +644,7 @@ def ask_judges(
         _in_threads(judges, run)
         for name, _ in judges:  # stop at the first misconfigured judge, not after the whole corpus
             for ans in answers[name][start : start + len(chunk)]:
-                _raise_if_fatal(name, ans)
+                raise_if_fatal(ans, f"judge {name}")
         if progress:
             progress(f"judged {start + len(chunk)}/{len(items)} steps")
     out: dict[str, list[Verdict]] = {}

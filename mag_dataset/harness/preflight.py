@@ -29,6 +29,9 @@ from mag_dataset.llm_client import ChatClient, LLMConfigError, LLMError, LLMHTTP
 #: steps stops the run, which then writes nothing.
 MAX_FAILED_SHARE = 0.2
 
+#: HTTP statuses that mean the endpoint is misconfigured, not flaky: the run stops at once.
+FATAL_STATUSES = frozenset({401, 403, 404})
+
 
 class PreflightError(ValueError):
     """A check before the first request failed; nothing was sent and nothing was written."""
@@ -44,6 +47,13 @@ def describe(e: BaseException) -> str:
     if isinstance(e, LLMHTTPError) and f"HTTP {e.status}" not in text:
         text = f"HTTP {e.status}: {text}"
     return text
+
+
+def raise_if_fatal(answer: Any, who: str | None = None) -> None:
+    """Raise :class:`LLMConfigError` when ``answer`` is a misconfiguration (missing key, HTTP
+    401/403/404), prefixed with ``who``; anything else returns."""
+    if isinstance(answer, LLMConfigError) or (isinstance(answer, LLMHTTPError) and answer.status in FATAL_STATUSES):
+        raise LLMConfigError(f"{who}: {answer}" if who else str(answer))
 
 
 def check_images(paths: Iterable[Path]) -> int:
