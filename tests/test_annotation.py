@@ -518,6 +518,8 @@ def test_app_in_a_real_browser_resets_per_step_state_and_warns_without_overlays(
 
     raw = tmp_path / "raw"
     disputed_corpus(raw)
+    audit = (raw / "audit.jsonl").read_bytes()
+    (raw / "audit.jsonl").unlink()  # the audit runs while the app is open (below)
     write_drafts(raw)
     port = free_port()
     app, session = launch(raw, annotator="", port=port, block=False)  # no annotator name yet
@@ -547,7 +549,8 @@ def test_app_in_a_real_browser_resets_per_step_state_and_warns_without_overlays(
             expect(guides).to_contain_text("Result (template, rejected): Type 'ann' into the Username field.", timeout=15000)
             expect(page.locator("#mag-guide textarea")).to_have_value("Type 'ann' into the Username field.")
 
-            # Adjudicate: opening the tab lists the disputed steps and selects the first open one
+            # Adjudicate: opening the tab rereads the audit, lists the disputed steps and selects the first open one
+            (raw / "audit.jsonl").write_bytes(audit)
             page.get_by_role("tab", name="Adjudicate").click()
             info, adj_warning = page.locator("#mag-adj-info"), page.locator("#mag-adj-warning")
             expect(page.locator("#mag-adj-step input")).to_have_value("login.seed-0:1 · open", timeout=15000)
