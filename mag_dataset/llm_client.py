@@ -278,7 +278,8 @@ class ChatClient:
         """Check, without sending a request, that a call could go out.
 
         The API key must be set (see ``api_key_env``) and the endpoint's host must accept a
-        TCP connection; both are checked in well under a second, so a batch stops before
+        TCP connection (unless the request would go through an ``https_proxy`` /
+        ``http_proxy``); both are checked in well under a second, so a batch stops before
         its first request instead of after retries.
 
         Raises:
@@ -291,6 +292,8 @@ class ChatClient:
             port = parsed.port or (443 if parsed.scheme == "https" else 80)
         except ValueError:
             raise LLMConfigError(f"base_url {self.base_url!r} has an invalid port") from None
+        if urllib.request.getproxies().get(parsed.scheme) and not urllib.request.proxy_bypass(self.host):
+            return  # requests go through a proxy: the host itself may be unreachable from here
         try:
             with socket.create_connection((self.host, port), timeout=min(connect_timeout, self.timeout)):
                 pass
