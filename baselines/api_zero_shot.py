@@ -4,7 +4,12 @@ WebMRE (arXiv 2609.27353) reports frontier models zero-shot under the same locke
 as the fine-tuned models (fine-tuned models beat the best zero-shot row by 17 action
 points and 20 BLEU-1 points). Each step is sent as the library's prompt
 (:func:`mag_dataset.prompts.build_messages`) with the screenshot as a base64 PNG data URL;
-decoding is greedy (``temperature=0``). The client (:mod:`mag_dataset.llm_client`) bounds
+decoding is greedy (``temperature=0``). Reasoning models (``--reasoning true``: OpenAI's
+o-series and GPT-5-class models) reject ``max_tokens`` and any temperature but their
+default; for them the budget is sent as ``max_completion_tokens`` and no temperature is
+sent. Any other request parameter (``reasoning_effort``, ``top_p``, a provider's extra
+fields) comes from ``request_params``: a mapping in the YAML config or a JSON object on
+the command line, merged last into every request. The client (:mod:`mag_dataset.llm_client`) bounds
 concurrency, retries 429/5xx/timeouts with exponential backoff and caches every answer on
 disk under a hash of the full request, so rerunning the same command makes no calls. The
 API key is read from the environment variable named by ``--api_key_env``.
@@ -46,7 +51,15 @@ class APIArguments:
     contract: str = field(default="J", metadata={"help": "A, G, J or JG"})
     split: str = field(default="test", metadata={"help": "train or test"})
     seed: int = field(default=0, metadata={"help": "seed recorded in the file and sent with each request"})
+    coord_space: str = field(default="pixels", metadata={
+        "help": "coord view: the space the model answers in (pixels, norm1000, norm1 or resized:WxH); "
+                "sets the prompt's wording and is recorded in the provenance sidecar for mag score"})
     max_tokens: int = field(default=512, metadata={"help": "answer budget per step"})
+    reasoning: bool = field(default=False, metadata={
+        "help": "reasoning model: send max_completion_tokens instead of max_tokens, and no temperature"})
+    request_params: str | None = field(default=None, metadata={
+        "help": "extra request parameters: a JSON object (a mapping in the YAML config), e.g. "
+                "'{\"reasoning_effort\": \"low\"}'"})
     concurrency: int = field(default=4, metadata={"help": "requests in flight at once"})
     max_retries: int = field(default=5, metadata={"help": "retries per request on 429/5xx/timeouts"})
     timeout: float = field(default=120.0, metadata={"help": "seconds per attempt"})
@@ -74,13 +87,50 @@ def _flatten_text_only(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+#: request keys the script sets itself; request_params may not override them
+_RESERVED = ("model", "messages", "stream")
+
+
+def extra_params(args: APIArguments) -> dict[str, Any]:
+    """``request_params`` as a dict (from the YAML mapping or the command line's JSON object).
+
+    Raises:
+        mag_dataset.cli.UserError: not a JSON object, or a key the script sets itself.
+    """
+    import json
+
+    from mag_dataset.cli import UserError
+
+    raw = args.request_params
+    if raw is None or raw == "":
+        return {}
+    if isinstance(raw, str):
+        try:
+            raw = json.loads(raw)
+        except json.JSONDecodeError as e:
+            raise UserError(f"request_params is not JSON ({e.msg}): {args.request_params!r}") from None
+    if not isinstance(raw, dict):
+        raise UserError(f"request_params must be a JSON object, got {type(raw).__name__}")
+    bad = [k for k in raw if k in _RESERVED]
+    if bad:
+        raise UserError(f"request_params may not set {bad[0]!r} (the script sets it)")
+    return dict(raw)
+
+
+def decoding_params(args: APIArguments) -> dict[str, Any]:
+    """The decoding parameters of every request: budget, seed, then ``request_params``."""
+    budget_key = "max_completion_tokens" if args.reasoning else "max_tokens"
+    return {budget_key: args.max_tokens, "seed": args.seed, **extra_params(args)}
+
+
 def request_for(example: common.Example, view: str, contract: str, args: APIArguments) -> dict[str, Any]:
     """The chat-completions request of one step (messages + decoding parameters)."""
     from mag_dataset.llm_client import fill_images
     from mag_dataset.prompts import build_messages
 
-    messages = fill_images(build_messages(example.step, view, contract), [png_bytes(example.image)])
-    return {"messages": _flatten_text_only(messages), "max_tokens": args.max_tokens, "seed": args.seed}
+    messages = fill_images(build_messages(example.step, view, contract, coord_space=args.coord_space),
+                           [png_bytes(example.image)])
+    return {"messages": _flatten_text_only(messages), **decoding_params(args)}
 
 
 def run(args: APIArguments, examples: Sequence[common.Example] | None = None) -> Path:
@@ -99,12 +149,16 @@ def run(args: APIArguments, examples: Sequence[common.Example] | None = None) ->
     from mag_dataset.llm_client import ChatClient, LLMError
 
     view, contract = common.view_and_contract(args.view, args.contract)
+    params = decoding_params(args)  # a bad request_params fails before any request
+    args.coord_space = common.coord_space_arg(view, args.coord_space)
     try:
         client = ChatClient(args.base_url, args.model, api_key_env=args.api_key_env or None, timeout=args.timeout,
                             max_retries=args.max_retries, cache_dir=args.cache_dir or None,
                             concurrency=args.concurrency, backoff=args.backoff)
     except LLMError as e:
         raise UserError(str(e)) from None
+    if args.reasoning:  # reasoning models accept only their default temperature
+        client.default_params = {k: v for k, v in client.default_params.items() if k != "temperature"}
     if examples is None:
         examples = common.load_examples(args.dataset, view, args.split, args.limit)
     elif args.limit is not None:
@@ -141,10 +195,11 @@ def run(args: APIArguments, examples: Sequence[common.Example] | None = None) ->
         "view": view.value,
         "contract": contract.value,
         "seed": args.seed,
+        "coord_space": args.coord_space,
         "steps": len(examples),
         "prompt_version": PROMPT_VERSION,
-        "decoding": {"strategy": "greedy", "temperature": client.default_params["temperature"],
-                     "max_tokens": args.max_tokens},
+        "decoding": {"strategy": "provider default (reasoning model)" if args.reasoning else "greedy",
+                     "temperature": client.default_params.get("temperature"), **params},
         "backend": "openai-chat-completions",
         "predictions_sha256": common.sha256_file(out),
         "environment": common.environment(),

@@ -165,13 +165,36 @@ def load_model_and_processor(
     return model, processor
 
 
-def prompt_text(processor: Any, step: Step, view: View | str, contract: Contract | str) -> str:
-    """The chat-template text of a step's prompt, ending with the assistant generation prompt."""
+def prompt_text(processor: Any, step: Step, view: View | str, contract: Contract | str,
+                coord_space: str | None = None) -> str:
+    """The chat-template text of a step's prompt, ending with the assistant generation prompt.
+
+    ``coord_space``: coord view: the space the model answers in (default screenshot pixels).
+    """
     from mag_dataset.prompts import build_messages
 
     return processor.apply_chat_template(
-        build_messages(step, view, contract), add_generation_prompt=True, tokenize=False, **CHAT_TEMPLATE_KWARGS
+        build_messages(step, view, contract, coord_space=coord_space), add_generation_prompt=True, tokenize=False,
+        **CHAT_TEMPLATE_KWARGS,
     )
+
+
+def coord_space_arg(view: View | str, value: str | None) -> str:
+    """Validate a ``--coord_space`` argument; returns its canonical name (``pixels`` default).
+
+    Raises:
+        mag_dataset.cli.UserError: an unknown space, or a non-pixel space in the som view.
+    """
+    from mag_dataset.cli import UserError
+    from mag_dataset.coords import parse_coord_space
+
+    try:
+        name = parse_coord_space(value).name
+    except ValueError as e:
+        raise UserError(f"--coord_space: {e}") from None
+    if name != "pixels" and View(view) is not View.COORD:
+        raise UserError(f"--coord_space {name} applies to the coord view only")
+    return name
 
 
 def guide_prefix(guide: str, contract: Contract | str = Contract.JG) -> str:
@@ -316,8 +339,8 @@ class TransformersBackend:
         self.model, self.processor = model, processor
         self.batch_size, self.max_new_tokens = batch_size, max_new_tokens
 
-    def prompt(self, step: Step, view: View | str, contract: Contract | str) -> str:
-        return prompt_text(self.processor, step, view, contract)
+    def prompt(self, step: Step, view: View | str, contract: Contract | str, coord_space: str | None = None) -> str:
+        return prompt_text(self.processor, step, view, contract, coord_space)
 
     def generate(self, prompts: Sequence[str], images: Sequence["Image"],
                  prefixes: Sequence[str] | None = None) -> list[Decoded]:
@@ -354,8 +377,8 @@ class VLLMBackend:
         self.params = SamplingParams(temperature=0.0, max_tokens=max_new_tokens, seed=seed, ignore_eos=ignore_eos)
         self.batch_size = batch_size
 
-    def prompt(self, step: Step, view: View | str, contract: Contract | str) -> str:
-        return prompt_text(self.processor, step, view, contract)
+    def prompt(self, step: Step, view: View | str, contract: Contract | str, coord_space: str | None = None) -> str:
+        return prompt_text(self.processor, step, view, contract, coord_space)
 
     def generate(self, prompts: Sequence[str], images: Sequence["Image"],
                  prefixes: Sequence[str] | None = None) -> list[Decoded]:

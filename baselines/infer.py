@@ -45,6 +45,9 @@ class InferArguments:
     contract: str = field(default="J", metadata={"help": "A, G, J or JG"})
     split: str = field(default="test", metadata={"help": "train or test"})
     seed: int = field(default=0, metadata={"help": "seed recorded in the file (the training seed of the model)"})
+    coord_space: str = field(default="pixels", metadata={
+        "help": "coord view: the space the model answers in (pixels, norm1000, norm1 or resized:WxH); "
+                "sets the prompt's wording and is recorded in the provenance sidecar for mag score"})
     backend: str = field(default="transformers", metadata={"help": "transformers or vllm"})
     batch_size: int = field(default=8, metadata={"help": "prompts per generate call (and per resumable chunk)"})
     max_new_tokens: int = field(default=256, metadata={"help": "decoding budget per step"})
@@ -90,7 +93,7 @@ def _read_done(path: Path, seed: int, repair: bool = False) -> dict[str, str]:
 
 #: the arguments that must agree for a rerun to resume (or reuse) an earlier file
 _RUN_KEYS = ("model_name_or_path", "model_revision", "dataset", "split", "view", "contract", "seed",
-             "max_new_tokens")
+             "max_new_tokens", "coord_space")
 
 
 def _run_key(args: InferArguments) -> dict[str, Any]:
@@ -113,12 +116,14 @@ def _check_same_run(args: InferArguments, out: Path, partial: Path) -> None:
         have = {"model_name_or_path": prov.get("model"), "model_revision": prov.get("model_revision"),
                 "dataset": prov.get("dataset"), "split": prov.get("split"), "view": prov.get("view"),
                 "contract": prov.get("contract"), "seed": prov.get("seed"),
-                "max_new_tokens": (prov.get("decoding") or {}).get("max_new_tokens")}
+                "max_new_tokens": (prov.get("decoding") or {}).get("max_new_tokens"),
+                "coord_space": prov.get("coord_space", "pixels")}
         sources.append((out, have))
     if partial.exists() and _run_key_path(partial).exists():
         sources.append((partial, json.loads(_run_key_path(partial).read_text(encoding="utf-8"))))
     for path, have in sources:
-        diff = [k for k in _RUN_KEYS if have.get(k) != want[k]]
+        # files from before --coord_space existed were written in pixels
+        diff = [k for k in _RUN_KEYS if have.get(k, "pixels" if k == "coord_space" else None) != want[k]]
         if diff:
             shown = ", ".join(f"{k}={have.get(k)!r} (now {want[k]!r})" for k in diff)
             raise UserError(f"{path} was written by another run ({shown}); "
@@ -138,6 +143,7 @@ def provenance(args: InferArguments, n_steps: int, backend: str, predictions: Pa
         "view": args.view,
         "contract": args.contract,
         "seed": args.seed,
+        "coord_space": args.coord_space,
         "steps": n_steps,
         "prompt_version": PROMPT_VERSION,
         "decoding": {"strategy": "greedy", "max_new_tokens": args.max_new_tokens,
@@ -167,6 +173,7 @@ def predict(
     from tqdm.auto import tqdm
 
     view, contract = common.view_and_contract(args.view, args.contract)
+    args.coord_space = common.coord_space_arg(view, args.coord_space)
     out = Path(args.output)
     partial = out.with_name(out.name + ".partial")
     if examples is None:
@@ -196,7 +203,9 @@ def predict(
     with open(partial, "a", encoding="utf-8") as f:
         for i in range(0, len(todo), args.batch_size):
             chunk = todo[i : i + args.batch_size]
-            prompts = [backend.prompt(e.step, view, contract) for e in chunk]
+            # the default keeps the 3-argument call, so custom backends need no coord_space
+            prompts = [backend.prompt(e.step, view, contract) if args.coord_space == "pixels"
+                       else backend.prompt(e.step, view, contract, coord_space=args.coord_space) for e in chunk]
             decoded = backend.generate(prompts, [e.image for e in chunk])
             records = [{"step_id": e.step.step_id, "output": d.text, "seed": args.seed}
                        for e, d in zip(chunk, decoded)]
