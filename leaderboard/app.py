@@ -130,6 +130,27 @@ def breakdown_figure(sub: Submission, key: str, title: str) -> Any:
     return fig
 
 
+def report_extras(report: dict[str, Any]) -> str:
+    """The details panel's lines on the guide-action consistency extension and the top error
+    classes of a report (plain text; an older report without them gives "")."""
+    lines = []
+    ext = report.get("extensions") if isinstance(report, dict) else None
+    if isinstance(ext, dict):
+        cons = (ext.get("guide_action_consistency") or {}).get("micro")
+        joint = (ext.get("joint_step_acc") or {}).get("micro")
+        if isinstance(cons, (int, float)):
+            joint_text = f"{joint:.3f}" if isinstance(joint, (int, float)) else "n/a"
+            lines.append(f"extension (not a metric of the papers): guide-action consistency {cons:.3f}, "
+                         f"joint step accuracy {joint_text}")
+    errors = (report.get("counts") or {}).get("errors") if isinstance(report, dict) else None
+    if isinstance(errors, dict) and errors:
+        total = sum(v for v in errors.values() if isinstance(v, int)) or 1
+        top = [(k, v) for k, v in errors.items() if k != "correct" and isinstance(v, int)][:4]
+        if top:
+            lines.append("top errors: " + ", ".join(f"{k} {v / total:.0%}" for k, v in top))
+    return "\n".join(lines)
+
+
 def split_rows(sub: Submission) -> list[list[Any]]:
     """Stale vs fresh and unseen vs seen template rows of a report."""
     rows = []
@@ -409,6 +430,9 @@ def build_app(board: Board) -> gr.Blocks:
             f"link: {sub.link or '(none)'}\n"
             f"file sha256 {sub.file_sha256}; scorer {sub.scorer_version}; gold {sub.gold_fingerprint}"
         )
+        extras = report_extras(sub.report)
+        if extras:
+            info += "\n" + extras
         path = report_dir / f"submission-{sub.id}-report.json"
         if not path.exists():
             atomic_write(path, sub.report_json)
