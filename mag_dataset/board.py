@@ -982,6 +982,35 @@ class Board:
             raise ValueError(f"stored file of submission #{sub.id} does not match its SHA-256")
         return data
 
+    def compare(self, id_a: int, id_b: int, *, resamples: int = 1000, seed: int = 0) -> Any:
+        """Paired comparison of two stored submissions of the same view (B - A), with
+        :func:`mag_dataset.compare.compare_reports`, the library call behind ``mag compare``.
+
+        Raises:
+            SubmissionRejected: an unknown id, or submissions of different views.
+        """
+        from mag_dataset.compare import compare_reports
+        from mag_dataset.predictions import read_predictions
+        from mag_dataset.scoring import score_predictions
+
+        subs = [self.get(i) for i in (id_a, id_b)]
+        if any(s is None for s in subs):
+            raise SubmissionRejected("choose two stored submissions")
+        a, b = subs  # type: ignore[misc]
+        if a.view != b.view:
+            raise SubmissionRejected(f"submissions #{a.id} ({a.view}) and #{b.id} ({b.view}) are of different views")
+        v, gold = View(a.view), self.gold
+        if v not in gold.steps:
+            raise SubmissionRejected(f"this board has no gold for the {v.value} view")
+        reports = []
+        for sub in (a, b):
+            jsonl = decode_upload(self.read_file(sub), f"x{sub.file_ext}",
+                                  max_bytes=max(self.config.max_bytes, sub.file_size) * 64, max_lines=10**9)
+            preds = read_predictions(jsonl, gold.step_ids(v), max_lines=10**9)
+            reports.append(score_predictions(preds, gold.steps[v], v, Contract(sub.contract), verdicts=self.verdicts,
+                                             keep_steps=True, bootstrap_resamples=0))
+        return compare_reports(reports[0], reports[1], gold.steps[v], resamples=resamples, seed=seed)
+
     # ---- admin
 
     def rescore_all(self, update: bool = False) -> list[RescoreResult]:

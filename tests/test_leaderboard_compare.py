@@ -1,0 +1,41 @@
+"""Board.compare: two stored submissions compared with the library call behind mag compare."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from mag_dataset.actions import View
+from mag_dataset.board import Board, BoardConfig, Gold, SubmissionRejected
+from mag_dataset.compare import compare_reports
+from mag_dataset.dataset import bundled_dataset, load_steps
+from mag_dataset.heuristic import heuristic_predictions
+from mag_dataset.predictions import Prediction
+from mag_dataset.prompts import render_target
+from mag_dataset.scoring import score_predictions
+
+
+def _bytes(preds) -> bytes:
+    return "".join(p.to_json() + "\n" for p in preds).encode()
+
+
+def test_board_compare_matches_the_library(tmp_path: Path):
+    folder = str(bundled_dataset())
+    steps = {v: load_steps(folder, v, "test") for v in View}
+    board = Board(BoardConfig(data_dir=tmp_path / "b", daily_cap=100), gold=Gold("bundled", "test", steps))
+    heur = heuristic_predictions(steps[View.SOM], "som", "A")
+    gold_j = [Prediction(s.step_id, render_target(s, "som", "J")) for s in steps[View.SOM]]
+    a = board.submit(data=_bytes(heur), filename="a.jsonl", model_name="heur", view="som", contract="A")
+    b = board.submit(data=_bytes(gold_j), filename="b.jsonl", model_name="gold", view="som", contract="J")
+    comp = board.compare(a.id, b.id, resamples=200)
+    ra = score_predictions(heur, steps[View.SOM], "som", "A", keep_steps=True, bootstrap_resamples=0)
+    rb = score_predictions(gold_j, steps[View.SOM], "som", "J", keep_steps=True, bootstrap_resamples=0)
+    assert comp.to_json() == compare_reports(ra, rb, steps[View.SOM], resamples=200).to_json()
+    assert comp.metrics["saa"]["diff"] > 0.4 and comp.metrics["saa"]["p_holm"] < 0.05
+    c = board.submit(data=_bytes([Prediction(s.step_id, render_target(s, "coord", "A")) for s in steps[View.COORD]]),
+                     filename="c.jsonl", model_name="c", view="coord", contract="A")
+    with pytest.raises(SubmissionRejected, match="different views"):
+        board.compare(a.id, c.id)
+    with pytest.raises(SubmissionRejected, match="two stored submissions"):
+        board.compare(a.id, 999)
