@@ -40,8 +40,8 @@ def _free_port() -> int:
 class Server:
     """A leaderboard subprocess on a free port with its own data folder."""
 
-    def __init__(self, data_dir: Path, log: Path) -> None:
-        self.data_dir, self.log = data_dir, log
+    def __init__(self, data_dir: Path, log: Path, env: dict[str, str] | None = None) -> None:
+        self.data_dir, self.log, self.env = data_dir, log, dict(env or {})
         self.port = _free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.proc: subprocess.Popen | None = None
@@ -58,6 +58,7 @@ class Server:
             "HF_HUB_OFFLINE": "1",
             "PYTHONUNBUFFERED": "1",
         })
+        env.update(self.env)
         env.pop("SPACE_ID", None)
         with open(self.log, "ab") as log:
             cmd = ([sys.executable, "-m", "mag_dataset.cli", "leaderboard", "serve"] if via_cli
