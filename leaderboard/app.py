@@ -444,6 +444,20 @@ def build_app(board: Board) -> gr.Blocks:
             str(path),
         )
 
+    def compare(a_text, b_text):
+        ids = []
+        for t in (a_text, b_text):
+            t = "" if t is None else str(t).strip().lstrip("#")
+            if not (t.isascii() and t.isdigit() and len(t) <= 12):
+                return "Give the ids of two submissions of the same view (e.g. 3 and 7)."
+            ids.append(int(t))
+        from mag_dataset.compare import format_comparison
+
+        try:
+            return format_comparison(board.compare(ids[0], ids[1]))
+        except SubmissionRejected as e:
+            return str(e)
+
     filters = [ALL] + [c.value for c in Contract]
     # delete_cache: uploads and report copies older than a day are removed every hour.
     with gr.Blocks(title="WebMRE / MAG leaderboard", analytics_enabled=False, fill_width=True,
@@ -498,6 +512,15 @@ def build_app(board: Board) -> gr.Blocks:
                     interactive=False, label="Stale and unseen-template splits",
                 )
                 report_file = gr.File(label="Full report (JSON)", interactive=False, elem_id="report-file")
+            with gr.Tab("Compare", id="compare"):
+                gr.Markdown("Paired comparison of two submissions of the same view (B − A): task-bootstrap "
+                            "intervals, exact McNemar / sign-flip p-values, Holm-adjusted (the same call as "
+                            "`mag compare`).")
+                with gr.Row():
+                    cmp_a = gr.Textbox(label="Submission A (id)", max_lines=1, elem_id="compare-a")
+                    cmp_b = gr.Textbox(label="Submission B (id)", max_lines=1, elem_id="compare-b")
+                cmp_btn = gr.Button("Compare", elem_id="compare-button")
+                cmp_out = gr.Textbox(label="Comparison", interactive=False, lines=20, elem_id="compare-out")
             with gr.Tab("About", id="about"):
                 gr.Markdown(about_text(board.config))
 
@@ -516,6 +539,8 @@ def build_app(board: Board) -> gr.Blocks:
             concurrency_limit=board.config.workers,
         ).then(refresh, [som_filter, coord_filter], tables, api_name="leaderboard_after_submit", queue=False)
         choice.change(details, [choice], [info, site_plot, type_plot, splits, report_file], api_name="details")
+        # re-scores two stored files: one comparison at a time
+        cmp_btn.click(compare, [cmp_a, cmp_b], [cmp_out], api_name="compare", concurrency_limit=1)
     return demo
 
 

@@ -42,7 +42,7 @@ def write(tmp_path: Path, data: bytes, name: str = "preds.jsonl") -> str:
 def test_endpoints_and_submit_parameters(app, tmp_path: Path) -> None:
     demo = app.build_app(Board(BoardConfig(data_dir=tmp_path), gold=gold()))
     eps = endpoints(demo)
-    assert sorted(eps) == ["details", "leaderboard", "leaderboard_after_submit", "submit"]
+    assert sorted(eps) == ["compare", "details", "leaderboard", "leaderboard_after_submit", "submit"]
     assert all(fn.api_visibility == "public" for fn in eps.values())
     info = demo.get_api_info()["named_endpoints"]["/submit"]["parameters"]
     names = [p["parameter_name"] for p in info]

@@ -39,3 +39,24 @@ def test_board_compare_matches_the_library(tmp_path: Path):
         board.compare(a.id, c.id)
     with pytest.raises(SubmissionRejected, match="two stored submissions"):
         board.compare(a.id, 999)
+
+
+def test_compare_tab_endpoint(tmp_path: Path):
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from leaderboard import app
+
+    folder = str(bundled_dataset())
+    steps = {v: load_steps(folder, v, "test") for v in View}
+    board = Board(BoardConfig(data_dir=tmp_path / "b", daily_cap=100), gold=Gold("bundled", "test", steps))
+    heur = heuristic_predictions(steps[View.SOM], "som", "J")
+    a = board.submit(data=_bytes(heur), filename="a.jsonl", model_name="heur", view="som", contract="J")
+    b = board.submit(data=_bytes(heuristic_predictions(steps[View.SOM], "som", "JG")), filename="b.jsonl",
+                     model_name="heur-jg", view="som", contract="JG")
+    demo = app.build_app(board)
+    fn = next(f.fn for f in demo.fns.values() if f.api_name == "compare")
+    text = fn(str(a.id), f"#{b.id}")
+    assert "saa" in text and "McNemar" in text and "+0.000" in text
+    assert fn("x", "1").startswith("Give the ids")
+    assert fn(str(a.id), "999") == "choose two stored submissions"
