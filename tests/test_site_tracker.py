@@ -1,0 +1,192 @@
+"""The tracker site (Trac 1.6) end to end: setup, serve, real Chromium, every expert, reset, stop.
+
+Setup runs once (a no-op when ``$MAG_SITES_HOME/tracker`` is already set up: CI sets the
+sites up before the suite); the server is started for the module and stopped by the last test.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import http.cookiejar
+import os
+import re
+import sqlite3
+import urllib.error
+import urllib.parse
+import urllib.request
+
+import pytest
+
+from mag_dataset.sites import manager, site, tasks_of
+from mag_dataset.sites.tracker.data import N_TICKETS, seed_data
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+INTERACTIVE = "a, button, input, select, textarea, [role=button]"
+
+
+@pytest.fixture(scope="module")
+def tracker(chromium):
+    s = site("tracker")
+    info = s.setup()
+    started = not manager.status(s).running
+    manager.serve(s)
+    yield s, info
+    if started:
+        manager.stop(s)
+
+
+def _db_state(path) -> tuple[dict[str, int], str]:
+    """Row count per table and a checksum of every row, in a stable order."""
+    con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        tables = [r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table' ORDER BY name")]
+        counts, h = {}, hashlib.sha256()
+        for t in tables:
+            rows = sorted(repr(r) for r in con.execute(f'SELECT * FROM "{t}"'))
+            counts[t] = len(rows)
+            h.update(t.encode())
+            for r in rows:
+                h.update(r.encode())
+        return counts, h.hexdigest()
+    finally:
+        con.close()
+
+
+class _Client:
+    """A logged-in HTTP client for Trac's forms (form token + auth cookie)."""
+
+    def __init__(self, base: str, user: str, password: str):
+        self.base = base
+        self.jar = http.cookiejar.CookieJar()
+        self.opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(self.jar))
+        self.post("/login", {"username": user, "password": password, "referer": ""})
+        assert "logged in as" in self.get("/"), "login failed"
+
+    def get(self, path: str) -> str:
+        with self.opener.open(self.base + path, timeout=30) as r:
+            return r.read().decode()
+
+    def post(self, path: str, fields: dict[str, str]) -> str:
+        page = self.get(path)
+        token = re.search(r'name="__FORM_TOKEN" value="([^"]+)"', page)
+        assert token, f"no form token on {path}"
+        data = urllib.parse.urlencode({"__FORM_TOKEN": token.group(1), **fields}).encode()
+        with self.opener.open(self.base + path, data=data, timeout=30) as r:
+            return r.read().decode()
+
+
+def test_setup_record_shows_seeded_counts(tracker):
+    s, info = tracker
+    seeded = info["seeded"]
+    assert seeded["tickets"] == N_TICKETS == 120
+    assert seeded["ticket_changes"] > 300 and seeded["milestones"] == 6 and seeded["components"] == 9
+    assert seeded["users"] == 8 and seeded["wiki_pages"] >= 5 and seeded["wiki_versions"] > seeded["wiki_pages"]
+    assert seeded["fingerprint"] == seed_data().fingerprint()
+    assert s.setup() == info  # idempotent: already set up, nothing redone
+    assert s.query("SELECT count(*) FROM ticket") == [(120,)]
+    assert s.query("SELECT count(DISTINCT status) FROM ticket") == [(5,)]
+    # the seed's histories, with their fixed dates, are what Trac stored
+    t = seed_data().ticket(7)
+    rows = s.query("SELECT time, field, newvalue FROM ticket_change WHERE ticket=7 AND field='comment' ORDER BY time")
+    assert [(r[0], r[2]) for r in rows] == [(int(c.when.timestamp() * 1e6), c.comment) for c in t.changes]
+    assert s.query("SELECT count(*) FROM session_attribute WHERE name='password'") == [(8,)]
+
+
+def test_home_page_is_rich_and_nothing_leaves_the_machine(tracker):
+    from playwright.sync_api import sync_playwright
+
+    from mag_dataset.live.env import chromium_executable
+
+    s, _ = tracker
+    external: list[str] = []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium_executable())
+        page = browser.new_context(viewport={"width": 1280, "height": 720}).new_page()
+        page.on("request", lambda r: external.append(r.url)
+                if (urllib.parse.urlsplit(r.url).hostname or "") not in ("127.0.0.1", "") else None)
+        page.goto(s.base_url + "/")
+        n_home = page.eval_on_selector_all(INTERACTIVE, "els => els.length")
+        s.login(page, "alice")
+        pages = {}
+        for path in ("/query", "/ticket/7", "/roadmap", "/timeline", "/newticket", "/wiki/ReleaseProcess?action=edit"):
+            page.goto(s.base_url + path)
+            pages[path] = page.inner_text("body")
+        browser.close()
+    assert n_home >= 40, n_home
+    assert external == []
+    # absolute dates everywhere; the roadmap's relative "due in" runs on the frozen clock
+    assert "ago" not in pages["/ticket/7"] and "Opened" in pages["/ticket/7"]
+    assert re.search(r"Due in 4 weeks \(2025-06-30", pages["/roadmap"])
+    assert "2025-06-02: Today" in pages["/timeline"]  # the seed's last day is "today" for tracd
+    assert "Create New Ticket" in pages["/newticket"] and "logged in as Alice Nakamura" in pages["/query"]
+
+
+TEMPLATES = sorted(tasks_of("tracker"))
+
+
+def test_templates_cover_the_site():
+    assert len(TEMPLATES) >= 10
+    classes = tasks_of("tracker").values()
+    assert sum(c.answer_task for c in classes) >= 2
+    assert {c.user for c in classes} >= {"admin", "alice", "erin"}  # every role is exercised
+
+
+@pytest.mark.parametrize("task_id", TEMPLATES)
+def test_noop_fails_and_expert_succeeds_on_three_seeds(tracker, task_id):
+    from mag_dataset.live.env import make_site_env
+    from mag_dataset.live.recorder import record_episode
+
+    env = make_site_env(task_id)
+    try:
+        env.reset(seed=0)  # a no-op agent: finish at once
+        _, _, terminated, _, info = env.step("send_msg_to_user('done')")
+        assert terminated and info["task_info"]["success"] is False, info["task_info"]
+        for seed in (0, 1, 2):
+            r = record_episode(task_id, seed, env=env)
+            assert r.ok, f"{task_id} seed {seed}: {r.reason}"
+            assert env.unwrapped.task.external_requests == []
+            assert 3 <= len(r.episode.steps) <= 15
+    finally:
+        env.close()
+
+
+def test_reset_restores_the_seed_as_the_server_sees_it(tracker):
+    s, _ = tracker
+    snap = s.snapshot_dir / "trac.db"
+    seed_counts, seed_sum = _db_state(snap)
+    s.reset()
+    assert _db_state(s.databases()[0]) == (seed_counts, seed_sum)
+    admin = _Client(s.base_url, "admin", s.users["admin"])
+    # mutate through the app: a milestone (cached metadata), a ticket, a component
+    admin.post("/admin/ticket/milestones", {"name": "Zenith", "add": "Add"})
+    admin.post("/admin/ticket/components", {"name": "telemetry", "owner": "bob", "add": "Add"})
+    admin.post("/newticket", {"field_summary": "Added by the reset test", "field_type": "task",
+                              "field_component": "telemetry", "field_milestone": "Zenith", "action": "create",
+                              "submit": "Create ticket"})
+    assert "Zenith" in admin.get("/roadmap")
+    assert s.query("SELECT count(*) FROM ticket") == [(121,)]
+    assert _db_state(s.databases()[0])[1] != seed_sum
+    seconds = s.reset()
+    assert seconds < 1.5, seconds
+    assert _db_state(s.databases()[0]) == (seed_counts, seed_sum)
+    # what the running tracd serves is the seed again, caches included
+    anon = urllib.request.urlopen(s.base_url + "/roadmap", timeout=30).read().decode()
+    assert "Zenith" not in anon and "Cirrus" in anon
+    newticket = urllib.request.urlopen(s.base_url + "/query?component=telemetry", timeout=30).read().decode()
+    assert "Added by the reset test" not in newticket
+    assert "telemetry" not in urllib.request.urlopen(s.base_url + "/query", timeout=30).read().decode()
+    with pytest.raises(urllib.error.HTTPError) as gone:
+        urllib.request.urlopen(s.base_url + "/ticket/121", timeout=30)
+    assert gone.value.code == 404
+
+
+def test_stop_leaves_no_process(tracker):
+    s, _ = tracker
+    st = manager.status(s)
+    assert st.running and st.healthy
+    assert manager.stop(s) is True
+    with pytest.raises(ProcessLookupError):
+        os.killpg(st.pid, 0)
+    assert not s.server_file.exists() and manager.status(s).running is False
+    assert manager.port_free(s.port)
