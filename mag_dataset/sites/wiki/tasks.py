@@ -17,6 +17,7 @@ from typing import Any, Callable, ClassVar
 from mag_dataset.actions import ActionType
 from mag_dataset.live.experts import Decision
 from mag_dataset.live.observe import Element, Observation
+from mag_dataset.sites.base import VIEWPORT
 from mag_dataset.sites.task import SiteTask
 from mag_dataset.sites.wiki import WikiSite, db_key
 from mag_dataset.sites.wiki import seed as wseed
@@ -119,7 +120,25 @@ def _finish(answer: str) -> Decision:
 
 
 def _save(ob: Observation) -> Decision | None:
-    return _act(ob, _by_id(ob, "wpSave"))
+    """Press "Save changes"; when it is far below (the diff of an undo above the form), jump to the
+    page's end first, as a reader would, instead of wheeling over the text box."""
+    save = _by_id(ob, "wpSave")
+    if save is None or ob.candidate(save.bid) is not None or save.bbox is None:
+        return _act(ob, save)
+    focused = ob.elements.get(ob.focused or "")
+    if save.bbox[1] > 1.5 * VIEWPORT["height"] and (focused is None or focused.tag not in ("input", "textarea")):
+        return Decision(ActionType.PRESS, key="End")
+    return _act(ob, save)
+
+
+def _write_and_save(ob: Observation, text: str) -> Decision | None:
+    """On an edit form: put ``text`` in the wikitext box, then press "Save changes"."""
+    area = _by_id(ob, "wpTextbox1")
+    if area is None:
+        return None
+    if _norm(area.value) != _norm(text):
+        return _act(ob, area, ActionType.TYPE, text)
+    return _save(ob)
 
 
 def _same_text(a: str | None, b: str | None) -> bool:
@@ -357,13 +376,7 @@ class CreateArticle(WikiTask):
         if _at(ob, p["title"]):
             return _finish("done")
         if _at(ob, p["title"], "edit") or _at(ob, p["title"], "submit"):
-            area = _by_id(ob, "wpTextbox1")
-            want = f"{p['text']}\n\n[[Category:{p['category']}]]\n"
-            if area is None:
-                return None
-            if _norm(area.value) != _norm(want):
-                return _act(ob, area, ActionType.TYPE, want)
-            return _save(ob)
+            return _write_and_save(ob, f"{p['text']}\n\n[[Category:{p['category']}]]\n")
         create = _find(ob, lambda e: e.tag == "a" and "action=edit" in e.attrs.get("href", "")
                        and db_key(_href_title(e.attrs["href"])[0]) == db_key(p["title"]))
         if create is not None and "Special:Search" in urllib.parse.unquote(ob.url):
@@ -467,9 +480,14 @@ class WatchPage(WikiTask):
     def expert(self, ob: Any, memory: dict[str, Any]) -> Any:
         p = self.params
         if _at(ob, p["title"]):
-            if _by_id(ob, "ca-unwatch") is not None:
+            if _by_id(ob, "ca-unwatch") is not None:  # the star turned blue: watched
                 return _finish("done")
-            return _act(ob, _child_link(ob, _by_id(ob, "ca-watch")))
+            if memory.get("clicked"):  # the star is saving (an API call): wait, never click twice
+                memory["waits"] = memory.get("waits", 0) + 1
+                return Decision(ActionType.SCROLL, direction="up") if memory["waits"] <= 6 else None
+            d = _act(ob, _child_link(ob, _by_id(ob, "ca-watch")))
+            memory["clicked"] = d is not None and d.type is ActionType.CLICK
+            return d
         return _open(ob, p["title"])
 
 
@@ -507,13 +525,7 @@ class TalkNewTopic(WikiTask):
         if _at(ob, talk):
             return _finish("done")
         if _at(ob, talk, "edit") or _at(ob, talk, "submit"):
-            area = _by_id(ob, "wpTextbox1")
-            want = f"== {p['subject']} ==\n{p['message']} ~~~~\n"
-            if area is None:
-                return None
-            if _norm(area.value) != _norm(want):
-                return _act(ob, area, ActionType.TYPE, want)
-            return _save(ob)
+            return _write_and_save(ob, f"== {p['subject']} ==\n{p['message']} ~~~~\n")
         if _at(ob, p["title"]):
             return _act(ob, _child_link(ob, _by_id(ob, "ca-talk")))
         return _open(ob, p["title"])
