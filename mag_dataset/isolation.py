@@ -173,6 +173,14 @@ def _set_limits(memory_mb: int, seconds: float) -> None:
 
 
 def _peak_kb() -> int:
+    # VmHWM belongs to this process image; ru_maxrss would carry the parent's peak across exec
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
     return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
 
 
