@@ -20,6 +20,7 @@ show 10 years, so seeded edits (2023-2024) appear there whatever today's date is
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -242,6 +243,18 @@ class WikiSite(Site):
     def databases(self) -> list[Path]:
         return [self.db_dir / f"{DB_NAME}.sqlite", self.db_dir / f"{DB_NAME}_jobqueue.sqlite",
                 self.db_dir / "wikicache.sqlite"]
+
+    def is_set_up(self) -> bool:
+        """Set up for this version *and* this seed data (a changed seed sets the site up again)."""
+        if not super().is_set_up():
+            return False
+        from mag_dataset.sites.wiki.seed import world
+
+        try:
+            info = json.loads(self.setup_file.read_text())
+        except (OSError, ValueError):
+            return False
+        return info.get("seeded", {}).get("fingerprint") == world().fingerprint()
 
     # ------------------------------------------------------------------ install
     def install(self, log: Callable[[str], None]) -> None:
