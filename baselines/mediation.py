@@ -3,26 +3,40 @@
 WebMRE (arXiv 2609.27353) forces a guide as the decoding prefix of a guide-first (JG)
 model and decodes the action greedily, over all 1,220 SoM test steps with Qwen3.5-9B:
 own guide .422, gold guide .684, another step's guide .055, a paraphrase that renames the
-target .554 (step action accuracy). This script runs the four conditions:
+target .554 (step action accuracy). This script scores the free decoding and the four
+forced conditions:
 
-* ``own`` — the model first decodes freely; its own guide (parsed by
-  :func:`mag_dataset.parsing.parse_output`) is then forced and the action decoded. A free
-  output that fails the format gate is scored as it is (a format failure).
+* ``free`` — the model decodes freely (nothing forced); scored as it is.
+* ``own`` — its own guide from the free decoding (parsed by
+  :func:`mag_dataset.parsing.parse_output`) is forced and the action decoded. A free
+  output that fails the format gate is scored as it is (a format failure). Under greedy
+  decoding with a token-aligned prefix this reproduces the free decoding whenever the
+  model wrote its JSON canonically; ``own_vs_free`` in ``mediation.json`` (and the line
+  under the table) reports on how many forced steps the two outputs agree (same text,
+  same parsed action), so the paper's "own guide reproduces free decoding" is checked,
+  not assumed.
 * ``gold`` — the step's gold guide.
-* ``other`` — the gold guide of another step of the split with a different guide, drawn
-  with ``random.Random(seed)`` (fixed, so reruns force the same guides).
+* ``other`` — the gold guide of a step of *another task* (``--other_scope task``, the
+  default; ``step``: any other step of the split) with a different guide, drawn with
+  ``random.Random(seed)`` (fixed, so reruns force the same guides).
 * ``paraphrase`` — a guide read from ``--paraphrases FILE`` (JSONL ``{"step_id", "guide"}``,
-  one per step of the split); without the file the row is printed as n/a.
+  one per step of the split); without the file the row is printed as n/a. The file is
+  produced by :mod:`baselines.paraphrase` (an LLM endpoint rewrites the gold guide so that
+  it names the target by its function, not its on-screen label; cached; the label is
+  checked absent).
 
 The forced prefix is :func:`baselines.common.guide_prefix` (the rendered JG answer up to
-the action value), so what is scored is ``prefix + decoded action``, through the library
-scorer (:func:`mag_dataset.scoring.score_predictions`, contract JG): the table reports step
-action accuracy (SAA), element accuracy and the format-gate pass rate per condition.
+the ``"action":`` key, cut on a token boundary of the trained answer), so what is scored is
+``prefix + decoded action``, through the library scorer
+(:func:`mag_dataset.scoring.score_predictions`, contract JG): the table reports step action
+accuracy (SAA), element accuracy and the format-gate pass rate per condition.
 
 Launch::
 
-    python -m baselines.mediation --model_name_or_path runs/sft-qwen35-9b-som-JG-s0 \\
-        --dataset mag/webmre --view som --paraphrases data/paraphrases.jsonl \\
+    python -m baselines.paraphrase --dataset mag/webmre --view som --split test \
+        --base_url https://api.openai.com/v1 --model gpt-5.5 --output data/paraphrases.jsonl
+    python -m baselines.mediation --model_name_or_path runs/sft-qwen35-9b-som-JG-s0 \
+        --dataset mag/webmre --view som --paraphrases data/paraphrases.jsonl \
         --output_dir results/mediation-9b --backend vllm
 """
 
@@ -38,7 +52,10 @@ from typing import Any, Sequence
 from baselines import common
 from mag_dataset.fileio import atomic_write, atomic_write_json
 
-CONDITIONS: tuple[str, ...] = ("own", "gold", "other", "paraphrase")
+#: rows of the table: the free decoding, then the four forced-guide conditions
+CONDITIONS: tuple[str, ...] = ("free", "own", "gold", "other", "paraphrase")
+FORCED: tuple[str, ...] = CONDITIONS[1:]
+OTHER_SCOPES: tuple[str, ...] = ("task", "step")
 
 
 @dataclass
@@ -51,8 +68,12 @@ class MediationArguments:
     view: str = field(default="som", metadata={"help": "som or coord"})
     split: str = field(default="test", metadata={"help": "train or test"})
     seed: int = field(default=0, metadata={"help": "seed of the other-step draw"})
+    other_scope: str = field(default="task", metadata={
+        "help": "where the 'other' guide comes from: task (a step of another task) or step (any other step)"})
     backend: str = field(default="transformers", metadata={"help": "transformers or vllm"})
     batch_size: int = field(default=8, metadata={"help": "prompts per generate call"})
+    tensor_parallel_size: int = field(default=1, metadata={"help": "GPUs per model replica (vLLM backend)"})
+    data_parallel_size: int = field(default=1, metadata={"help": "model replicas (vLLM backend)"})
     max_new_tokens: int = field(default=256, metadata={"help": "decoding budget (free run and forced action)"})
     dtype: str = field(default="auto", metadata={"help": "auto, bfloat16, float16 or float32"})
     device: str | None = field(default=None, metadata={"help": "cuda, cpu, ... (transformers backend)"})
@@ -94,67 +115,125 @@ def read_paraphrases(path: str | Path, step_ids: Sequence[str]) -> dict[str, str
     return out
 
 
-def other_step_guides(steps: Sequence[Any], seed: int) -> list[str]:
-    """For each step, the gold guide of another step with a different guide, drawn with ``seed``."""
+def other_step_guides(steps: Sequence[Any], seed: int, scope: str = "task") -> list[str]:
+    """For each step, the gold guide of another step with a different guide, drawn with ``seed``.
+
+    Args:
+        steps: the split's steps.
+        seed: seed of the draw (``random.Random``).
+        scope: ``task`` — only steps of another task (a step of the same task would give the
+            model a guide that belongs to its own episode); ``step`` — any other step.
+
+    Raises:
+        ValueError: an unknown scope, or a step with no eligible other guide.
+    """
+    if scope not in OTHER_SCOPES:
+        raise ValueError(f"unknown other_scope {scope!r}; choose one of {list(OTHER_SCOPES)}")
     rng = random.Random(seed)
     guides = [s.guide for s in steps]
     out = []
     for i, s in enumerate(steps):
-        pool = [j for j, g in enumerate(guides) if j != i and g != s.guide]
+        pool = [j for j, g in enumerate(guides)
+                if j != i and g != s.guide and (scope == "step" or steps[j].task_id != s.task_id)]
         if not pool:
-            raise ValueError("the other-step condition needs at least two different guides in the split")
+            where = "another task" if scope == "task" else "another step"
+            raise ValueError(f"the other-guide condition needs a different guide from {where} (step {s.step_id})")
         out.append(guides[rng.choice(pool)])
     return out
 
 
 def forced_guides(
-    steps: Sequence[Any], own: Sequence[str | None], paraphrases: dict[str, str] | None, seed: int
+    steps: Sequence[Any], own: Sequence[str | None], paraphrases: dict[str, str] | None, seed: int,
+    other_scope: str = "task",
 ) -> dict[str, list[str | None]]:
     """Condition -> per-step guide to force (None: no guide; the free output is scored as is)."""
     out: dict[str, list[str | None]] = {
         "own": list(own),
         "gold": [s.guide for s in steps],
-        "other": list(other_step_guides(steps, seed)),
+        "other": list(other_step_guides(steps, seed, other_scope)),
     }
     if paraphrases is not None:
         out["paraphrase"] = [paraphrases[s.step_id] for s in steps]
     return out
 
 
-def format_table(rows: list[dict[str, Any]]) -> str:
-    head = f"{'condition':<12} {'steps':>6} {'SAA':>7} {'element':>8} {'format ok':>10}"
+def format_table(rows: list[dict[str, Any]], agreement: dict[str, Any] | None = None) -> str:
+    head = f"{'condition':<12} {'steps':>6} {'forced':>7} {'SAA':>7} {'element':>8} {'format ok':>10}"
     lines = [head, "-" * len(head)]
 
     def f(v: float | None) -> str:
         return "   n/a" if v is None else f"{v:.3f}"
 
     for r in rows:
-        lines.append(f"{r['condition']:<12} {r['steps']:>6} {f(r['saa']):>7} {f(r['target_acc']):>8} "
-                     f"{f(r['ofcr']):>10}")
+        lines.append(f"{r['condition']:<12} {r['steps']:>6} {r['forced']:>7} {f(r['saa']):>7} "
+                     f"{f(r['target_acc']):>8} {f(r['ofcr']):>10}")
+    if agreement is not None:
+        lines.append(f"own vs free: {agreement['same_text']}/{agreement['forced']} forced steps decode the same "
+                     f"text, {agreement['same_action']}/{agreement['forced']} the same action")
     return "\n".join(lines)
+
+
+def own_vs_free(free: Sequence[str], own: Sequence[str], forced: Sequence[int], view: Any) -> dict[str, Any]:
+    """How often forcing the model's own guide reproduces its free decoding.
+
+    Args:
+        free: the free outputs, one per step.
+        own: the outputs with the own guide forced (steps without one keep the free output).
+        forced: indices of the steps whose own guide was forced.
+        view: the view (the actions are parsed in it).
+
+    Returns:
+        ``{"forced", "same_text", "same_action", "same_text_rate", "same_action_rate"}``.
+    """
+    from mag_dataset.parsing import parse_output
+
+    same_text = sum(1 for i in forced if own[i] == free[i])
+    same_action = 0
+    for i in forced:
+        a, b = parse_output(own[i], view, "JG"), parse_output(free[i], view, "JG")
+        same_action += int(a.ok and b.ok and a.action == b.action)
+    n = len(forced)
+    return {"forced": n, "same_text": same_text, "same_action": same_action,
+            "same_text_rate": same_text / n if n else None, "same_action_rate": same_action / n if n else None}
 
 
 def run(args: MediationArguments, examples: Sequence[common.Example] | None = None,
         backend: Any = None) -> list[dict[str, Any]]:
-    """Run the four conditions, write predictions per condition and the table; return the rows."""
+    """Score the free decoding and the four forced conditions; write predictions and the table.
+
+    Returns:
+        One row per condition of :data:`CONDITIONS` (``paraphrase`` with n/a values when no
+        paraphrase file is given).
+    """
     from mag_dataset.actions import Contract
+    from mag_dataset.cli import UserError
     from mag_dataset.parsing import parse_output
     from mag_dataset.predictions import Prediction, write_predictions
     from mag_dataset.scoring import score_predictions
 
     view, _ = common.view_and_contract(args.view, "JG")
     contract = Contract.JG
+    if args.other_scope not in OTHER_SCOPES:
+        raise UserError(f"unknown other_scope {args.other_scope!r}; choose one of {list(OTHER_SCOPES)}")
     if examples is None:
         examples = common.load_examples(args.dataset, view, args.split, args.limit)
     elif args.limit is not None:
         examples = list(examples)[: args.limit]
     steps = [e.step for e in examples]
     paraphrases = read_paraphrases(args.paraphrases, [s.step_id for s in steps]) if args.paraphrases else None
+    try:  # before any model is loaded: a split where the draw is impossible fails at once
+        other_step_guides(steps, args.seed, args.other_scope)
+    except ValueError as e:
+        raise UserError(str(e)) from None
     if backend is None:
         backend = common.make_backend(
             args.backend, args.model_name_or_path, revision=args.model_revision, dtype=args.dtype,
             device=args.device, batch_size=args.batch_size, max_new_tokens=args.max_new_tokens, seed=args.seed,
+            tensor_parallel_size=args.tensor_parallel_size, data_parallel_size=args.data_parallel_size,
         )
+    processor = getattr(backend, "processor", None)
+    if processor is not None and steps:
+        common.check_guide_prefix_alignment(processor.tokenizer, steps[0], view)
     prompts = [backend.prompt(e.step, view, contract) for e in examples]
     chunk = max(1, args.batch_size)
 
@@ -178,26 +257,35 @@ def run(args: MediationArguments, examples: Sequence[common.Example] | None = No
     out_dir.mkdir(parents=True, exist_ok=True)
     rows = []
     decoded_log: dict[str, list[dict[str, Any]]] = {}
-    for condition, guides in forced_guides(steps, own, paraphrases, args.seed).items():
+    outputs_by: dict[str, list[str]] = {}
+
+    def score(condition: str, outputs: list[str], n_forced: int) -> None:
+        preds = [Prediction(s.step_id, o, 0) for s, o in zip(steps, outputs)]
+        write_predictions(out_dir / f"{condition}.jsonl", preds)
+        report = score_predictions(preds, steps, view, contract, bootstrap_resamples=0)
+        rows.append({"condition": condition, "steps": len(steps), "forced": n_forced,
+                     "saa": report.value("saa"), "target_acc": report.value("target_acc"),
+                     "ofcr": report.value("ofcr")})
+        outputs_by[condition] = outputs
+
+    score("free", free, 0)
+    conditions = forced_guides(steps, own, paraphrases, args.seed, args.other_scope)
+    for condition, guides in conditions.items():
         idx = [i for i, g in enumerate(guides) if g is not None]
         decoded = generate(idx, [common.guide_prefix(guides[i]) for i in idx])
         meter.add(len(idx))
         outputs = list(free)  # steps without a guide to force keep their free output
         for i, d in zip(idx, decoded):
             outputs[i] = d.text
-        preds = [Prediction(s.step_id, o, 0) for s, o in zip(steps, outputs)]
-        write_predictions(out_dir / f"{condition}.jsonl", preds)
-        report = score_predictions(preds, steps, view, contract, bootstrap_resamples=0)
-        rows.append({"condition": condition, "steps": len(steps), "forced": len(idx),
-                     "saa": report.value("saa"), "target_acc": report.value("target_acc"),
-                     "ofcr": report.value("ofcr")})
+        score(condition, outputs, len(idx))
         decoded_log[condition] = [{"step_id": steps[i].step_id, "prefix": d.prefix, "generated": d.generated}
                                   for i, d in zip(idx, decoded)]
     if paraphrases is None:  # the row stays in the table, marked not run
         rows.append({"condition": "paraphrase", "steps": 0, "forced": 0, "saa": None, "target_acc": None,
                      "ofcr": None})
+    agreement = own_vs_free(free, outputs_by["own"], [i for i, g in enumerate(own) if g is not None], view)
     meter.report("mediation")
-    table = format_table(rows)
+    table = format_table(rows, agreement)
     print(table)
     atomic_write_json(out_dir / "mediation.json", {
         "kind": "mag-mediation",
@@ -208,8 +296,10 @@ def run(args: MediationArguments, examples: Sequence[common.Example] | None = No
         "view": view.value,
         "contract": contract.value,
         "seed": args.seed,
+        "other_scope": args.other_scope,
         "paraphrases": args.paraphrases,
         "rows": rows,
+        "own_vs_free": agreement,
         "decoded": decoded_log,
         "environment": common.environment(),
     })

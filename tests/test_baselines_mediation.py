@@ -1,4 +1,4 @@
-"""baselines.mediation: four forced-guide conditions, scored by the library scorer."""
+"""baselines.mediation: the free decoding and four forced-guide conditions, scored by the library scorer."""
 
 from __future__ import annotations
 
@@ -72,14 +72,19 @@ def test_conditions_and_scores_are_exact_with_a_guide_follower(tmp_path, capsys)
     rows = mediation.run(args, examples, GuideFollower(examples))
     by = {r["condition"]: r for r in rows}
     assert list(by) == list(mediation.CONDITIONS)
+    assert by["free"]["saa"] == 0.5 and by["free"]["forced"] == 0
     assert by["gold"]["saa"] == 1.0
     assert by["other"]["saa"] == 0.0, "every other-step guide names another step's action"
     assert by["own"]["forced"] == 2 and by["own"]["saa"] == 0.5, "2 free outputs fail the gate"
     assert by["paraphrase"]["saa"] == 1.0  # paraphrases here keep the target's description
     table = capsys.readouterr().out
-    assert len([line for line in table.splitlines() if re.match(r"(own|gold|other|paraphrase)\s", line)]) == 4
+    assert len([line for line in table.splitlines() if re.match(r"(free|own|gold|other|paraphrase)\s+\d", line)]) == 5
+    assert "own vs free: 2/2 forced steps decode the same text, 2/2 the same action" in table
     saved = json.loads((tmp_path / "med" / "mediation.json").read_text())
     assert [r["condition"] for r in saved["rows"]] == list(mediation.CONDITIONS)
+    assert saved["own_vs_free"] == {"forced": 2, "same_text": 2, "same_action": 2, "same_text_rate": 1.0,
+                                    "same_action_rate": 1.0}
+    assert saved["other_scope"] == "task"
     for cond in mediation.CONDITIONS:
         assert len((tmp_path / "med" / f"{cond}.jsonl").read_text().splitlines()) == 4
 
@@ -90,6 +95,21 @@ def test_other_step_draw_is_seeded_and_never_the_own_guide():
     assert a == mediation.other_step_guides(steps, seed=3)
     assert all(g != s.guide for g, s in zip(a, steps))
     assert len({tuple(mediation.other_step_guides(steps, seed=k)) for k in range(6)}) > 1
+
+
+def test_other_guide_comes_from_another_task_by_default():
+    steps = [e.step for e in _examples(8)]  # 4 tasks of 2 steps
+    task_of = {}
+    for s in steps:
+        task_of.setdefault(s.guide, set()).add(s.task_id)
+    for seed in range(5):
+        for g, s in zip(mediation.other_step_guides(steps, seed=seed), steps):
+            assert task_of[g] - {s.task_id}, (s.step_id, g)
+    # one task only: no other task to draw from is a clear error (any other step still works)
+    one_task = [s for s in steps if s.task_id == steps[0].task_id]
+    with pytest.raises(ValueError, match="another task"):
+        mediation.other_step_guides(one_task, seed=0)
+    assert mediation.other_step_guides(one_task, seed=0, scope="step") == [one_task[1].guide, one_task[0].guide]
 
 
 def test_paraphrase_file_errors_name_the_problem(tmp_path):
@@ -108,9 +128,64 @@ def test_paraphrase_file_errors_name_the_problem(tmp_path):
         mediation.read_paraphrases(p, ids)
 
 
+def _steered_tiny_vlm(tiny_vlm, tmp_path, answer):
+    """The tiny random VLM whose greedy decoding writes ``answer`` whatever the input.
+
+    Its weights are untouched; its ``generation_config`` carries a ``sequence_bias`` that adds
+    +100 to each token of ``answer`` when the tokens before it are the answer so far (keyed on the
+    full answer prefix, so a repeated JSON token has one successor per context). A decode forced
+    with a prefix that re-tokenizes differently from the answer leaves that path.
+    """
+    import shutil
+
+    from transformers import GenerationConfig
+
+    from mag_dataset.testing.tiny_vlm import load_processor
+
+    out = tmp_path / "steered"
+    shutil.copytree(tiny_vlm, out)
+    tok = load_processor(out).tokenizer
+    lead = tok("</think>\n\n", add_special_tokens=False)["input_ids"][-1:]  # the prompt's last token
+    ids = tok(answer, add_special_tokens=False)["input_ids"] + [tok.convert_tokens_to_ids("<|im_end|>")]
+    bias = [[lead + ids[: i + 1], 100.0] for i in range(len(ids))]
+    config = GenerationConfig.from_pretrained(out)
+    config.sequence_bias = bias
+    config.save_pretrained(out)
+    return out
+
+
 @pytest.mark.train
 @pytest.mark.slow
-def test_mediation_on_tiny_real_model_prints_four_rows(tmp_path, tiny_vlm, capsys):
+def test_own_guide_reproduces_free_decoding_on_the_tiny_model(tmp_path, tiny_vlm):
+    """Greedy + a token-aligned prefix: forcing the model's own guide gives back its free output."""
+    from mag_dataset.prompts import render_target
+
+    examples = _examples(4)
+    answer = render_target(examples[1].step, "som", "JG")
+    model = _steered_tiny_vlm(tiny_vlm, tmp_path, answer)
+    backend = common.TransformersBackend(str(model), batch_size=4, max_new_tokens=48, device="cpu")
+    args = mediation.MediationArguments(model_name_or_path=str(model), output_dir=str(tmp_path / "med"), seed=0)
+    rows = {r["condition"]: r for r in mediation.run(args, examples, backend)}
+    saved = json.loads((tmp_path / "med" / "mediation.json").read_text())
+    free = [json.loads(x)["output"] for x in (tmp_path / "med" / "free.jsonl").read_text().splitlines()]
+    own = [json.loads(x)["output"] for x in (tmp_path / "med" / "own.jsonl").read_text().splitlines()]
+    assert free == [answer] * 4, free  # the model writes a parsable JG answer freely ...
+    assert rows["own"]["forced"] == 4 and own == free  # ... and its own guide forced reproduces it
+    assert saved["own_vs_free"]["same_text"] == saved["own_vs_free"]["same_action"] == 4
+    assert rows["own"]["saa"] == rows["free"]["saa"] == 0.25
+    # the same model forced with the old prefix (a trailing space: token 'Ġ' where training had 'Ġ{"')
+    # leaves the answer: the alignment is what makes own == free
+    step = examples[0].step
+    prompt = backend.prompt(step, "som", "JG")
+    guide = examples[1].step.guide
+    aligned = backend.generate([prompt], [examples[0].image], [common.guide_prefix(guide)])[0]
+    split = backend.generate([prompt], [examples[0].image], [common.guide_prefix(guide) + " "])[0]
+    assert aligned.text == answer and split.text != answer
+
+
+@pytest.mark.train
+@pytest.mark.slow
+def test_mediation_on_tiny_real_model_prints_five_rows(tmp_path, tiny_vlm, capsys):
     examples = _examples(4)
     backend = common.TransformersBackend(str(tiny_vlm), batch_size=4, max_new_tokens=10, device="cpu")
     args = mediation.MediationArguments(model_name_or_path=str(tiny_vlm), output_dir=str(tmp_path / "med"),
@@ -118,13 +193,15 @@ def test_mediation_on_tiny_real_model_prints_four_rows(tmp_path, tiny_vlm, capsy
     rows = mediation.run(args, examples, backend)
     assert [r["condition"] for r in rows] == list(mediation.CONDITIONS)
     out = capsys.readouterr().out
-    assert out.splitlines()[0].split()[:3] == ["condition", "steps", "SAA"]
-    assert sum(1 for line in out.splitlines() if line.split() and line.split()[0] in mediation.CONDITIONS) == 4
+    assert out.splitlines()[0].split()[:4] == ["condition", "steps", "forced", "SAA"]
+    rows_printed = [w for w in (line.split() for line in out.splitlines()) if len(w) > 1 and w[1].isdigit()]
+    assert [w[0] for w in rows_printed] == list(mediation.CONDITIONS)
+    assert "own vs free:" in out
     saved = json.loads((tmp_path / "med" / "mediation.json").read_text())
     for cond in ("gold", "other", "paraphrase"):
         assert len(saved["decoded"][cond]) == 4
         for d in saved["decoded"][cond]:
-            assert d["prefix"].startswith('{"guide": ') and d["prefix"].endswith('"action": ')
+            assert d["prefix"].startswith('{"guide": ') and d["prefix"].endswith('"action":')
         preds = [json.loads(x)["output"] for x in (tmp_path / "med" / f"{cond}.jsonl").read_text().splitlines()]
         assert all(p.startswith(d["prefix"]) for p, d in zip(preds, saved["decoded"][cond]))
     gold_prefixes = [d["prefix"] for d in saved["decoded"]["gold"]]
