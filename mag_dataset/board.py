@@ -494,7 +494,7 @@ def _parquet_to_jsonl(data: bytes, max_lines: int, max_bytes: int) -> bytes:
                 decoded += int(pc.sum(lengths).as_py() or 0)
             if decoded > max_bytes:
                 raise SubmissionRejected(
-                    f"the Parquet file's strings decode to over {decoded:,} bytes (a value repeated on many rows "
+                    f"the Parquet file's strings decode to at least {decoded:,} bytes (a value repeated on many rows "
                     f"counts on each), over the cap of {max_bytes:,} bytes"
                 )
         # pass 2: convert, batch by batch
@@ -872,7 +872,11 @@ class Board:
             "max_lines": cfg.max_lines, "max_seeds": cfg.max_seeds,
         }
         with self._workers:
-            out = run_isolated("board.score", request, Limits(memory_mb=cfg.worker_mb, seconds=cfg.score_seconds))
+            try:
+                out = run_isolated("board.score", request, Limits(memory_mb=cfg.worker_mb, seconds=cfg.score_seconds))
+            except OSError as e:  # no process could be started (out of PIDs, memory): not the file's fault
+                log.warning("could not start the isolated scorer: %s", e)
+                raise SubmissionRejected("the server could not start a scoring process right now; try again later") from None
         if out.kind == "ok" and isinstance(out.value, dict):
             return out.value
         if out.kind == "refused":

@@ -132,6 +132,19 @@ def _dom_patch(**changes):
     return make
 
 
+def _deep_dom(levels: int) -> dict:
+    """html > body > div > ... ``levels`` nested divs, the innermost holding the input and button."""
+    dom = dom_snapshot(BIDS)
+    nodes = dom["documents"][0]["nodes"]
+    base = len(nodes["parentIndex"])
+    nodes["parentIndex"] += [1] + list(range(base, base + levels - 1))  # each new div inside the previous one
+    nodes["nodeType"] += [1] * levels
+    nodes["nodeName"] += [nodes["nodeName"][2]] * levels
+    nodes["nodeValue"] += [-1] * levels
+    nodes["attributes"] += [[] for _ in range(levels)]
+    return dom
+
+
 def _duplicate_bid(fb):
     dom = dom_snapshot(BIDS)
     nodes, strings = dom["documents"][0]["nodes"], dom["strings"]
@@ -183,6 +196,8 @@ ATTACKS = {
                         "refused: converting it needs more than the memory limit of 1,024 MiB"),
     "node its own parent": (_step0_obj(_dom_patch(n3=3)), "node 3 is its own ancestor (a parentIndex cycle)"),
     "cyclic children": (_step0_obj(_dom_patch(n2=3, n3=2)), "is its own ancestor (a parentIndex cycle)"),
+    "DOM 1,001 levels deep": (_step0_obj(lambda fb: _stepinfo_bytes(fb, {"dom_object": _deep_dom(1_000)})),
+                              "the DOM nests 1001 levels deep, over the limit of 1000"),
     "one bid on two nodes": (_step0_obj(_duplicate_bid), "gives bid '3' to two nodes"),
     "axtree_object a list": (_step0_obj(lambda fb: _stepinfo_bytes(fb, {"axtree_object": [1, 2]})),
                              "step 0: axtree_object is a list, not an object"),
@@ -204,7 +219,7 @@ def _plant(fb, root: Path, tmp: Path, name: str, seed: int) -> Path:
 
 
 def test_every_attack_of_the_issue_is_covered():
-    assert len(ATTACKS) == 20
+    assert len(ATTACKS) == 21
 
 
 @pytest.mark.parametrize("name", list(ATTACKS))
@@ -274,13 +289,23 @@ def test_unpickler_allows_exact_pairs_only():
             assert np.array_equal(a, v) and a.dtype == b.dtype and a.shape == b.shape, (proto, k)
 
 
+def test_a_dom_at_the_depth_limit_imports(tmp_path):
+    """1,000 levels (the cap) pass the check and the DOM reader's recursion in the child."""
+    root = tmp_path / "study"
+    with FakeBrowserGym() as fb:
+        exp = write_experiment(fb, root, "miniwob.login-user", 1, ["click('6')"])
+        (exp / "step_0.pkl.gz").write_bytes(gzip.compress(_stepinfo_bytes(fb, {"dom_object": _deep_dom(998)})))
+    report = import_experiments([root], tmp_path / "raw", limits=LIMITS)
+    assert report.imported == [GOOD], report.skipped
+
+
 def test_dom_check_is_iterative_and_finds_cycles():
     dom = dom_snapshot(BIDS)
     check_dom(dom, "step 0")
     deep = {"strings": [], "documents": [{"nodes": {
         "parentIndex": list(range(-1, 5000)), "nodeType": [1] * 5001, "nodeName": [-1] * 5001,
         "attributes": [[] for _ in range(5001)]}}]}
-    with pytest.raises(ImportErrorForEpisode, match="nests 257 levels deep, over the limit of 256"):
+    with pytest.raises(ImportErrorForEpisode, match="nests 1001 levels deep, over the limit of 1000"):
         check_dom(deep, "step 0")
     ring = {"strings": [], "documents": [{"nodes": {
         "parentIndex": [1, 2, 0], "nodeType": [1] * 3, "nodeName": [-1] * 3, "attributes": [[], [], []]}}]}

@@ -11,6 +11,7 @@ import gzip
 import hashlib
 import io
 import json
+import re
 import sqlite3
 import threading
 from datetime import datetime, timedelta, timezone
@@ -461,3 +462,50 @@ def test_gold_folder_that_does_not_exist_is_named(tmp_path: Path) -> None:
 
     with pytest.raises(FileNotFoundError, match="gold dataset folder not found: .*nowhere"):
         Gold.load(str(tmp_path / "nowhere"))
+
+
+# ----------------------------------------------------------------------------- hostile uploads (issue 17)
+
+
+def test_scoring_over_the_time_limit_is_rejected_and_the_board_still_scores(tmp_path: Path) -> None:
+    slow = Board(BoardConfig(data_dir=tmp_path / "slow", score_seconds=0.05), gold=gold())
+    with pytest.raises(SubmissionRejected, match=r"took longer than the limit of 0.05 s per submission"):
+        submit(slow, jsonl())
+    assert slow.count() == 0 and stored_files(slow) == []
+    fine = Board(BoardConfig(data_dir=tmp_path / "slow"), gold=gold())  # same data, the default limit
+    assert submit(fine, jsonl()).id == 1
+
+
+def test_seed_cap_is_a_board_setting(tmp_path: Path) -> None:
+    b = Board(BoardConfig(data_dir=tmp_path / "b", max_seeds=2), gold=gold())
+    with pytest.raises(SubmissionRejected, match=rf"line {2 * N_STEPS + 1}: seed 2 would be seed number 3: "
+                                                 r"a file may hold at most 2 seeds"):
+        submit(b, jsonl(seeds=(0, 1, 2)))
+    assert submit(b, jsonl(seeds=(0, 1))).seeds == 2
+    assert BoardConfig.from_env({"MAG_BOARD_MAX_SEEDS": "3", "MAG_BOARD_SCORE_SECONDS": "9",
+                                 "MAG_BOARD_WORKER_MB": "512", "MAG_BOARD_WORKERS": "4"}).max_seeds == 3
+
+
+@pytest.mark.parametrize("case", ["dictionary bomb", "nested list", "duplicate column", "invalid UTF-8", "two gzip members"])
+def test_decode_upload_refuses_each_hostile_file_from_its_metadata(case: str) -> None:
+    from mag_dataset.testing import hostile
+
+    data, name, message = {
+        "dictionary bomb": (hostile.dictionary_bomb(IDS[0], 40, value_bytes=1000), "p.parquet", "strings decode to at least 40,320 bytes (a value repeated on many rows counts on each), over the cap of 16,384 bytes"),
+        "nested list": (hostile.nested_list_bomb(IDS[0], 1_000), "p.parquet", "'seed' must be integers, got list<element: int8>"),
+        "duplicate column": (hostile.duplicate_column(IDS), "p.parquet", "the column 'output' 2 times"),
+        "invalid UTF-8": (hostile.invalid_utf8(IDS, row=2), "p.parquet", "row 2: the Parquet column 'output' holds invalid UTF-8"),
+        "two gzip members": (hostile.two_gzip_members(jsonl(), b"{}\n"), "p.jsonl.gz", "a second gzip member"),
+    }[case]
+    with pytest.raises(SubmissionRejected, match=re.escape(message)):
+        decode_upload(data, name, max_bytes=16384, max_lines=50)
+
+
+@pytest.mark.parametrize("field", ["model_name", "organisation", "submitter", "link"])
+@pytest.mark.parametrize("char,message", [("\ud800", "a lone surrogate U+D800"), ("\u202e", "bidirectional control character U+202E"),
+                                          ("\u2066", "bidirectional control character U+2066")])
+def test_text_fields_refuse_lone_surrogates_and_bidi_controls(board: Board, field: str, char: str, message: str) -> None:
+    value = f"https://example.org/a{char}b" if field == "link" else f"a{char}b"
+    with pytest.raises(SubmissionRejected, match=re.escape(message)):
+        submit(board, jsonl(), **{field: value})
+    assert board.count() == 0

@@ -106,7 +106,7 @@ MAX_STEP_FILE_BYTES = 256 * 1024 * 1024
 MAX_PIXELS = 25_000_000
 MAX_ACTION_CHARS = 100_000
 MAX_DOM_NODES = 500_000
-MAX_DOM_DEPTH = 256
+MAX_DOM_DEPTH = 1000  # the DOM reader (live.observe) recurses per level: see isolated_convert
 MAX_DOM_CHARS = 64 * 1024 * 1024
 
 
@@ -1024,6 +1024,11 @@ def isolated_convert(request: dict[str, Any]) -> dict[str, Any]:
 
     Runs in :mod:`mag_dataset.isolation`'s limited child; returns plain data only.
     """
+    import sys
+
+    # live.observe's text walk recurses ~5 frames per DOM level; check_dom caps the depth at
+    # MAX_DOM_DEPTH, and this child's stack holds that comfortably (measured: 1,000 levels)
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 6 * MAX_DOM_DEPTH))
     ep, images = convert_experiment(Path(request["exp"]), request["min_reward"], request["templates"])
     return {"episode": ep.to_json(), "images": dict(images)}
 
