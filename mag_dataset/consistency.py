@@ -24,6 +24,7 @@ A guide is consistent with an action when all of these hold:
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from collections.abc import Sequence
@@ -92,7 +93,8 @@ def guide_tokens(text: str) -> list[str]:
     return _TOKEN.findall(unicodedata.normalize("NFKC", text).lower())
 
 
-def _stems(token: str) -> set[str]:
+@functools.lru_cache(maxsize=1 << 16)  # a memo of a pure function: guide words repeat a lot
+def _stems(token: str) -> frozenset[str]:
     out = {token}
     for end in _ENDINGS:
         if token.endswith(end) and len(token) - len(end) >= 2:
@@ -101,7 +103,7 @@ def _stems(token: str) -> set[str]:
             out.add(stem + "e")  # typing -> typ -> type, closed -> clos -> close
             if len(stem) >= 3 and stem[-1] == stem[-2]:
                 out.add(stem[:-1])  # dropped -> dropp -> drop
-    return out
+    return frozenset(out)
 
 
 def acted_element(action: Action, candidates: Sequence[Candidate]) -> Candidate | None:
@@ -135,9 +137,9 @@ def check(guide: str, action: Action, candidates: Sequence[Candidate]) -> tuple[
     toks = guide_tokens(guide)
     tokset = set(toks)
     stems: set[str] = set()
-    for t in toks:
+    for t in tokset:
         stems |= _stems(t)
-    if not VERBS[action.type] & stems:
+    if VERBS[action.type].isdisjoint(stems):
         return False, "verb"
     if ACTION_SPACE[action.type].targeted:
         el = acted_element(action, candidates)
