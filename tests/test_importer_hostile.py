@@ -110,11 +110,15 @@ def _stride0_attack(fb):
     return _stepinfo_bytes(fb, _with_screenshot(arr))
 
 
-def _billion_laughs(fb):
+def _laughs():
     lol = ["lol"] * 10
     for _ in range(30):
         lol = [lol] * 10  # 10**31 leaves when printed, a few hundred bytes pickled
-    return _stepinfo_bytes(fb, action=lol)
+    return lol
+
+
+def _billion_laughs(fb):
+    return _stepinfo_bytes(fb, action=_laughs())
 
 
 def _gzip_bomb(fb, exp, tmp):
@@ -199,6 +203,9 @@ ATTACKS = {
     "DOM 1,001 levels deep": (_step0_obj(lambda fb: _stepinfo_bytes(fb, {"dom_object": _deep_dom(1_000)})),
                               "the DOM nests 1001 levels deep, over the limit of 1000"),
     "one bid on two nodes": (_step0_obj(_duplicate_bid), "gives bid '3' to two nodes"),
+    "billion laughs AX name": (_step0_obj(lambda fb: _stepinfo_bytes(fb, {"axtree_object": {"nodes": [
+        {"browsergym_id": "6", "role": {"value": "button"}, "name": {"value": _laughs()}}]}})),
+        "step 0: axtree_object node 0 name value is a list, not text"),
     "axtree_object a list": (_step0_obj(lambda fb: _stepinfo_bytes(fb, {"axtree_object": [1, 2]})),
                              "step 0: axtree_object is a list, not an object"),
     "goal_object an int": (_step0_obj(lambda fb: _stepinfo_bytes(fb, {"goal_object": 7})),
@@ -219,7 +226,7 @@ def _plant(fb, root: Path, tmp: Path, name: str, seed: int) -> Path:
 
 
 def test_every_attack_of_the_issue_is_covered():
-    assert len(ATTACKS) == 21
+    assert len(ATTACKS) == 22
 
 
 @pytest.mark.parametrize("name", list(ATTACKS))

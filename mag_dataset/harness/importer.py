@@ -667,6 +667,10 @@ def check_observation(obs: Any, n: int) -> None:
         for key in ("role", "name"):
             if node.get(key) is not None and not isinstance(node[key], dict):
                 raise ImportErrorForEpisode(f"{where}: axtree_object node {i} {key} is {_a(node[key])}, not an object")
+            value = (node.get(key) or {}).get("value")
+            if value is not None and not isinstance(value, (str, int, float)):  # str() of a shared-reference
+                raise ImportErrorForEpisode(  # tree grows exponentially: never call it on one
+                    f"{where}: axtree_object node {i} {key} value is {_a(value)}, not text")
     for bid, pr in (obs.get("extra_element_properties") or {}).items():
         if pr is None:
             continue
