@@ -353,29 +353,103 @@ class TransformersBackend:
         return out
 
 
+def shard_bounds(n: int, k: int) -> list[tuple[int, int]]:
+    """``k`` contiguous ``[start, end)`` ranges covering ``range(n)``, sizes differing by at most one."""
+    base, extra = divmod(n, k)
+    bounds, start = [], 0
+    for r in range(k):
+        end = start + base + (1 if r < extra else 0)
+        bounds.append((start, end))
+        start = end
+    return bounds
+
+
+def visible_gpus() -> list[str]:
+    """GPU ids this process may use: ``CUDA_VISIBLE_DEVICES`` if set, else every device torch sees."""
+    env = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if env is not None:
+        return [g.strip() for g in env.split(",") if g.strip()]
+    try:
+        import torch
+
+        return [str(i) for i in range(torch.cuda.device_count())]
+    except ImportError:  # pragma: no cover - torch is a dependency of every model baseline
+        return []
+
+
+def _vllm_replica(gpus: str, llm_kwargs: dict[str, Any], params_kwargs: dict[str, Any], conn: Any) -> None:
+    """One data-parallel vLLM replica (a spawned process): its own GPUs, its own engine."""
+    os.environ["CUDA_VISIBLE_DEVICES"] = gpus
+    from vllm import LLM, SamplingParams
+
+    llm = LLM(**llm_kwargs)
+    params = SamplingParams(**params_kwargs)
+    conn.send(("ready", gpus))
+    while True:
+        requests = conn.recv()
+        if requests is None:
+            break
+        outs = llm.generate(requests, params, use_tqdm=False)
+        conn.send([(o.outputs[0].text, len(o.outputs[0].token_ids)) for o in outs])
+
+
 class VLLMBackend:
-    """Greedy decoding with vLLM (GPU, continuous batching). Optional dependency: ``pip install vllm``."""
+    """Greedy decoding with vLLM (GPU, continuous batching). Optional dependency: ``pip install vllm``.
+
+    ``tensor_parallel_size`` GPUs hold one model replica (vLLM's tensor parallelism).
+    ``data_parallel_size`` replicas run side by side: each is a separate process with its own
+    ``tensor_parallel_size`` GPUs (taken in order from the visible ones) and its own engine,
+    and every ``generate`` call is split into contiguous shards, one per replica, whose
+    outputs are put back in order. (vLLM's own ``LLM(data_parallel_size=k)`` refuses
+    single-process use; for a dense model the replicas need no coordination.)
+    """
 
     name = "vllm"
 
     def __init__(self, model_name_or_path: str, revision: str | None = None, dtype: str = "auto",
                  device: str | None = None, batch_size: int = 256, max_new_tokens: int = 256,
                  seed: int = 0, gpu_memory_utilization: float = 0.85, max_model_len: int | None = 16384,
-                 tensor_parallel_size: int = 1, ignore_eos: bool = False):
+                 tensor_parallel_size: int = 1, data_parallel_size: int = 1, ignore_eos: bool = False):
+        from mag_dataset.cli import UserError
+
+        if tensor_parallel_size < 1 or data_parallel_size < 1:
+            raise UserError("tensor_parallel_size and data_parallel_size must be >= 1")
         try:
             from vllm import LLM, SamplingParams
         except ImportError as e:
-            from mag_dataset.cli import UserError
-
             raise UserError(f"the vllm backend needs vLLM (pip install vllm): {e}") from None
         from mag_dataset.testing.tiny_vlm import load_processor
 
         self.processor = load_processor(model_name_or_path, revision=revision)
-        self.llm = LLM(model=model_name_or_path, revision=revision, dtype=dtype, seed=seed,
-                       limit_mm_per_prompt={"image": 1}, gpu_memory_utilization=gpu_memory_utilization,
-                       max_model_len=max_model_len, tensor_parallel_size=tensor_parallel_size)
-        self.params = SamplingParams(temperature=0.0, max_tokens=max_new_tokens, seed=seed, ignore_eos=ignore_eos)
+        llm_kwargs = dict(model=model_name_or_path, revision=revision, dtype=dtype, seed=seed,
+                          limit_mm_per_prompt={"image": 1}, gpu_memory_utilization=gpu_memory_utilization,
+                          max_model_len=max_model_len, tensor_parallel_size=tensor_parallel_size)
+        params_kwargs = dict(temperature=0.0, max_tokens=max_new_tokens, seed=seed, ignore_eos=ignore_eos)
         self.batch_size = batch_size
+        self.tensor_parallel_size, self.data_parallel_size = tensor_parallel_size, data_parallel_size
+        self.replicas: list[tuple[Any, Any, str]] = []  # (process, connection, GPU ids)
+        if data_parallel_size == 1:
+            self.llm = LLM(**llm_kwargs)
+            self.params = SamplingParams(**params_kwargs)
+            return
+        gpus = visible_gpus()
+        need = tensor_parallel_size * data_parallel_size
+        if len(gpus) < need:
+            raise UserError(f"data_parallel_size {data_parallel_size} x tensor_parallel_size {tensor_parallel_size} "
+                            f"needs {need} GPUs; {len(gpus)} visible")
+        import multiprocessing as mp
+
+        ctx = mp.get_context("spawn")  # CUDA cannot be forked
+        for r in range(data_parallel_size):
+            group = ",".join(gpus[r * tensor_parallel_size : (r + 1) * tensor_parallel_size])
+            parent, child = ctx.Pipe()
+            proc = ctx.Process(target=_vllm_replica, args=(group, llm_kwargs, params_kwargs, child), daemon=True)
+            proc.start()
+            self.replicas.append((proc, parent, group))
+        for proc, conn, group in self.replicas:
+            if not conn.poll(3600) or conn.recv()[0] != "ready":
+                self.close()
+                raise UserError(f"vLLM replica on GPUs {group} did not start")
 
     def prompt(self, step: Step, view: View | str, contract: Contract | str, coord_space: str | None = None) -> str:
         return prompt_text(self.processor, step, view, contract, coord_space)
@@ -385,22 +459,48 @@ class VLLMBackend:
         prefixes = list(prefixes) if prefixes is not None else [""] * len(prompts)
         requests = [{"prompt": p + f, "multi_modal_data": {"image": im}}
                     for p, f, im in zip(prompts, prefixes, images)]
-        outs = self.llm.generate(requests, self.params, use_tqdm=False)
-        return [Decoded(prefix=f, generated=o.outputs[0].text, n_tokens=len(o.outputs[0].token_ids))
-                for f, o in zip(prefixes, outs)]
+        if not self.replicas:
+            outs = self.llm.generate(requests, self.params, use_tqdm=False)
+            pairs = [(o.outputs[0].text, len(o.outputs[0].token_ids)) for o in outs]
+        else:
+            bounds = shard_bounds(len(requests), len(self.replicas))
+            for (_, conn, _), (a, b) in zip(self.replicas, bounds):
+                conn.send(requests[a:b])
+            pairs = [pair for _, conn, _ in self.replicas for pair in conn.recv()]
+        return [Decoded(prefix=f, generated=text, n_tokens=n) for f, (text, n) in zip(prefixes, pairs)]
+
+    def close(self) -> None:
+        """Stop the data-parallel replicas (if any)."""
+        for proc, conn, _ in self.replicas:
+            try:
+                conn.send(None)
+            except (BrokenPipeError, OSError):
+                pass
+            proc.join(timeout=60)
+            if proc.is_alive():
+                proc.terminate()
+        self.replicas = []
 
 
 BACKENDS = {"transformers": TransformersBackend, "vllm": VLLMBackend}
 
 
 def make_backend(name: str, model_name_or_path: str, **kwargs: Any) -> Any:
-    """Instantiate a decoding backend by name (``transformers`` or ``vllm``)."""
+    """Instantiate a decoding backend by name (``transformers`` or ``vllm``).
+
+    Raises:
+        mag_dataset.cli.UserError: an unknown backend, or tensor / data parallelism asked of
+            the transformers backend (one process, one device).
+    """
     from mag_dataset.cli import UserError
 
     if name not in BACKENDS:
         raise UserError(f"unknown backend {name!r}; choose one of {sorted(BACKENDS)}")
     if name == "transformers":
         kwargs.pop("seed", None)
+        for key in ("tensor_parallel_size", "data_parallel_size"):
+            if kwargs.pop(key, 1) != 1:
+                raise UserError(f"--{key} needs --backend vllm (the transformers backend decodes on one device)")
     return BACKENDS[name](model_name_or_path, **kwargs)
 
 

@@ -13,9 +13,10 @@ same command resumes, skipping step ids already written.
 
 Launch::
 
-    # GPU, vLLM (pip install vllm)
+    # GPU, vLLM (pip install vllm); 8 GPUs: 4 replicas of 2-GPU tensor parallelism
     python -m baselines.infer --model_name_or_path runs/sft-qwen35-4b-som-J-s0 \\
-        --dataset mag/webmre --view som --contract J --output preds/4b-som-J-s0.jsonl --backend vllm
+        --dataset mag/webmre --view som --contract J --output preds/4b-som-J-s0.jsonl --backend vllm \\
+        --tensor_parallel_size 2 --data_parallel_size 4
     # anywhere, transformers
     python -m baselines.infer --config baselines/configs/infer.yaml --model_name_or_path MODEL \\
         --output preds.jsonl
@@ -50,6 +51,9 @@ class InferArguments:
                 "sets the prompt's wording and is recorded in the provenance sidecar for mag score"})
     backend: str = field(default="transformers", metadata={"help": "transformers or vllm"})
     batch_size: int = field(default=8, metadata={"help": "prompts per generate call (and per resumable chunk)"})
+    tensor_parallel_size: int = field(default=1, metadata={"help": "GPUs per model replica (vLLM backend)"})
+    data_parallel_size: int = field(default=1, metadata={
+        "help": "model replicas, each on its own tensor_parallel_size GPUs (vLLM backend)"})
     max_new_tokens: int = field(default=256, metadata={"help": "decoding budget per step"})
     dtype: str = field(default="auto", metadata={"help": "auto, bfloat16, float16 or float32"})
     device: str | None = field(default=None, metadata={"help": "cuda, cpu, ... (transformers backend)"})
@@ -149,6 +153,7 @@ def provenance(args: InferArguments, n_steps: int, backend: str, predictions: Pa
         "decoding": {"strategy": "greedy", "max_new_tokens": args.max_new_tokens,
                      "chat_template_kwargs": common.CHAT_TEMPLATE_KWARGS},
         "backend": backend,
+        "parallelism": {"tensor": args.tensor_parallel_size, "data": args.data_parallel_size},
         "dtype": args.dtype,
         "predictions_sha256": common.sha256_file(predictions),
         "environment": common.environment(),
@@ -194,6 +199,7 @@ def predict(
         backend = common.make_backend(
             args.backend, args.model_name_or_path, revision=args.model_revision, dtype=args.dtype,
             device=args.device, batch_size=args.batch_size, max_new_tokens=args.max_new_tokens, seed=args.seed,
+            tensor_parallel_size=args.tensor_parallel_size, data_parallel_size=args.data_parallel_size,
         )
     partial.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_json(_run_key_path(partial), _run_key(args))
