@@ -27,7 +27,7 @@ rendered as absolute dates by the project's date filter, so no label drifts).
 
 from __future__ import annotations
 
-import json
+import os
 import shutil
 import sqlite3
 import subprocess
@@ -140,7 +140,7 @@ class ForumSite(Site):
         """Put the Whoosh index back as seeded: a topic created or edited in an episode is indexed."""
         snap = self.snapshot_dir / "search"
         if not snap.is_dir():
-            raise SiteError(f"site forum: no snapshot of its search index; run `mag sites setup --site forum --force`")
+            raise SiteError("site forum: no snapshot of its search index; run `mag sites setup --site forum --force`")
         self.search_dir.mkdir(parents=True, exist_ok=True)
         keep = {p.name for p in snap.iterdir()}
         for p in self.search_dir.iterdir():
@@ -174,8 +174,6 @@ class ForumSite(Site):
 
     # ------------------------------------------------------------------ helpers
     def _env(self) -> dict[str, str]:
-        import os
-
         return {**os.environ, "MAG_FORUM_HOME": str(self.home), "DJANGO_SETTINGS_MODULE": "magforum.settings",
                 "PYTHONDONTWRITEBYTECODE": "1"}
 

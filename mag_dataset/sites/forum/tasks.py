@@ -71,10 +71,15 @@ def _reach(ob: Any, el: Any, then: Decision) -> Decision | None:
         return then
     if el.bbox is None:
         return None
+    focused = ob.elements.get(ob.focused) if ob.focused else None
+    typing = focused is not None and focused.tag in ("input", "textarea", "select")
+    far = abs(el.bbox[1]) >= VIEW_H  # a screen or more away: page by page, unless a field has the keys
     if el.bbox[1] >= VIEW_H * 0.8:
-        return Decision(ActionType.SCROLL, direction="down")
+        return (Decision(ActionType.PRESS, key="PageDown") if far and not typing
+                else Decision(ActionType.SCROLL, direction="down"))
     if el.bbox[3] <= 0:
-        return Decision(ActionType.SCROLL, direction="up")
+        return (Decision(ActionType.PRESS, key="PageUp") if far and not typing
+                else Decision(ActionType.SCROLL, direction="up"))
     return None
 
 
@@ -143,10 +148,12 @@ def _open_topic(ob: Any, memory: dict, title: str, board: str) -> Decision | Non
     if _on_topic(ob, title):
         return None
     topic = _link(ob, title)
-    if topic is not None and re.match(r"/topic/\d+/", topic.attrs.get("href", "")):
-        return _click(ob, topic)
     path = _path(ob.url)
-    if re.match(rf"/category/\d+/{re.escape(slugify(board))}/", path):
+    on_board = re.match(rf"/category/\d+/{re.escape(slugify(board))}/", path) is not None
+    if topic is not None and re.match(r"/topic/\d+/", topic.attrs.get("href", "")) and (
+            on_board or _visible(ob, topic)):  # elsewhere, a link in view is a shortcut; else go by the board
+        return _click(ob, topic)
+    if on_board:
         nxt = _link(ob, href=r"[?&]page=\d+") if memory.get("paged", 0) < 5 else None
         if nxt is not None:
             memory["paged"] = memory.get("paged", 0) + 1
@@ -162,6 +169,14 @@ def _open_topic(ob: Any, memory: dict, title: str, board: str) -> Decision | Non
         memory["dropdown"] = True
         return _click(ob, dropdown)
     return Decision(ActionType.GOTO, url=re.sub(r"(https?://[^/]+).*", r"\1/", ob.url))
+
+
+def _send(ob: Any, memory: dict, button: Any) -> Decision | None:
+    """Click the button that submits the task's form; the expert finishes on the next step."""
+    step = _click(ob, button)
+    if step is not None and step.type is ActionType.CLICK:
+        memory["sent"] = True
+    return step
 
 
 def _finish(answer: str = "done") -> Decision:
@@ -180,6 +195,8 @@ class ForumTask(SiteTask):
     WAITS: ClassVar[int] = 3
 
     def expert(self, ob, memory):
+        if memory.get("sent"):  # the form went off: the page now shows its outcome
+            return _finish()
         try:
             decision = self.decide(ob, memory)
         except NotReady:
@@ -233,8 +250,6 @@ class ReplyToTopic(ForumTask):
         return (n == 1, f"{n} matching replies by {self.user} in the topic")
 
     def decide(self, ob, memory):
-        if memory.get("sent"):
-            return _finish()
         step = _open_topic(ob, memory, self.params["title"], self.params["board"])
         if step is not None:
             return step
@@ -244,10 +259,7 @@ class ReplyToTopic(ForumTask):
             return step
         button = _first(ob, lambda e: e.tag == "input" and e.attrs.get("type") == "submit"
                         and "comment__reply__actions__publish" in e.attrs.get("class", ""))
-        step = _click(ob, button)
-        if step is not None and step.type is ActionType.CLICK:
-            memory["sent"] = True
-        return step
+        return _send(ob, memory, button)
 
 
 class CreateTopic(ForumTask):
@@ -275,8 +287,6 @@ class CreateTopic(ForumTask):
         return ok, "topic created" if ok else f"opening post is {first!r}"
 
     def decide(self, ob, memory):
-        if memory.get("sent"):
-            return _finish()
         if "/topic/publish/" not in _path(ob.url):
             return _click(ob, _link(ob, "Create Topic"))
         for name, text in (("title", self.params["title"]),):
@@ -290,10 +300,7 @@ class CreateTopic(ForumTask):
         step = _type(ob, _field(ob, "comment", "textarea"), self.params["text"])
         if step is not None:
             return step
-        step = _click(ob, _submit(ob, "Publish"))
-        if step is not None and step.type is ActionType.CLICK:
-            memory["sent"] = True
-        return step
+        return _send(ob, memory, _submit(ob, "Publish"))
 
 
 class EditOwnPost(ForumTask):
@@ -317,16 +324,11 @@ class EditOwnPost(ForumTask):
         return ok, f"{self.user}'s comments in the topic: {rows!r}"
 
     def decide(self, ob, memory):
-        if memory.get("sent"):
-            return _finish()
         if re.match(r"/comment/\d+/update/", _path(ob.url)):
             step = _type(ob, _field(ob, "comment", "textarea"), self.params["text"])
             if step is not None:
                 return step
-            step = _click(ob, _submit(ob, "Publish") or _submit(ob, "Update"))
-            if step is not None and step.type is ActionType.CLICK:
-                memory["sent"] = True
-            return step
+            return _send(ob, memory, _submit(ob, "Publish") or _submit(ob, "Update"))
         step = _open_topic(ob, memory, self.params["title"], self.params["board"])
         if step is not None:
             return step
@@ -361,10 +363,11 @@ class LikePost(ForumTask):
         first = likes[0]  # the opening post's like link comes first in the page
         if _norm(first.text).startswith("remove like"):
             return _finish()
-        if memory.get("clicked", 0) >= 2:
-            return None
-        memory["clicked"] = memory.get("clicked", 0) + 1
-        return _click(ob, first)
+        if memory.get("clicked"):  # one click only: a second one while the request is under way unlikes
+            raise NotReady("the like is under way")
+        step = _click(ob, first)
+        memory["clicked"] = step is not None and step.type is ActionType.CLICK
+        return step
 
 
 class PrivateMessage(ForumTask):
@@ -392,8 +395,6 @@ class PrivateMessage(ForumTask):
         return ok, f"participants {sorted(members)}, first message {text[:1]!r}"
 
     def decide(self, ob, memory):
-        if memory.get("sent"):
-            return _finish()
         path = _path(ob.url)
         if path.startswith("/topic/private/publish/"):
             for name, text in (("title", self.params["title"]), ("users", self.params["to"])):
@@ -403,10 +404,7 @@ class PrivateMessage(ForumTask):
             step = _type(ob, _field(ob, "comment", "textarea"), self.params["text"])
             if step is not None:
                 return step
-            step = _click(ob, _submit(ob, "Publish"))
-            if step is not None and step.type is ActionType.CLICK:
-                memory["sent"] = True
-            return step
+            return _send(ob, memory, _submit(ob, "Publish"))
         if path.rstrip("/") == "/topic/private":
             return _click(ob, _link(ob, "Create private topic"))
         item = _link(ob, "Private topics")
@@ -421,15 +419,12 @@ class _ModerateTopic(ForumTask):
     user = "mod_maria"
 
     def decide(self, ob, memory):
-        if memory.get("sent"):
-            return _finish()
         step = _open_topic(ob, memory, self.params["title"], self.params["board"])
         if step is not None:
             return step
         item = _link(ob, self.action)
         if item is not None and _visible(ob, item):
-            memory["sent"] = True
-            return _click(ob, item)
+            return _send(ob, memory, item)
         return _click(ob, _link(ob, "Moderate"))
 
 
@@ -478,17 +473,12 @@ class MoveTopic(ForumTask):
         return ok, "moved" if ok else f"the topic is in category {row[1]}"
 
     def decide(self, ob, memory):
-        if memory.get("sent"):
-            return _finish()
         if re.match(r"/topic/update/\d+/", _path(ob.url)):
             cat = _field(ob, "category", "select")
             if cat is not None and not memory.get("selected"):
                 memory["selected"] = True
                 return _reach(ob, cat, Decision(ActionType.SELECT, cat.bid, value=self.params["target"]))
-            step = _click(ob, _submit(ob, "Update"))
-            if step is not None and step.type is ActionType.CLICK:
-                memory["sent"] = True
-            return step
+            return _send(ob, memory, _submit(ob, "Update"))
         step = _open_topic(ob, memory, self.params["title"], self.params["board"])
         if step is not None:
             return step
@@ -588,17 +578,12 @@ class UpdateLocation(ForumTask):
         return loc == self.params["city"], f"location is {loc!r}"
 
     def decide(self, ob, memory):
-        if memory.get("sent"):
-            return _finish()
         path = _path(ob.url)
         if path == "/user/":
             step = _type(ob, _field(ob, "location", "input"), self.params["city"])
             if step is not None:
                 return step
-            step = _click(ob, _submit(ob, "Save"))
-            if step is not None and step.type is ActionType.CLICK:
-                memory["sent"] = True
-            return step
+            return _send(ob, memory, _submit(ob, "Save"))
         prefs = _link(ob, "Preferences", href=r"^/user/$")
         if prefs is not None:
             return _click(ob, prefs)

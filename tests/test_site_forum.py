@@ -1,0 +1,204 @@
+"""The forum site (Spirit) end to end: set up, served on 127.0.0.1, every expert on 3 seeds, reset, stop.
+
+Real parts only: Spirit in its own venv on SQLite, served by waitress, driven by the system
+Chromium through BrowserGym (the recorder) and Playwright. The site is set up once
+(``site.setup()`` is a no-op when ``mag sites setup`` already ran) and served for the module.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sqlite3
+import time
+import urllib.parse
+from pathlib import Path
+
+import pytest
+
+from mag_dataset.sites import site as get_site
+from mag_dataset.sites import manager
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+SEEDS = (0, 1, 2)
+
+
+@pytest.fixture(scope="module")
+def forum():
+    s = get_site("forum")
+    info = s.setup(print)
+    manager.serve(s)
+    yield s, info
+    manager.stop(s)
+
+
+def _tasks():
+    from mag_dataset.sites.forum.tasks import TASKS
+
+    return TASKS
+
+
+def _db_digest(path: Path) -> dict[str, str]:
+    """Per table: row count and a hash of every row (ordered), read-only."""
+    con = sqlite3.connect(f"file:{urllib.parse.quote(str(path))}?mode=ro", uri=True)
+    try:
+        tables = [r[0] for r in con.execute("select name from sqlite_master where type = 'table' order by name")]
+        out = {}
+        for t in tables:
+            rows = con.execute(f'select * from "{t}" order by 1').fetchall()
+            out[t] = f"{len(rows)}:" + hashlib.sha256(repr(rows).encode()).hexdigest()[:16]
+        return out
+    finally:
+        con.close()
+
+
+def _dir_digest(path: Path) -> dict[str, str]:
+    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest()[:16] for p in sorted(path.iterdir()) if p.is_file()}
+
+
+def test_setup_record_shows_seeded_counts(forum):
+    from mag_dataset.sites.forum import seed
+
+    s, info = forum
+    data = seed.build()
+    assert s.is_set_up() and info["version"] == s.version
+    assert info["seeded"] == {
+        "users": 13, "admins": 1, "moderators": 2, "boards": 7, "topics": len(data.topics),
+        "posts": sum(len(t.posts) for t in data.topics), "likes": len(data.likes), "private_topics": len(data.private),
+    }
+    assert len(data.topics) >= 60 and sum(len(t.posts) for t in data.topics) >= 400
+    # fixed dates: the newest seeded post is the same absolute date on every setup
+    assert s.query("select max(date) from spirit_comment_comment")[0][0].startswith("2024-")
+    print(f"forum setup: {info['seconds']} s, seeded {info['seeded']}")
+
+
+def test_home_page_has_40_interactive_elements_and_requests_stay_local(forum):
+    from playwright.sync_api import sync_playwright
+
+    from mag_dataset.live.env import chromium_executable
+
+    s, _ = forum
+    seen: list[str] = []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium_executable())
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 720})
+            page.on("request", lambda r: seen.append(r.url))
+            counts = {}
+            for user in (None, "alice_w"):
+                if user:
+                    s.login(page, user)
+                page.goto(s.base_url + "/")
+                page.wait_for_load_state("networkidle")
+                counts[user] = page.eval_on_selector_all("a, button, input, select, textarea, [role=button]",
+                                                         "els => els.length")
+            page.goto(s.base_url + "/topic/5/")  # a topic page with its comments and the reply editor
+            page.wait_for_load_state("networkidle")
+        finally:
+            browser.close()
+    print(f"forum home page interactive elements: anonymous {counts[None]}, logged in {counts['alice_w']}")
+    assert counts[None] >= 40 and counts["alice_w"] >= 40
+    hosts = {urllib.parse.urlsplit(u).hostname for u in seen if not u.startswith(("data:", "blob:"))}
+    assert hosts == {"127.0.0.1"}, f"requests left the machine: {sorted(h for h in hosts if h != '127.0.0.1')}"
+    assert any("/static/spirit/" in u for u in seen)  # the page really loaded its local assets
+
+
+def test_at_least_ten_templates():
+    ids = [t.get_task_id() for t in _tasks()]
+    assert len(ids) >= 10 and len(set(ids)) == len(ids)
+    assert all(i.startswith("sites.forum.") for i in ids)
+    assert sum(t.answer_task for t in _tasks()) >= 2
+
+
+@pytest.mark.parametrize("task_cls", _tasks(), ids=lambda c: c.template)
+def test_expert_succeeds_on_three_seeds(forum, task_cls):
+    from mag_dataset.live.env import make_site_env
+    from mag_dataset.live.recorder import record_episode
+
+    task_id = task_cls.get_task_id()
+    env = make_site_env(task_id)
+    try:
+        for seed in SEEDS:
+            r = record_episode(task_id, seed, env=env)
+            assert r.ok, f"{task_id} seed {seed}: {r.reason}"
+            assert env.unwrapped.task.external_requests == []
+            steps = len(r.episode.steps)
+            assert 2 <= steps <= 30
+            print(f"{task_id} seed {seed}: ok in {steps} steps, {r.seconds} s")
+    finally:
+        env.close()
+
+
+def test_noop_fails_every_check(forum):
+    """Finishing at once leaves the seeded state (or answers "done"): every check must fail."""
+    from mag_dataset.actions import ActionType
+    from mag_dataset.live.experts import Decision
+    from mag_dataset.live.recorder import record_episode
+
+    s, _ = forum
+    for cls in _tasks():
+        for seed in SEEDS:
+            task = cls(seed, site=s)
+            s.reset()
+            ok, reason = task.check("done")
+            assert not ok, f"{cls.get_task_id()} seed {seed} passes a no-op: {reason}"
+    # and once through BrowserGym, the way an agent's immediate finish is judged
+    r = record_episode("sites.forum.reply_to_topic", 0, expert=lambda ob, memory: Decision(ActionType.FINISH,
+                                                                                         answer="done"))
+    assert not r.ok
+
+
+def test_reset_restores_the_seeded_state_as_the_server_sees_it(forum):
+    from playwright.sync_api import sync_playwright
+
+    from mag_dataset.live.env import chromium_executable
+
+    s, _ = forum
+    db = s.databases()[0]
+    s.reset()
+    seeded, seeded_index = _db_digest(s.snapshot_dir / db.name), _dir_digest(s.snapshot_dir / "search")
+    text = "A reply that the reset must remove"
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium_executable())
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 720})
+            s.login(page, "alice_w")
+            page.goto(s.base_url + "/topic/5/")
+            page.fill("textarea[name=comment]", text)
+            with page.expect_navigation():
+                page.click("input.comment__reply__actions__publish")
+            page.goto(s.base_url + "/topic/publish/")  # a new topic is indexed for search too
+            page.fill("input[name=title]", "Topic the reset must remove")
+            page.select_option("select[name=category]", label="Gaming")
+            page.fill("textarea[name=comment]", "Body of a topic the reset must remove.")
+            with page.expect_navigation():
+                page.click("input[type=submit][value=Publish]")
+            assert text in page.goto(s.base_url + "/topic/5/").text()
+            assert _db_digest(db) != seeded
+            assert _dir_digest(s.search_dir) != seeded_index
+            seconds = s.reset()
+            assert _db_digest(db) == seeded
+            assert _dir_digest(s.search_dir) == seeded_index
+            # the running server sees the seeded state at once (no cache in process memory)
+            assert text not in page.goto(s.base_url + "/topic/5/").text()
+            found = page.goto(s.base_url + "/search/?q=reset+must+remove").text()
+            assert "Topic the reset must remove" not in found
+        finally:
+            browser.close()
+    print(f"forum reset: {seconds:.3f} s")
+    assert seconds < 2.0
+
+
+def test_stop_leaves_no_process(forum):
+    s, _ = forum
+    st = manager.status(s)
+    assert st.running and st.healthy
+    pid = st.pid
+    t0 = time.monotonic()
+    assert manager.stop(s) is True
+    with pytest.raises(ProcessLookupError):
+        os.killpg(pid, 0)
+    assert manager.port_free(s.port)
+    assert not s.server_file.exists()
+    print(f"forum stop: {time.monotonic() - t0:.2f} s")
