@@ -275,7 +275,11 @@ def compare_reports(
         total = float(TD[:, c].sum())
         diff = total / n
         ok = boot_n[:, c] > 0
-        lo, hi = np.percentile(boot_d[ok, c] / boot_n[ok, c], [2.5, 97.5])
+        if ok.any():
+            lo, hi = np.percentile(boot_d[ok, c] / boot_n[ok, c], [2.5, 97.5])
+            ci = [_r(float(lo)), _r(float(hi))]
+        else:  # no resample drew a task of this group (only with very few resamples)
+            ci = None
         # ties within float noise count as extreme (identical inputs give p = 1)
         extreme = int((np.abs(flip_d[:, c]) >= abs(total) - 1e-9).sum())
         p_flip = (1 + extreme) / (1 + resamples)
@@ -283,7 +287,7 @@ def compare_reports(
             "a": _r(a_mean),
             "b": _r(b_mean),
             "diff": _r(diff),
-            "ci95": [_r(float(lo)), _r(float(hi))],
+            "ci95": ci,
             "n_steps": n,
             "n_tasks": int((TN[:, c] > 0).sum()),
         }
@@ -367,7 +371,7 @@ def format_comparison(comp: Comparison, *, alpha: float = 0.05) -> str:
     ]
 
     def row(label: str, m: dict[str, Any]) -> str:
-        ci = f"[{m['ci95'][0]:+.3f}, {m['ci95'][1]:+.3f}]"
+        ci = "—" if m["ci95"] is None else f"[{m['ci95'][0]:+.3f}, {m['ci95'][1]:+.3f}]"
         note = ""
         if "mcnemar" in m:
             mc = m["mcnemar"]
