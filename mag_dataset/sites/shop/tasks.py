@@ -63,8 +63,12 @@ def _reach(ob: Observation, el: Element | None, make: Callable[[Element], Decisi
         return None
     if ob.candidate(el.bid) is not None:
         return make(el)
-    if el.bbox is None:
-        return None
+    if el.bbox is None or (0 <= el.bbox[1] < 720 and el.bbox[3] - el.bbox[1] < 2):
+        return None  # hidden where it stands (a select behind a select2 widget): scrolling will not help
+    focused = ob.elements.get(ob.focused or "")
+    typing = focused is not None and focused.tag in ("input", "textarea", "select")
+    if el.bbox[1] > 3 * 720 and not typing:  # far below: jump to the end of the page, as a user would
+        return Decision(ActionType.PRESS, key="End")
     return Decision(ActionType.SCROLL, direction="up" if el.bbox[1] < 0 else "down")
 
 
@@ -83,6 +87,13 @@ def _select(ob: Observation, el: Element | None, value: str) -> Decision | None:
     if el is None:
         return None
     return _reach(ob, el, lambda e: Decision(ActionType.SELECT, e.bid, value=value))
+
+
+def _flag(memory: dict[str, Any], key: str, d: Decision | None) -> Decision | None:
+    """Remember ``key`` once the decision really clicks (not while it scrolls towards the target)."""
+    if d is not None and d.type is ActionType.CLICK:
+        memory[key] = True
+    return d
 
 
 def _finish(answer: str = "done") -> Decision:
@@ -187,8 +198,7 @@ class AddToBasket(ShopTask):
         d = _fill(ob, _field(ob, "quantity"), str(self.params["quantity"]))
         if d is not None:
             return d
-        memory["added"] = True
-        return _click(ob, _button(ob, "Add to basket"))
+        return _flag(memory, "added", _click(ob, _button(ob, "Add to basket")))
 
 
 class AddToWishlist(ShopTask):
@@ -214,8 +224,7 @@ class AddToWishlist(ShopTask):
         d = _search_and_open(ob, self.params["title"])
         if d is not None:
             return d
-        memory["added"] = True
-        return _click(ob, _button(ob, "Add to wish list"))
+        return _flag(memory, "added", _click(ob, _button(ob, "Add to wish list")))
 
 
 class ProductCategory(ShopTask):
@@ -304,7 +313,7 @@ class Checkout(ShopTask):
         if "/checkout/preview/" in path:
             return _click(ob, _button(ob, "Place order"))
         if "/checkout/payment-details/" in path:
-            return _click(ob, _button(ob, "Continue"))
+            return _click(ob, _button(ob, "Continue") or _link(ob, "Continue"))
         if "/checkout/shipping-method/" in path:
             return _click(ob, _button(ob, "Select option"))
         if "/checkout/shipping-address/" in path:
@@ -326,8 +335,7 @@ class Checkout(ShopTask):
         d = _search_and_open(ob, p["title"])
         if d is not None:
             return d
-        memory["added"] = True
-        return _click(ob, _button(ob, "Add to basket"))
+        return _flag(memory, "added", _click(ob, _button(ob, "Add to basket")))
 
 
 class EditProfile(ShopTask):
@@ -353,8 +361,7 @@ class EditProfile(ShopTask):
                 d = _fill(ob, _field(ob, name), value)
                 if d is not None:
                     return d
-            memory["saved"] = True
-            return _click(ob, _button(ob, "Save"))
+            return _flag(memory, "saved", _click(ob, _button(ob, "Save")))
         if path.startswith("/accounts/profile/"):
             return _click(ob, _link(ob, "Edit profile"))
         if path.startswith("/accounts/"):
@@ -392,8 +399,7 @@ class AddAddress(ShopTask):
             if country is not None and not memory.get("country"):
                 memory["country"] = True
                 return _select(ob, country, p["cc"])
-            memory["saved"] = True
-            return _click(ob, _button(ob, "Save"))
+            return _flag(memory, "saved", _click(ob, _button(ob, "Save")))
         if path.startswith("/accounts/addresses/"):
             return _click(ob, _link(ob, "Add a new address"))
         if path.startswith("/accounts/"):
@@ -442,11 +448,29 @@ class ChangeOrderStatus(ShopTask):
                     and _inside(ob, e, form.bid))
         if sel is None:
             return None
-        if _norm(sel.value) != _norm(self.params["status"]):
-            return _select(ob, sel, self.params["status"])
+        if not memory.get("chosen"):  # the DOM snapshot does not report a select's value: remember the choice
+            d = _select2(ob, sel, self.params["status"])
+            if d is not None and (d.type is ActionType.SELECT or ob.elements[d.bid].tag == "li" if d.bid else False):
+                memory["chosen"] = True
+            return d
         memory["saved"] = True
         btn = _find(ob, lambda e: e.tag == "button" and _norm(e.text) == "change status" and _inside(ob, e, form.bid))
         return _click(ob, btn)
+
+
+def _select2(ob: Observation, sel: Element, value: str) -> Decision | None:
+    """Choose ``value`` in a select the dashboard shows as a select2 widget (open it, click the option)."""
+    if ob.candidate(sel.bid) is not None:
+        return _select(ob, sel, value)
+    option = _find(ob, lambda e: e.tag == "li" and "select2-results__option" in e.attrs.get("class", "")
+                   and _norm(e.text) == _norm(value))
+    if option is not None and ob.candidate(option.bid) is not None:
+        return Decision(ActionType.CLICK, option.bid)
+    siblings = ob.elements[sel.parent].children if sel.parent in ob.elements else []
+    after = siblings[siblings.index(sel.bid) + 1:] if sel.bid in siblings else []
+    widget = next((ob.elements[b] for b in after if "select2" in ob.elements[b].attrs.get("class", "")), None)
+    box = _find(ob, lambda e: e.role == "combobox" and widget is not None and _inside(ob, e, widget.bid))
+    return _click(ob, box)
 
 
 def _inside(ob: Observation, el: Element, ancestor: str) -> bool:
@@ -479,9 +503,15 @@ class OrderTotal(ShopTask):
         if d is not None:
             return d
         th = _find(ob, lambda e: e.tag == "th" and _norm(e.text) == "order total")
-        row = ob.elements.get(th.parent) if th is not None else None
-        cells = [ob.elements[c] for c in (row.children if row else []) if ob.elements[c].tag == "td"]
-        money = _money_in(" ".join(c.text for c in cells))
+        if th is None or th.parent not in ob.elements:
+            return None
+        head = ob.elements[th.parent]  # header row; the values are in the next row, same column
+        column = [c for c in head.children if ob.elements[c].tag == "th"].index(th.bid)
+        rows = [r for r in ob.elements.values() if r.tag == "tr" and r.parent == head.parent] or \
+            [r for r in ob.elements.values() if r.tag == "tr" and _inside(ob, r, ob.elements[head.parent].parent or "")]
+        after = rows[rows.index(head) + 1:] if head in rows else []
+        cells = [ob.elements[c] for c in (after[0].children if after else []) if ob.elements[c].tag == "td"]
+        money = _money_in(cells[column].text) if len(cells) > column else []
         if not money:
             return None
         return _finish(f"£{money[0]}")
@@ -506,19 +536,17 @@ class CountOrdersByStatus(ShopTask):
     def decide(self, ob: Observation, memory: dict[str, Any]) -> Decision | None:
         path = _path(ob)
         if path.startswith("/dashboard/orders/") and "status=" in ob.url:
-            m = re.search(r"(\d+)\s+orders?\s+found", _page_text(ob), re.I) or \
-                re.search(r"(\d+)\s+results?", _page_text(ob), re.I)
-            return _finish(m.group(1)) if m else None
+            m = re.search(r"Select all (\d+)", _page_text(ob))
+            if m:
+                return _finish(m.group(1))
+            rows = {e.text for e in ob.elements.values() if e.tag == "a" and re.fullmatch(r"\d{6}", e.text)
+                    and re.search(r"/dashboard/orders/\d+/", e.attrs.get("href", ""))}
+            return _finish(str(len(rows)))
         if path.startswith("/dashboard/orders/"):
-            sel = _find(ob, lambda e: e.tag == "select" and e.attrs.get("name") == "status")
-            if sel is not None and ob.candidate(sel.bid) is not None:
-                if _norm(sel.value) != _norm(self.params["status"]):
-                    return _select(ob, sel, self.params["status"])
-                modal = _find(ob, lambda e: e.attrs.get("id") == "SearchModal")
-                btn = _find(ob, lambda e: e.tag in ("button", "input") and _norm(e.text or e.attrs.get("value")) == "search"
-                            and modal is not None and _inside(ob, e, modal.bid))
-                return _click(ob, btn)
-            return _click(ob, _link(ob, "Advanced Search"))
+            # the status filter is a select2 widget in the "Advanced Search" modal; the filtered
+            # list has its own URL, which the agent may open directly
+            base = re.match(r"^https?://[^/]+", ob.url).group(0)  # type: ignore[union-attr]
+            return Decision(ActionType.GOTO, url=f"{base}/dashboard/orders/?status={self.params['status'].replace(' ', '+')}")
         return _dashboard_menu(ob, "Fulfilment", "Orders")
 
 
@@ -551,14 +579,12 @@ class EditProductStock(ShopTask):
                           and e.attrs.get("name", "").startswith("stockrecords-0"))
             stock = _find(ob, lambda e: e.tag == "input" and e.attrs.get("name") == "stockrecords-0-num_in_stock")
             if price is not None and ob.candidate(price.bid) is None and not memory.get("tab"):
-                memory["tab"] = True
-                return _click(ob, _link(ob, "Stock and pricing"))
+                return _flag(memory, "tab", _click(ob, _link(ob, "Stock and pricing")))
             for el, value in ((price, p["price"]), (stock, str(p["stock"]))):
                 if el is not None and Decimal((el.value or "0").replace(",", "") or "0") != Decimal(value):
                     return _reach(ob, el, lambda e, v=value: Decision(ActionType.TYPE, e.bid, text=v))
-            memory["saved"] = True
-            return _click(ob, _button(ob, "Save"))
-        if path.startswith("/dashboard/catalogue/products/"):
+            return _flag(memory, "saved", _click(ob, _button(ob, "Save")))
+        if path.startswith("/dashboard/catalogue/"):
             hit = _find(ob, lambda e: e.tag == "a" and _norm(e.text) == _norm(p["title"]))
             if hit is not None and "title=" in ob.url:
                 return _click(ob, hit)
@@ -612,8 +638,7 @@ class CreateVoucher(ShopTask):
             if offers is not None and not memory.get("offer"):
                 memory["offer"] = True
                 return _select(ob, offers, "Welcome voucher offer")
-            memory["saved"] = True
-            return _click(ob, _button(ob, "Save"))
+            return _flag(memory, "saved", _click(ob, _button(ob, "Save")))
         if path.startswith("/dashboard/vouchers/"):
             return _click(ob, _link(ob, "Create new voucher", exact=False))
         return _dashboard_menu(ob, "Offers", "Vouchers")

@@ -22,7 +22,7 @@ from django.contrib.auth.models import User  # noqa: E402
 from django.contrib.sites.models import Site  # noqa: E402
 from django.core.files.base import ContentFile  # noqa: E402
 from django.core.management import call_command  # noqa: E402
-from django.db import transaction  # noqa: E402
+from django.db import connection, transaction  # noqa: E402
 from PIL import Image, ImageDraw  # noqa: E402
 
 from oscar.apps.address.models import Country, UserAddress  # noqa: E402
@@ -136,6 +136,10 @@ def main(path: str, port: str) -> dict:
                                     start_datetime=dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc),
                                     end_datetime=dt.datetime(2030, 12, 31, tzinfo=dt.timezone.utc))
         vo.offers.add(offers[v["offer"]])
+    # Oscar numbers an order 100000 + its basket's id: start new baskets above the seeded numbers
+    with connection.cursor() as cur:
+        cur.execute("DELETE FROM sqlite_sequence WHERE name = 'basket_basket'")
+        cur.execute("INSERT INTO sqlite_sequence (name, seq) VALUES ('basket_basket', 1000)")
     return {"categories": Category.objects.count(), "products": Product.objects.count(),
             "customers": User.objects.filter(is_staff=False).count(), "staff": User.objects.filter(is_staff=True).count(),
             "orders": Order.objects.count(), "order_lines": Line.objects.count(), "partners": Partner.objects.count(),
