@@ -12,7 +12,16 @@ It measures
   AdamW) for ``--sft_steps`` optimizer steps, the first one excluded as warm-up;
 
 and prints both figures (and writes them as JSON with ``--output``). Sized to finish in
-under 8 minutes on one H200 with the defaults. With random weights the decoded text is
+under 8 minutes on one H200 with the defaults.
+
+``--pipeline true`` instead runs the baselines' own entry points once each on the same
+random-init model (saved to a temporary folder first): one SFT step through
+:func:`baselines.sft.train` (contract JG), one MG-GRPO step through
+:func:`baselines.mg_grpo.train` (mediated reward; the expert answer is mixed into each
+group, since random weights never write a parsable guide for the reward to force), and a
+vLLM greedy pass of ``--infer_steps`` steps through :class:`baselines.common.VLLMBackend`.
+It needs a CUDA GPU and vLLM for the real shape; with ``--tiny`` it runs the two training
+steps on CPU and reports the vLLM pass as skipped when vLLM is not installed. With random weights the decoded text is
 noise, so decoding always runs the full ``--max_new_tokens`` (EOS is suppressed): a
 worst-case figure for answers of that length.
 
@@ -20,6 +29,7 @@ Launch::
 
     python -m baselines.gpu_check                     # one GPU, real 4B shape
     python -m baselines.gpu_check --tiny              # CPU smoke test of the same code path
+    python -m baselines.gpu_check --pipeline true     # one GPU: SFT step, MG-GRPO step, vLLM pass
 """
 
 from __future__ import annotations
@@ -85,6 +95,11 @@ class GPUCheckArguments:
     image_width: int = field(default=1280, metadata={"help": "synthetic screenshot width"})
     image_height: int = field(default=720, metadata={"help": "synthetic screenshot height"})
     output: str | None = field(default=None, metadata={"help": "write the figures as JSON here"})
+    pipeline: bool = field(default=False, metadata={
+        "help": "run one SFT step, one MG-GRPO step and a vLLM pass through the baselines' entry points"})
+    grpo_generations: int = field(default=2, metadata={"help": "pipeline: completions per prompt in the GRPO step"})
+    vllm_gpu_memory_utilization: float = field(default=0.5, metadata={
+        "help": "pipeline: vLLM's share of GPU memory (the training steps' memory is released first)"})
 
 
 def qwen35_4b_config(tokenizer: Any) -> Any:
@@ -231,8 +246,141 @@ def run(args: GPUCheckArguments) -> dict[str, Any]:
     return result
 
 
+def pipeline(args: GPUCheckArguments) -> dict[str, Any]:
+    """One SFT step, one MG-GRPO step and a vLLM pass through the baselines' entry points.
+
+    Raises:
+        mag_dataset.cli.UserError: the real shape without a CUDA GPU, or a vLLM pass asked
+            for (``--backend vllm``, or the real shape) without vLLM installed.
+    """
+    import gc
+    import importlib.util
+    import shutil
+
+    import torch
+    from trl import GRPOConfig, ModelConfig, SFTConfig
+
+    from baselines import mg_grpo, sft
+    from mag_dataset.cli import UserError
+
+    if not args.tiny and not torch.cuda.is_available():
+        raise UserError("--pipeline needs a CUDA GPU for the real Qwen3.5-4B shape; add --tiny for the CPU smoke test")
+    has_vllm = importlib.util.find_spec("vllm") is not None
+    if not has_vllm and (args.backend == "vllm" or not args.tiny):
+        raise UserError("the pipeline's vLLM pass needs vLLM (pip install vllm)")
+    if args.grpo_generations < 2:
+        raise UserError("--grpo_generations must be >= 2 (GRPO compares samples of one prompt)")
+    on_gpu = not args.tiny
+    t0 = time.perf_counter()
+    work = tempfile.mkdtemp(prefix="mag-gpu-pipeline-")
+    try:
+        model, processor = build_model_and_processor(args.tiny)
+        n_params = sum(p.numel() for p in model.parameters())
+        folder = f"{work}/model"
+        model.save_pretrained(folder)
+        processor.save_pretrained(folder)
+        del model
+        gc.collect()
+        size = (96, 64) if args.tiny else (args.image_width, args.image_height)
+        margs = ModelConfig(model_name_or_path=folder, dtype="bfloat16" if on_gpu else "float32")
+        common_kw = dict(bf16=on_gpu, activation_checkpointing=on_gpu, use_cpu=not on_gpu, report_to="none",
+                         save_strategy="no", logging_steps=1, seed=0, dataloader_num_workers=0, max_steps=1)
+        stages: dict[str, Any] = {}
+
+        def release() -> None:
+            gc.collect()
+            if torch.cuda.is_available():
+                torch.cuda.synchronize()
+                torch.cuda.empty_cache()
+
+        start = time.perf_counter()
+        trainer = sft.train(
+            sft.SFTScriptArguments(contract="JG"),
+            SFTConfig(output_dir=f"{work}/sft", per_device_train_batch_size=args.sft_batch_size, learning_rate=1e-5,
+                      max_length=None, **common_kw),
+            margs, examples=synthetic_examples(args.sft_batch_size, *size))
+        losses = [h["loss"] for h in trainer.state.log_history if "loss" in h]
+        stages["sft"] = {"global_steps": trainer.state.global_step, "loss": losses[-1] if losses else None,
+                         "seconds": round(time.perf_counter() - start, 2)}
+        if torch.cuda.is_available() and on_gpu:
+            stages["sft"]["peak_memory_gib"] = round(torch.cuda.max_memory_allocated() / 2**30, 1)
+        del trainer
+        release()
+        shutil.rmtree(f"{work}/sft", ignore_errors=True)
+
+        start = time.perf_counter()
+        arms = dict(mg_grpo.ARMS)  # random weights never write a parsable guide: mix the expert answer in
+        mg_grpo.ARMS["mediated"] = mg_grpo.Arm(reward="mediated", expert=True, episodes=False)
+        try:
+            n_prompts = 2
+            trainer = mg_grpo.train(
+                mg_grpo.GRPOScriptArguments(arm="mediated", num_prompts=None, reward_max_new_tokens=args.max_new_tokens,
+                                            reward_batch_size=n_prompts * args.grpo_generations),
+                GRPOConfig(output_dir=f"{work}/grpo", per_device_train_batch_size=n_prompts * args.grpo_generations,
+                           num_generations=args.grpo_generations, max_completion_length=args.max_new_tokens,
+                           beta=0.0, num_iterations=1, learning_rate=1e-6, use_vllm=False, **common_kw),
+                margs, examples=synthetic_examples(n_prompts, *size))
+        finally:
+            mg_grpo.ARMS.clear()
+            mg_grpo.ARMS.update(arms)
+        reward = trainer.reward_funcs[0]
+        stages["mg_grpo"] = {"global_steps": trainer.state.global_step, "reward_decode_calls": reward.decode_calls,
+                             "forced_decodes": sum(d is not None for _, d in reward.last),
+                             "seconds": round(time.perf_counter() - start, 2)}
+        del trainer, reward
+        release()
+        shutil.rmtree(f"{work}/grpo", ignore_errors=True)
+
+        if has_vllm:
+            backend = common.VLLMBackend(folder, dtype="bfloat16" if on_gpu else "float32",
+                                         max_new_tokens=args.max_new_tokens, max_model_len=8192, ignore_eos=True,
+                                         gpu_memory_utilization=args.vllm_gpu_memory_utilization)
+            examples = synthetic_examples(args.infer_steps, *size)
+            prompts = [backend.prompt(e.step, "som", "J") for e in examples]
+            start = time.perf_counter()
+            decoded = backend.generate(prompts, [e.image for e in examples])
+            dt = time.perf_counter() - start
+            stages["vllm"] = {"steps": len(decoded), "seconds": round(dt, 3), "steps_per_s": round(len(decoded) / dt, 3),
+                              "generated_tokens_per_s": round(sum(d.n_tokens for d in decoded) / dt, 1)}
+        else:
+            stages["vllm"] = {"skipped": "vLLM is not installed"}
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return {
+        "kind": "mag-gpu-pipeline",
+        "model": "random-init Qwen3.5 (tiny test shape)" if args.tiny else "random-init Qwen3.5-4B shape",
+        "parameters": n_params,
+        "device": torch.cuda.get_device_name(0) if on_gpu else "cpu",
+        "image_size": list(size),
+        "arguments": asdict(args),
+        "stages": stages,
+        "total_seconds": round(time.perf_counter() - t0, 1),
+        "environment": common.environment(),
+    }
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    from mag_dataset.cli import UserError
+
     (args,) = common.parse_args([GPUCheckArguments], argv)
+    if args.pipeline:
+        try:
+            result = pipeline(args)
+        except UserError as e:
+            print(f"gpu_check: error: {e}", file=sys.stderr)
+            return 2
+        st = result["stages"]
+        print(f"model: {result['model']} ({result['parameters'] / 1e6:,.1f}M parameters) on {result['device']}")
+        print(f"sft: {st['sft']['global_steps']} step in {st['sft']['seconds']} s (loss {st['sft']['loss']})")
+        print(f"mg_grpo: {st['mg_grpo']['global_steps']} step in {st['mg_grpo']['seconds']} s "
+              f"({st['mg_grpo']['forced_decodes']} forced decodes in {st['mg_grpo']['reward_decode_calls']} calls)")
+        v = st["vllm"]
+        print("vllm: skipped (" + v["skipped"] + ")" if "skipped" in v else
+              f"vllm: {v['steps_per_s']} steps/s ({v['steps']} steps, {v['generated_tokens_per_s']} tokens/s)")
+        print(f"total: {result['total_seconds']} s")
+        if args.output:
+            atomic_write_json(args.output, result)
+        return 0
     result = run(args)
     inf, sft = result["inference"], result["sft"]
     print(f"model: {result['model']} ({result['parameters'] / 1e6:,.1f}M parameters) on {result['device']}")

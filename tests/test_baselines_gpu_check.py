@@ -46,3 +46,40 @@ def test_tiny_run_prints_both_figures(tmp_path, capsys):
     assert result["inference"]["steps"] == 4 and result["inference"]["steps_per_s"] > 0
     assert result["sft"]["steps"] == 2 and result["sft"]["steps_per_s"] > 0
     assert result["device"] == "cpu" and result["parameters"] < 1_000_000
+
+
+# --pipeline: one SFT step, one MG-GRPO step, a vLLM pass. No GPU (and no vLLM) here: the argument
+# handling is checked, and --tiny runs the two training steps on CPU through the same code.
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--pipeline", "true"], "needs a CUDA GPU"),
+    (["--pipeline", "true", "--tiny", "true", "--backend", "vllm"], "needs vLLM"),
+    (["--pipeline", "true", "--tiny", "true", "--grpo_generations", "1"], "grpo_generations must be >= 2"),
+])
+def test_pipeline_refusals_are_one_line(argv, message, capsys, tmp_path):
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    out = tmp_path / "p.json"
+    rc = gpu_check.main(argv + ["--output", str(out)])
+    err = capsys.readouterr().err
+    assert rc == 2 and message in err and "Traceback" not in err
+    assert not out.exists()
+
+
+def test_tiny_pipeline_runs_the_training_steps_and_skips_vllm(tmp_path, capsys):
+    import importlib.util
+
+    if importlib.util.find_spec("vllm") is not None:
+        pytest.skip("vLLM installed: the pass would run")
+    out = tmp_path / "p.json"
+    rc = gpu_check.main(["--pipeline", "true", "--tiny", "true", "--max_new_tokens", "4", "--sft_batch_size", "2",
+                         "--output", str(out)])
+    text = capsys.readouterr().out
+    assert rc == 0
+    assert re.search(r"^sft: 1 step in [0-9.]+ s", text, re.M), text
+    assert re.search(r"^mg_grpo: 1 step in [0-9.]+ s \(2 forced decodes in 1 calls\)", text, re.M), text
+    assert "vllm: skipped (vLLM is not installed)" in text
+    result = json.loads(out.read_text())
+    assert result["kind"] == "mag-gpu-pipeline" and result["device"] == "cpu"
+    assert result["stages"]["sft"]["global_steps"] == 1 and result["stages"]["mg_grpo"]["global_steps"] == 1
