@@ -11,7 +11,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # the repo root, for `baselines`
 
-from baselines import api_zero_shot, common, infer, mediation, mg_grpo, sft  # noqa: E402
+from baselines import api_zero_shot, common, infer, mediation, mg_grpo, paraphrase, sft  # noqa: E402
 
 # config file -> (dataclasses of its script, required flags not in the file)
 CONFIGS = {
@@ -33,6 +33,7 @@ def _types(kind):
         "api": [api_zero_shot.APIArguments],
         "mediation": [mediation.MediationArguments],
         "grpo": [mg_grpo.GRPOScriptArguments, GRPOConfig, ModelConfig],
+        "paraphrase": [paraphrase.ParaphraseArguments],
     }[kind]
 
 
@@ -115,7 +116,8 @@ def test_readme_reproduction_commands_parse_with_their_scripts():
     readme = (ROOT / "baselines" / "README.md").read_text(encoding="utf-8")
     table = "\n".join(line for line in readme.splitlines() if line.startswith("| "))
     commands = re.findall(r"`[^`]*-m baselines\.[^`]*`", table)
-    kinds = {"sft": "sft", "infer": "infer", "api_zero_shot": "api", "mediation": "mediation", "mg_grpo": "grpo"}
+    kinds = {"sft": "sft", "infer": "infer", "api_zero_shot": "api", "mediation": "mediation", "mg_grpo": "grpo",
+             "paraphrase": "paraphrase"}
     seen = set()
     for span in commands:
         cmd = next(part for part in span.strip("`").split(";") if "-m baselines." in part)
