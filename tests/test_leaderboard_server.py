@@ -311,7 +311,7 @@ def test_every_api_endpoint_is_listed_called_and_returns_no_gold(server, client,
     # every backend function is reachable by its api_name: nothing hides behind "private"
     assert all(d.get("api_name") and d.get("api_visibility", "public") != "private" for d in with_fn), with_fn
     names = sorted({d["api_name"] for d in with_fn})
-    assert names == ["details", "leaderboard", "leaderboard_after_submit", "submit"], names
+    assert names == ["compare", "details", "leaderboard", "leaderboard_after_submit", "submit"], names
     listed = client.view_api(print_info=False, return_format="dict")["named_endpoints"]
     assert sorted(n.lstrip("/") for n in listed) == names
 
