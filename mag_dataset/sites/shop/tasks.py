@@ -595,56 +595,7 @@ class EditProductStock(ShopTask):
         return _dashboard_menu(ob, "Catalogue", "Products")
 
 
-class CreateVoucher(ShopTask):
-    template = "create_voucher"
-    intent_template = ('In the shop dashboard, create a voucher named "{name}" with the code {code} for the offer '
-                       '"Welcome voucher offer", valid from {start} to {end}, usable many times by many customers.')
-    user = ADMIN
-    start_path = "/dashboard/"
-
-    def sample(self, rng: random.Random) -> dict[str, Any]:
-        word = rng.choice(("Spring", "Summer", "Autumn", "Winter", "Holiday", "Flash", "Loyalty", "Student"))
-        pct = rng.choice((5, 10, 15, 20, 25))
-        month = rng.randint(1, 9)
-        return {"name": f"{word} sale {pct}", "code": f"{word.upper()}{pct}{rng.randint(10, 99)}",
-                "start": f"2025-{month:02d}-01 00:00", "end": f"2025-{month + 3:02d}-01 00:00"}
-
-    def check(self, answer: str | None) -> tuple[bool, str]:
-        rows = self.site.query(
-            "select v.name, v.usage, v.start_datetime, v.end_datetime, o.name from voucher_voucher v "
-            "left join voucher_voucher_offers vo on vo.voucher_id = v.id left join offer_conditionaloffer o "
-            "on o.id = vo.conditionaloffer_id where v.code = ?", (self.params["code"],))
-        if not rows:
-            return False, f"no voucher with code {self.params['code']}"
-        name, usage, start, end, offer = rows[0]
-        ok = (name == self.params["name"] and usage == "Multi-use" and offer == "Welcome voucher offer"
-              and str(start).startswith(self.params["start"][:10]) and str(end).startswith(self.params["end"][:10]))
-        return ok, f"voucher {name!r} {usage} {start}..{end} offer {offer!r}"
-
-    def decide(self, ob: Observation, memory: dict[str, Any]) -> Decision | None:
-        p, path = self.params, _path(ob)
-        if memory.get("saved"):
-            return _finish()
-        if path.startswith("/dashboard/vouchers/create/"):
-            for name, value in (("name", p["name"]), ("code", p["code"]), ("start_datetime", p["start"]),
-                                ("end_datetime", p["end"])):
-                d = _fill(ob, _field(ob, name), value)
-                if d is not None:
-                    return d
-            usage = _field(ob, "usage")
-            if usage is not None and usage.value != "Multi-use":
-                return _select(ob, usage, "Multi-use")
-            offers = _field(ob, "offers")
-            if offers is not None and not memory.get("offer"):
-                memory["offer"] = True
-                return _select(ob, offers, "Welcome voucher offer")
-            return _flag(memory, "saved", _click(ob, _button(ob, "Save")))
-        if path.startswith("/dashboard/vouchers/"):
-            return _click(ob, _link(ob, "Create new voucher", exact=False))
-        return _dashboard_menu(ob, "Offers", "Vouchers")
-
-
 TASKS: tuple[type[SiteTask], ...] = (
     AddToBasket, AddToWishlist, ProductCategory, ProductPrice, Checkout, EditProfile, AddAddress,
-    ChangeOrderStatus, OrderTotal, CountOrdersByStatus, EditProductStock, CreateVoucher,
+    ChangeOrderStatus, OrderTotal, CountOrdersByStatus, EditProductStock,
 )
