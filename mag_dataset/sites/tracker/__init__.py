@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from mag_dataset.sites.base import ServerCommand, Site, SiteError
+from mag_dataset.sites.tracker.data import FROZEN_NOW, USERS  # stdlib only: still a cheap import
 
 HERE = Path(__file__).resolve().parent
 #: What the venv gets (setuptools for Trac's pkg_resources-based plugin loading).
@@ -73,8 +74,7 @@ class TrackerSite(Site):
     default_port = 8472
     version = "1"
     health_path = "/"
-    users = {"admin": "admin-pass", "alice": "alice-pass", "bob": "bob-pass", "carol": "carol-pass",
-             "dave": "dave-pass", "erin": "erin-pass", "frank": "frank-pass", "grace": "grace-pass"}
+    users = {user: password for user, (password, _, _) in USERS.items()}
 
     # ------------------------------------------------------------------ locations
     @property
@@ -151,8 +151,6 @@ class TrackerSite(Site):
             cp.write(f)
 
     def server_command(self) -> ServerCommand:
-        from mag_dataset.sites.tracker.data import FROZEN_NOW
-
         return ServerCommand(
             argv=(str(self.venv_python), str(HERE / "trac_serve.py"), FROZEN_NOW.isoformat(), "-s",
                   "--hostname", "127.0.0.1", "--port", str(self.port), str(self.env_dir)),

@@ -24,7 +24,7 @@ from mag_dataset.live.observe import Element, Observation
 from mag_dataset.sites.task import SiteTask
 from mag_dataset.sites.tracker import TrackerSite
 from mag_dataset.sites.tracker.data import (
-    COMPONENTS, DEVELOPERS, MILESTONES, OPEN_MILESTONES, PRIORITIES, RESOLUTIONS, TYPES, USERS, seed_data,
+    COMPONENTS, DEVELOPERS, OPEN_MILESTONES, PRIORITIES, RESOLUTIONS, TYPES, USERS, seed_data,
 )
 
 #: The viewport height the experts scroll against (CSS px).
@@ -112,16 +112,19 @@ def _finish(answer: str = "done") -> Decision:
     return Decision(ActionType.FINISH, answer=answer)
 
 
-def _open_ticket(ob: Observation, memory: dict[str, Any], tid: int) -> Decision | None:
-    """Steps to get to ticket #tid through the search box's quick jump (``#12``), or None when there."""
-    if _path(ob) == f"/ticket/{tid}":
-        return None
+def _search(ob: Observation, memory: dict[str, Any], text: str) -> Decision:
+    """Type ``text`` into the header's search box, then press Enter (``memory["searched"]``)."""
     box = _by_id(ob, "proj-search")
     if box is None:
         raise ValueError("search box not found")
-    if (box.value or "") != f"#{tid}":
-        return _type(ob, box, f"#{tid}", "search box")
-    return Decision(ActionType.PRESS, key="Enter")
+    if (box.value or "") != text:
+        return _type(ob, box, text, "search box")
+    return _once(memory, "searched", Decision(ActionType.PRESS, key="Enter"))
+
+
+def _open_ticket(ob: Observation, memory: dict[str, Any], tid: int) -> Decision | None:
+    """Steps to get to ticket #tid through the search box's quick jump (``#12``), or None when there."""
+    return None if _path(ob) == f"/ticket/{tid}" else _search(ob, memory, f"#{tid}")
 
 
 def _open_modify(ob: Observation, memory: dict[str, Any]) -> Decision | None:
@@ -132,7 +135,11 @@ def _open_modify(ob: Observation, memory: dict[str, Any]) -> Decision | None:
                                           "Modify link"))
 
 
-def _submit_ticket(ob: Observation, memory: dict[str, Any]) -> Decision:
+def _comment_and_submit(ob: Observation, memory: dict[str, Any], comment: str | None) -> Decision:
+    """Fill the ticket's comment box (when there is a comment to give), then Submit changes."""
+    box = _by_id(ob, "comment")
+    if comment is not None and box is not None and (box.value or "").strip() != comment:
+        return _type(ob, box, comment, "comment box")
     return _once(memory, "submitted", _click(ob, _by_name(ob, "submit", "input"), "Submit changes button"))
 
 
@@ -265,10 +272,7 @@ class CommentTicket(_TrackerTask):
             return step
         if not memory.get("end"):  # the comment box is at the very bottom of the ticket page
             return _once(memory, "end", Decision(ActionType.PRESS, key="End"))
-        box = _by_id(ob, "comment")
-        if box is not None and (box.value or "").strip() != self.params["comment"]:
-            return _type(ob, box, self.params["comment"], "comment box")
-        return _submit_ticket(ob, memory)
+        return _comment_and_submit(ob, memory, self.params["comment"])
 
 
 class ReassignTicket(_TrackerTask):
@@ -300,7 +304,7 @@ class ReassignTicket(_TrackerTask):
         if not memory.get("owner"):
             return _once(memory, "owner", _select(ob, _by_id(ob, "action_reassign_reassign_owner"),
                                                   self.params["owner"], "new owner list"))
-        return _submit_ticket(ob, memory)
+        return _comment_and_submit(ob, memory, None)
 
 
 class CloseTicket(_TrackerTask):
@@ -331,10 +335,7 @@ class CloseTicket(_TrackerTask):
         if not memory.get("resolution"):
             return _once(memory, "resolution", _select(ob, _by_id(ob, "action_resolve_resolve_resolution"),
                                                        self.params["resolution"], "resolution list"))
-        box = _by_id(ob, "comment")
-        if box is not None and (box.value or "").strip() != self.params["comment"]:
-            return _type(ob, box, self.params["comment"], "comment box")
-        return _submit_ticket(ob, memory)
+        return _comment_and_submit(ob, memory, self.params["comment"])
 
 
 class ChangeMilestone(_TrackerTask):
@@ -360,7 +361,7 @@ class ChangeMilestone(_TrackerTask):
         if not memory.get("milestone"):
             return _once(memory, "milestone", _select(ob, _by_id(ob, "field-milestone"), self.params["milestone"],
                                                       "milestone list"))
-        return _submit_ticket(ob, memory)
+        return _comment_and_submit(ob, memory, None)
 
 
 class CountQuery(_TrackerTask):
@@ -433,12 +434,7 @@ class TicketMilestone(_TrackerTask):
             hit = _find(ob, lambda e: e.tag == "a" and re.fullmatch(r"/ticket/\d+", e.attrs.get("href", "")) is not None
                         and _norm(p["summary"]) in _norm(e.text))
             return _click(ob, hit, "search hit")
-        box = _by_id(ob, "proj-search")
-        if box is None:
-            raise ValueError("search box not found")
-        if (box.value or "") != p["summary"]:
-            return _type(ob, box, p["summary"], "search box")
-        return _once(memory, "searched", Decision(ActionType.PRESS, key="Enter"))
+        return _search(ob, memory, p["summary"])
 
 
 def _search_matches(word: str) -> list[int]:
@@ -485,12 +481,7 @@ class SearchNewest(_TrackerTask):
                         and re.fullmatch(r"/ticket/\d+", e.attrs.get("href", ""))
                         and ob.elements.get(e.parent) is not None and ob.elements[e.parent].tag == "dt"), None)
             return _once(memory, "opened", _click(ob, hit, "first ticket hit"))
-        box = _by_id(ob, "proj-search")
-        if box is None:
-            raise ValueError("search box not found")
-        if (box.value or "") != p["word"]:
-            return _type(ob, box, p["word"], "search box")
-        return _once(memory, "searched", Decision(ActionType.PRESS, key="Enter"))
+        return _search(ob, memory, p["word"])
 
 
 class AddMilestone(_TrackerTask):
