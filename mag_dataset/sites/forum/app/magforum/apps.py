@@ -1,5 +1,11 @@
-"""Absolute dates everywhere: Spirit prints "5m"/"3h"/"12 Mar" relative to the clock, which would drift
-between recordings; every date filter it uses is replaced by a fixed "12 Mar 2024, 14:05" rendering."""
+"""Two changes to Spirit, made when Django starts.
+
+* Absolute dates everywhere: Spirit prints "5m"/"3h"/"12 Mar" relative to the clock, which would
+  drift between recordings; its date filter is replaced by a fixed "12 Mar 2024, 14:05" rendering.
+* Search sees new posts at once: without a task queue (Celery/Huey) Spirit never indexes a new
+  topic or reply (``spirit.core.tasks.search_index_update`` returns early); here it indexes in the
+  request (a small Whoosh index; haystack logs, not raises, an indexing error).
+"""
 from django.apps import AppConfig
 
 
@@ -23,3 +29,11 @@ class MagForumConfig(AppConfig):
 
         register.filters["shortnaturaltime"] = absolute_date
         humanize.register.filters["naturaltime"] = absolute_date
+
+        from spirit.core import signals, tasks
+        from spirit.topic.models import Topic
+
+        def search_index_update(topic_pk):
+            signals.search_index_update.send(sender=Topic, instance=Topic.objects.get(pk=topic_pk))
+
+        tasks.search_index_update = search_index_update
