@@ -97,8 +97,8 @@ def _link_to(ob: Observation, title: str) -> Element | None:
 def _open(ob: Observation, title: str) -> Decision | None:
     """Reach the view of ``title`` with the search box: type the title, then press Go."""
     box = _by_id(ob, "searchInput")
-    if box is None:
-        return None
+    if box is None:  # observed mid-navigation (no skin yet): wait one step
+        return Decision(ActionType.SCROLL, direction="up")
     if _norm(box.value) != title:
         return _act(ob, box, ActionType.TYPE, title)
     return _act(ob, _by_id(ob, "searchButton"))
@@ -251,8 +251,8 @@ class LastEditor(WikiTask):
 
 class CategoryCount(WikiTask):
     template = "category_count"
-    intent_template = ("How many pages does the wiki list in the category that {title} belongs to as one of the "
-                       "{category}? Answer with the number.")
+    intent_template = ('The wiki article {title} is in the category "{category}". How many pages does that '
+                       'category list? Answer with the number.')
     answer_task = True
 
     def sample(self, rng: random.Random) -> dict[str, Any]:
@@ -527,7 +527,8 @@ class TalkNewTopic(WikiTask):
         if _at(ob, talk, "edit") or _at(ob, talk, "submit"):
             return _write_and_save(ob, f"== {p['subject']} ==\n{p['message']} ~~~~\n")
         if _at(ob, p["title"]):
-            return _act(ob, _child_link(ob, _by_id(ob, "ca-talk")))
+            tab = _child_link(ob, _by_id(ob, "ca-talk"))
+            return _act(ob, tab) if tab is not None else Decision(ActionType.SCROLL, direction="up")
         return _open(ob, p["title"])
 
 
