@@ -54,7 +54,7 @@ class ForumSite(Site):
     title = "Spirit forum (boards, topics, replies, private topics, moderation)"
     app = "django-spirit 0.14.3 (Django 5.2, SQLite, waitress)"
     default_port = 8474
-    version = "3-" + seed_data.build().fingerprint()
+    version = "4-" + seed_data.build().fingerprint()
     health_path = "/"
     users = {u.username: seed_data.PASSWORD for u in seed_data.USERS}
 
