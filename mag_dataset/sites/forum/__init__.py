@@ -15,7 +15,7 @@ with ``--no-deps`` and a hand-relaxed set, an ``inspect`` shim and CDN assets re
 
 Layout under the site's home: ``venv/`` (pinned :data:`REQUIREMENTS`), ``app/`` (the Django
 project copied from this room's ``app/`` folder: settings, URLs, the absolute-date filter,
-``load_seed.py``), ``db/forum.sqlite3`` (the whole state: Spirit's tables, sessions, the database
+search indexing of new posts in the request (Spirit only indexes from a task queue), ``load_seed.py``), ``db/forum.sqlite3`` (the whole state: Spirit's tables, sessions, the database
 cache and rate-limit cache, djconfig), ``search/`` (the Whoosh index, snapshotted and restored next
 to the database), ``snapshot/``. Served by waitress (a threaded WSGI server) with static files from
 the project itself: no request leaves the machine (Spirit bundles Font Awesome and its JS).
