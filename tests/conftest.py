@@ -35,3 +35,16 @@ def tiny_vlm(tmp_path_factory):
     from mag_dataset.testing.tiny_vlm import build_tiny_qwen35
 
     return build_tiny_qwen35(tmp_path_factory.mktemp("tiny_vlm") / "model", seed=0)
+
+
+def site_expert_seeds(first: int = 0) -> tuple[int, ...]:
+    """Seeds each site template's expert is recorded on in the site tests.
+
+    One seed by default, so the whole suite fits CI's budget on 2 cores (an expert episode
+    costs 10-100 s there); ``MAG_SITE_EXPERT_SEEDS=3`` runs the three seeds of the sites
+    issue's acceptance check (every template's expert succeeds on 3 seeds).
+    """
+    import os
+
+    n = int(os.environ.get("MAG_SITE_EXPERT_SEEDS", "1"))
+    return tuple(range(first, first + n))

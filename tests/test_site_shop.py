@@ -4,7 +4,7 @@ no-op failing every check, reset back to the exact seeded database, stop leaving
 
 Setup runs once (a no-op when ``mag sites setup --site shop`` already ran; about 2 minutes from
 nothing). Expert episodes take 20-70 s each on 2 shared cores, so by default every template
-runs on one seed; ``MAG_SHOP_SEEDS=3`` runs the 3 seeds of the issue's acceptance check.
+runs on one seed; ``MAG_SITE_EXPERT_SEEDS=3`` runs the 3 seeds of the issue's acceptance check.
 """
 
 from __future__ import annotations
@@ -17,9 +17,11 @@ import urllib.parse
 
 import pytest
 
+from conftest import site_expert_seeds
+
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
-SEEDS = tuple(range(1, int(os.environ.get("MAG_SHOP_SEEDS", "1")) + 1))
+SEEDS = site_expert_seeds(1)
 TEMPLATES = ("add_to_basket", "add_to_wishlist", "product_category", "product_price", "checkout", "edit_profile",
              "add_address", "change_order_status", "order_total", "count_orders_by_status", "edit_product_stock")
 

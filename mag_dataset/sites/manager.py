@@ -193,8 +193,22 @@ def stop(site: Site, grace: float = STOP_GRACE) -> bool:
             deadline = time.monotonic() + grace
             while time.monotonic() < deadline and _group_alive(pid):
                 time.sleep(0.1)
+    _reap(pid)
     site.server_file.unlink(missing_ok=True)
     return stopped
+
+
+def _reap(pid: int, timeout: float = 2.0) -> None:
+    """Collect the exit status of a server this process started, so no zombie keeps its group id."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            done, _ = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            return  # not our child (started by another command): init reaps it
+        if done:
+            return
+        time.sleep(0.05)
 
 
 def _group_alive(pgid: int) -> bool:
