@@ -80,7 +80,7 @@ class SiteTask(AbstractBrowserTask):
 
         Reads only the observation (``ob.elements``: bids, tags, texts; ``ob.url``) and
         ``self.params``; ``memory`` is per-episode scratch space. Returns
-        ``Decision(ActionType.FINISH, text=answer)`` when done.
+        ``Decision(ActionType.FINISH, answer=answer)`` when done.
         """
 
     # ------------------------------------------------------------------ BrowserGym life cycle
