@@ -7,6 +7,7 @@ BrowserGym (the ``[live]`` extra); :mod:`mag_dataset.sites.base` does not.
 from __future__ import annotations
 
 import random
+import time
 import urllib.parse
 from abc import abstractmethod
 from typing import Any, ClassVar
@@ -14,6 +15,10 @@ from typing import Any, ClassVar
 from browsergym.core.task import AbstractBrowserTask
 
 from mag_dataset.sites.base import VIEWPORT, Site
+
+
+#: Most seconds a step waits for the page's navigation in flight (a form post, a link) to finish.
+SETTLE_TIMEOUT = 15.0
 
 
 class SiteTask(AbstractBrowserTask):
@@ -97,6 +102,13 @@ class SiteTask(AbstractBrowserTask):
                 r.abort()
 
         page.context.route("**/*", route)
+        # the page's own navigations in flight, so that validate() can let them finish
+        pending: set[Any] = set()
+        self._pending = pending
+        page.on("request", lambda r: pending.add(r) if r.is_navigation_request() and r.frame == page.main_frame
+                else None)
+        page.on("requestfinished", lambda r: pending.discard(r))
+        page.on("requestfailed", lambda r: pending.discard(r))
         _keep_viewport_after_screenshots()
         self.reset_seconds = self.site.reset() if self.reset_site else None
         if self.user is not None:
@@ -106,6 +118,20 @@ class SiteTask(AbstractBrowserTask):
         return self.goal, {}
 
     def validate(self, page: Any, chat_messages: list[dict[str, Any]]) -> tuple[float, bool, str, dict[str, Any]]:
+        """Let the step's navigation finish, then judge the episode once the agent has finished.
+
+        BrowserGym validates right before it extracts the observation, and its own wait
+        returns at once when a click or an Enter has only *started* a navigation: on a busy
+        machine the observation would be a half-parsed page without marks. Waiting here for
+        the navigation in flight and the load event costs nothing when the page is idle.
+        """
+        deadline = time.monotonic() + SETTLE_TIMEOUT
+        try:
+            while getattr(self, "_pending", None) and time.monotonic() < deadline:
+                page.wait_for_timeout(50)
+            page.wait_for_load_state("load", timeout=SETTLE_TIMEOUT * 1000)
+        except Exception:  # noqa: BLE001 - a closed or crashed page: the observation will say so
+            pass
         # only the agent's messages count: BrowserGym's own greeting precedes the goal (a user message)
         last_user = max((i for i, m in enumerate(chat_messages) if m.get("role") == "user"), default=-1)
         answers = [m for m in chat_messages[last_user + 1:] if m.get("role") == "assistant"]

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import random
 import re
-import time
 import urllib.parse
 from datetime import datetime, timezone
 from typing import Any, Callable
@@ -147,41 +146,8 @@ def _user_name(user: str) -> str:
     return USERS[user][1]
 
 
-#: Most seconds a step waits for the page's requests (a form post, a navigation) to finish.
-SETTLE_TIMEOUT = 15.0
-
-
 class _TrackerTask(SiteTask):
     site_class = TrackerSite
-
-    def setup(self, page: Any) -> tuple[str, dict[str, Any]]:
-        """Also track the page's navigations in flight, so that :meth:`validate` can let them finish."""
-        pending: set[Any] = set()
-        self._pending = pending
-        # only the page's own navigations: sub-resources served from cache do not always report back
-        page.on("request", lambda r: pending.add(r) if r.is_navigation_request() and r.frame == page.main_frame
-                else None)
-        page.on("requestfinished", lambda r: pending.discard(r))
-        page.on("requestfailed", lambda r: pending.discard(r))
-        return super().setup(page)
-
-    def validate(self, page: Any, chat_messages: list[dict[str, Any]]) -> tuple[float, bool, str, dict[str, Any]]:
-        """Let the step's navigation finish before BrowserGym reads the observation.
-
-        BrowserGym validates right before it extracts the observation, and its own wait
-        (DOM loaded, plus a fixed delay) returns at once when a click or an Enter has only
-        *started* a navigation: on a busy machine Trac answers later than that, and the
-        observation is then a half-parsed page without marks. Waiting here for the navigation
-        in flight and the load event costs nothing when the page is idle.
-        """
-        deadline = time.monotonic() + SETTLE_TIMEOUT
-        try:
-            while getattr(self, "_pending", None) and time.monotonic() < deadline:
-                page.wait_for_timeout(50)
-            page.wait_for_load_state("load", timeout=SETTLE_TIMEOUT * 1000)
-        except Exception:  # noqa: BLE001 - a closed or crashed page: the observation will say so
-            pass
-        return super().validate(page, chat_messages)
 
     def _ticket_row(self, tid: int) -> dict[str, Any]:
         cols = ("summary", "type", "component", "priority", "milestone", "owner", "status", "resolution",
