@@ -48,3 +48,27 @@ def site_expert_seeds(first: int = 0) -> tuple[int, ...]:
 
     n = int(os.environ.get("MAG_SITE_EXPERT_SEEDS", "1"))
     return tuple(range(first, first + n))
+
+
+def site_browser():
+    """A context manager giving the system Chromium through BrowserGym's process-wide Playwright.
+
+    A second ``sync_playwright()`` in a process where BrowserGym already started its own fails
+    ("Sync API inside the asyncio loop"); test files share worker processes, so the site tests
+    launch their own browser this way.
+    """
+    import contextlib
+
+    @contextlib.contextmanager
+    def _browser():
+        import browsergym.core
+
+        from mag_dataset.live.env import chromium_executable
+
+        browser = browsergym.core._get_global_playwright().chromium.launch(executable_path=chromium_executable())
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+    return _browser()

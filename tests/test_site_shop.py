@@ -17,7 +17,7 @@ import urllib.parse
 
 import pytest
 
-from conftest import site_expert_seeds
+from conftest import site_browser, site_expert_seeds
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -72,13 +72,8 @@ def test_setup_record_shows_seeded_counts(shop):
 
 
 def test_home_page_is_rich_and_local(shop):
-    from playwright.sync_api import sync_playwright
-
-    from mag_dataset.live.env import chromium_executable
-
     outside: list[str] = []
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=chromium_executable())
+    with site_browser() as browser:
         try:
             page = browser.new_page(viewport={"width": 1280, "height": 720})
             page.on("request", lambda r: outside.append(r.url)

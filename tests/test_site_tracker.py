@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import site_expert_seeds
+from conftest import site_browser, site_expert_seeds
 
 from mag_dataset.sites import manager, site, tasks_of
 from mag_dataset.sites.tracker.data import N_TICKETS, seed_data
@@ -110,14 +110,9 @@ def test_setup_record_shows_seeded_counts(tracker):
 
 
 def test_home_page_is_rich_and_nothing_leaves_the_machine(tracker):
-    from playwright.sync_api import sync_playwright
-
-    from mag_dataset.live.env import chromium_executable
-
     s, _ = tracker
     external: list[str] = []
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=chromium_executable())
+    with site_browser() as browser:
         page = browser.new_context(viewport={"width": 1280, "height": 720}).new_page()
         page.on("request", lambda r: external.append(r.url)
                 if (urllib.parse.urlsplit(r.url).hostname or "") not in ("127.0.0.1", "") else None)

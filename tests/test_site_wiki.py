@@ -18,7 +18,7 @@ import urllib.request
 
 import pytest
 
-from conftest import site_expert_seeds
+from conftest import site_browser, site_expert_seeds
 
 from mag_dataset.sites import manager, site, tasks_of
 from mag_dataset.sites.wiki import seed as wseed
@@ -113,14 +113,9 @@ def test_setup_record_shows_seeded_counts(wiki):
 
 
 def test_home_page_is_rich_and_nothing_leaves_the_machine(wiki):
-    from playwright.sync_api import sync_playwright
-
-    from mag_dataset.live.env import chromium_executable
-
     s, _ = wiki
     external: list[str] = []
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=chromium_executable())
+    with site_browser() as browser:
         page = browser.new_context(viewport={"width": 1280, "height": 720}).new_page()
         page.on("request", lambda r: external.append(r.url)
                 if (urllib.parse.urlsplit(r.url).hostname or "") not in ("127.0.0.1", "") else None)
