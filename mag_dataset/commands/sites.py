@@ -98,15 +98,13 @@ def run(args: argparse.Namespace) -> int:
             for s in sites:
                 print(f"{s.name}: {'stopped' if manager.stop(s) else 'was not running'}")
             return 0
-        from mag_dataset.sites import task_ids, tasks_of
+        from mag_dataset.sites import task_class, task_ids, tasks_of
 
         if args.patterns:
             ids = task_ids(args.patterns)
         else:
             ids = [t for n in chosen for t in sorted(tasks_of(n))]
         for t in ids:
-            from mag_dataset.sites import task_class
-
             print(f"{t}\t{task_class(t).intent_template}")
         return 0
     except SiteError as e:

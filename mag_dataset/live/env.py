@@ -231,11 +231,9 @@ def is_site_task(task: str) -> bool:
     return task.startswith("sites.")
 
 
-def site_outcome(env: Any, info: dict[str, Any], terminated: bool) -> tuple[bool, bool, float]:
-    """``(done, success, reward)`` of a site task after ``env.step``: the task's state check."""
-    task_info = info.get("task_info") or {}
-    reward = 1.0 if task_info.get("success") else 0.0
-    return bool(terminated), bool(terminated and task_info.get("success")), reward
+def make_task_env(task: str) -> Any:
+    """The env of a recorder task name: a site task id, or a MiniWoB++ task name."""
+    return make_site_env(task) if is_site_task(task) else make_env(task)
 
 
 def make_browsergym_env(task_id: str, package: str) -> Any:

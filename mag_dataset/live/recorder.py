@@ -81,14 +81,14 @@ def record_episode(task: str, seed: int, *, env: Any = None, expert: Callable | 
     """
     from playwright.sync_api import Error as PlaywrightError
 
-    from mag_dataset.live.env import is_site_task, make_env, make_site_env
+    from mag_dataset.live.env import is_site_task, make_task_env
     from mag_dataset.live.experts import EXPERTS
 
     start = time.monotonic()
     if not is_site_task(task):
         expert = expert or EXPERTS[task]
     own_env = env is None
-    env = env or (make_site_env(task) if is_site_task(task) else make_env(task))
+    env = env or make_task_env(task)
     result = RecordResult(task=task, seed=seed, ok=False)
     try:
         return _record(task, seed, env, expert, max_steps, result, point_only_share)
@@ -129,7 +129,7 @@ def point_only_click(task: str, seed: int, index: int, box: tuple[float, float, 
 
 def _record(task: str, seed: int, env: Any, expert: Callable | None, max_steps: int,
             result: RecordResult, point_only_share: float = 0.0) -> RecordResult:
-    from mag_dataset.live.env import is_site_task, page_task_info, raw_reward, site_outcome, strict_success
+    from mag_dataset.live.env import is_site_task, page_task_info, raw_reward, strict_success
     from mag_dataset.live.execute import to_browsergym_action
     from mag_dataset.live.experts import ExpertError
     from mag_dataset.live.observe import observe, observe_page
@@ -341,13 +341,13 @@ def record_corpus(out_dir: str | Path, tasks: list[str], episodes: int, seed: in
     Returns:
         Every attempt's :class:`RecordResult`, in order.
     """
-    from mag_dataset.live.env import is_site_task, make_env, make_site_env
+    from mag_dataset.live.env import make_task_env
     from mag_dataset.raw import write_episode
 
     max_attempts = max_attempts or episodes * 3
     results: list[RecordResult] = []
     for task in tasks:
-        env = make_site_env(task) if is_site_task(task) else make_env(task)
+        env = make_task_env(task)
         try:
             kept, k = 0, 0
             while kept < episodes and k < max_attempts:
