@@ -26,4 +26,8 @@ mag sites setup
 
 export HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_HUB_DISABLE_TELEMETRY=1
 export GRADIO_ANALYTICS_ENABLED=False TOKENIZERS_PARALLELISM=false
-exec python -m pytest -n 2 --dist loadfile "$@"
+# The site tests start BrowserGym's process-wide Playwright; a worker that ran them cannot start a
+# second sync Playwright (the leaderboard's browser tests), so they run in their own pytest pass.
+SITE_TESTS=$(ls tests/test_site_*.py)
+python -m pytest -n 2 --dist loadfile $(for f in $SITE_TESTS; do printf -- "--ignore=%s " "$f"; done) "$@"
+exec python -m pytest -n 2 --dist loadfile $SITE_TESTS "$@"
