@@ -48,6 +48,10 @@ PAGE_INTERACTIVE_ROLES = frozenset({
     "button", "link", "textbox", "searchbox", "checkbox", "radio", "combobox", "listbox", "option",
     "menuitem", "menuitemcheckbox", "menuitemradio", "tab", "treeitem", "spinbutton", "slider", "switch",
 })
+#: On real pages, elements that directly hold visible text a guide can point to ("in the
+#: 'Shipping' column", "under the 'Open tickets' heading") are candidates too, as in the
+#: element pools of Mind2Web-style corpora (WebMRE's median menu is 55 elements), and so are
+#: images with alternative text. A text run inside a link or button stays part of it.
 #: Wrapper elements that never become candidates (they cover the whole task area).
 _SKIP_TAGS = frozenset({"html", "body", "head", "script", "style", "br", "svg", "path", "g"})
 _MIN_VISIBILITY = 0.5
@@ -291,9 +295,11 @@ def _is_candidate(el: Element, interactive_only: bool = False) -> bool:
         return False
     if el.attrs.get("id") in ("wrap", "area", "query"):
         return False
-    if interactive_only:  # real pages: what a user can act on, not every text run
+    if interactive_only:  # real pages: what a user can act on, and the text they can be told to look at
         return (el.tag in PAGE_INTERACTIVE_TAGS or el.role in PAGE_INTERACTIVE_ROLES
-                or (el.clickable and el.tag not in ("div", "span", "td", "tr", "li", "ul", "form", "table", "tbody")))
+                or (el.clickable and el.tag not in ("div", "span", "td", "tr", "li", "ul", "form", "table", "tbody"))
+                or bool(el.own_text.strip())
+                or (el.tag == "img" and bool((el.attrs.get("alt") or "").strip())))
     return (
         el.clickable
         or el.som
@@ -383,7 +389,8 @@ def observe(obs: dict[str, Any], crop: bool = True, scale: float = MINIWOB_SCALE
 
 
 def observe_page(obs: dict[str, Any]) -> Observation:
-    """Observe a real page (the sites): the whole viewport at device scale 1, interactive candidates."""
+    """Observe a real page (the sites): the whole viewport at device scale 1; candidates are the
+    interactive elements and the elements that directly hold visible text."""
     return observe(obs, crop=False, scale=1.0, interactive_only=True)
 
 
