@@ -588,6 +588,7 @@ def build_dataset(
     """
     from mag_dataset import __version__
     from mag_dataset.card import medians, render_card, split_statistics
+    from mag_dataset.hub_eval import write_eval_yaml
 
     out_dir = Path(out_dir).absolute()
     raw_abs = Path(raw_dir).resolve()
@@ -629,6 +630,7 @@ def build_dataset(
         (tmp / BUILD_INFO_FILE).write_text(json.dumps(info, indent=1, sort_keys=True) + "\n", "utf-8")
         med = {s.value: medians(st.row(View.SOM) for st in corpus.steps_in(s)) for s in corpus.splits_present}
         (tmp / CARD_FILE).write_text(render_card(info, stats, med), "utf-8")
+        write_eval_yaml(tmp)  # the Hub benchmark registration, tasks checked against the card's configs
         files = sorted(p.relative_to(tmp).as_posix() for p in tmp.rglob("*") if p.is_file())
         (tmp / CHECKSUM_FILE).write_text("".join(f"{_sha256(tmp / f)}  {f}\n" for f in files), "utf-8")
         return _swap_into_place(tmp, out_dir, overwrite)
