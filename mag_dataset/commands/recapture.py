@@ -1,6 +1,7 @@
 """``mag recapture``: re-render site episodes by replaying them on a site that has moved on.
 
     mag recapture --raw RAW --share 0.3 --seed 0
+    mag recapture --raw RAW --per-template 1       # one episode of every template
     mag unify RAW          # then flags the recaptured steps that no longer match as stale
 
 See :mod:`mag_dataset.live.recapture` for the path and why it produces stale screenshots.
@@ -19,8 +20,12 @@ from mag_dataset.cli import UserError
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--raw", required=True, type=Path, help="raw corpus folder (updated in place)")
-    parser.add_argument("--share", type=float, required=True, help="share of the site episodes to recapture (0-1)")
+    which = parser.add_mutually_exclusive_group(required=True)
+    which.add_argument("--share", type=float, help="share of the site episodes to recapture (0-1)")
+    which.add_argument("--per-template", type=int, metavar="N", help="recapture N episodes of every template")
     parser.add_argument("--seed", type=int, default=0, help="picks which episodes (default: %(default)s)")
+    parser.add_argument("--no-reset", action="store_true",
+                        help="replay on each site as it is now, without resetting it before its first episode")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -30,16 +35,20 @@ def run(args: argparse.Namespace) -> int:
     from mag_dataset.sites import SiteError, site_class
     from mag_dataset.sites.manager import served
 
-    if not 0.0 <= args.share <= 1.0:
+    if args.share is not None and not 0.0 <= args.share <= 1.0:
         raise UserError(f"--share must be between 0 and 1, got {args.share}")
+    if args.per_template is not None and args.per_template < 1:
+        raise UserError(f"--per-template must be at least 1, got {args.per_template}")
+    share = 0.0 if args.share is None else args.share
     if not args.raw.is_dir():
         raise UserError(f"--raw {args.raw}: no such folder")
     try:
-        chosen = choose_episodes(list(read_corpus(args.raw)), args.share, args.seed)
+        chosen = choose_episodes(list(read_corpus(args.raw)), share, args.seed, args.per_template)
         sites = [site_class(n)() for n in dict.fromkeys(e.site for e in chosen)]
         with served(sites):
-            report = recapture_corpus(args.raw, args.share, args.seed,
-                                      log=lambda m: print(m, file=sys.stderr, flush=True))
+            report = recapture_corpus(args.raw, share, args.seed,
+                                      log=lambda m: print(m, file=sys.stderr, flush=True),
+                                      reset_first=not args.no_reset, per_template=args.per_template)
     except (RawDataError, SiteError, LiveEnvError) as e:
         raise UserError(str(e)) from None
     print(report.summary())

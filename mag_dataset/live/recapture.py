@@ -15,7 +15,8 @@ For every step of a recaptured episode, *before* its action is replayed:
 * the recaptured screenshot, written as ``<step>_recaptured.png``, becomes the step's
   ``screenshot`` (its Set-of-Mark image ``<step>_recaptured_som.png`` is redrawn from it with
   the step's recorded, action-time candidate menu: labels and boxes stay the ones the
-  action was taken on);
+  action was taken on; a corpus that stores no Set-of-Mark files, raw format v2, gets none:
+  the builder renders it the same way);
 * the action-time screenshot keeps its file and is named in
   ``metadata["action_time_screenshot"]``, with ``metadata["recaptured"] = true`` and the
   recaptured menu's size in ``metadata["recaptured_candidates"]``.
@@ -33,6 +34,7 @@ and sets the ``stale`` flag; nothing here sets it by hand.
 Usage::
 
     mag recapture --raw RAW --share 0.3 --seed 0     # recapture ~30% of the site episodes
+    mag recapture --raw RAW --per-template 1         # or one episode of every template
     mag unify RAW                                     # flags stale steps from the evidence
 """
 
@@ -66,16 +68,29 @@ class RecaptureReport:
                 f"{len(self.diverged)}; skipped {len(self.skipped)} (not site episodes or already recaptured)")
 
 
-def choose_episodes(episodes: list[RawEpisode], share: float, seed: int) -> list[RawEpisode]:
-    """The site episodes to recapture: a seeded share of them, in episode-id order.
+def choose_episodes(episodes: list[RawEpisode], share: float, seed: int,
+                    per_template: int | None = None) -> list[RawEpisode]:
+    """The site episodes to recapture, in episode-id order (the replay order).
 
-    ``random.Random(f"recapture:{seed}")`` shuffles the sorted ids; the first
-    ``round(share * n)`` are chosen, then put back in id order (the replay order).
+    ``random.Random(f"recapture:{seed}")`` shuffles the sorted ids. Without ``per_template``
+    the first ``round(share * n)`` are chosen; with it, the first ``per_template`` episodes of
+    every template in that shuffled order (``share`` is then ignored), so every template has
+    recaptured episodes.
     """
     site_eps = sorted((e for e in episodes if e.source == "sites"), key=lambda e: e.episode_id)
-    ids = [e.episode_id for e in site_eps]
+    by_id = {e.episode_id: e for e in site_eps}
+    ids = list(by_id)
     random.Random(f"recapture:{seed}").shuffle(ids)
-    chosen = set(ids[: round(share * len(ids))])
+    if per_template is None:
+        chosen = set(ids[: round(share * len(ids))])
+    else:
+        taken: dict[str, int] = {}
+        chosen = set()
+        for i in ids:
+            t = by_id[i].intent_template_id
+            if taken.get(t, 0) < per_template:
+                taken[t] = taken.get(t, 0) + 1
+                chosen.add(i)
     return [e for e in site_eps if e.episode_id in chosen]
 
 
@@ -105,7 +120,10 @@ def recapture_episode(folder: Path, episode: RawEpisode, *, reset_site: bool = F
             stem = Path(st.screenshot).stem
             new_shot, new_som = stem + RECAPTURED_SUFFIX, stem + RECAPTURED_SOM_SUFFIX
             images[new_shot] = ob.png
-            images[new_som] = encode_png(draw_som(shot, list(st.candidates)))
+            if st.som_screenshot:  # a corpus that stores Set-of-Mark files (raw format v1) gets one
+                images[new_som] = encode_png(draw_som(shot, list(st.candidates)))
+            else:  # none stored: the builder renders it from the screenshot and the menu
+                new_som = ""
             meta = {**st.metadata, "recaptured": True, "action_time_screenshot": st.screenshot,
                     "recaptured_candidates": len(ob.candidates), "recapture_diverged": diverged}
             steps.append(dataclasses.replace(st, screenshot=new_shot, som_screenshot=new_som, metadata=meta))
@@ -123,24 +141,36 @@ def recapture_episode(folder: Path, episode: RawEpisode, *, reset_site: bool = F
 
 
 def recapture_corpus(raw_dir: str | Path, share: float, seed: int = 0,
-                     log: Callable[[str], None] | None = None) -> RecaptureReport:
+                     log: Callable[[str], None] | None = None, *, reset_first: bool = True,
+                     per_template: int | None = None) -> RecaptureReport:
     """Recapture a seeded share of a raw corpus' site episodes in place (see the module docstring).
 
-    Each site's first recaptured episode starts from a reset site; later ones do not.
-    Episodes already recaptured are skipped (rerunning changes nothing). Each episode folder
-    is updated atomically: new images first under temporary names, then the JSON.
+    Args:
+        raw_dir: raw corpus folder (format v1: PNG screenshots), updated in place.
+        share: share of the site episodes to recapture (:func:`choose_episodes`).
+        seed: picks which episodes.
+        per_template: recapture this many episodes of every template instead of a share.
+        log: called with one line per recaptured episode.
+        reset_first: reset each site before its first recaptured episode (the default: the
+            replays start from the seeded state, so the result does not depend on what was done
+            on the site before); False replays on the site exactly as it is now.
+
+    Each site's first recaptured episode starts from a reset site (unless ``reset_first`` is
+    False); later ones do not. Episodes already recaptured are skipped (rerunning changes
+    nothing). Each episode folder is updated atomically: new images first under temporary
+    names, then the JSON.
     """
     raw_dir = Path(raw_dir)
     folders = {read_episode(f).episode_id: f for f in iter_episode_dirs(raw_dir)}
     episodes = [read_episode(f) for f in folders.values()]
     report = RecaptureReport()
     seen_sites: set[str] = set()
-    for ep in choose_episodes(episodes, share, seed):
+    for ep in choose_episodes(episodes, share, seed, per_template):
         if ep.metadata.get("recaptured"):
             report.skipped.append(ep.episode_id)
             continue
         folder = folders[ep.episode_id]
-        first = ep.site not in seen_sites
+        first = ep.site not in seen_sites and reset_first
         seen_sites.add(ep.site)
         new, images, diverged = recapture_episode(folder, ep, reset_site=first)
         for name, data in images.items():
@@ -149,7 +179,8 @@ def recapture_corpus(raw_dir: str | Path, share: float, seed: int = 0,
             tmp.replace(folder / name)
         rewrite_episode_json(folder, new)
         for st in ep.steps:  # the action-time SoM images are no longer referenced
-            (folder / st.som_screenshot).unlink(missing_ok=True)
+            if st.som_screenshot:
+                (folder / st.som_screenshot).unlink(missing_ok=True)
         report.episodes += 1
         report.steps += len(new.steps)
         if diverged:

@@ -1,0 +1,112 @@
+"""Stale screenshots from their real cause: `mag recapture` replays a recorded forum episode, `mag unify` flags it.
+
+Real parts only: the forum (Spirit) served on 127.0.0.1, the system Chromium through
+BrowserGym, PNG screenshots compared pixel by pixel (:mod:`mag_dataset.harness.unify`'s
+stale rule). One short template (``like_opening_post``, 5 steps) is recorded once and
+replayed twice:
+
+* on a **reset** site (what ``mag recapture`` does before a site's first episode) the
+  replay sees the pages the action was taken on: no step may be flagged stale (the
+  threshold does not fire on rendering noise);
+* on the site **as the recording and that replay left it** (``--no-reset``: the opening
+  post is already liked) the topic page shows "remove like" where the action-time page
+  showed "like": exactly the steps on that page are stale, the board and index pages are not.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from mag_dataset.cli import main
+from mag_dataset.harness.unify import PIXEL_FRACTION
+from mag_dataset.raw import read_episode
+from mag_dataset.sites import manager
+from mag_dataset.sites import site as get_site
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+TASK = "sites.forum.like_opening_post"
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory):
+    """One recorded like_opening_post episode, with the forum served for the module."""
+    from mag_dataset.live.recorder import record_corpus
+
+    s = get_site("forum")
+    s.setup(print)
+    manager.serve(s)
+    raw = tmp_path_factory.mktemp("recapture") / "raw"
+    try:
+        results = record_corpus(raw, [TASK], episodes=1, seed=0)
+        assert [r.ok for r in results] == [True], [r.reason for r in results]
+        yield raw
+    finally:
+        manager.stop(s)
+
+
+def _episode(raw: Path):
+    folders = [p for p in raw.iterdir() if p.is_dir()]
+    assert len(folders) == 1
+    return folders[0], read_episode(folders[0])
+
+
+def _unify(raw: Path, capsys) -> str:
+    capsys.readouterr()
+    assert main(["unify", str(raw)]) == 0
+    return capsys.readouterr().out
+
+
+def test_recapture_on_reset_site_is_not_stale_then_on_moved_on_site_is(recorded, tmp_path, capsys):
+    folder0, original = _episode(recorded)
+    n = len(original.steps)
+    assert n >= 4
+    topic_steps = [st.step_index for st in original.steps if "/topic/" in st.url]
+    assert topic_steps and len(topic_steps) < n  # some steps on the topic page, some before it
+
+    # 1. replay on a reset site: the same pages, nothing stale
+    reset_raw = tmp_path / "reset"
+    shutil.copytree(recorded, reset_raw)
+    assert main(["recapture", "--raw", str(reset_raw), "--share", "1", "--seed", "0"]) == 0
+    assert "recaptured 1 episodes" in capsys.readouterr().out
+    folder, ep = _episode(reset_raw)
+    assert ep.metadata["recaptured"] == {"diverged": False, "site_reset_before": True}
+    for old, st in zip(original.steps, ep.steps):
+        assert st.metadata["recaptured"] is True
+        assert st.metadata["action_time_screenshot"] == old.screenshot
+        assert (folder / old.screenshot).is_file()  # the action-time screenshot is kept
+        assert st.screenshot.endswith("_recaptured.png") and (folder / st.screenshot).is_file()
+        assert not (folder / old.som_screenshot).exists()  # no longer referenced
+        assert st.candidates == old.candidates and st.action == old.action  # the labels stay the recorded ones
+    assert f"{n} recaptured, 0 stale" in _unify(reset_raw, capsys)
+    _, ep = _episode(reset_raw)
+    checks = [st.metadata["stale_check"] for st in ep.steps]
+    assert [c["stale"] for c in checks] == [False] * n, checks
+    assert max(c["pixel_fraction"] for c in checks) < PIXEL_FRACTION / 10  # far below the threshold
+    # a second run changes nothing
+    assert main(["recapture", "--raw", str(reset_raw), "--share", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "recaptured 0 episodes" in out and "skipped 1" in out
+
+    # 2. replay on the site as it is now: the opening post was liked by the recording and the replay
+    moved_raw = tmp_path / "moved"
+    shutil.copytree(recorded, moved_raw)
+    assert main(["recapture", "--raw", str(moved_raw), "--per-template", "1", "--no-reset"]) == 0
+    out = _unify(moved_raw, capsys)
+    _, ep = _episode(moved_raw)
+    assert ep.metadata["recaptured"]["site_reset_before"] is False
+    stale = [st.step_index for st in ep.steps if st.stale]
+    assert f"{n} recaptured, {len(stale)} stale" in out
+    evidence = [(st.step_index, st.url, st.metadata["stale_check"]) for st in ep.steps]
+    assert stale and set(stale) <= set(topic_steps), (evidence, topic_steps)
+    for st in ep.steps:
+        check = st.metadata["stale_check"]
+        if st.stale:
+            assert check["reason"] == "pixels" and check["pixel_fraction"] > PIXEL_FRACTION
+    # the builder reads the flag from the raw step; the evidence is in the episode file
+    saved = json.loads((moved_raw / folder0.name / "episode.json").read_text())
+    assert sum(s["stale"] for s in saved["steps"]) == len(stale)
