@@ -229,7 +229,9 @@ def read_splits(raw_dir: Path, episodes: list[RawEpisode]) -> CorpusSplits:
     """Read ``corpus.json``; without one, split tasks with the documented default.
 
     The default shuffles the sorted task ids with ``random.Random(DEFAULT_SPLIT_SEED)`` and
-    puts the first ``round(DEFAULT_TEST_FRACTION * n)`` (at least one) into test.
+    puts the first ``round(DEFAULT_TEST_FRACTION * n)`` (at least one) into test. Episodes
+    whose ``metadata["task_key"]`` is the same (repeats of one task, set by
+    ``mag import-browsergym``) are one unit of that shuffle, so they land in one split.
 
     Raises:
         BuildError: a malformed manifest, a task without a split, or a held-out template
@@ -238,14 +240,15 @@ def read_splits(raw_dir: Path, episodes: list[RawEpisode]) -> CorpusSplits:
     task_ids = sorted({e.task_id for e in episodes})
     path = raw_dir / CORPUS_FILE
     if not path.is_file():
+        group = {e.task_id: str(e.metadata.get("task_key") or e.task_id) for e in episodes}
         rng = random.Random(DEFAULT_SPLIT_SEED)
-        order = list(task_ids)
+        order = sorted(set(group.values()))  # the task ids themselves when no episode has a task key
         rng.shuffle(order)
         n_test = max(1, round(DEFAULT_TEST_FRACTION * len(order))) if order else 0
         test = set(order[:n_test])
         return CorpusSplits(
             seed=DEFAULT_SPLIT_SEED,
-            splits={t: Split.TEST if t in test else Split.TRAIN for t in task_ids},
+            splits={t: Split.TEST if group[t] in test else Split.TRAIN for t in task_ids},
             source="default",
         )
     try:
