@@ -1,4 +1,4 @@
-"""The dataset builder: raw episodes (format v1, :mod:`mag_dataset.raw`) → a Hub-ready folder.
+"""The dataset builder: raw episodes (format v2 or v1, :mod:`mag_dataset.raw`) → a Hub-ready folder.
 
 :class:`WebMREBuilder` is a ``datasets.GeneratorBasedBuilder`` with the configs ``som`` and
 ``coord``; features, splits and examples are declared the HF way. ``datasets`` 5.x no
@@ -16,14 +16,24 @@ programmatically by :func:`build_dataset`, and what is published is its *output*
 Guarantees:
 
 * **Deterministic** — rows in (task_id, step_index) order, screenshots stored as the raw
-  PNG bytes (no re-encoding), no timestamps or absolute paths: the same raw input gives
-  byte-identical Parquet files.
+  file's bytes (lossless WebP or PNG, no re-encoding); a step without a recorded Set-of-Mark
+  image gets one rendered from the raw screenshot and its candidate boxes
+  (:func:`mag_dataset.live.observe.render_som`: pinned bitmap font, PNG at zlib level 1,
+  rendered on a thread pool and stored in row order); no timestamps or absolute paths: the
+  same raw input gives byte-identical Parquet files.
 * **Atomic** — everything is written into a hidden temp folder next to ``OUT`` and renamed
   at the end; a failed build removes it and leaves an earlier ``OUT`` untouched.
 * **Consistent** — inconsistent raw data is rejected with :class:`mag_dataset.raw.RawDataError`
   naming the episode, step and field (missing or unreadable image, image size mismatch,
   target box outside the image, gold coordinate outside the target box, unknown action
-  type, duplicate step ids, a remap to an element not in the menu).
+  type, duplicate step ids, a remap to an element not in the menu, a lossy WebP screenshot).
+* **Point-only steps** — a targeted action recorded as a point with no element
+  (``mag unify`` restores it) cannot enter the som view: the build refuses it with one line
+  that names ``mag unify`` and ``--unmappable-point-only``; with that option
+  (``unmappable_point_only=True``) such a step is built with audit status ``unmappable``
+  (reason ``point_not_restored``), no element id, and a target box that is never zero-size
+  (the unify rule's reason, when it ran, is kept: ``point_outside_candidates`` or
+  ``point_ambiguous``). An audit record ``unmappable`` on such a step is honoured the same way.
 
 Labels: audit fields come from an audit file (:func:`mag_dataset.raw.read_audit`; by default
 ``RAW/audit.jsonl`` when it exists). Without a record a step is ``unaudited``, not
@@ -43,6 +53,7 @@ References:
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import io
 import json
@@ -63,10 +74,12 @@ from mag_dataset.raw import (
     AUDIT_FILE,
     CORPUS_FILE,
     CORPUS_FORMAT,
-    FORMAT_VERSION,
     RawDataError,
+    READ_VERSIONS,
     RawEpisode,
     RawStep,
+    capture_geometry,
+    image_format,
     iter_episode_dirs,
     read_audit,
     read_episode,
@@ -75,7 +88,7 @@ from mag_dataset.raw import (
 from mag_dataset.schema import Action, AuditRecord, AuditStatus, Split, box_center, point_in_box
 
 #: Bump when the content of built rows changes for the same raw input (invalidates caches).
-BUILD_VERSION = 2  # 2: the verified_by column
+BUILD_VERSION = 3  # 2: the verified_by column; 3: capture geometry, SoM rendered from v2 raw, point-only rule
 BUILD_INFO_FILE = "build_info.json"
 CHECKSUM_FILE = "checksums.sha256"
 CARD_FILE = "README.md"
@@ -84,7 +97,8 @@ BUILD_FORMAT = "mag-webmre-build"
 DEFAULT_SPLIT_SEED = 0
 DEFAULT_TEST_FRACTION = 0.3
 MAX_SHARD_SIZE = "256MB"
-_PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+#: Steps whose screenshots the SoM renderer works on at once (bounds memory; order is kept).
+RENDER_CHUNK = 64
 
 
 class BuildError(ValueError):
@@ -116,6 +130,7 @@ class PreparedStep:
     target_bbox: tuple[float, float, float, float] | None
     audit: AuditRecord
     original_element_id: str | None
+    geometry: tuple[int, int, float]
 
     @property
     def step_id(self) -> str:
@@ -135,6 +150,9 @@ class PreparedStep:
             "num_steps": len(ep.steps),
             "image_width": st.image_width,
             "image_height": st.image_height,
+            "viewport_width": self.geometry[0],
+            "viewport_height": self.geometry[1],
+            "device_pixel_ratio": self.geometry[2],
             "url": st.url,
             "previous_guides": list(self.previous_guides),
             "guide": st.guide,
@@ -153,13 +171,25 @@ class PreparedStep:
         }
 
     def screenshot(self, view: View) -> dict[str, Any]:
-        """The screenshot of ``view`` as a datasets Image value, validated against the step."""
-        # Both images are checked in both views, so an error names the same field either way.
-        data = {
-            key: _read_png(self.episode_dir / getattr(self.raw, key), self.episode.episode_id, self.raw, key)
-            for key in ("screenshot", "som_screenshot")
-        }
-        return {"bytes": data["som_screenshot" if view is View.SOM else "screenshot"], "path": None}
+        """The screenshot of ``view`` as a datasets Image value, validated against the step.
+
+        som: the recorded Set-of-Mark file, or one rendered from the raw screenshot (raw
+        format v2 without ``som_screenshot``); coord: the raw screenshot's bytes.
+        """
+        # Both stored images are checked in both views, so an error names the same field either way.
+        keys = ("screenshot", "som_screenshot") if self.raw.som_screenshot else ("screenshot",)
+        data = {key: _read_image(self.episode_dir / getattr(self.raw, key), self.episode.episode_id, self.raw, key) for key in keys}
+        if view is View.COORD:
+            return {"bytes": data["screenshot"], "path": None}
+        if "som_screenshot" in data:
+            return {"bytes": data["som_screenshot"], "path": None}
+        from mag_dataset.live.observe import render_som
+
+        try:
+            return {"bytes": render_som(data["screenshot"], self.raw.candidates), "path": None}
+        except OSError as e:  # a header that reads but pixels that do not decode
+            raise RawDataError(self.episode.episode_id, self.raw.step_index, "screenshot",
+                               f"{self.raw.screenshot!r} does not decode: {e}") from None
 
 
 @dataclass
@@ -183,21 +213,26 @@ class Corpus:
         return [s for s in Split if s in present]
 
 
-def _read_png(path: Path, episode: str, step: RawStep, key: str) -> bytes:
+def _read_image(path: Path, episode: str, step: RawStep, key: str) -> bytes:
+    """The bytes of a raw image file: a PNG or a lossless WebP of the step's size."""
     try:
         data = path.read_bytes()
     except OSError:
         raise RawDataError(episode, step.step_index, key, f"missing image file {path.name!r}") from None
-    if not data.startswith(_PNG_MAGIC):
-        raise RawDataError(episode, step.step_index, key, f"{path.name!r} is not a PNG file")
+    kind = image_format(data)
+    if kind == "webp-lossy":
+        raise RawDataError(episode, step.step_index, key, f"{path.name!r} is a lossy WebP; screenshots must be lossless (PNG or lossless WebP)")
+    if kind is None:
+        raise RawDataError(episode, step.step_index, key, f"{path.name!r} is not a PNG or lossless WebP file")
     from PIL import Image, UnidentifiedImageError
 
     try:
         with Image.open(io.BytesIO(data)) as im:
             size = im.size
-            im.verify()  # chunk checksums, without decoding pixels
+            if kind == "png":
+                im.verify()  # chunk checksums, without decoding pixels
     except (UnidentifiedImageError, OSError, SyntaxError) as e:
-        raise RawDataError(episode, step.step_index, key, f"{path.name!r} is not a readable PNG: {e}") from None
+        raise RawDataError(episode, step.step_index, key, f"{path.name!r} is not a readable {kind.upper()}: {e}") from None
     if size != (step.image_width, step.image_height):
         raise RawDataError(
             episode,
@@ -257,7 +292,7 @@ def read_splits(raw_dir: Path, episodes: list[RawEpisode]) -> CorpusSplits:
         raise BuildError(f"{path}: not valid UTF-8 JSON: {e}") from None
     if not isinstance(d, dict) or d.get("format") != CORPUS_FORMAT:
         raise BuildError(f"{path}: field 'format' must be {CORPUS_FORMAT!r}")
-    if d.get("format_version") != FORMAT_VERSION:
+    if d.get("format_version") not in READ_VERSIONS:
         raise BuildError(f"{path}: unsupported format_version {d.get('format_version')!r}")
     seed = d.get("split_seed")
     if isinstance(seed, bool) or not isinstance(seed, int):
@@ -295,8 +330,24 @@ def _raw_coordinate_restored(step: RawStep) -> bool:
     return bool(getattr(step, "coordinate_restored", False) or step.metadata.get("coordinate_restored", False))
 
 
-def _resolve_labels(ep: RawEpisode, st: RawStep, rec: AuditRecord | None) -> tuple[Action, Action, Any, AuditRecord, str | None]:
-    """Apply an audit record to a raw step: (som action, coord action, target box, audit, original id)."""
+#: Reason recorded for a point-only step built with ``unmappable_point_only`` that
+#: ``mag unify`` never looked at.
+POINT_NOT_RESTORED = "point_not_restored"
+
+
+def _zero_size(box: Any) -> bool:
+    return box is not None and (box[2] <= box[0] or box[3] <= box[1])
+
+
+def _resolve_labels(
+    ep: RawEpisode, st: RawStep, rec: AuditRecord | None, unmappable_point_only: bool = False
+) -> tuple[Action, Action, Any, AuditRecord, str | None]:
+    """Apply an audit record to a raw step: (som action, coord action, target box, audit, original id).
+
+    A targeted action with no element id (a point-only step ``mag unify`` has not restored)
+    is refused, unless the audit marks it ``unmappable`` or ``unmappable_point_only`` is set:
+    then it is built ``unmappable`` with no element id and no target box.
+    """
     action, bbox = st.action, st.target_bbox
     restored = _raw_coordinate_restored(st)
     if rec is None:
@@ -310,8 +361,23 @@ def _resolve_labels(ep: RawEpisode, st: RawStep, rec: AuditRecord | None) -> tup
             coordinate_restored=rec.coordinate_restored or restored,
             original_element_id=rec.original_element_id,
             element_id=rec.element_id,
+            reason=rec.reason,
         )
         original = rec.original_element_id
+    point_only = ACTION_SPACE[action.type].targeted and action.element_id is None
+    if point_only and audit.status is not AuditStatus.REMAPPED:
+        if audit.status is not AuditStatus.UNMAPPABLE and not unmappable_point_only:
+            raise RawDataError(
+                ep.episode_id, st.step_index, "action.element_id",
+                f"a point-only {action.type.value} (no element id) cannot enter the som view: run `mag unify` on the raw "
+                f"corpus to restore its element, or build with --unmappable-point-only to mark it unmappable",
+            )
+        reason = audit.reason or str(st.metadata.get("unmappable_reason") or POINT_NOT_RESTORED)
+        audit = dataclasses.replace(audit, status=AuditStatus.UNMAPPABLE, disputed=False, reason=reason)
+        # no element and no trustworthy box: the scorer leaves the step out of element metrics
+        return action, action, None, audit, original
+    if _zero_size(bbox):
+        raise RawDataError(ep.episode_id, st.step_index, "target_bbox", f"zero-size box {list(bbox)}")
     if rec is not None and rec.status is AuditStatus.REMAPPED:
         if not ACTION_SPACE[action.type].targeted:
             raise RawDataError(ep.episode_id, st.step_index, "audit.status", f"remapped, but a {action.type.value} action has no target")
@@ -337,6 +403,7 @@ def prepare_corpus(
     progress: bool = True,
     *,
     include_failed: bool = False,
+    unmappable_point_only: bool = False,
 ) -> Corpus:
     """Read, validate and label a raw corpus (everything but the image bytes).
 
@@ -347,6 +414,8 @@ def prepare_corpus(
         include_failed: also build episodes marked ``"success": false`` (e.g. a
             ``mag live-eval`` run folder, for inspection). Gold data comes from successful
             episodes only, so they are skipped by default.
+        unmappable_point_only: build point-only steps that ``mag unify`` has not restored
+            as ``unmappable`` (module docstring) instead of refusing the corpus.
 
     Raises:
         RawDataError: naming the episode, step and field of an inconsistency.
@@ -392,7 +461,9 @@ def prepare_corpus(
     for folder, ep in sorted(episodes, key=lambda x: (x[1].task_id, x[1].episode_id)):
         guides: list[str] = []
         for st in ep.steps:
-            som_action, coord_action, bbox, rec, original = _resolve_labels(ep, st, audit.get(step_id(ep.task_id, st.step_index)))
+            som_action, coord_action, bbox, rec, original = _resolve_labels(
+                ep, st, audit.get(step_id(ep.task_id, st.step_index)), unmappable_point_only
+            )
             steps.append(
                 PreparedStep(
                     episode_dir=folder,
@@ -406,6 +477,7 @@ def prepare_corpus(
                     target_bbox=bbox,
                     audit=rec,
                     original_element_id=original,
+                    geometry=capture_geometry(st, ep.source),
                 )
             )
             guides.append(st.guide)
@@ -434,6 +506,7 @@ class WebMREConfig(datasets.BuilderConfig):
     raw_dir: str | None = None
     audit_path: str | None = None
     include_failed: bool = False
+    unmappable_point_only: bool = False
 
 
 class WebMREBuilder(datasets.GeneratorBasedBuilder):
@@ -464,7 +537,8 @@ class WebMREBuilder(datasets.GeneratorBasedBuilder):
         if self._corpus is None:
             if self.config.raw_dir is None:
                 raise BuildError("WebMREBuilder needs raw_dir=... or corpus=...")
-            self._corpus = prepare_corpus(self.config.raw_dir, self.config.audit_path, include_failed=self.config.include_failed)
+            self._corpus = prepare_corpus(self.config.raw_dir, self.config.audit_path, include_failed=self.config.include_failed,
+                                          unmappable_point_only=self.config.unmappable_point_only)
         return self._corpus
 
     def _info(self) -> datasets.DatasetInfo:
@@ -482,9 +556,22 @@ class WebMREBuilder(datasets.GeneratorBasedBuilder):
 
     def _generate_examples(self, split: str) -> Iterator[tuple[str, dict[str, Any]]]:
         seed = self.corpus.splits.seed
-        for st in self.corpus.steps_in(split):
-            row = {"screenshot": st.screenshot(self.view), **st.row(self.view), "split_seed": seed}
-            yield st.step_id, row
+        steps = self.corpus.steps_in(split)
+        for start in range(0, len(steps), RENDER_CHUNK):
+            chunk = steps[start:start + RENDER_CHUNK]
+            for st, shot in zip(chunk, _screenshots(chunk, self.view)):
+                yield st.step_id, {"screenshot": shot, **st.row(self.view), "split_seed": seed}
+
+
+def _screenshots(steps: list[PreparedStep], view: View) -> list[dict[str, Any]]:
+    """The screenshots of ``steps`` in order; SoM rendering (decode, draw, encode: Pillow
+    releases the GIL) runs on a thread pool, one thread per CPU."""
+    if view is View.COORD or len(steps) < 2 or all(st.raw.som_screenshot for st in steps):
+        return [st.screenshot(view) for st in steps]
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=min(len(steps), os.cpu_count() or 1)) as pool:
+        return list(pool.map(lambda st: st.screenshot(view), steps))
 
 
 def _sha256(path: Path) -> str:
@@ -569,6 +656,7 @@ def build_dataset(
     *,
     overwrite: bool = True,
     include_failed: bool = False,
+    unmappable_point_only: bool = False,
 ) -> Path:
     """Build both views of a raw corpus into a Hub-ready dataset folder, atomically.
 
@@ -581,6 +669,8 @@ def build_dataset(
         overwrite: replace an existing build at ``out_dir``; if False, an existing build
             (e.g. one finished concurrently by another process) is kept.
         include_failed: also build episodes marked unsuccessful (see :func:`prepare_corpus`).
+        unmappable_point_only: build unrestored point-only steps as ``unmappable`` instead
+            of refusing them (see :func:`prepare_corpus`).
 
     Returns:
         ``out_dir`` as an absolute path.
@@ -599,7 +689,8 @@ def build_dataset(
         # the built folder would be read as an episode folder by the next build
         raise BuildError(f"output {out_dir} is inside the raw corpus {raw_abs}; choose a folder outside it")
     _check_target(out_dir)
-    corpus = prepare_corpus(raw_dir, audit_path, progress=progress, include_failed=include_failed)
+    corpus = prepare_corpus(raw_dir, audit_path, progress=progress, include_failed=include_failed,
+                            unmappable_point_only=unmappable_point_only)
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.tmp-", dir=out_dir.parent))
     umask = os.umask(0)
@@ -628,6 +719,7 @@ def build_dataset(
             "split_source": corpus.splits.source,
             "held_out_templates": list(corpus.splits.held_out_templates),
             "audited": corpus.audit_path is not None,
+            "unmappable_point_only": unmappable_point_only,
             "views": views,
         }
         (tmp / BUILD_INFO_FILE).write_text(json.dumps(info, indent=1, sort_keys=True) + "\n", "utf-8")

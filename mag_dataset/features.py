@@ -11,7 +11,11 @@ Both views share one column set, so a row of either view converts to the same
   ``action.coordinate`` and ``target_bbox`` stays for scoring.
 
 Coordinates and boxes are in screenshot pixels: ``coordinate`` is ``[x, y]`` and a box is
-``[x0, y0, x1, y1]``. Enumerations (action type, guide source, audit status, split) are
+``[x0, y0, x1, y1]``. ``image_width`` / ``image_height`` are the screenshot's size;
+``viewport_width`` / ``viewport_height`` the CSS viewport of the browser at capture and
+``device_pixel_ratio`` the screenshot pixels per CSS pixel (see
+:func:`mag_dataset.raw.capture_geometry`), what a model author needs to map a point to
+CSS pixels or to another resolution. Enumerations (action type, guide source, audit status, split) are
 stored as their string values, so the Parquet files are readable without this package.
 
 This module imports ``datasets``; import it only where a dataset is built or loaded.
@@ -55,6 +59,9 @@ def step_features() -> Features:
             "num_steps": Value("int32"),
             "image_width": Value("int32"),
             "image_height": Value("int32"),
+            "viewport_width": Value("int32"),
+            "viewport_height": Value("int32"),
+            "device_pixel_ratio": Value("float64"),
             "url": Value("string"),
             "previous_guides": List(Value("string")),
             "guide": Value("string"),

@@ -1,4 +1,4 @@
-"""Raw episode format (version 1): what recorders write and the builder reads.
+"""Raw episode format (version 2; version 1 is still read): what recorders write and the builder reads.
 
 Any source — the MiniWoB++ recorder, the BrowserGym/AgentLab importer, the maintainers'
 WebArena trajectories — is converted to this format, and only this format is built into
@@ -9,9 +9,22 @@ the dataset. A raw corpus is a folder::
       audit.jsonl                 # optional audit file, one AuditRecord per step_id
       <episode_id>/
         episode.json              # the episode, see RawEpisode
-        step_000.png              # raw screenshot of step 0
-        step_000_som.png          # the same screenshot with Set-of-Mark labels drawn
+        step_000.webp             # raw screenshot of step 0 (lossless WebP, or PNG)
+        step_000_som.png          # optional: the same screenshot with Set-of-Mark labels drawn
         ...
+
+Version 2 (compact storage, capture geometry) differs from version 1 in three ways; both are
+read, and :func:`write_episode` writes version 2:
+
+* ``screenshot`` may be a **lossless** WebP file (``VP8L``) as well as a PNG; lossy WebP is
+  refused. ``mag compact`` converts a corpus' PNGs (:mod:`mag_dataset.compact`).
+* ``som_screenshot`` may be absent, null or ``""``: the builder then renders the Set-of-Mark
+  image from the raw screenshot and the candidate boxes and ids
+  (:func:`mag_dataset.som.render_som`, deterministic: the same bytes on every build).
+  :func:`som_image_bytes` gives any reader the recorded or rendered image.
+* a step may carry its capture geometry: ``viewport_width`` / ``viewport_height`` (the CSS
+  viewport of the browser, in CSS px) and ``device_pixel_ratio`` (screenshot pixels per CSS
+  pixel). Steps without them get them from their metadata, see :func:`capture_geometry`.
 
 ``episode.json``::
 
@@ -20,9 +33,10 @@ the dataset. A raw corpus is a folder::
      "site": "click-button", "intent": "Click on the \\"Submit\\" button.",
      "intent_template_id": "click-button", "source": "miniwob", "seed": 3,
      "reward": 1.0, "success": true, "metadata": {...},
-     "steps": [{"step_index": 0, "url": "...", "screenshot": "step_000.png",
-                "som_screenshot": "step_000_som.png", "image_width": 320,
-                "image_height": 420, "candidates": [{"id": "12", "role": "button",
+     "steps": [{"step_index": 0, "url": "...", "screenshot": "step_000.webp",
+                "som_screenshot": "step_000_som.png" | null, "image_width": 320,
+                "image_height": 420, "viewport_width": 320, "viewport_height": 420,
+                "device_pixel_ratio": 1.0, "candidates": [{"id": "12", "role": "button",
                 "text": "Submit", "bbox": [x0, y0, x1, y1]}, ...],
                 "action": {"type": "click", "element_id": "12", "coordinate": [x, y],
                            "text": null, ...},
@@ -46,13 +60,16 @@ screenshot pixels. ``step_id`` is ``f"{task_id}:{step_index}"``.
 
 ``corpus.json``::
 
-    {"format": "mag-raw-corpus", "format_version": 1, "split_seed": 0,
+    {"format": "mag-raw-corpus", "format_version": 2, "split_seed": 0,
      "held_out_templates": ["..."], "splits": {"<task_id>": "train" | "test", ...}}
+
+(written by :func:`mag_dataset.live.recorder.write_corpus_manifest`; versions 1 and 2 are read.)
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -73,7 +90,9 @@ from mag_dataset.schema import (
 
 FORMAT = "mag-raw-episode"
 CORPUS_FORMAT = "mag-raw-corpus"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+#: Format versions :func:`read_episode` and the builder accept.
+READ_VERSIONS: tuple[int, ...] = (1, 2)
 EPISODE_FILE = "episode.json"
 CORPUS_FILE = "corpus.json"
 AUDIT_FILE = "audit.jsonl"
@@ -88,13 +107,25 @@ class RawDataError(ValueError):
         super().__init__(f"{where}, field {field_name!r}: {problem}")
 
 
+#: Capture-geometry fields of a step (format v2), see :func:`capture_geometry`.
+GEOMETRY_FIELDS: tuple[str, ...] = ("viewport_width", "viewport_height", "device_pixel_ratio")
+#: BrowserGym's MiniWoB++ tasks: a 332x214 CSS viewport captured at 1.5 screenshot px per CSS px
+#: (``browsergym.miniwob.base``: ``viewport``, ``_bgym_scale_factor``).
+MINIWOB_VIEWPORT: tuple[int, int] = (332, 214)
+
+
 def step_id(task_id: str, step_index: int) -> str:
     return f"{task_id}:{step_index}"
 
 
 @dataclass(frozen=True)
 class RawStep:
-    """One recorded step. See the module docstring for the on-disk form."""
+    """One recorded step. See the module docstring for the on-disk form.
+
+    ``som_screenshot`` is ``""`` when no Set-of-Mark image is stored (rendered at build time).
+    ``viewport_width`` / ``viewport_height`` / ``device_pixel_ratio`` are None when the
+    recording did not store them; :func:`capture_geometry` resolves them.
+    """
 
     step_index: int
     screenshot: str
@@ -109,15 +140,22 @@ class RawStep:
     url: str = ""
     stale: bool = False
     metadata: dict[str, Any] = field(default_factory=dict, compare=False)
+    viewport_width: int | None = None
+    viewport_height: int | None = None
+    device_pixel_ratio: float | None = None
 
     def to_json(self) -> dict[str, Any]:
+        geometry = {
+            k: getattr(self, k) for k in GEOMETRY_FIELDS if getattr(self, k) is not None
+        }
         return {
             "step_index": self.step_index,
             "url": self.url,
             "screenshot": self.screenshot,
-            "som_screenshot": self.som_screenshot,
+            "som_screenshot": self.som_screenshot or None,
             "image_width": self.image_width,
             "image_height": self.image_height,
+            **geometry,
             "candidates": [c.to_dict() for c in self.candidates],
             "action": self.action.to_dict(),
             "target_bbox": list(self.target_bbox) if self.target_bbox is not None else None,
@@ -235,12 +273,21 @@ def parse_step(d: Any, episode: str, folder: Path | None) -> RawStep:
     h = _req(d, "image_height", episode, idx, int)
     if w <= 0 or h <= 0:
         raise RawDataError(episode, idx, "image_width", f"image size must be positive, got {w}x{h}")
-    shots = {}
-    for key in ("screenshot", "som_screenshot"):
-        name = _req(d, key, episode, idx, str)
-        if folder is not None and not (folder / name).is_file():
+    shots = {"screenshot": _req(d, "screenshot", episode, idx, str), "som_screenshot": d.get("som_screenshot") or ""}
+    if not isinstance(shots["som_screenshot"], str):
+        raise RawDataError(episode, idx, "som_screenshot", f"expected str or null, got {type(shots['som_screenshot']).__name__}")
+    for key, name in shots.items():
+        if name and folder is not None and not (folder / name).is_file():
             raise RawDataError(episode, idx, key, f"missing image file {name!r}")
-        shots[key] = name
+    geometry: dict[str, Any] = {}
+    for key in GEOMETRY_FIELDS:
+        v = d.get(key)
+        if v is None:
+            continue
+        kind = float if key == "device_pixel_ratio" else int
+        if isinstance(v, bool) or not isinstance(v, (int, float) if kind is float else int) or not v > 0 or not math.isfinite(v):
+            raise RawDataError(episode, idx, key, f"expected a positive {kind.__name__}, got {v!r}")
+        geometry[key] = kind(v)
     raw_action = _req(d, "action", episode, idx, dict)
     atype = raw_action.get("type")
     if not isinstance(atype, str) or atype not in {t.value for t in ActionType}:
@@ -304,6 +351,7 @@ def parse_step(d: Any, episode: str, folder: Path | None) -> RawStep:
         url=url,
         stale=stale,
         metadata=metadata,
+        **geometry,
     )
 
 
@@ -326,7 +374,7 @@ def read_episode(folder: str | os.PathLike) -> RawEpisode:
         raise RawDataError(name, None, EPISODE_FILE, "must hold a JSON object")
     if d.get("format") != FORMAT:
         raise RawDataError(name, None, "format", f"expected {FORMAT!r}, got {d.get('format')!r}")
-    if d.get("format_version") != FORMAT_VERSION:
+    if d.get("format_version") not in READ_VERSIONS:
         raise RawDataError(name, None, "format_version", f"unsupported version {d.get('format_version')!r}")
     episode_id = _req(d, "episode_id", name, None, str)
     strs = {k: _req(d, k, episode_id, None, str) for k in ("task_id", "site", "intent", "intent_template_id")}
@@ -358,6 +406,81 @@ def read_episode(folder: str | os.PathLike) -> RawEpisode:
         metadata=metadata,
         **strs,
     )
+
+
+def capture_geometry(step: RawStep, source: str = "") -> tuple[int, int, float]:
+    """The capture geometry of a step: ``(viewport_width, viewport_height, device_pixel_ratio)``.
+
+    The CSS viewport is the browser's layout viewport in CSS px; the device-pixel ratio is
+    screenshot pixels per CSS pixel, so an *uncropped* screenshot is ``viewport * dpr``
+    pixels. Taken, in order, from:
+
+    1. the step's own fields (format v2; the recorders write them from the env);
+    2. ``metadata["viewport"]`` (``[w, h]``, written by the site recorder) for the viewport
+       and ``metadata["conversion"]["scale_factor"]`` for the ratio (every recorder and
+       importer stores that :class:`~mag_dataset.live.observe.Conversion`);
+    3. defaults: a ``miniwob`` episode has BrowserGym's MiniWoB viewport
+       (:data:`MINIWOB_VIEWPORT`, 332x214 CSS px); any other episode is taken as an
+       uncropped capture, ``image size / ratio``; the ratio defaults to 1.0.
+
+    Args:
+        step: the raw step.
+        source: its episode's ``source`` (``miniwob``, ``sites``, ``browsergym``...).
+
+    Returns:
+        ``(viewport_width, viewport_height, device_pixel_ratio)``.
+    """
+    meta = step.metadata if isinstance(step.metadata, dict) else {}
+    conv = meta.get("conversion") if isinstance(meta.get("conversion"), dict) else {}
+    dpr = step.device_pixel_ratio
+    if dpr is None:
+        scale = conv.get("scale_factor")
+        dpr = float(scale) if isinstance(scale, (int, float)) and not isinstance(scale, bool) and scale > 0 else 1.0
+    if step.viewport_width is not None and step.viewport_height is not None:
+        return step.viewport_width, step.viewport_height, dpr
+    vp = meta.get("viewport")
+    if isinstance(vp, (list, tuple)) and len(vp) == 2 and all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in vp):
+        return int(vp[0]), int(vp[1]), dpr
+    if source == "miniwob":
+        return MINIWOB_VIEWPORT[0], MINIWOB_VIEWPORT[1], dpr
+    return round(step.image_width / dpr), round(step.image_height / dpr), dpr
+
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def image_format(data: bytes) -> str | None:
+    """``"png"``, ``"webp"`` (lossless), ``"webp-lossy"`` or None for the bytes of an image file.
+
+    A WebP file is lossless when its image chunk is ``VP8L`` (simple format) or, in the
+    extended format (``VP8X``), when no ``VP8 `` (lossy) chunk is present.
+    """
+    if data.startswith(PNG_MAGIC):
+        return "png"
+    if len(data) >= 16 and data[:4] == b"RIFF" and data[8:12] == b"WEBP":
+        pos, lossless = 12, False
+        while pos + 8 <= len(data):
+            tag = data[pos:pos + 4]
+            size = int.from_bytes(data[pos + 4:pos + 8], "little")
+            if tag == b"VP8 ":
+                return "webp-lossy"
+            lossless = lossless or tag == b"VP8L"
+            pos += 8 + size + (size & 1)
+        return "webp" if lossless else None
+    return None
+
+
+def som_image_bytes(folder: str | os.PathLike, step: RawStep) -> bytes:
+    """The Set-of-Mark image of a raw step: the recorded file, or one rendered from the raw
+    screenshot and the candidate menu (:func:`mag_dataset.live.observe.render_som`) when the
+    step stores none (format v2). For readers that show the labelled page (audit, drafting,
+    annotation); the builder renders through the same function."""
+    folder = Path(folder)
+    if step.som_screenshot:
+        return (folder / step.som_screenshot).read_bytes()
+    from mag_dataset.live.observe import render_som
+
+    return render_som((folder / step.screenshot).read_bytes(), step.candidates)
 
 
 def iter_episode_dirs(root: str | os.PathLike) -> list[Path]:

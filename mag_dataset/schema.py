@@ -216,6 +216,9 @@ class AuditRecord:
         adjudicated_by: the annotator whose adjudication set this outcome, else None.
             Kept in the audit file, so a rerun of the audit keeps the human decision
             whatever annotation database it reads.
+        reason: why the step has its status, when a rule set it (``mag unify`` marks a
+            point-only step ``unmappable`` with ``point_outside_candidates`` or
+            ``point_ambiguous``), else None.
     """
 
     status: AuditStatus = AuditStatus.UNAUDITED
@@ -225,6 +228,7 @@ class AuditRecord:
     original_element_id: str | None = None
     element_id: str | None = None
     adjudicated_by: str | None = None
+    reason: str | None = None
 
     def __post_init__(self) -> None:
         try:
@@ -239,8 +243,9 @@ class AuditRecord:
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["status"] = self.status.value
-        if d["adjudicated_by"] is None:  # audit files without adjudications keep their bytes
-            del d["adjudicated_by"]
+        for key in ("adjudicated_by", "reason"):
+            if d[key] is None:  # audit files without adjudications or reasons keep their bytes
+                del d[key]
         return d
 
 

@@ -102,8 +102,9 @@ class Element:
 
     ``bbox`` is in full-screenshot pixels (before the crop); ``text`` is its rendered text
     content, ``all_text`` its whole DOM text (hidden parts included, for experts),
-    ``own_text`` only its direct text children, ``field_label`` the text of a ``<label>``
-    sibling just before a form field (MiniWoB labels are not linked with ``for=``).
+    ``own_text`` only its direct text children, ``field_label`` the text of the ``<label for=...>``
+    naming a form field, else of a ``<label>`` sibling just before it (MiniWoB labels are not
+    linked with ``for=``).
     """
 
     bid: str
@@ -267,8 +268,13 @@ def parse_elements(obs: dict[str, Any]) -> dict[str, Element]:
     for el in elements.values():
         if el.parent in elements:
             elements[el.parent].children.append(el.bid)
+    # <label for=ID>: the label of the field with that id, wherever the label sits (Magento's
+    # and WorkArena's forms put it in another cell than the field)
+    label_for = {el.attrs["for"]: el.text for el in elements.values() if el.tag == "label" and el.attrs.get("for") and el.text}
     for el in elements.values():
-        if el.tag in ("input", "textarea", "select") and not el.name and el.parent in elements:
+        if el.tag in ("input", "textarea", "select") and el.attrs.get("id") in label_for:
+            el.field_label = label_for[el.attrs["id"]]
+        elif el.tag in ("input", "textarea", "select") and not el.name and el.parent in elements:
             el.field_label = _field_label(elements, el)
     return elements
 
@@ -445,16 +451,33 @@ _PALETTE = ((230, 25, 75), (60, 180, 75), (0, 130, 200), (245, 130, 48), (145, 3
             (70, 160, 160), (240, 50, 230), (128, 128, 0), (0, 0, 128), (170, 110, 40))
 
 
+def som_font() -> Any:
+    """The font of Set-of-Mark labels: Pillow's built-in *bitmap* font, pinned.
+
+    ``ImageFont.load_default(size=...)`` returns a FreeType font whose glyphs (and
+    antialiasing) follow the FreeType and Pillow versions, so the same marks could come out
+    as different bytes on another machine. The bitmap font (``load_default_imagefont``,
+    6 px wide digits, 11 px high, no antialiasing, the same data since PIL 1.1) does not
+    depend on FreeType; ``tests/test_som_render.py`` pins the rendered bytes so a change
+    fails loudly instead of silently changing every built Set-of-Mark image.
+    """
+    from PIL import ImageFont
+
+    return ImageFont.load_default_imagefont()
+
+
 def draw_som(image: Any, candidates: list[Candidate]) -> Any:
-    """Draw Set-of-Mark boxes and id labels on a copy of ``image`` (PIL)."""
-    from PIL import ImageDraw, ImageFont
+    """Draw Set-of-Mark boxes and id labels on a copy of ``image`` (PIL).
+
+    Deterministic: the same pixels and candidates (ids, boxes, in menu order) give the same
+    pixels, with the pinned :func:`som_font`. Boxes are 1 px outlines in a colour chosen by
+    the id; the id is written white on that colour, above the box when it fits, else inside.
+    """
+    from PIL import ImageDraw
 
     out = image.convert("RGB").copy()
     draw = ImageDraw.Draw(out)
-    try:
-        font = ImageFont.load_default(size=10)
-    except TypeError:  # Pillow < 10.1
-        font = ImageFont.load_default()
+    font = som_font()
     for c in candidates:
         color = _PALETTE[_bid_key(c.id)[0] % len(_PALETTE)] if c.id.isdigit() else _PALETTE[0]
         x0, y0, x1, y1 = c.bbox
@@ -466,3 +489,32 @@ def draw_som(image: Any, candidates: list[Candidate]) -> Any:
         draw.rectangle((lx, ly, lx + tw, ly + th), fill=color)
         draw.text((lx + 1 - tb[0], ly + 1 - tb[1]), c.id, fill=(255, 255, 255), font=font)
     return out
+
+
+#: Encoding of Set-of-Mark images rendered at build time (:func:`render_som`): PNG at zlib
+#: level 1. Measured on 1280x720 site screenshots (``benchmarks/bench_compact.py``): about
+#: 20 ms per image against 130 ms for ``optimize=True`` and 100-400 ms for lossless WebP, at
+#: ~80 KB instead of ~65 KB; the rendered image is a derived view, rebuilt from the raw
+#: screenshot, so the build's speed matters more than its size.
+SOM_PNG_COMPRESS_LEVEL = 1
+
+
+def render_som(screenshot: bytes, candidates: Any) -> bytes:
+    """Render the Set-of-Mark image of a raw screenshot (PNG or WebP bytes) as PNG bytes.
+
+    What the builder stores for a step whose raw corpus keeps no Set-of-Mark file (raw
+    format v2): :func:`draw_som` with the pinned font, PNG at zlib level
+    :data:`SOM_PNG_COMPRESS_LEVEL`, no metadata chunks — the same bytes on every build with
+    the same Pillow and zlib.
+
+    Args:
+        screenshot: the raw screenshot file's bytes.
+        candidates: the step's candidate menu (ids and boxes in screenshot px), in menu order.
+    """
+    from PIL import Image
+
+    with Image.open(io.BytesIO(screenshot)) as im:
+        drawn = draw_som(im, list(candidates))
+    buf = io.BytesIO()
+    drawn.save(buf, format="PNG", compress_level=SOM_PNG_COMPRESS_LEVEL)
+    return buf.getvalue()
