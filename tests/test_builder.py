@@ -63,9 +63,9 @@ def test_layout_card_and_manifest(built, corpus):
         "som/train-00000-of-00001.parquet",
     ]
     checked = verify_checksums(built)
-    assert sorted(checked) == sorted(["README.md", "build_info.json", *shards])
+    assert sorted(checked) == sorted(["README.md", "build_info.json", "eval.yaml", *shards])
     lines = (built / "checksums.sha256").read_text().splitlines()
-    assert len(lines) == 6 and all(len(line.split("  ")[0]) == 64 for line in lines)
+    assert len(lines) == 7 and all(len(line.split("  ")[0]) == 64 for line in lines)
 
     card = (built / "README.md").read_text()
     header = yaml.safe_load(card.split("---\n")[1])
@@ -144,7 +144,7 @@ def test_failed_rebuild_keeps_the_earlier_build(raw_copy, tmp_path):
     with pytest.raises(RawDataError, match="field 'screenshot'"):
         build_dataset(raw_copy, out, progress=False)
     after = {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()}
-    assert after == before and len(before) == 7
+    assert after == before and len(before) == 8
     assert sorted(p.name for p in tmp_path.iterdir()) == ["raw", "webmre"]  # no temp folder left
 
 
@@ -294,7 +294,7 @@ def test_cli_unwritable_output_is_one_line(raw_copy, tmp_path, capsys):
 def test_cli_builds(raw_copy, tmp_path, capsys):
     assert main(["build", "--raw", str(raw_copy), "--out", str(tmp_path / "cli"), "--no-progress"]) == 0
     assert f"built {tmp_path / 'cli'}" in capsys.readouterr().out
-    assert len(verify_checksums(tmp_path / "cli")) == 6
+    assert len(verify_checksums(tmp_path / "cli")) == 7  # with eval.yaml
 
 
 # --------------------------------------------------------------------------- splits
@@ -480,7 +480,7 @@ def test_overwrite_false_keeps_a_finished_build_and_fills_an_empty_folder(raw_co
     empty = tmp_path / "empty"
     empty.mkdir()
     out = build_dataset(raw_copy, empty, progress=False, overwrite=False)
-    assert len(verify_checksums(out)) == 6
+    assert len(verify_checksums(out)) == 7
     stamp = (out / "build_info.json").stat().st_mtime_ns
     assert build_dataset(raw_copy, out, progress=False, overwrite=False) == out
     assert (out / "build_info.json").stat().st_mtime_ns == stamp
@@ -499,7 +499,7 @@ def test_build_in_another_process_is_byte_identical(built, corpus, tmp_path):
         env=env, check=True, capture_output=True, timeout=300,
     )
     files = sorted(p.relative_to(built) for p in built.rglob("*") if p.is_file())
-    assert len(files) == 7
+    assert len(files) == 8
     assert all((out / f).read_bytes() == (built / f).read_bytes() for f in files)
 
 
