@@ -240,7 +240,12 @@ def render_card(
         f"| {split} | {m['guide_words']:g} | {m['candidates']:g} | {m['task_steps']:g} |"
         for split, m in (split_medians or {}).items()
     )
-    audited = "an audit file" if build_info["audited"] else "no audit file: every step is `unaudited`"
+    judged = sum(n for split in stats.get("som", {}).values() for a, n in split.get("audit", {}).items() if a != "unaudited")
+    if judged:
+        audited = f"an audit file ({judged} steps with an audit outcome)"
+    else:  # an audit file may exist only to carry `mag unify`'s flags
+        audited = ("no label audit: none was run on these steps (it needs judge models, `mag audit`, or human "
+                   "decisions in `mag annotate`), so every step is `unaudited`; no audit label was written by hand")
     return f"""---
 {header}---
 
