@@ -41,6 +41,38 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="coord view: the predictions' coordinate space: pixels (default), norm1000, norm1 or resized:WxH",
     )
+    hub = parser.add_argument_group("publishing results (see README: On the Hub)")
+    hub.add_argument(
+        "--eval-results",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="write the Hub's .eval_results/webmre_<view>_<contract>.yaml for a model repo into DIR "
+        "(DIR/.eval_results/, or DIR itself when it is named .eval_results); test split only",
+    )
+    hub.add_argument(
+        "--eee",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="write the Every Eval Ever aggregate and per-sample records under DIR/data/webmre/<owner>/<model>/ "
+        "(needs --model-id)",
+    )
+    hub.add_argument("--model-id", default=None, help="the model scored, owner/name (Every Eval Ever records)")
+    hub.add_argument(
+        "--dataset-id",
+        default=None,
+        help="the benchmark's Hub dataset repo named in the results (default: --dataset when it is a repo id, "
+        "else mag/webmre)",
+    )
+    hub.add_argument(
+        "--dataset-revision",
+        default=None,
+        help="the git revision of that repo the gold came from (default: read from a Hub cache snapshot path, "
+        "else left out)",
+    )
+    hub.add_argument("--source-url", default=None, help=".eval_results: a link to the logs or predictions behind the result")
+    hub.add_argument("--source-name", default=None, help=".eval_results: the display name of --source-url")
 
 
 def load_gold(dataset: str, view: View | str, split: str) -> list[Any]:
@@ -141,6 +173,7 @@ def run(args: argparse.Namespace) -> int:
 
     if not args.predictions.is_file():
         raise UserError(f"predictions file not found: {args.predictions}")
+    hub_target = _check_hub_flags(args)
     if args.output is not None and args.output.is_dir():
         raise UserError(f"--output {args.output} is a folder; give a file path for the report JSON")
     try:
@@ -167,7 +200,7 @@ def run(args: argparse.Namespace) -> int:
             judges=args.judges,
             allow_missing=args.allow_missing,
             max_lines=args.max_lines,
-            keep_steps=args.per_step,
+            keep_steps=args.per_step or args.eee is not None,
             coord_space=space,
             coord_space_source=source,
             menus=menus,
@@ -185,4 +218,82 @@ def run(args: argparse.Namespace) -> int:
         except OSError as e:
             raise UserError(f"cannot write the report to {args.output}: {e}") from None
         print(f"\nreport written to {args.output}")
+    if hub_target is not None:
+        _write_hub_results(args, report, steps, *hub_target)
     return 0
+
+
+def _check_hub_flags(args: argparse.Namespace) -> tuple[str, str | None] | None:
+    """Check the publishing flags before scoring; returns ``(dataset id, revision)`` when one is set."""
+    from mag_dataset.cli import UserError
+    from mag_dataset.dataset import is_local
+    from mag_dataset.hub_eval import DEFAULT_DATASET_ID, TASK_SPLIT, hub_snapshot_revision
+
+    if args.eval_results is None and args.eee is None:
+        for flag in ("model_id", "dataset_id", "dataset_revision", "source_url", "source_name"):
+            if getattr(args, flag) is not None:
+                raise UserError(f"--{flag.replace('_', '-')} applies only with --eval-results or --eee")
+        return None
+    for flag in ("eval_results", "eee"):
+        folder = getattr(args, flag)
+        if folder is not None and folder.exists() and not folder.is_dir():
+            raise UserError(f"--{flag.replace('_', '-')} {folder} is a file; give a folder")
+    if args.eval_results is not None and args.split != TASK_SPLIT:
+        raise UserError(f"--eval-results: only the {TASK_SPLIT} split is a benchmark task, not {args.split}")
+    if args.source_name is not None and args.source_url is None:
+        raise UserError("--source-name needs --source-url")
+    if args.eee is not None:
+        from mag_dataset.eee import EEEError, path_components
+
+        if args.model_id is None:
+            raise UserError("--eee needs --model-id owner/name (the model the predictions come from)")
+        try:
+            path_components(args.model_id)
+        except EEEError as e:
+            raise UserError(f"--model-id: {e}") from None
+    local = args.dataset == "bundled" or is_local(args.dataset)
+    dataset_id = args.dataset_id or (DEFAULT_DATASET_ID if local else args.dataset)
+    if dataset_id.count("/") != 1 or not all(dataset_id.split("/")):
+        raise UserError(f"--dataset-id must look like owner/name, got {dataset_id!r}")
+    revision = args.dataset_revision
+    if revision is None and local and args.dataset != "bundled":
+        revision = hub_snapshot_revision(args.dataset)
+    return dataset_id, revision
+
+
+def _write_hub_results(args: argparse.Namespace, report: Any, steps: list[Any], dataset_id: str, revision: str | None) -> None:
+    from mag_dataset.cli import UserError
+
+    if args.eval_results is not None:
+        from mag_dataset.hub_eval import EvalFileError, write_eval_results
+
+        try:
+            path = write_eval_results(
+                args.eval_results, report, dataset_id=dataset_id, dataset_revision=revision,
+                source_url=args.source_url, source_name=args.source_name, split=args.split,
+            )
+        except EvalFileError as e:
+            raise UserError(f"--eval-results: {e}") from None
+        except OSError as e:
+            raise UserError(f"cannot write to {args.eval_results}: {e}") from None
+        print(f"Hub result written to {path} (commit it to the model repo)")
+        if revision is None:
+            print("mag score: note: no dataset revision recorded; pass --dataset-revision SHA", file=sys.stderr)
+    if args.eee is not None:
+        from mag_dataset.eee import EEEError, write_export
+        from mag_dataset.predictions import iter_predictions
+
+        outputs = {
+            (p.step_id, p.seed): p.output
+            for p in iter_predictions(args.predictions, [s.step_id for s in steps], allow_missing=True)
+        }
+        try:
+            agg, samples = write_export(
+                args.eee, report, steps, outputs, model_id=args.model_id, dataset_id=dataset_id,
+                dataset_revision=revision, split=args.split,
+            )
+        except EEEError as e:
+            raise UserError(f"--eee: {e}") from None
+        except OSError as e:
+            raise UserError(f"cannot write to {args.eee}: {e}") from None
+        print(f"Every Eval Ever records written to {agg} and {samples.name}")
