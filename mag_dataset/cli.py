@@ -25,6 +25,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "annotate": ("mag_dataset.commands.annotate_app", "run the human verification / adjudication app"),
     "audit": ("mag_dataset.commands.audit", "three-judge label audit of raw episodes"),
     "unify": ("mag_dataset.commands.unify", "restore coordinate-only steps and flag stale screenshots"),
+    "compact": ("mag_dataset.commands.compact", "store a raw corpus compactly: lossless WebP screenshots, SoM rendered at build"),
     "import-browsergym": ("mag_dataset.commands.import_browsergym", "convert BrowserGym/AgentLab runs to raw episodes"),
     "recapture": ("mag_dataset.commands.recapture", "re-render site episodes on a site that has moved on (stale path)"),
     "sites": ("mag_dataset.commands.sites", "set up, serve, reset and stop the real web applications (shop, tracker, ...)"),

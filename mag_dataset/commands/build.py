@@ -12,6 +12,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--audit", type=Path, default=None, help="audit file (default: RAW/audit.jsonl when present)")
     parser.add_argument("--include-failed", action="store_true",
                         help="also build episodes marked unsuccessful (e.g. a live-eval run, for inspection)")
+    parser.add_argument("--unmappable-point-only", action="store_true",
+                        help="build point-only steps that `mag unify` did not restore as audit status 'unmappable' "
+                             "(default: refuse them)")
     parser.add_argument("--no-progress", action="store_true", help="hide progress bars")
 
 
@@ -24,7 +27,7 @@ def run(args: argparse.Namespace) -> int:
     raw = args.raw if args.raw is not None else bundled_raw_dir()
     try:
         out = build_dataset(raw, args.out, audit_path=args.audit, progress=not args.no_progress,
-                            include_failed=args.include_failed)
+                            include_failed=args.include_failed, unmappable_point_only=args.unmappable_point_only)
     except (RawDataError, BuildError, OSError) as e:  # OSError: an unwritable --out, unreadable raw files
         raise UserError(str(e)) from None
     print(f"built {out}")

@@ -1,0 +1,40 @@
+"""``mag compact --raw DIR``: store a raw corpus compactly (lossless WebP, no stored SoM), in place.
+
+The conversion and its settings are documented in :mod:`mag_dataset.compact`.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from mag_dataset import compact as _compact
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--raw", required=True, type=Path, help="raw corpus folder (episodes are rewritten in place)")
+    parser.add_argument("--method", type=int, default=_compact.WEBP_METHOD,
+                        help="libwebp effort, 0 (fastest) .. 6 (smallest)")
+    parser.add_argument("--quality", type=int, default=_compact.WEBP_QUALITY,
+                        help="lossless effort 0..100 (Pillow's quality for lossless WebP)")
+    parser.add_argument("--workers", type=int, default=None, help="encoding threads (default: one per CPU)")
+    parser.add_argument("--dry-run", action="store_true", help="encode and report sizes, write nothing")
+
+
+def run(args: argparse.Namespace) -> int:
+    from mag_dataset.cli import UserError
+    from mag_dataset.raw import RawDataError
+
+    if not args.raw.is_dir():
+        raise UserError(f"raw corpus folder not found: {args.raw}")
+    if args.workers is not None and args.workers < 1:
+        raise UserError(f"--workers must be at least 1, got {args.workers}")
+    try:
+        report = _compact.compact_corpus(args.raw, method=args.method, quality=args.quality, workers=args.workers,
+                                         dry_run=args.dry_run)
+    except (RawDataError, ValueError, OSError) as e:
+        raise UserError(str(e)) from None
+    print(("would compact: " if args.dry_run else "compacted: ") + report.summary())
+    for name in report.not_round_trip:
+        print(f"kept as PNG (WebP not smaller or not pixel-identical): {name}")
+    return 0
