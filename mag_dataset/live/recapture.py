@@ -19,7 +19,11 @@ For every step of a recaptured episode, *before* its action is replayed:
   the builder renders it the same way);
 * the action-time screenshot keeps its file and is named in
   ``metadata["action_time_screenshot"]``, with ``metadata["recaptured"] = true`` and the
-  recaptured menu's size in ``metadata["recaptured_candidates"]``.
+  recaptured menu's size in ``metadata["recaptured_candidates"]``;
+* a recaptured screenshot that is pixel-identical (RGB) to the action-time one is stored
+  once: the step keeps its files and ``metadata["recaptured_identical"] = true`` (the
+  stale rule then compares the file with itself and finds no difference, as it would with
+  a second copy).
 
 Originals are never overwritten: the new files are written first, then ``episode.json`` is
 replaced atomically, then the action-time Set-of-Mark images (no longer referenced) are
@@ -100,6 +104,7 @@ def recapture_episode(folder: Path, episode: RawEpisode, *, reset_site: bool = F
     Returns:
         ``(new episode, new image files, diverged)``; the caller writes them.
     """
+    import numpy as np
     from PIL import Image
 
     from mag_dataset.live.env import make_site_env
@@ -117,14 +122,20 @@ def recapture_episode(folder: Path, episode: RawEpisode, *, reset_site: bool = F
         for st in episode.steps:
             ob = observe_page(obs)
             shot = Image.open(io.BytesIO(ob.png)).convert("RGB")
+            with Image.open(folder / st.screenshot) as before:
+                identical = before.size == shot.size and np.array_equal(np.asarray(before.convert("RGB")), np.asarray(shot))
             stem = Path(st.screenshot).stem
-            new_shot, new_som = stem + RECAPTURED_SUFFIX, stem + RECAPTURED_SOM_SUFFIX
-            images[new_shot] = ob.png
-            if st.som_screenshot:  # a corpus that stores Set-of-Mark files (raw format v1) gets one
-                images[new_som] = encode_png(draw_som(shot, list(st.candidates)))
-            else:  # none stored: the builder renders it from the screenshot and the menu
-                new_som = ""
+            if identical:  # store each screenshot once: the recapture is the action-time file, pixel for pixel
+                new_shot, new_som = st.screenshot, st.som_screenshot
+            else:
+                new_shot, new_som = stem + RECAPTURED_SUFFIX, stem + RECAPTURED_SOM_SUFFIX
+                images[new_shot] = ob.png
+                if st.som_screenshot:  # a corpus that stores Set-of-Mark files (raw format v1) gets one
+                    images[new_som] = encode_png(draw_som(shot, list(st.candidates)))
+                else:  # none stored: the builder renders it from the screenshot and the menu
+                    new_som = ""
             meta = {**st.metadata, "recaptured": True, "action_time_screenshot": st.screenshot,
+                    "recaptured_identical": identical,
                     "recaptured_candidates": len(ob.candidates), "recapture_diverged": diverged}
             steps.append(dataclasses.replace(st, screenshot=new_shot, som_screenshot=new_som, metadata=meta))
             if not diverged:
@@ -178,8 +189,9 @@ def recapture_corpus(raw_dir: str | Path, share: float, seed: int = 0,
             tmp.write_bytes(data)
             tmp.replace(folder / name)
         rewrite_episode_json(folder, new)
-        for st in ep.steps:  # the action-time SoM images are no longer referenced
-            if st.som_screenshot:
+        kept = {st.som_screenshot for st in new.steps}
+        for st in ep.steps:  # the action-time SoM images of changed steps are no longer referenced
+            if st.som_screenshot and st.som_screenshot not in kept:
                 (folder / st.som_screenshot).unlink(missing_ok=True)
         report.episodes += 1
         report.steps += len(new.steps)
