@@ -1,19 +1,26 @@
-"""A small client for OpenAI-compatible chat-completions endpoints.
+"""A small client for OpenAI-compatible chat-completions endpoints, on the ``openai`` package.
 
 Used by guide drafting, the three-judge label audit (WebMRE, arXiv 2609.27353, §3), the
-zero-shot API baselines and live evaluation of an endpoint agent. It speaks plain HTTP
-(stdlib ``urllib``) to ``POST {base_url}/chat/completions`` so it works with OpenAI, vLLM,
-SGLang, llama.cpp, Ollama and any other server of that dialect, and adds what a
-benchmark needs on top:
+zero-shot API baselines and live evaluation of an endpoint agent. Requests go through the
+official ``openai`` client (``openai.OpenAI(base_url=..., max_retries=..., timeout=...)``),
+so they work with OpenAI, vLLM, SGLang, llama.cpp, Ollama and any other server of that
+dialect, and the transport, retries (HTTP 408/409/429/5xx, timeouts and connection
+errors, exponential backoff with jitter, ``Retry-After`` / ``retry-after-ms`` honoured)
+and typed HTTP errors are the ``openai`` package's. This module adds what a benchmark
+needs on top:
 
 * greedy decoding by default (``temperature=0``);
-* retries with exponential backoff on HTTP 429, 5xx, timeouts and connection errors
-  (``Retry-After`` is honoured, capped at ``max_backoff``);
 * an on-disk cache keyed by a SHA-256 hash of the full request (endpoint URL, model,
   messages and every parameter), so a rerun of the same requests makes zero requests;
 * bounded concurrency for batches (:meth:`ChatClient.map`);
-* typed errors (:class:`LLMError` and subclasses) with one clear line each — a missing
-  API key or a malformed base URL is a :class:`LLMConfigError`, never a bare traceback.
+* one readable line per failure: ``openai``'s exceptions become :class:`LLMError`
+  subclasses (the original stays as ``__cause__``), and a missing API key or a malformed
+  base URL is a :class:`LLMConfigError`, never a bare traceback;
+* counters of HTTP attempts, retries and cache hits (:attr:`ChatClient.stats`).
+
+Parameters other than ``model`` and ``messages`` are sent exactly as given (through
+``extra_body``), so server-specific ones such as vLLM's ``top_k`` or
+``chat_template_kwargs`` pass through and the request body is the one the cache key hashes.
 
 ``base_url`` follows the OpenAI convention and includes the version prefix, e.g.
 ``https://api.openai.com/v1`` or ``http://127.0.0.1:8000/v1``.
@@ -32,20 +39,21 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import http.client
 import ipaddress
 import json
 import os
 import socket
 import threading
-import time
-import urllib.error
 import urllib.parse
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
+
 from mag_dataset.fileio import atomic_write
+
+if TYPE_CHECKING:  # ``openai`` takes seconds to import: loaded by the first ChatClient
+    import openai
 
 __all__ = [
     "CACHE_FORMAT_VERSION",
@@ -63,8 +71,6 @@ __all__ = [
 
 #: Bumped when the cache layout or key changes, so old entries are never misread.
 CACHE_FORMAT_VERSION = 1
-
-_RETRY_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504})
 
 
 class LLMError(Exception):
@@ -173,6 +179,34 @@ def _is_loopback(host: str) -> bool:
         return False
 
 
+def _openai_client(base_url: str, api_key: Any, timeout: float, max_retries: int, backoff: float,
+                   max_backoff: float, on_request: Any) -> "openai.OpenAI":
+    """An ``openai.OpenAI`` whose retry waits start at ``backoff`` seconds instead of 0.5.
+
+    The retry loop, jitter and ``Retry-After`` handling stay ``openai``'s: only the wait it
+    computes when the server sets no ``Retry-After`` is rescaled (so tests and impatient
+    users can shorten it), and every wait is capped at ``max_backoff``.
+    """
+    import openai
+    from openai._constants import INITIAL_RETRY_DELAY
+
+    class OpenAI(openai.OpenAI):  # the class name is the User-Agent openai sends
+        def _calculate_retry_timeout(self, remaining_retries, options, response_headers=None):  # type: ignore[no-untyped-def]
+            wait = super()._calculate_retry_timeout(remaining_retries, options, response_headers)
+            server = self._parse_retry_after_header(response_headers)
+            if not (server is not None and 0 < server and abs(server - wait) < 1e-9):
+                wait *= backoff / INITIAL_RETRY_DELAY
+            return min(wait, max_backoff)
+
+    return OpenAI(
+        base_url=base_url,
+        api_key=api_key,
+        timeout=timeout,
+        max_retries=max_retries,
+        http_client=openai.DefaultHttpxClient(event_hooks={"request": [on_request]}),
+    )
+
+
 class ChatClient:
     """Client for one model behind one OpenAI-compatible endpoint.
 
@@ -183,13 +217,15 @@ class ChatClient:
             endpoint without authentication. When the variable is unset, loopback
             endpoints (localhost, 127.0.0.1) are called without a key; any other host
             raises :class:`LLMConfigError` on the first request that is not cached.
+            The variable is read on every request, so a rotated key is picked up.
         timeout: seconds per attempt (connect + read).
-        max_retries: extra attempts after the first on 429, 5xx, timeouts and connection
-            errors (0 = no retry).
+        max_retries: extra attempts after the first on 408, 409, 429, 5xx, timeouts and
+            connection errors (0 = no retry); passed to ``openai.OpenAI``.
         cache_dir: folder of the response cache, or None for no cache.
         concurrency: the most requests in flight at once from this client (all
             :meth:`map` calls and threads together).
-        backoff: seconds before the first retry; doubles on each further retry.
+        backoff: seconds before the first retry when the server sends no ``Retry-After``
+            (``openai``'s schedule: doubling, minus up to 25% jitter; its own start is 0.5).
         max_backoff: cap on one wait, also applied to ``Retry-After``.
         default_params: parameters merged into every request (``temperature`` defaults to 0).
 
@@ -222,10 +258,12 @@ class ChatClient:
             raise LLMConfigError("model name is empty")
         if timeout <= 0:
             raise LLMConfigError(f"timeout must be positive, got {timeout}")
-        if max_retries < 0:
-            raise LLMConfigError(f"max_retries must be >= 0, got {max_retries}")
+        if not isinstance(max_retries, int) or isinstance(max_retries, bool) or max_retries < 0:
+            raise LLMConfigError(f"max_retries must be an integer >= 0, got {max_retries!r}")
         if concurrency < 1:
             raise LLMConfigError(f"concurrency must be >= 1, got {concurrency}")
+        if backoff < 0 or max_backoff < 0:
+            raise LLMConfigError(f"backoff and max_backoff must be >= 0, got {backoff} and {max_backoff}")
         self.base_url = base_url.strip().rstrip("/")
         self.url = self.base_url + "/chat/completions"
         self.host = parsed.hostname
@@ -241,9 +279,18 @@ class ChatClient:
         self.stats = {"requests": 0, "cache_hits": 0, "retries": 0, "failures": 0}
         self._lock = threading.Lock()
         self._slots = threading.BoundedSemaphore(self.concurrency)
+        self._attempts = threading.local()  # HTTP attempts of the call running in this thread
+        self._openai: openai.OpenAI | None = None
 
     def __repr__(self) -> str:
         return f"ChatClient({self.base_url!r}, {self.model!r})"
+
+    def close(self) -> None:
+        """Close the connection pool (a later call opens a new one)."""
+        with self._lock:
+            client, self._openai = self._openai, None
+        if client is not None:
+            client.close()
 
     # -- request building -------------------------------------------------------------
 
@@ -325,7 +372,7 @@ class ChatClient:
             return None
         return d["content"]
 
-    def _write_cache(self, key: str, content: str, response: dict[str, Any]) -> None:
+    def _write_cache(self, key: str, content: str, finish_reason: Any, usage: Any) -> None:
         path = self._cache_path(key)
         if path is None:
             return
@@ -335,8 +382,8 @@ class ChatClient:
             "url": self.url,
             "model": self.model,
             "content": content,
-            "finish_reason": _first_choice(response).get("finish_reason"),
-            "usage": response.get("usage"),
+            "finish_reason": finish_reason,
+            "usage": usage,
         }
         atomic_write(path, json.dumps(entry, ensure_ascii=False, indent=1))
 
@@ -368,12 +415,12 @@ class ChatClient:
                 self.stats["cache_hits"] += 1
             return hit
         try:
-            content, response = self._send_with_retries(body)
+            content, finish_reason, usage = self._send(body)
         except LLMError:
             with self._lock:
                 self.stats["failures"] += 1
             raise
-        self._write_cache(key, content, response)
+        self._write_cache(key, content, finish_reason, usage)
         return content
 
     def map(
@@ -413,114 +460,90 @@ class ChatClient:
         with ThreadPoolExecutor(max_workers=min(self.concurrency, len(items)), thread_name_prefix="mag-llm") as pool:
             return list(pool.map(one, items))
 
-    def _send_with_retries(self, body: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-        headers = {"Content-Type": "application/json", "Accept": "application/json"}
-        key = self._api_key()
-        if key:
-            headers["Authorization"] = f"Bearer {key}"
-        data = _canonical(body)
-        last: _Retryable | None = None
-        for attempt in range(self.max_retries + 1):
-            if last is not None:
-                with self._lock:
-                    self.stats["retries"] += 1
-                wait = min(self.max_backoff, self.backoff * (2 ** (attempt - 1)))
-                if last.retry_after is not None:
-                    wait = min(self.max_backoff, max(wait, last.retry_after))
-                time.sleep(wait)
-            try:
-                return self._send_once(data, headers)
-            except _Retryable as e:
-                last = e
-        assert last is not None
-        err = last.error
-        if self.max_retries:
-            err.args = (f"{err} (gave up after {self.max_retries + 1} attempts)",)
-        raise err
+    # -- the openai client ------------------------------------------------------------------
 
-    def _send_once(self, data: bytes, headers: dict[str, str]) -> tuple[str, dict[str, Any]]:
-        req = urllib.request.Request(self.url, data=data, headers=headers, method="POST")
+    def _client(self) -> "openai.OpenAI":
+        with self._lock:
+            if self._openai is None:
+                self._openai = _openai_client(
+                    self.base_url, self._bearer, self.timeout, self.max_retries, self.backoff,
+                    self.max_backoff, self._on_request,
+                )
+            return self._openai
+
+    def _bearer(self) -> str:
+        # openai asks for the key before every attempt; "" goes with an omitted Authorization header
+        return self._api_key() or ""
+
+    def _on_request(self, request: Any) -> None:
+        self._attempts.n = getattr(self._attempts, "n", 0) + 1
+        with self._lock:
+            self.stats["requests"] += 1
+            if self._attempts.n > 1:
+                self.stats["retries"] += 1
+
+    def _send(self, body: dict[str, Any]) -> tuple[str, Any, Any]:
+        import openai
+
+        key = self._api_key()  # a missing key fails here, before anything is sent
+        rest = {k: v for k, v in body.items() if k not in ("model", "messages")}
+        headers = None if key else {"Authorization": openai.omit}
+        client = self._client()
+        self._attempts.n = 0
         with self._slots:
-            with self._lock:
-                self.stats["requests"] += 1
             try:
-                with urllib.request.urlopen(req, timeout=self.timeout) as resp:
-                    raw = resp.read()
-            except urllib.error.HTTPError as e:
-                detail = _error_detail(e)
-                status = e.code
-                msg = f"{self.url} answered HTTP {status}" + (f": {detail}" if detail else "")
-                if status in _RETRY_STATUSES:
-                    raise _Retryable(LLMHTTPError(msg, status), _retry_after(e.headers.get("Retry-After"))) from None
-                if status == 401:
-                    msg += f" (check the API key in ${self.api_key_env})" if self.api_key_env else " (the endpoint wants an API key)"
-                elif status == 404:
-                    msg += " (check base_url: it should end with the version prefix, e.g. /v1, and the model name)"
-                raise LLMHTTPError(msg, status) from None
-            except (TimeoutError, socket.timeout):
-                raise _Retryable(LLMTimeoutError(f"{self.url} did not answer within {self.timeout:g}s")) from None
-            except urllib.error.URLError as e:
-                if isinstance(e.reason, (TimeoutError, socket.timeout)):
-                    raise _Retryable(LLMTimeoutError(f"{self.url} did not answer within {self.timeout:g}s")) from None
-                raise _Retryable(LLMUnavailableError(f"cannot reach {self.url}: {e.reason}")) from None
-            except (ConnectionError, http.client.HTTPException) as e:
-                raise _Retryable(LLMUnavailableError(f"connection to {self.url} failed: {e}")) from None
-        try:
-            response = json.loads(raw.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError):
-            raise LLMResponseError(f"{self.url} returned a body that is not JSON: {raw[:120]!r}") from None
-        if not isinstance(response, dict):
-            raise LLMResponseError(f"{self.url} returned JSON that is not an object")
-        if "error" in response and "choices" not in response:
-            raise LLMResponseError(f"{self.url} returned an error: {_short(response['error'])}")
-        message = _first_choice(response).get("message")
-        content = message.get("content") if isinstance(message, dict) else None
+                completion = client.chat.completions.create(
+                    model=body["model"], messages=body["messages"], extra_body=rest, extra_headers=headers
+                )
+            except openai.APIStatusError as e:
+                raise self._status_error(e) from e
+            except openai.APITimeoutError as e:
+                raise LLMTimeoutError(self._gave_up(f"{self.url} did not answer within {self.timeout:g}s")) from e
+            except openai.APIConnectionError as e:
+                reason = _short(str(e.__cause__ or e))
+                raise LLMUnavailableError(self._gave_up(f"cannot reach {self.url}: {reason}")) from e
+            except (openai.APIResponseValidationError, ValueError) as e:  # ValueError: a body that is not JSON
+                raise LLMResponseError(f"{self.url} returned a body that is not JSON: {_short(str(e), 120)}") from e
+        return self._content(completion)
+
+    def _gave_up(self, message: str) -> str:
+        n = getattr(self._attempts, "n", 0)
+        return f"{message} (gave up after {n} attempts)" if n > 1 else message
+
+    def _status_error(self, e: "openai.APIStatusError") -> LLMHTTPError:
+        status = e.status_code
+        detail = _short(e.body if e.body is not None else e.message)
+        msg = f"{self.url} answered HTTP {status}" + (f": {detail}" if detail else "")
+        if status == 401:
+            msg += f" (check the API key in ${self.api_key_env})" if self.api_key_env else " (the endpoint wants an API key)"
+        elif status == 404:
+            msg += " (check base_url: it should end with the version prefix, e.g. /v1, and the model name)"
+        return LLMHTTPError(self._gave_up(msg), status)
+
+    def _content(self, completion: Any) -> tuple[str, Any, Any]:
+        choices = getattr(completion, "choices", None)
+        if not choices:
+            error = (getattr(completion, "model_extra", None) or {}).get("error")
+            if error is not None:
+                raise LLMResponseError(f"{self.url} returned an error: {_short(error)}")
+            raise LLMResponseError(f"{self.url} returned no choices[0].message.content")
+        choice = choices[0]
+        message = getattr(choice, "message", None)
+        content = getattr(message, "content", None)
         if isinstance(content, list):  # some servers return content parts
-            texts = [p.get("text") for p in content if isinstance(p, dict)]
+            texts = [p.get("text") if isinstance(p, dict) else getattr(p, "text", None) for p in content]
             content = "".join(texts) if all(isinstance(t, str) for t in texts) else None
         if not isinstance(content, str):
             raise LLMResponseError(f"{self.url} returned no choices[0].message.content")
-        return content, response
-
-
-class _Retryable(Exception):
-    def __init__(self, error: LLMError, retry_after: float | None = None):
-        super().__init__(str(error))
-        self.error = error
-        self.retry_after = retry_after
-
-
-def _first_choice(response: dict[str, Any]) -> dict[str, Any]:
-    choices = response.get("choices")
-    if isinstance(choices, list) and choices and isinstance(choices[0], dict):
-        return choices[0]
-    return {}
-
-
-def _retry_after(value: str | None) -> float | None:
-    if not value:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        return None
+        usage = getattr(completion, "usage", None)
+        if usage is not None and hasattr(usage, "model_dump"):
+            usage = usage.model_dump(exclude_none=True)
+        return content, getattr(choice, "finish_reason", None), usage
 
 
 def _short(obj: Any, n: int = 200) -> str:
     if isinstance(obj, dict) and "message" in obj:
         obj = obj["message"]
-    s = obj if isinstance(obj, str) else json.dumps(obj, ensure_ascii=False)
+    s = obj if isinstance(obj, str) else json.dumps(obj, ensure_ascii=False, default=str)
     s = " ".join(s.split())
     return s if len(s) <= n else s[: n - 3] + "..."
-
-
-def _error_detail(e: urllib.error.HTTPError) -> str:
-    try:
-        raw = e.read()
-    except Exception:  # the body of an error response is best effort only
-        return ""
-    try:
-        d = json.loads(raw.decode("utf-8"))
-        return _short(d.get("error", d) if isinstance(d, dict) else d)
-    except (UnicodeDecodeError, json.JSONDecodeError, AttributeError):
-        return _short(raw.decode("utf-8", "replace"))

@@ -94,7 +94,47 @@ def test_backoff_is_exponential(stub):
     c = client(stub, max_retries=2, backoff=0.2)
     t = time.monotonic()
     c.complete(MSG)
-    assert time.monotonic() - t >= 0.2 + 0.4 - 0.05
+    # openai's schedule: backoff * 2**k, each minus up to 25% jitter
+    assert 0.75 * (0.2 + 0.4) - 0.02 <= time.monotonic() - t < 0.2 + 0.4 + 1.0
+
+
+def test_retry_after_is_honoured_and_capped(stub):
+    stub.script += [Status(429, retry_after=0.4)]
+    c = client(stub, max_retries=1, backoff=0.01)
+    t = time.monotonic()
+    assert c.complete(MSG) == 'echo:"hello"'
+    assert time.monotonic() - t >= 0.4 - 0.02  # the server's wait, not the 0.01 s backoff
+    stub.script += [Status(503, retry_after=60)]
+    c = client(stub, max_retries=1, backoff=0.01, max_backoff=0.2)
+    t = time.monotonic()
+    assert c.complete([{"role": "user", "content": "again"}]) == 'echo:"again"'
+    assert time.monotonic() - t < 5  # capped at max_backoff
+
+
+def test_requests_go_through_the_openai_package(stub):
+    """No hand-written transport: the stub sees openai's client, its retry counter, and the exact body."""
+    import openai
+
+    stub.script += [Status(502, retry_after=0.01)]
+    c = client(stub, max_retries=1)
+    params = {"max_tokens": 7, "top_k": 3, "chat_template_kwargs": {"enable_thinking": False}}
+    assert c.complete(MSG, **params) == 'echo:"hello"'
+    sent = [{k.lower(): v for k, v in h.items()} for h in stub.headers]
+    assert [h["user-agent"].split("/")[0] for h in sent] == ["OpenAI", "OpenAI"]
+    assert [h["x-stainless-retry-count"] for h in sent] == ["0", "1"]
+    assert "authorization" not in sent[0]  # no key for a loopback endpoint without one
+    # the body on the wire is the one the cache key hashes, server-specific parameters included
+    assert stub.requests[0] == stub.requests[1] == c.build_body(MSG, **params)
+    assert c.stats == {"requests": 2, "cache_hits": 0, "retries": 1, "failures": 0}
+    import mag_dataset.llm_client as mod
+
+    source = open(mod.__file__, encoding="utf-8").read()
+    for hand_written in ("urlopen", "http.client", "time.sleep", "_Retryable"):
+        assert hand_written not in source
+    stub.script += [Status(400, message="nope")]
+    with pytest.raises(LLMHTTPError) as e:
+        c.complete([{"role": "user", "content": "x"}])
+    assert isinstance(e.value.__cause__, openai.BadRequestError)  # openai's typed error stays reachable
 
 
 def test_non_retryable_status_fails_at_once(stub):
@@ -147,7 +187,8 @@ def test_api_key_sent_and_missing_key_is_config_error(monkeypatch):
         monkeypatch.setenv("MAG_TEST_KEY", "sk-test")
         c = ChatClient(stub.base_url, "m", api_key_env="MAG_TEST_KEY", backoff=0.01)
         assert c.complete(MSG) == "ok"
-        assert stub.headers[0]["Authorization"] == "Bearer sk-test"
+        sent = {k.lower(): v for k, v in stub.headers[0].items()}  # HTTP header names are case-insensitive
+        assert sent["authorization"] == "Bearer sk-test"
         monkeypatch.setenv("MAG_TEST_KEY", "wrong")
         with pytest.raises(LLMHTTPError, match=r"HTTP 401.*\$MAG_TEST_KEY"):
             c.complete([{"role": "user", "content": "other"}])
