@@ -57,9 +57,13 @@ def test_unify_restores_coordinate_only_steps(tmp_path):
     assert s2.action.element_id == "4" and s2.action.coordinate == (20.0, 80.0)
     assert s2.target_bbox == hf.FORM[3].bbox and s2.metadata["coordinate_restored"] is True
     assert s3.action.element_id is None and s3.metadata["coordinate_unrestorable"] is True
+    assert s3.metadata["unmappable_reason"] == "point_outside_candidates"
     audit = read_audit(raw / "audit.jsonl")
-    assert list(audit) == ["coord.seed-0:2"]
+    assert list(audit) == ["coord.seed-0:2", "coord.seed-0:3"]
     assert audit["coord.seed-0:2"].coordinate_restored and audit["coord.seed-0:2"].status.value == "unaudited"
+    # the point on no candidate is marked unmappable with its reason, not silently left
+    assert audit["coord.seed-0:3"].status.value == "unmappable" and audit["coord.seed-0:3"].reason == "point_outside_candidates"
+    assert report.unmappable_reasons == {"point_outside_candidates": 1}
     # idempotent: a second run changes nothing
     before = (raw / "coord.seed-0" / "episode.json").read_bytes(), (raw / "audit.jsonl").read_bytes()
     again = unify_corpus(raw)
@@ -145,7 +149,8 @@ def test_cli(tmp_path, capsys):
     raw = tmp_path / "raw"
     hf.write(raw, coord_only_episode())
     assert main(["unify", str(raw), "--dry-run"]) == 0
-    assert "would change: 1 episodes, 4 steps: 2 coordinate-only (1 restored, 1 unrestorable)" in capsys.readouterr().out
+    assert ("would change: 1 episodes, 4 steps: 2 coordinate-only (1 restored, 1 unrestorable, "
+            "point_outside_candidates 1)") in capsys.readouterr().out
     assert read_episode(raw / "coord.seed-0").steps[2].action.element_id is None
     assert main(["unify", str(raw)]) == 0
     assert read_episode(raw / "coord.seed-0").steps[2].action.element_id == "4"
@@ -169,3 +174,62 @@ def test_cli_rejects_bad_thresholds(tmp_path, bad, capsys):
     (tmp_path / "raw").mkdir()
     assert main(["unify", str(tmp_path / "raw"), *bad]) == 2
     assert "must be in" in capsys.readouterr().err
+
+
+def test_ambiguity_rule():
+    from mag_dataset.harness.unify import POINT_AMBIGUOUS, POINT_OUTSIDE, map_point
+
+    # nested boxes are never ambiguous: the checkbox inside its row
+    assert map_point((20, 80), hf.FORM) == (hf.FORM[3], None)
+    assert map_point((155, 5), hf.FORM) == (None, POINT_OUTSIDE)
+    # two elements in one place (boxes equal within 1 px): ambiguous
+    x, y = C("x", (0, 0, 10, 10)), C("y", (0, 0, 10.5, 10))
+    assert map_point((5, 5), [x, y]) == (None, POINT_AMBIGUOUS)
+    # partly overlapping boxes of comparable size: ambiguous
+    a, b = C("a", (0, 0, 10, 10)), C("b", (6, 0, 18, 10))
+    assert map_point((8, 5), [a, b]) == (None, POINT_AMBIGUOUS)
+    assert map_point((3, 5), [a, b]) == (a, None)  # only one contains it
+    # a link sticking out of its page strip by one pixel (recorded on the tracker): nested
+    strip, link = C("94", (184.5, 234.12, 1080.5, 249.12), "div"), C("95", (1032.83, 234.12, 1070.53, 250.12), "link")
+    assert map_point((1055.0, 239.0), [strip, link]) == (link, None)
+    # a far larger box overlapping partly (a banner under a button) does not compete
+    banner, button = C("b", (0, 0, 400, 40)), C("k", (380, 10, 420, 30))
+    assert map_point((390, 20), [banner, button]) == (button, None)
+
+
+def test_ambiguous_point_is_unmappable_in_the_audit_and_builds(tmp_path):
+    from mag_dataset.builder import prepare_corpus
+    from mag_dataset.schema import Candidate
+
+    raw = tmp_path / "raw"
+    ep = hf.login_episode("amb.seed-0")
+    steps = list(ep.steps)
+    overlap = (*hf.FORM, Candidate("6", "link", "Help", (120, 100, 160, 118)))  # overlaps Submit (100, 95, 150, 115)
+    steps[3] = dataclasses.replace(hf.step(3, Action(type="click", coordinate=(130, 105)), None), candidates=overlap)
+    hf.write(raw, dataclasses.replace(ep, steps=tuple(steps)))
+    report = unify_corpus(raw)
+    assert report.unmappable_reasons == {"point_ambiguous": 1}
+    rec = read_audit(raw / "audit.jsonl")["amb.seed-0:3"]
+    assert (rec.status.value, rec.reason) == ("unmappable", "point_ambiguous")
+    # the builder honours the audit's unmappable mark: no element, no box, status unmappable
+    step = next(s for s in prepare_corpus(raw, progress=False).steps if s.step_id == "amb.seed-0:3")
+    assert step.audit.status.value == "unmappable" and step.target_bbox is None and step.som_action.element_id is None
+    # a judge's decision is kept: a confirmed record stays confirmed on a rerun
+    from mag_dataset.raw import write_audit
+    from mag_dataset.schema import AuditRecord
+
+    write_audit(raw / "audit.jsonl", {"amb.seed-0:3": AuditRecord(status="remapped", element_id="5", original_element_id=None)})
+    unify_corpus(raw)
+    assert read_audit(raw / "audit.jsonl")["amb.seed-0:3"].status.value == "remapped"
+    # a mark the rule set is cleared when the point becomes restorable
+    write_audit(raw / "audit.jsonl", {"amb.seed-0:3": AuditRecord(status="unmappable", reason="point_ambiguous")})
+    folder = raw / "amb.seed-0"
+    ep2 = read_episode(folder)
+    fixed = list(ep2.steps)
+    fixed[3] = dataclasses.replace(fixed[3], candidates=hf.FORM)
+    from mag_dataset.raw import rewrite_episode_json
+
+    rewrite_episode_json(folder, dataclasses.replace(ep2, steps=tuple(fixed)))
+    unify_corpus(raw)
+    rec = read_audit(raw / "audit.jsonl")["amb.seed-0:3"]
+    assert rec.status.value == "unaudited" and rec.reason is None and rec.coordinate_restored

@@ -15,9 +15,24 @@ Coordinate restoration
     never depends on dict or file order. The step's ``element_id`` becomes that id, its
     ``target_bbox`` becomes the candidate's box, ``metadata["coordinate_restored"]`` is set
     to true (the builder reads it as the ``coordinate_restored`` flag) and the original
-    point is kept in ``action.coordinate``. A point inside no candidate box is left as it is
-    and counted as *unrestorable* (``metadata["coordinate_unrestorable"] = true``); the
-    label audit then decides whether it is unmappable.
+    point is kept in ``action.coordinate``.
+
+    A point is **unmappable** — left without an element, counted as *unrestorable*
+    (``metadata["coordinate_unrestorable"] = true``, ``metadata["unmappable_reason"]``) and
+    marked ``unmappable`` with that reason in the audit file — when:
+
+    * ``point_outside_candidates``: no candidate box contains it;
+    * ``point_ambiguous``: another box containing the point competes with the smallest one,
+      ``S``: a box equal to ``S`` (every side within :data:`AMBIGUITY_TOLERANCE` px: two
+      elements in one place), or a box that does not contain ``S`` (partly overlapping
+      elements, same tolerance) and is less than ``1 / AMBIGUITY_AREA_RATIO`` times the area
+      of ``S``. Nested boxes are never ambiguous: the innermost element is what a click on
+      it hits (the 1 px tolerance keeps a link that sticks out of its row by a pixel
+      nested). A far larger partly-overlapping box (a page strip under a button) does not
+      compete either.
+
+    Only an ``unaudited`` record is marked (a judge's or a person's decision stays); a rerun
+    that finds the point restorable clears a mark the rule set.
 
 Stale rule
     A step is *recaptured* when ``metadata["recaptured"]`` is true or it stores an
@@ -66,11 +81,19 @@ from mag_dataset.raw import (
     step_id,
     write_audit,
 )
-from mag_dataset.schema import AuditRecord, Candidate, Point, SchemaError, point_in_box
+from mag_dataset.schema import AuditRecord, AuditStatus, Candidate, Point, SchemaError, point_in_box
 
 PIXEL_TOLERANCE = 24
 PIXEL_FRACTION = 0.005
 BOX_TOLERANCE = 4.0
+#: The point-mapping ambiguity rule (module docstring): box-side tolerance in px, and the
+#: area ratio above which a partly overlapping containing box competes with the smallest.
+AMBIGUITY_TOLERANCE = 1.0
+AMBIGUITY_AREA_RATIO = 0.5
+#: Reasons ``mag unify`` writes for an unmappable point (audit record ``reason``).
+POINT_OUTSIDE = "point_outside_candidates"
+POINT_AMBIGUOUS = "point_ambiguous"
+UNIFY_REASONS = (POINT_OUTSIDE, POINT_AMBIGUOUS)
 
 
 def restore_element(point: Point, candidates: Sequence[Candidate]) -> Candidate | None:
@@ -97,6 +120,35 @@ def restore_element(point: Point, candidates: Sequence[Candidate]) -> Candidate 
     return chosen
 
 
+def _area(box: Sequence[float]) -> float:
+    return (box[2] - box[0]) * (box[3] - box[1])
+
+
+def _contains(outer: Sequence[float], inner: Sequence[float], tol: float) -> bool:
+    return outer[0] - tol <= inner[0] and outer[1] - tol <= inner[1] and inner[2] <= outer[2] + tol and inner[3] <= outer[3] + tol
+
+
+def map_point(point: Point, candidates: Sequence[Candidate]) -> tuple[Candidate | None, str | None]:
+    """Map a point to its element under the unify rule (module docstring).
+
+    Returns:
+        ``(candidate, None)`` when the point maps to one element; ``(None, reason)`` with
+        :data:`POINT_OUTSIDE` or :data:`POINT_AMBIGUOUS` when it is unmappable.
+    """
+    chosen = restore_element(point, candidates)
+    if chosen is None:
+        return None, POINT_OUTSIDE
+    tol = AMBIGUITY_TOLERANCE
+    for c in candidates:
+        if c is chosen or not point_in_box(point, c.bbox):
+            continue
+        same = all(abs(p - q) <= tol for p, q in zip(c.bbox, chosen.bbox))
+        overlapping = not _contains(c.bbox, chosen.bbox, tol) and _area(chosen.bbox) > AMBIGUITY_AREA_RATIO * _area(c.bbox)
+        if same or overlapping:
+            return None, POINT_AMBIGUOUS
+    return chosen, None
+
+
 def is_coordinate_only(step: RawStep) -> bool:
     """Whether a step's targeted action has a point but no element id."""
     return ACTION_SPACE[step.action.type].targeted and step.action.element_id is None and step.action.coordinate is not None
@@ -106,17 +158,20 @@ def restore_step(step: RawStep) -> tuple[RawStep, str]:
     """Apply coordinate restoration to one step.
 
     Returns:
-        ``(step, outcome)`` with outcome ``"restored"``, ``"unrestorable"`` or ``"unchanged"``.
+        ``(step, outcome)`` with outcome ``"restored"``, ``"unrestorable"`` (the reason in
+        ``metadata["unmappable_reason"]``) or ``"unchanged"``.
     """
     if not is_coordinate_only(step):
         return step, "unchanged"
     assert step.action.coordinate is not None
-    target = restore_element(step.action.coordinate, step.candidates)
+    target, reason = map_point(step.action.coordinate, step.candidates)
     meta = dict(step.metadata)
     if target is None:
         meta["coordinate_unrestorable"] = True
+        meta["unmappable_reason"] = reason
         return dataclasses.replace(step, metadata=meta), "unrestorable"
     meta.pop("coordinate_unrestorable", None)
+    meta.pop("unmappable_reason", None)
     meta["coordinate_restored"] = True
     action = dataclasses.replace(step.action, element_id=target.id)
     return dataclasses.replace(step, action=action, target_bbox=target.bbox, metadata=meta), "restored"
@@ -223,7 +278,8 @@ class UnifyReport:
         steps: steps read.
         coordinate_only: coordinate-only steps found.
         restored: of those, restored to an element.
-        unrestorable: of those, whose point lies in no candidate box.
+        unrestorable: of those, unmappable (no box, or ambiguous boxes).
+        unmappable_reasons: count per unmappable reason.
         recaptured: steps the stale rule applied to.
         stale: of those, flagged stale.
         stale_reasons: count per reason.
@@ -235,6 +291,7 @@ class UnifyReport:
     coordinate_only: int = 0
     restored: int = 0
     unrestorable: int = 0
+    unmappable_reasons: Counter = field(default_factory=Counter)
     recaptured: int = 0
     stale: int = 0
     stale_reasons: Counter = field(default_factory=Counter)
@@ -242,9 +299,10 @@ class UnifyReport:
 
     def summary(self) -> str:
         reasons = ", ".join(f"{k} {v}" for k, v in sorted(self.stale_reasons.items())) or "none"
+        unmappable = "".join(f", {k} {v}" for k, v in sorted(self.unmappable_reasons.items()))
         return (
             f"{self.episodes} episodes, {self.steps} steps: {self.coordinate_only} coordinate-only "
-            f"({self.restored} restored, {self.unrestorable} unrestorable); {self.recaptured} recaptured, "
+            f"({self.restored} restored, {self.unrestorable} unrestorable{unmappable}); {self.recaptured} recaptured, "
             f"{self.stale} stale ({reasons}); {len(self.changed_episodes)} episodes updated"
         )
 
@@ -261,6 +319,7 @@ def unify_episode(episode: RawEpisode, folder: Path, report: UnifyReport, **stal
             report.restored += 1
         elif outcome == "unrestorable":
             report.unrestorable += 1
+            report.unmappable_reasons[st.metadata["unmappable_reason"]] += 1
         check = check_stale(st, folder, **stale_kw)
         if check is not None:
             report.recaptured += 1
@@ -297,6 +356,7 @@ def unify_corpus(
     kw = {"pixel_tolerance": pixel_tolerance, "pixel_fraction": pixel_fraction, "box_tolerance": box_tolerance}
     updated: list[tuple[Path, RawEpisode]] = []
     flags: dict[str, tuple[bool, bool]] = {}
+    unmappable: dict[str, str] = {}
     for folder in iter_episode_dirs(raw_dir):
         ep = read_episode(folder)
         report.episodes += 1
@@ -308,6 +368,8 @@ def unify_corpus(
             restored = bool(st.metadata.get("coordinate_restored"))
             if restored or st.stale:
                 flags[step_id(new.task_id, st.step_index)] = (st.stale, restored)
+            if is_coordinate_only(st) and st.metadata.get("unmappable_reason"):
+                unmappable[step_id(new.task_id, st.step_index)] = str(st.metadata["unmappable_reason"])
     if dry_run:
         return report
     for folder, ep in updated:
@@ -318,24 +380,35 @@ def unify_corpus(
             parse_step(st.to_json(), ep.episode_id, folder)
         rewrite_episode_json(folder, ep)
     audit_file = Path(audit_path) if audit_path is not None else raw_dir / AUDIT_FILE
-    if flags or audit_file.is_file():
-        merge_flags(audit_file, flags)
+    if flags or unmappable or audit_file.is_file():
+        merge_flags(audit_file, flags, unmappable)
     return report
 
 
-def merge_flags(audit_file: Path, flags: dict[str, tuple[bool, bool]]) -> None:
-    """Set ``stale`` / ``coordinate_restored`` in an audit file, keeping every status.
+def merge_flags(audit_file: Path, flags: dict[str, tuple[bool, bool]], unmappable: dict[str, str] | None = None) -> None:
+    """Set ``stale`` / ``coordinate_restored`` and the unmappable marks in an audit file.
 
     Args:
         audit_file: the audit file (created when missing).
         flags: ``step_id -> (stale, coordinate_restored)`` for the flagged steps; a step
             absent here has both flags cleared in an existing record.
+        unmappable: ``step_id -> reason`` for unmappable points: an ``unaudited`` record
+            becomes ``unmappable`` with the reason; any other status (a judge's or a
+            person's) is kept. A record the rule marked earlier (status ``unmappable`` with
+            one of :data:`UNIFY_REASONS`) that is absent here goes back to ``unaudited``.
     """
+    unmappable = unmappable or {}
     records = read_audit(audit_file) if audit_file.is_file() else {}
     out: dict[str, AuditRecord] = {}
-    for sid in sorted(set(records) | set(flags)):
+    for sid in sorted(set(records) | set(flags) | set(unmappable)):
         rec = records.get(sid, AuditRecord())
         stale, restored = flags.get(sid, (False, False))
-        out[sid] = dataclasses.replace(rec, stale=stale, coordinate_restored=restored)
+        rec = dataclasses.replace(rec, stale=stale, coordinate_restored=restored)
+        ours = rec.status is AuditStatus.UNMAPPABLE and rec.reason in UNIFY_REASONS
+        if sid in unmappable and (rec.status is AuditStatus.UNAUDITED or ours):
+            rec = dataclasses.replace(rec, status=AuditStatus.UNMAPPABLE, reason=unmappable[sid])
+        elif sid not in unmappable and ours:
+            rec = dataclasses.replace(rec, status=AuditStatus.UNAUDITED, reason=None)
+        out[sid] = rec
     if out != records or not audit_file.is_file():
         write_audit(audit_file, out)
