@@ -35,7 +35,40 @@ Configuration, read by :meth:`BoardConfig.from_env` (every variable optional):
 ``MAG_BOARD_VERDICTS``     a cached judge-verdict file (:mod:`mag_dataset.verdicts`) for the
                            usefulness column; guides without verdicts stay unjudged
                            (default: none, usefulness not applicable)
+``MAG_BOARD_MAX_FORMAT_FAILURES`` most format failures a file may have, in percent of its
+                           predictions (default 50); over it the file is rejected
 =========================  ================================================================
+
+Integrity rules (every one names its reason when it rejects a file):
+
+* **Duplicates** are found on the normalised content, not the bytes: the sorted
+  ``(seed, step_id, output stripped of surrounding whitespace, coord_space)`` records of
+  the parsed file (:func:`content_sha256`). The same predictions as ``.jsonl`` with a
+  trailing blank line, ``.jsonl.gz`` or ``.parquet`` are the same submission.
+* **Format failures**: a file whose outputs fail the format gate of the declared view and
+  contract on more than ``MAG_BOARD_MAX_FORMAT_FAILURES`` percent of its predictions is
+  rejected (a file of empty outputs around one real answer would otherwise be scored).
+* **Another contract**: a file whose outputs pass the format gate of another view or
+  contract more often than the declared one's is rejected, naming the better one (a
+  contract-J file declared as A would otherwise rank with all zeros).
+* **Breakdown granularity** (:func:`public_report`): a per-site, per-action-type, stale or
+  unseen-template group is shown only when it holds at least :data:`MIN_GROUP_STEPS` gold
+  steps; smaller groups are pooled into ``other`` (and, while ``other`` is still smaller,
+  the next smallest group joins it); a breakdown that cannot keep two groups of that size
+  is withheld, and a metric scored on fewer than :data:`MIN_GROUP_STEPS` steps of a shown
+  group is left out. So no figure the board shows rests on fewer than
+  :data:`MIN_GROUP_STEPS` gold steps, and no withheld group can be recovered by
+  subtracting the shown ones from the total. Probing one label by changing one prediction
+  between two submissions is bounded by the daily cap, not by this rule.
+
+Ranking (:meth:`Board.ranking`, shared by the Space and the API): within a view and a
+contract, by :func:`ranking_metric` (SAA for contracts with an action, BLEU-1 for G), then
+:func:`rank_key`'s tie-breakers. A submission's rank is one plus the number of submissions
+of its table that beat it *significantly*: a higher ranking-metric micro mean and a
+two-sided p < :data:`RANK_ALPHA` in the paired comparison of :mod:`mag_dataset.compare`
+for that metric (exact McNemar on the paired steps for SAA; the task-level sign-flip test,
+1,000 draws, seed 0, for BLEU-1; no multiplicity correction), so submissions whose
+difference is not significant share a rank.
 
 Untrusted decoding: an upload is decoded, validated and scored in a child process
 (:func:`mag_dataset.isolation.run_isolated`) with ``MAG_BOARD_WORKER_MB`` of address space
@@ -95,6 +128,15 @@ METRIC_COLUMNS: dict[str, str] = {
     "usefulness": "usefulness",
 }
 
+#: Smallest number of gold steps behind any figure of a shown breakdown (see the module docstring).
+MIN_GROUP_STEPS = 10
+
+#: Significance level of the rank rule (see :meth:`Board.ranking`).
+RANK_ALPHA = 0.05
+
+#: Largest share of format failures a file may have before it is rejected (default).
+MAX_FORMAT_FAILURE_RATE = 0.5
+
 MAX_NAME_CHARS = 120
 MAX_LINK_CHARS = 500
 
@@ -124,6 +166,10 @@ CREATE INDEX IF NOT EXISTS submissions_by_submitter ON submissions (submitter, c
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', '1');
 """
+
+#: Columns added after schema version 1: (name, SQL type). Old databases gain them at start-up
+#: (``NULL`` in old rows, filled lazily from the stored file).
+_ADDED_COLUMNS: tuple[tuple[str, str], ...] = (("content_sha256", "TEXT"), ("step_values_json", "TEXT"))
 
 
 class SubmissionRejected(ValueError):
@@ -171,6 +217,7 @@ class BoardConfig:
         sync_repo: Hub dataset repo id to mirror to, or ``None``.
         sync_token: token for ``sync_repo``.
         verdicts: cached judge verdicts for usefulness, or ``None``.
+        max_format_failure_rate: largest share of format failures a file may have.
     """
 
     data_dir: Path = Path("leaderboard_data")
@@ -189,6 +236,7 @@ class BoardConfig:
     sync_repo: str | None = None
     sync_token: str | None = None
     verdicts: Path | None = None
+    max_format_failure_rate: float = MAX_FORMAT_FAILURE_RATE
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "data_dir", Path(self.data_dir))
@@ -201,6 +249,8 @@ class BoardConfig:
             raise ValueError("max_bytes and max_lines must be positive")
         if self.max_seeds <= 0 or self.workers <= 0 or self.score_seconds <= 0:
             raise ValueError("max_seeds, workers and score_seconds must be positive")
+        if not 0.0 <= self.max_format_failure_rate <= 1.0:
+            raise ValueError("MAG_BOARD_MAX_FORMAT_FAILURES must be a percentage from 0 to 100")
         if self.worker_mb < 256:
             raise ValueError(f"MAG_BOARD_WORKER_MB must be at least 256, got {self.worker_mb}")
 
@@ -230,6 +280,7 @@ class BoardConfig:
             "sync_repo": env.get("MAG_BOARD_SYNC_REPO") or None,
             "sync_token": env.get("MAG_BOARD_SYNC_TOKEN") or hf_token,
             "verdicts": Path(env["MAG_BOARD_VERDICTS"]) if env.get("MAG_BOARD_VERDICTS") else None,
+            "max_format_failure_rate": _env_int(env, "MAG_BOARD_MAX_FORMAT_FAILURES", 50) / 100,
         }
         kwargs.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**kwargs)
@@ -246,12 +297,16 @@ class Gold:
         source: where it came from (folder, repo id, or a label for in-memory gold).
         split: the split.
         steps: view -> steps, in dataset order.
+        public: the gold is the public bundled sample (anyone can score against it), not
+            a hidden split; the main page says which.
     """
 
     source: str
     split: str
     steps: dict[View, list[Step]]
+    public: bool = False
     _ids: dict[View, list[str]] = field(default_factory=dict, repr=False)
+    _info: dict[str, Any] | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         self.steps = {View(v): list(s) for v, s in self.steps.items()}
@@ -265,6 +320,33 @@ class Gold:
 
     def step_ids(self, view: View) -> list[str]:
         return self._ids[View(view)]
+
+    def menus(self, view: View | str, contract: Contract | str) -> dict[str, Any] | None:
+        """The som candidate menus by step id where the scorer needs them: the coord view
+        under J and JG, for guide-action consistency (which element a point hits), as
+        ``mag score`` loads them. The two views share step ids."""
+        if View(view) is not View.COORD or Contract(contract) not in (Contract.J, Contract.JG):
+            return None
+        if View.SOM not in self.steps:
+            return None
+        return {s.step_id: s.candidates for s in self.steps[View.SOM]}
+
+    def describe(self) -> dict[str, Any]:
+        """What the main page says about the gold: kind, split, sizes and fingerprints."""
+        if self._info is None:
+            from mag_dataset.scoring import dataset_fingerprint
+
+            self._info = {
+                "kind": "public sample" if self.public else "hidden",
+                "source": self.source if not self.public else "bundled sample corpus",
+                "split": self.split,
+                "views": {
+                    v.value: {"steps": len(st), "tasks": len({s.task_id for s in st}),
+                              "fingerprint": dataset_fingerprint(st)}
+                    for v, st in self.steps.items()
+                },
+            }
+        return self._info
 
     @classmethod
     def load(cls, source: str | Path | None = None, split: str = "test", token: str | None = None) -> "Gold":
@@ -291,7 +373,7 @@ class Gold:
             folder = snapshot_download(repo_id=str(source), repo_type="dataset", token=token)
             label = str(source)
         steps = {view: dataset.load_steps(folder, view.value, split) for view in View}
-        return cls(source=label, split=split, steps=steps)
+        return cls(source=label, split=split, steps=steps, public=source is None)
 
 
 # --------------------------------------------------------------------------- upload decoding
@@ -363,8 +445,75 @@ def _check_upload_envelope(data: bytes, filename: str, max_bytes: int) -> None:
         raise SubmissionRejected("the file is empty: expected one JSON object per line")
 
 
+def content_sha256(predictions: Any) -> str:
+    """SHA-256 of a predictions file's normalised content: its ``(seed, step_id, output,
+    coord_space)`` records sorted, each output stripped of surrounding whitespace (which
+    the format gate ignores). The same predictions in another line order, with blank
+    lines, or as ``.jsonl.gz`` or ``.parquet`` hash the same."""
+    records = sorted((p.seed, p.step_id, p.output.strip(), p.coord_space or "") for p in predictions)
+    return hashlib.sha256(json.dumps(records, ensure_ascii=False, separators=(",", ":")).encode("utf-8")).hexdigest()
+
+
+def format_gate_counts(predictions: Any) -> dict[tuple[str, str], int]:
+    """How many outputs pass the format gate of each (view, contract)."""
+    from mag_dataset.parsing import parse_output
+
+    counts = {}
+    outputs = [p.output for p in predictions]
+    for v in View:
+        for c in Contract:
+            counts[(v.value, c.value)] = sum(1 for o in outputs if parse_output(o, v, c).ok)
+    return counts
+
+
+def check_integrity(predictions: Any, view: View, contract: Contract, max_failure_rate: float) -> dict[str, Any]:
+    """Refuse a file that parses better under another view or contract, or whose format
+    failures exceed ``max_failure_rate`` (see the module docstring).
+
+    Returns:
+        ``{"passed": n, "total": n, "best": (view, contract), "best_passed": n}``.
+
+    Raises:
+        SubmissionRejected: with the reason.
+    """
+    preds = list(predictions)
+    total = len(preds)
+    counts = format_gate_counts(preds)
+    declared = counts[(view.value, contract.value)]
+    best = max(counts, key=lambda k: (counts[k], k == (view.value, contract.value)))
+    info = {"passed": declared, "total": total, "best": best, "best_passed": counts[best]}
+    if counts[best] > declared:
+        bv, bc = best
+        raise SubmissionRejected(
+            f"the outputs parse better under view {bv}, contract {bc} ({counts[best]:,} of {total:,} pass its "
+            f"format gate) than under the declared view {view.value}, contract {contract.value} "
+            f"({declared:,} of {total:,}): submit it as view {bv}, contract {bc}, or fix the outputs"
+        )
+    failures = total - declared
+    if total and failures / total > max_failure_rate:
+        raise SubmissionRejected(
+            f"{failures:,} of {total:,} outputs ({failures / total:.1%}) fail the format gate of view {view.value}, "
+            f"contract {contract.value}: the board accepts at most {max_failure_rate:.0%} format failures"
+        )
+    return info
+
+
+def step_values(report: Any, step_ids: list[str], metric: str) -> list[float | None]:
+    """Per-step mean over seeds of ``metric`` from a report kept with its steps, in
+    ``step_ids`` order (``None`` where the metric does not apply)."""
+    sums: dict[str, float] = {}
+    counts: dict[str, int] = {}
+    for sc in report.steps or ():
+        v = getattr(sc, metric)
+        if v is not None:
+            sums[sc.step_id] = sums.get(sc.step_id, 0.0) + float(v)
+            counts[sc.step_id] = counts.get(sc.step_id, 0) + 1
+    return [round(sums[i] / counts[i], 10) if counts.get(i) else None for i in step_ids]
+
+
 def isolated_score(request: dict[str, Any]) -> dict[str, Any]:
-    """Child side of :meth:`Board._score_isolated`: decode, validate and score one upload.
+    """Child side of :meth:`Board._score_isolated`: decode, validate and score one upload
+    (or, with ``mode="validate"``, only check it: nothing is scored).
 
     Runs in :mod:`mag_dataset.isolation`'s limited child; returns plain data only.
     """
@@ -372,18 +521,60 @@ def isolated_score(request: dict[str, Any]) -> dict[str, Any]:
     from mag_dataset.scoring import score_predictions
 
     steps = request["steps"]
+    validate = request.get("mode") == "validate"
     jsonl = decode_upload(request["data"], request["filename"], max_bytes=request["max_bytes"],
                           max_lines=request["max_lines"])
     del request["data"]
+    ids = [s.step_id for s in steps]
     try:
-        predictions = read_predictions(jsonl, [s.step_id for s in steps], max_lines=request["max_lines"],
-                                       max_seeds=request["max_seeds"])
+        predictions = read_predictions(jsonl, ids, max_lines=request["max_lines"],
+                                       max_seeds=request["max_seeds"], allow_missing=validate)
     except PredictionsError as e:
         raise SubmissionRejected(str(e)) from None
     del jsonl
     view, contract = View(request["view"]), Contract(request["contract"])
-    report = score_predictions(predictions, steps, view, contract, verdicts=request["verdicts"])
-    return {"report_json": report.to_json(), "seeds": len({p.seed for p in predictions}) or 1}
+    if validate:
+        return validation_summary(predictions, ids, view, contract, request["max_format_failure_rate"])
+    check_integrity(predictions, view, contract, request["max_format_failure_rate"])
+    report = score_predictions(predictions, steps, view, contract, verdicts=request["verdicts"],
+                               menus=request.get("menus"), keep_steps=True)
+    return {
+        "report_json": report.to_json(),
+        "seeds": len({p.seed for p in predictions}) or 1,
+        "content_sha256": content_sha256(predictions),
+        "step_values": step_values(report, ids, ranking_metric(contract)),
+    }
+
+
+def validation_summary(predictions: Any, step_ids: list[str], view: View, contract: Contract,
+                       max_failure_rate: float) -> dict[str, Any]:
+    """What "validate only" reports: step counts, missing ids per seed, the format gate, and
+    whether the integrity rules would accept the file. No score, nothing stored."""
+    preds = list(predictions)
+    seeds = sorted({p.seed for p in preds}) or [0]
+    have: dict[int, set[str]] = {sd: set() for sd in seeds}
+    for p in preds:
+        have[p.seed].add(p.step_id)
+    missing = {sd: [i for i in step_ids if i not in have[sd]] for sd in seeds}
+    problems = []
+    for sd in seeds:
+        if missing[sd]:
+            problems.append(f"{len(missing[sd]):,} step id(s) have no prediction for seed {sd}")
+    try:
+        gate = check_integrity(preds, view, contract, max_failure_rate)
+    except SubmissionRejected as e:
+        problems.append(str(e))
+        counts = format_gate_counts(preds)
+        gate = {"passed": counts[(view.value, contract.value)], "total": len(preds)}
+    return {
+        "steps_expected": len(step_ids),
+        "predictions": len(preds),
+        "seeds": seeds,
+        "missing": {str(sd): {"count": len(m), "first": m[:10]} for sd, m in missing.items()},
+        "format_passed": gate["passed"],
+        "content_sha256": content_sha256(preds),
+        "problems": problems,
+    }
 
 
 def _gunzip(data: bytes, max_bytes: int) -> bytes:
@@ -642,10 +833,25 @@ class Submission:
     gold_fingerprint: str
     summary: dict[str, float | None]
     report_json: str
+    content_sha256: str | None = None
 
     @property
     def report(self) -> dict[str, Any]:
         return json.loads(self.report_json)
+
+    @property
+    def metric(self) -> str:
+        """The report key that ranks this submission (:func:`ranking_metric`)."""
+        return ranking_metric(self.contract)
+
+    @property
+    def ci95(self) -> tuple[float, float] | None:
+        """The report's task-level bootstrap 95% interval of the ranking metric's micro mean."""
+        block = self.report.get(self.metric)
+        ci = block.get("ci95") if isinstance(block, dict) else None
+        if isinstance(ci, (list, tuple)) and len(ci) == 2 and all(isinstance(x, (int, float)) for x in ci):
+            return float(ci[0]), float(ci[1])
+        return None
 
     @property
     def date(self) -> str:
@@ -668,12 +874,16 @@ class Submission:
             "scorer_version": self.scorer_version,
             "gold_fingerprint": self.gold_fingerprint,
             **self.summary,
+            "ranking_metric": self.metric,
+            "ci95_low": None if self.ci95 is None else self.ci95[0],
+            "ci95_high": None if self.ci95 is None else self.ci95[1],
         }
 
 
 _COLUMNS = (
     "id, created_at, submitter, model_name, organisation, link, provenance_tag, view, contract, split, "
-    "file_sha256, file_ext, file_size, seeds, scorer_version, gold_fingerprint, summary_json, report_json"
+    "file_sha256, file_ext, file_size, seeds, scorer_version, gold_fingerprint, summary_json, report_json, "
+    "content_sha256"
 )
 
 
@@ -681,6 +891,28 @@ def _row_to_submission(row: tuple) -> Submission:
     values = list(row)
     values[16] = json.loads(values[16])
     return Submission(*values)
+
+
+@dataclass(frozen=True)
+class Ranked:
+    """One row of a ranked table (:meth:`Board.ranking`).
+
+    Attributes:
+        rank: one plus the number of submissions of the table that beat this one
+            significantly (shared when differences are not significant).
+        submission: the submission.
+        metric: the ranking metric's report key.
+        value: its micro mean (``None`` if the file scored none).
+        ci95: the report's 95% interval of that mean, or ``None``.
+        beaten_by: ids of the submissions that beat it significantly.
+    """
+
+    rank: int
+    submission: Submission
+    metric: str
+    value: float | None
+    ci95: tuple[float, float] | None
+    beaten_by: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -736,9 +968,14 @@ class Board:
                 self._sync_blocked = f"the start-up restore from {config.sync_repo} failed ({e})"
                 log.warning("could not restore the board from %s: %s; Hub sync is off for this run",
                             config.sync_repo, e)
+        self._rank_cache: dict[tuple, list[Ranked]] = {}
         with self._connect() as con:
             con.execute("PRAGMA journal_mode=WAL")
             con.executescript(_SCHEMA)
+            have = {r[1] for r in con.execute("PRAGMA table_info(submissions)")}
+            for name, sql_type in _ADDED_COLUMNS:
+                if name not in have:
+                    con.execute(f"ALTER TABLE submissions ADD COLUMN {name} {sql_type}")
 
     # ---- infrastructure
 
@@ -831,6 +1068,9 @@ class Board:
         if v not in gold.steps:
             raise SubmissionRejected(f"this board has no gold for the {v.value} view")
         scored = self._score_isolated(data, filename or "", v, c)
+        content = str(scored["content_sha256"])
+        with self._connect() as con:
+            self._check_limits(con, who, sha, v, c, content)
         report_json = scored["report_json"]
         report_dict = json.loads(report_json)
         seeds = int(scored["seeds"])
@@ -853,6 +1093,8 @@ class Board:
             "gold_fingerprint": report_fingerprint(report_dict),
             "summary_json": json.dumps(summary_from_report(report_dict), sort_keys=True),
             "report_json": report_json,
+            "content_sha256": content,
+            "step_values_json": json.dumps(scored["step_values"]),
         }
         new_id = self._store(row, data, who)
         sub = self.get(new_id)
@@ -861,7 +1103,35 @@ class Board:
             threading.Thread(target=self._sync_quietly, args=(sub,), daemon=True).start()
         return sub
 
-    def _score_isolated(self, data: bytes, filename: str, view: View, contract: Contract) -> dict[str, Any]:
+    def validate(self, *, data: bytes, filename: str, view: str, contract: str) -> dict[str, Any]:
+        """"Validate only": decode and check a file as :meth:`submit` would, without scoring
+        or storing it (so it reveals no score and counts against no cap).
+
+        Returns:
+            :func:`validation_summary`'s dict plus ``duplicate_of`` (the id of a stored
+            submission with the same content, view and contract, or ``None``).
+
+        Raises:
+            SubmissionRejected: a file that cannot be read at all (the reason).
+        """
+        v = _parse_enum(View, view, "view")
+        c = _parse_enum(Contract, contract, "contract")
+        if not isinstance(data, (bytes, bytearray)):
+            raise SubmissionRejected("no predictions file was uploaded")
+        _check_upload_envelope(bytes(data), filename or "", self.config.max_bytes)
+        if v not in self.gold.steps:
+            raise SubmissionRejected(f"this board has no gold for the {v.value} view")
+        out = self._score_isolated(bytes(data), filename or "", v, c, mode="validate")
+        with self._connect() as con:
+            row = con.execute("SELECT id FROM submissions WHERE content_sha256=? AND view=? AND contract=?",
+                              (out["content_sha256"], v.value, c.value)).fetchone()
+        out["duplicate_of"] = int(row[0]) if row else None
+        if row:
+            out["problems"].append(f"the same predictions were already scored (submission #{row[0]})")
+        return out
+
+    def _score_isolated(self, data: bytes, filename: str, view: View, contract: Contract,
+                        mode: str = "score") -> dict[str, Any]:
         """Decode, validate and score an upload in a limited child process (see the module docstring)."""
         from mag_dataset.isolation import Limits, run_isolated
 
@@ -869,7 +1139,8 @@ class Board:
         request = {
             "data": data, "filename": filename, "view": view.value, "contract": contract.value,
             "steps": self.gold.steps[view], "verdicts": self.verdicts, "max_bytes": cfg.max_bytes,
-            "max_lines": cfg.max_lines, "max_seeds": cfg.max_seeds,
+            "max_lines": cfg.max_lines, "max_seeds": cfg.max_seeds, "mode": mode,
+            "menus": self.gold.menus(view, contract), "max_format_failure_rate": cfg.max_format_failure_rate,
         }
         with self._workers:
             try:
@@ -892,7 +1163,8 @@ class Board:
         log.warning("isolated scoring of %s failed: %s %s", filename, out.kind, out.message)
         raise SubmissionRejected(f"the file could not be decoded: {out.message}")
 
-    def _check_limits(self, con: sqlite3.Connection, who: str, sha: str, view: View, contract: Contract) -> None:
+    def _check_limits(self, con: sqlite3.Connection, who: str, sha: str, view: View, contract: Contract,
+                      content: str | None = None) -> None:
         dup = con.execute(
             "SELECT id FROM submissions WHERE file_sha256=? AND view=? AND contract=?",
             (sha, view.value, contract.value),
@@ -902,6 +1174,18 @@ class Board:
                 f"this exact file was already scored for view {view.value}, contract {contract.value} "
                 f"(submission #{dup[0]}); it is not scored twice"
             )
+        if content is not None:
+            self._backfill_content(con)
+            dup = con.execute(
+                "SELECT id FROM submissions WHERE content_sha256=? AND view=? AND contract=?",
+                (content, view.value, contract.value),
+            ).fetchone()
+            if dup:
+                raise SubmissionRejected(
+                    f"the same predictions (the same step ids and outputs, whatever the file's format, line order "
+                    f"or blank lines) were already scored for view {view.value}, contract {contract.value} "
+                    f"(submission #{dup[0]}); they are not scored twice"
+                )
         if who in self.config.admins:
             return
         day = self._clock().astimezone(timezone.utc).strftime("%Y-%m-%d")
@@ -920,7 +1204,8 @@ class Board:
             con.execute("BEGIN IMMEDIATE")
             created_file = False
             try:
-                self._check_limits(con, who, row["file_sha256"], View(row["view"]), Contract(row["contract"]))
+                self._check_limits(con, who, row["file_sha256"], View(row["view"]), Contract(row["contract"]),
+                                   row.get("content_sha256"))
                 if not path.exists():
                     atomic_write(path, data, fsync=True)
                     created_file = True
@@ -929,6 +1214,7 @@ class Board:
                     tuple(row.values()),
                 )
                 con.execute("COMMIT")
+                self._rank_cache.clear()
                 return int(cur.lastrowid)
             except BaseException:
                 con.execute("ROLLBACK")
@@ -961,23 +1247,110 @@ class Board:
             return int(con.execute("SELECT COUNT(*) FROM submissions").fetchone()[0])
 
     def ranked(self, view: str, contract: str | None = None) -> list[tuple[int, Submission]]:
-        """Submissions of a view ranked within their contract by :func:`rank_key`.
+        """``(rank, submission)`` pairs of :meth:`ranking`."""
+        return [(r.rank, r.submission) for r in self.ranking(view, contract)]
+
+    def ranking(self, view: str, contract: str | None = None) -> list[Ranked]:
+        """Submissions of a view ranked within their contract (the rule of the module
+        docstring: one plus the number of submissions that beat it significantly).
 
         Returns:
-            ``(rank, submission)`` pairs, ordered by contract (A, G, J, JG) then rank;
-            ties share a rank.
+            Rows ordered by contract (A, G, J, JG), then by :func:`rank_key`.
         """
-        out: list[tuple[int, Submission]] = []
+        out: list[Ranked] = []
         subs = self.submissions(view, contract)
         for c in Contract:
             group = sorted((s for s in subs if s.contract == c.value), key=rank_key)
-            prev, rank = None, 0
-            for i, s in enumerate(group, 1):
-                key = rank_key(s)[:-1]
-                if key != prev:
-                    rank, prev = i, key
-                out.append((rank, s))
+            if group:
+                out.extend(self._rank_group(View(view), c, group))
         return out
+
+    def _rank_group(self, view: View, contract: Contract, group: list[Submission]) -> list[Ranked]:
+        from mag_dataset.compare import BINARY_METRICS, paired_test
+
+        key = (view.value, contract.value, tuple(s.id for s in group))
+        cached = self._rank_cache.get(key)
+        if cached is not None:
+            return cached
+        metric = ranking_metric(contract)
+        values = {s.id: self.step_values(s) for s in group}
+        tasks = self._step_tasks(view)
+        beaten: dict[int, list[int]] = {s.id: [] for s in group}
+        for i, better in enumerate(group):
+            for worse in group[i + 1:]:
+                hi, lo = better.summary.get(metric), worse.summary.get(metric)
+                if hi is None or (lo is not None and hi <= lo):
+                    continue
+                va, vb = values[worse.id], values[better.id]
+                if va is None or vb is None:  # a stored file that cannot be re-scored: compare by the means
+                    p = 0.0
+                else:
+                    p = paired_test(va, vb, tasks, binary=metric in BINARY_METRICS)["p_value"]
+                if p < RANK_ALPHA:
+                    beaten[worse.id].append(better.id)
+        rows = [Ranked(rank=1 + len(beaten[s.id]), submission=s, metric=metric, value=s.summary.get(metric),
+                       ci95=s.ci95, beaten_by=tuple(beaten[s.id])) for s in group]
+        self._rank_cache[key] = rows
+        return rows
+
+    def _step_tasks(self, view: View) -> list[str]:
+        return [s.task_id for s in self.gold.steps[view]]
+
+    def step_values(self, sub: Submission) -> list[float | None] | None:
+        """Per-step values of a submission's ranking metric (mean over its seeds), in gold
+        order: stored at submission, else re-scored once from the stored file and kept.
+        ``None`` when the stored file no longer scores against this gold."""
+        with self._connect() as con:
+            row = con.execute("SELECT step_values_json FROM submissions WHERE id=?", (sub.id,)).fetchone()
+        if row and row[0]:
+            vals = json.loads(row[0])
+            if len(vals) == len(self.gold.step_ids(View(sub.view))):
+                return vals
+        try:
+            report = self._rescore(sub, keep_steps=True)
+        except (OSError, ValueError) as e:
+            log.warning("cannot re-score submission #%s for its rank: %s", sub.id, e)
+            return None
+        vals = step_values(report, self.gold.step_ids(View(sub.view)), sub.metric)
+        with self._write_lock, self._connect() as con:
+            con.execute("UPDATE submissions SET step_values_json=? WHERE id=?", (json.dumps(vals), sub.id))
+        return vals
+
+    def _rescore(self, sub: Submission, *, keep_steps: bool = False, bootstrap: bool = True) -> Any:
+        """Score a stored submission's file again against the current gold (a Report)."""
+        from mag_dataset.predictions import read_predictions
+        from mag_dataset.scoring import score_predictions
+
+        v, c, gold = View(sub.view), Contract(sub.contract), self.gold
+        if v not in gold.steps:
+            raise ValueError(f"the gold has no {v.value} view")
+        jsonl = decode_upload(self.read_file(sub), f"x{sub.file_ext}",
+                              max_bytes=max(self.config.max_bytes, sub.file_size) * 64, max_lines=10**9)
+        predictions = read_predictions(jsonl, gold.step_ids(v), max_lines=10**9)
+        kwargs: dict[str, Any] = {} if bootstrap else {"bootstrap_resamples": 0}
+        return score_predictions(predictions, gold.steps[v], v, c, verdicts=self.verdicts, keep_steps=keep_steps,
+                                 menus=gold.menus(v, c), **kwargs)
+
+    def _backfill_content(self, con: sqlite3.Connection) -> None:
+        """Fill ``content_sha256`` of rows stored before it existed (decoded from their files)."""
+        from mag_dataset.predictions import read_predictions
+
+        rows = con.execute("SELECT id FROM submissions WHERE content_sha256 IS NULL").fetchall()
+        for (sid,) in rows:
+            sub = self.get(sid)
+            assert sub is not None
+            try:
+                jsonl = decode_upload(self.read_file(sub), f"x{sub.file_ext}",
+                                      max_bytes=max(self.config.max_bytes, sub.file_size) * 64, max_lines=10**9)
+                content = content_sha256(read_predictions(jsonl, self.gold.step_ids(View(sub.view)), max_lines=10**9))
+            except (OSError, ValueError):
+                content = f"unreadable:{sub.file_sha256}"
+            con.execute("UPDATE submissions SET content_sha256=? WHERE id=?", (content, sid))
+
+    def public_report(self, sub: Submission) -> dict[str, Any]:
+        """The report a visitor may download: the stored report with its breakdowns cut to
+        the granularity rule (:func:`public_report`)."""
+        return public_report(sub.report)
 
     def read_file(self, sub: Submission) -> bytes:
         """The stored bytes of a submission, checked against its SHA-256."""
@@ -994,8 +1367,6 @@ class Board:
             SubmissionRejected: an unknown id, or submissions of different views.
         """
         from mag_dataset.compare import compare_reports
-        from mag_dataset.predictions import read_predictions
-        from mag_dataset.scoring import score_predictions
 
         subs = [self.get(i) for i in (id_a, id_b)]
         if any(s is None for s in subs):
@@ -1006,13 +1377,7 @@ class Board:
         v, gold = View(a.view), self.gold
         if v not in gold.steps:
             raise SubmissionRejected(f"this board has no gold for the {v.value} view")
-        reports = []
-        for sub in (a, b):
-            jsonl = decode_upload(self.read_file(sub), f"x{sub.file_ext}",
-                                  max_bytes=max(self.config.max_bytes, sub.file_size) * 64, max_lines=10**9)
-            preds = read_predictions(jsonl, gold.step_ids(v), max_lines=10**9)
-            reports.append(score_predictions(preds, gold.steps[v], v, Contract(sub.contract), verdicts=self.verdicts,
-                                             keep_steps=True, bootstrap_resamples=0))
+        reports = [self._rescore(sub, keep_steps=True, bootstrap=False) for sub in (a, b)]
         return compare_reports(reports[0], reports[1], gold.steps[v], resamples=resamples, seed=seed)
 
     # ---- admin
@@ -1027,24 +1392,14 @@ class Board:
         Returns:
             One result per submission; ``identical`` means byte-identical report JSON.
         """
-        from mag_dataset.predictions import read_predictions
-        from mag_dataset.scoring import score_predictions
-
         results = []
-        gold = self.gold
         for sub in self.submissions():
-            v, c = View(sub.view), Contract(sub.contract)
             try:
-                if v not in gold.steps:
-                    raise ValueError(f"the gold has no {v.value} view")
-                jsonl = decode_upload(self.read_file(sub), f"x{sub.file_ext}",
-                                      max_bytes=max(self.config.max_bytes, sub.file_size) * 64, max_lines=10**9)
-                predictions = read_predictions(jsonl, gold.step_ids(v), max_lines=10**9)
+                new_json = self._rescore(sub).to_json()
             except (OSError, ValueError) as e:  # PredictionsError and SubmissionRejected are ValueErrors
                 results.append(RescoreResult(sub.id, False, sub.scorer_version, _scorer_version(),
                                              f"cannot re-score: {e}", failed=True))
                 continue
-            new_json = score_predictions(predictions, gold.steps[v], v, c, verdicts=self.verdicts).to_json()
             new_dict = json.loads(new_json)
             version = str(new_dict.get("provenance", {}).get("scorer_version") or _scorer_version())
             same = new_json == sub.report_json
@@ -1059,11 +1414,13 @@ class Board:
                     with self._write_lock, self._connect() as con:
                         con.execute("BEGIN IMMEDIATE")
                         con.execute(
-                            "UPDATE submissions SET report_json=?, summary_json=?, scorer_version=?, gold_fingerprint=? WHERE id=?",
+                            "UPDATE submissions SET report_json=?, summary_json=?, scorer_version=?, gold_fingerprint=?, "
+                            "step_values_json=NULL WHERE id=?",
                             (new_json, json.dumps(summary_from_report(new_dict), sort_keys=True), version,
                              report_fingerprint(new_dict), sub.id),
                         )
                         con.execute("COMMIT")
+                    self._rank_cache.clear()
             results.append(RescoreResult(sub.id, same, sub.scorer_version, version, detail))
         return results
 
@@ -1171,6 +1528,64 @@ def restore_from_hub(config: BoardConfig) -> bool:
         return restore_from_folder(config, Path(folder))
 
 
+def ranking_metric(contract: Contract | str) -> str:
+    """The report key that ranks a contract's table: BLEU-1 for G, SAA for the rest."""
+    return "bleu1" if Contract(contract) is Contract.G else "saa"
+
+
+def _pool(groups: dict[str, dict[str, Any]], names: list[str]) -> dict[str, Any]:
+    """Pool breakdown groups: step counts add up, each metric is the n-weighted mean."""
+    out: dict[str, Any] = {"steps": sum(int(groups[g].get("steps") or 0) for g in names)}
+    metrics = {k for g in names for k, v in groups[g].items() if isinstance(v, dict)}
+    for m in sorted(metrics):
+        n = sum(int((groups[g].get(m) or {}).get("n") or 0) for g in names)
+        total = sum(float((groups[g].get(m) or {}).get("value") or 0.0) * int((groups[g].get(m) or {}).get("n") or 0)
+                    for g in names if isinstance(groups[g].get(m), dict) and groups[g][m].get("value") is not None)
+        out[m] = {"value": round(total / n, 6) if n else None, "n": n}
+    return out
+
+
+def coarsen_breakdown(groups: dict[str, dict[str, Any]], min_steps: int = MIN_GROUP_STEPS) -> dict[str, dict[str, Any]]:
+    """One breakdown cut to the granularity rule of the module docstring.
+
+    Groups with fewer than ``min_steps`` gold steps are pooled into ``other``; while
+    ``other`` is still smaller, the next smallest group joins it. With fewer than two
+    groups left the breakdown is withheld (``{}``: it would equal the total). A metric
+    scored on fewer than ``min_steps`` steps of a kept group is dropped from that group.
+    """
+    sizes = {g: int((v or {}).get("steps") or 0) for g, v in groups.items() if isinstance(v, dict)}
+    keep = sorted(sizes, key=lambda g: (sizes[g], g))
+    small = [g for g in keep if sizes[g] < min_steps]
+    keep = [g for g in keep if sizes[g] >= min_steps]
+    while small and sum(sizes[g] for g in small) < min_steps and keep:
+        small.append(keep.pop(0))
+    out = {g: dict(groups[g]) for g in sorted(keep)}
+    if small:
+        out["other" if "other" not in out else "other (pooled)"] = {**_pool(groups, small), "pooled": sorted(small)}
+    if len(out) < 2:
+        return {}
+    for g, block in out.items():
+        for m in [k for k, v in block.items() if isinstance(v, dict)]:
+            if int(block[m].get("n") or 0) < min_steps:
+                del block[m]
+    return out
+
+
+def public_report(report: dict[str, Any], min_steps: int = MIN_GROUP_STEPS) -> dict[str, Any]:
+    """A report safe to show: every breakdown cut by :func:`coarsen_breakdown`, with the
+    rule recorded under ``provenance.breakdown_rule``; the headline figures unchanged."""
+    out = json.loads(json.dumps(report))
+    blocks = out.get("breakdowns")
+    if isinstance(blocks, dict):
+        out["breakdowns"] = {k: coarsen_breakdown(v, min_steps) if isinstance(v, dict) else v for k, v in blocks.items()}
+    out.setdefault("provenance", {})["breakdown_rule"] = (
+        f"groups of fewer than {min_steps} gold steps pooled into 'other' (with the next smallest group while "
+        f"'other' is smaller); breakdowns that cannot keep two groups withheld; metrics scored on fewer than "
+        f"{min_steps} steps of a group left out"
+    )
+    return out
+
+
 def rank_key(sub: Submission) -> tuple:
     """Sort key within one (view, contract): primary metric descending, then the rest.
 
@@ -1211,6 +1626,15 @@ __all__ = [
     "decode_upload",
     "metric_value",
     "rank_key",
+    "Ranked",
+    "MIN_GROUP_STEPS",
+    "RANK_ALPHA",
+    "check_integrity",
+    "coarsen_breakdown",
+    "content_sha256",
+    "public_report",
+    "ranking_metric",
+    "step_values",
     "restore_from_folder",
     "restore_from_hub",
     "summary_from_report",

@@ -163,6 +163,84 @@ class _Side:
             self.mean = np.where(self.cnt > 0, self.sum / np.maximum(self.cnt, 1), 0.0)
 
 
+def _draws(T: int, resamples: int, seed: int, np: Any) -> tuple[Any, Any]:
+    """The shared random draws over ``T`` tasks: bootstrap multiplicities (resamples x T)
+    and sign flips (resamples x T), from ``random.Random(seed)``."""
+    rng = random.Random(seed)
+    gen_boot = np.random.Generator(np.random.PCG64(rng.getrandbits(128)))
+    gen_flip = np.random.Generator(np.random.PCG64(rng.getrandbits(128)))
+    idx = gen_boot.integers(0, T, size=(resamples, T))
+    flat = (np.arange(resamples, dtype=np.int64)[:, None] * T + idx).ravel()
+    mult = np.bincount(flat, minlength=resamples * T).reshape(resamples, T).astype(np.float64)
+    signs = gen_flip.integers(0, 2, size=(resamples, T)).astype(np.float64) * 2.0 - 1.0
+    return mult, signs
+
+
+def paired_test(
+    a: Sequence[float | None],
+    b: Sequence[float | None],
+    tasks: Sequence[str],
+    *,
+    binary: bool,
+    resamples: int = COMPARE_RESAMPLES,
+    seed: int = COMPARE_SEED,
+) -> dict[str, Any]:
+    """One metric's paired comparison (B - A) from per-step values, as :func:`compare_reports`
+    computes it for a headline metric: the same task draws, test and rounding, so the
+    leaderboard's rank rule and ``mag compare`` agree on every pair.
+
+    Args:
+        a: per-step value of side A (mean over its seeds), ``None`` where not scored.
+        b: the same for side B, step for step.
+        tasks: each step's task id.
+        binary: exact McNemar (a step is right for a side when the majority of its seeds
+            are; an even split drops the step) instead of the task sign-flip test.
+        resamples: bootstrap and sign-flip draws.
+        seed: seed of the draws.
+
+    Returns:
+        ``{"diff", "ci95", "p_value", "n_steps", "test"}``; ``diff`` and ``ci95`` are
+        ``None`` when no step is scored for both sides.
+    """
+    import numpy as np
+
+    if not (len(a) == len(b) == len(tasks)):
+        raise CompareError("per-step values and tasks must have the same length")
+    task_ids = sorted(set(tasks))
+    tindex = {t: j for j, t in enumerate(task_ids)}
+    m = np.array([x is not None and y is not None for x, y in zip(a, b)])
+    av = np.array([0.0 if x is None else float(x) for x in a])
+    bv = np.array([0.0 if y is None else float(y) for y in b])
+    n = int(m.sum())
+    test = "mcnemar_exact" if binary else "task_sign_flip"
+    if n == 0:
+        return {"diff": None, "ci95": None, "p_value": 1.0, "n_steps": 0, "test": test}
+    step_task = np.array([tindex[t] for t in tasks], dtype=np.int64)
+    T = len(task_ids)
+    TD, TN = np.zeros(T), np.zeros(T)
+    np.add.at(TD, step_task, np.where(m, bv - av, 0.0))
+    np.add.at(TN, step_task, m.astype(np.float64))
+    total = float(TD.sum())
+    mult, signs = _draws(T, resamples, seed, np)
+    # the same einsum as compare_reports (one column), so the sums run in the same order
+    boot_d = np.einsum("bt,tc->bc", mult, TD[:, None])[:, 0]
+    boot_n = np.einsum("bt,tc->bc", mult, TN[:, None])[:, 0]
+    ok = boot_n > 0
+    ci = None
+    if ok.any():
+        lo, hi = np.percentile(boot_d[ok] / boot_n[ok], [2.5, 97.5])
+        ci = [_r(float(lo)), _r(float(hi))]
+    if binary:
+        a_only = int((m & (av > 0.5) & (bv < 0.5)).sum())
+        b_only = int((m & (av < 0.5) & (bv > 0.5)).sum())
+        p = mcnemar_exact(a_only, b_only)
+    else:
+        flip = np.einsum("bt,tc->bc", signs, TD[:, None])[:, 0]
+        extreme = int((np.abs(flip) >= abs(total) - 1e-9).sum())
+        p = (1 + extreme) / (1 + resamples)
+    return {"diff": _r(total / n), "ci95": ci, "p_value": _r(p), "n_steps": n, "test": test}
+
+
 def compare_reports(
     report_a: Report,
     report_b: Report,
@@ -254,13 +332,7 @@ def compare_reports(
     np.add.at(TD, step_task, d_col)
     np.add.at(TN, step_task, n_col)
 
-    rng = random.Random(seed)
-    gen_boot = np.random.Generator(np.random.PCG64(rng.getrandbits(128)))
-    gen_flip = np.random.Generator(np.random.PCG64(rng.getrandbits(128)))
-    idx = gen_boot.integers(0, T, size=(resamples, T))
-    flat = (np.arange(resamples, dtype=np.int64)[:, None] * T + idx).ravel()
-    mult = np.bincount(flat, minlength=resamples * T).reshape(resamples, T).astype(np.float64)
-    signs = gen_flip.integers(0, 2, size=(resamples, T)).astype(np.float64) * 2.0 - 1.0
+    mult, signs = _draws(T, resamples, seed, np)
     # einsum without optimize=: numpy's own C loop, sums in a fixed order on every run
     boot_d = np.einsum("bt,tc->bc", mult, TD)
     boot_n = np.einsum("bt,tc->bc", mult, TN)
@@ -407,4 +479,5 @@ __all__ = [
     "format_comparison",
     "holm",
     "mcnemar_exact",
+    "paired_test",
 ]

@@ -116,20 +116,27 @@ def test_good_file_is_scored_by_the_library_and_stored_content_addressed(board: 
     assert board.submissions("coord") == []
 
 
-def test_gzip_and_parquet_uploads_score_like_the_jsonl(board: Board) -> None:
+def test_gzip_and_parquet_uploads_score_like_the_jsonl_and_count_as_the_same_content(tmp_path: Path) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     data = jsonl(contract=Contract.A)
-    plain = submit(board, data, contract="A")
-    gz = submit(board, gzip.compress(data), "preds.jsonl.gz", contract="A", model_name="gz")
     rows = [json.loads(line) for line in data.splitlines()]
     buf = io.BytesIO()
     pq.write_table(pa.Table.from_pylist(rows), buf)
-    pqt = submit(board, buf.getvalue(), "preds.PARQUET", contract="A", model_name="pq")
-    assert plain.report_json == gz.report_json == pqt.report_json
-    assert {s.file_ext for s in (plain, gz, pqt)} == {".jsonl", ".jsonl.gz", ".parquet"}
-    assert len(stored_files(board)) == 3
+    files = {"preds.jsonl": data, "preds.jsonl.gz": gzip.compress(data), "preds.PARQUET": buf.getvalue()}
+    subs = []
+    for i, (name, payload) in enumerate(files.items()):  # each on its own board: the same report
+        b = Board(BoardConfig(data_dir=tmp_path / f"b{i}", daily_cap=100, max_lines=50, max_bytes=16384), gold=gold())
+        subs.append(submit(b, payload, name, contract="A"))
+    assert len({s.report_json for s in subs}) == 1 and len({s.content_sha256 for s in subs}) == 1
+    assert {s.file_ext for s in subs} == {".jsonl", ".jsonl.gz", ".parquet"}
+    # on one board the other two formats are the same predictions: refused as duplicates
+    b = Board(BoardConfig(data_dir=tmp_path / "b0", daily_cap=100, max_lines=50, max_bytes=16384), gold=gold())
+    for name in ("preds.jsonl.gz", "preds.PARQUET"):
+        with pytest.raises(SubmissionRejected, match=r"the same predictions .* \(submission #1\)"):
+            submit(b, files[name], name, contract="A", model_name="again")
+    assert b.count() == 1 and len(stored_files(b)) == 1
 
 
 def test_several_seeds_are_counted(board: Board) -> None:
@@ -249,9 +256,16 @@ def test_identical_file_is_not_scored_twice_for_the_same_view_and_contract(board
     first = submit(board, data)
     with pytest.raises(SubmissionRejected, match=rf"already scored .* \(submission #{first.id}\)"):
         submit(board, data, model_name="again")
-    other = submit(board, data, contract="JG")  # same bytes, another contract: a new submission
-    assert board.count() == 2 and other.id != first.id
-    assert len(stored_files(board)) == 1  # content-addressed: one copy of the bytes
+    # the same predictions with a trailing blank line, CRLF line ends and another line order
+    lines = data.decode().splitlines()
+    shuffled = ("\r\n".join(lines[::-1]) + "\r\n\r\n").encode()
+    with pytest.raises(SubmissionRejected, match=rf"the same predictions .* \(submission #{first.id}\)"):
+        submit(board, shuffled, model_name="again")
+    # a contract-J file declared as JG parses under J only: rejected with the better contract named
+    with pytest.raises(SubmissionRejected, match=r"parse better under view som, contract J \(6 of 12 .*declared "
+                                                  r"view som, contract JG \(0 of 12\)"):
+        submit(board, data, contract="JG")
+    assert board.count() == 1 and len(stored_files(board)) == 1
 
 
 def test_daily_cap_per_submitter_with_admins_exempt(tmp_path: Path) -> None:
@@ -405,8 +419,7 @@ def test_sync_payload_restores_a_board_that_rescores_identically(tmp_path: Path)
 
     a = Board(BoardConfig(data_dir=tmp_path / "a"), gold=gold())
     subs = [submit(a, jsonl(tag=str(i)), model_name=f"m{i}") for i in range(3)]
-    again = submit(a, jsonl(tag="0"), contract="JG")  # same bytes as subs[0]: one file for two rows
-    assert again.file_sha256 == subs[0].file_sha256 and again.id != subs[0].id
+    assert len({s.file_sha256 for s in subs}) == 3
     mirror = tmp_path / "mirror"  # what the Hub repo holds after the sync commit
 
     def push() -> list[str]:
@@ -426,7 +439,7 @@ def test_sync_payload_restores_a_board_that_rescores_identically(tmp_path: Path)
     assert restore_from_folder(b_cfg, mirror)
     b = Board(b_cfg, gold=gold())
     assert [s.report_json for s in b.submissions()] == [s.report_json for s in a.submissions()]
-    assert b.count() == 5 and all(r.identical for r in b.rescore_all())
+    assert b.count() == 4 and all(r.identical for r in b.rescore_all())
     assert not restore_from_folder(BoardConfig(data_dir=tmp_path / "c"), tmp_path / "nothing")
 
 
