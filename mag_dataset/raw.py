@@ -112,6 +112,7 @@ GEOMETRY_FIELDS: tuple[str, ...] = ("viewport_width", "viewport_height", "device
 #: BrowserGym's MiniWoB++ tasks: a 332x214 CSS viewport captured at 1.5 screenshot px per CSS px
 #: (``browsergym.miniwob.base``: ``viewport``, ``_bgym_scale_factor``).
 MINIWOB_VIEWPORT: tuple[int, int] = (332, 214)
+MINIWOB_DPR = 1.5
 
 
 def step_id(task_id: str, step_index: int) -> str:
@@ -419,9 +420,10 @@ def capture_geometry(step: RawStep, source: str = "") -> tuple[int, int, float]:
     2. ``metadata["viewport"]`` (``[w, h]``, written by the site recorder) for the viewport
        and ``metadata["conversion"]["scale_factor"]`` for the ratio (every recorder and
        importer stores that :class:`~mag_dataset.live.observe.Conversion`);
-    3. defaults: a ``miniwob`` episode has BrowserGym's MiniWoB viewport
-       (:data:`MINIWOB_VIEWPORT`, 332x214 CSS px); any other episode is taken as an
-       uncropped capture, ``image size / ratio``; the ratio defaults to 1.0.
+    3. defaults: a ``miniwob`` episode has BrowserGym's MiniWoB viewport and ratio
+       (:data:`MINIWOB_VIEWPORT`, 332x214 CSS px, :data:`MINIWOB_DPR` 1.5; its screenshot
+       is a crop of that capture); any other episode is taken as an uncropped capture at
+       ratio 1.0, viewport ``image size / ratio``.
 
     Args:
         step: the raw step.
@@ -435,7 +437,8 @@ def capture_geometry(step: RawStep, source: str = "") -> tuple[int, int, float]:
     dpr = step.device_pixel_ratio
     if dpr is None:
         scale = conv.get("scale_factor")
-        dpr = float(scale) if isinstance(scale, (int, float)) and not isinstance(scale, bool) and scale > 0 else 1.0
+        fallback = MINIWOB_DPR if source == "miniwob" else 1.0
+        dpr = float(scale) if isinstance(scale, (int, float)) and not isinstance(scale, bool) and scale > 0 else fallback
     if step.viewport_width is not None and step.viewport_height is not None:
         return step.viewport_width, step.viewport_height, dpr
     vp = meta.get("viewport")

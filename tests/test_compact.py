@@ -1,0 +1,208 @@
+"""Raw format v2: compact storage (`mag compact`), SoM rendered at build time, capture geometry,
+and the builder's rule for point-only steps (issue 10 item 4, issue 11 item 3, issue 14 item 3)."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import shutil
+
+import numpy as np
+import pytest
+from PIL import Image, ImageDraw
+
+from mag_dataset.builder import build_dataset, prepare_corpus
+from mag_dataset.cli import main
+from mag_dataset.compact import compact_corpus, to_lossless_webp
+from mag_dataset.raw import RawDataError, capture_geometry, image_format, read_corpus, read_episode, som_image_bytes
+
+from synthetic_raw import edit_episode, make_corpus
+
+
+@pytest.fixture(scope="module")
+def png_corpus(tmp_path_factory):
+    root = tmp_path_factory.mktemp("v1") / "raw"
+    make_corpus(root, seeds_per_template=2)
+    return root
+
+
+@pytest.fixture()
+def raw(png_corpus, tmp_path):
+    dst = tmp_path / "raw"
+    shutil.copytree(png_corpus, dst)
+    return dst
+
+
+def _pixels(data: bytes) -> np.ndarray:
+    with Image.open(io.BytesIO(data)) as im:
+        return np.asarray(im.convert("RGBA"))
+
+
+def test_render_som_is_pinned_and_deterministic():
+    from mag_dataset.live.observe import render_som
+    from mag_dataset.schema import Candidate
+
+    im = Image.new("RGB", (200, 120), (245, 245, 245))
+    ImageDraw.Draw(im).rectangle((20, 30, 120, 60), fill=(200, 220, 255))
+    buf = io.BytesIO()
+    im.save(buf, format="PNG")
+    cands = [Candidate("7", "button", "OK", (20, 30, 120, 60)), Candidate("123", "link", "Help", (0, 0, 40, 12)),
+             Candidate("a9", "textbox", "", (150.5, 90.25, 199, 119))]
+    out = render_som(buf.getvalue(), cands)
+    assert out == render_som(buf.getvalue(), cands) and image_format(out) == "png"
+    # The pixels are pinned: a change of Pillow's bitmap font or of draw_som must be deliberate
+    # (it changes every built Set-of-Mark image).
+    with Image.open(io.BytesIO(out)) as r:
+        assert hashlib.sha256(r.tobytes()).hexdigest() == "537e1e9836a465157b7f613a3dbf45262f1fe64ce3b8d565a6dedae3a64598a5"
+    # the same render from a lossless WebP of the same pixels
+    webp = to_lossless_webp(buf.getvalue())
+    assert webp is not None and np.array_equal(_pixels(render_som(webp, cands)), _pixels(out))
+
+
+def test_compact_converts_losslessly_drops_som_and_is_idempotent(raw, png_corpus):
+    before = {ep.episode_id: ep for ep in read_corpus(png_corpus)}
+    report = compact_corpus(raw, workers=2)
+    n_steps = sum(len(ep.steps) for ep in before.values())
+    assert report.episodes == len(before) == 10 and report.changed_episodes == 10
+    assert report.converted == n_steps and report.som_dropped == n_steps and report.kept_png == 0
+    for ep in read_corpus(raw):
+        old = before[ep.episode_id]
+        folder = raw / ep.episode_id
+        assert sorted(p.name for p in folder.iterdir()) == sorted(["episode.json", *(s.screenshot for s in ep.steps)])
+        assert json.loads((folder / "episode.json").read_text())["format_version"] == 2
+        for st, st0 in zip(ep.steps, old.steps):
+            data = (folder / st.screenshot).read_bytes()
+            assert st.screenshot.endswith(".webp") and image_format(data) == "webp" and st.som_screenshot == ""
+            assert np.array_equal(_pixels(data), _pixels((png_corpus / ep.episode_id / st0.screenshot).read_bytes()))
+            # the synthetic episodes say source "miniwob" and store no conversion: MiniWoB's defaults
+            assert (st.viewport_width, st.viewport_height, st.device_pixel_ratio) == (332, 214, 1.5)
+            assert (st.action, st.candidates, st.guide, st.target_bbox) == (st0.action, st0.candidates, st0.guide, st0.target_bbox)
+    assert not any(p.name.startswith(".") for p in raw.iterdir())  # no temp folder left
+    snapshot = {p: p.read_bytes() for p in raw.rglob("*") if p.is_file()}
+    again = compact_corpus(raw)
+    assert again.changed_episodes == 0 and again.converted == 0
+    assert snapshot == {p: p.read_bytes() for p in raw.rglob("*") if p.is_file()}
+
+
+def test_compacted_build_is_byte_identical_and_renders_som(raw, tmp_path):
+    compact_corpus(raw)
+    a = build_dataset(raw, tmp_path / "a", progress=False)
+    b = build_dataset(raw, tmp_path / "b", progress=False)
+    shards = sorted(p.relative_to(a) for p in a.rglob("*.parquet"))
+    assert len(shards) == 4
+    assert all((a / f).read_bytes() == (b / f).read_bytes() for f in shards)
+    import datasets
+
+    som = datasets.load_dataset(str(a), "som", split="test")
+    coord = datasets.load_dataset(str(a), "coord", split="test")
+    corpus = prepare_corpus(raw, progress=False)
+    by_id = {s.step_id: s for s in corpus.steps}
+    assert len(som) == len(coord) > 0
+    for s_row, c_row in zip(som, coord):
+        st = by_id[s_row["step_id"]]
+        folder = raw / st.episode.episode_id
+        # coord keeps the raw WebP bytes; som is the rendered image, as any reader gets it
+        assert c_row["screenshot"].format == "WEBP" and np.array_equal(
+            np.asarray(c_row["screenshot"].convert("RGBA")), _pixels((folder / st.raw.screenshot).read_bytes()))
+        assert np.array_equal(np.asarray(s_row["screenshot"].convert("RGBA")), _pixels(som_image_bytes(folder, st.raw)))
+        assert not np.array_equal(np.asarray(s_row["screenshot"].convert("RGBA")), np.asarray(c_row["screenshot"].convert("RGBA")))
+        for row in (s_row, c_row):
+            assert (row["viewport_width"], row["viewport_height"], row["device_pixel_ratio"]) == (332, 214, 1.5)
+
+
+def test_cli_compact_and_user_errors(raw, tmp_path, capsys):
+    assert main(["compact", "--raw", str(raw), "--dry-run"]) == 0
+    assert "would compact: 10 episodes (10 rewritten)" in capsys.readouterr().out
+    assert all(s.screenshot.endswith(".png") for ep in read_corpus(raw) for s in ep.steps)  # dry run wrote nothing
+    assert main(["compact", "--raw", str(raw)]) == 0
+    assert "compacted: 10 episodes (10 rewritten)" in capsys.readouterr().out
+    assert main(["compact", "--raw", str(tmp_path / "nope")]) == 2
+    assert main(["compact", "--raw", str(raw), "--method", "9"]) == 2
+    err = capsys.readouterr().err
+    assert "raw corpus folder not found" in err and "WebP method must be in 0..6" in err and "Traceback" not in err
+
+
+def test_lossy_webp_and_unreadable_images_are_refused(raw, tmp_path):
+    folder = raw / "login-form.seed-0"
+    st = read_episode(folder).steps[0]
+    with Image.open(folder / st.screenshot) as im:
+        buf = io.BytesIO()
+        im.save(buf, format="WEBP", quality=80)  # lossy
+    (folder / "step_000.webp").write_bytes(buf.getvalue())
+    assert image_format(buf.getvalue()) == "webp-lossy"
+    edit_episode(folder, lambda d: d["steps"][0].update(screenshot="step_000.webp", som_screenshot=None))
+    with pytest.raises(RawDataError, match="lossy WebP"):
+        build_dataset(raw, tmp_path / "out", progress=False)
+    (folder / "step_000.webp").write_bytes(b"RIFF\x10\x00\x00\x00WEBPjunkjunk")
+    with pytest.raises(RawDataError, match="not a PNG or lossless WebP"):
+        build_dataset(raw, tmp_path / "out", progress=False)
+    assert not (tmp_path / "out").exists()
+
+
+def test_capture_geometry_fields_metadata_and_defaults(raw):
+    st = read_episode(raw / "login-form.seed-0").steps[0]
+    import dataclasses
+
+    assert capture_geometry(st, "") == (160, 120, 1.0)  # no metadata: an uncropped capture at ratio 1
+    assert capture_geometry(st, "miniwob") == (332, 214, 1.5)
+    conv = dataclasses.replace(st, metadata={"conversion": {"scale_factor": 2.0, "crop": [0, 0, 320, 240]}})
+    assert capture_geometry(conv) == (80, 60, 2.0)
+    assert capture_geometry(conv, "miniwob") == (332, 214, 2.0)
+    site = dataclasses.replace(conv, metadata={**conv.metadata, "viewport": [1280, 720]})
+    assert capture_geometry(site) == (1280, 720, 2.0)
+    explicit = dataclasses.replace(site, viewport_width=640, viewport_height=360, device_pixel_ratio=1.25)
+    assert capture_geometry(explicit) == (640, 360, 1.25)
+    # explicit fields round-trip through episode.json and are validated
+    edit_episode(raw / "login-form.seed-0", lambda d: d["steps"][0].update(viewport_width=640, viewport_height=360,
+                                                                          device_pixel_ratio=1.25))
+    st = read_episode(raw / "login-form.seed-0").steps[0]
+    assert (st.viewport_width, st.viewport_height, st.device_pixel_ratio) == (640, 360, 1.25)
+    assert st.to_json()["viewport_width"] == 640
+    row = next(s for s in prepare_corpus(raw, progress=False).steps if s.step_id == "login-form.seed-0:0").row
+    from mag_dataset.actions import View
+
+    assert [row(v)[k] for v in View for k in ("viewport_width", "viewport_height", "device_pixel_ratio")] == [640, 360, 1.25] * 2
+    edit_episode(raw / "login-form.seed-0", lambda d: d["steps"][0].update(device_pixel_ratio=0))
+    with pytest.raises(RawDataError, match="device_pixel_ratio"):
+        read_episode(raw / "login-form.seed-0")
+
+
+def _make_point_only(raw, step=3):
+    # login-form.seed-0 has 3 steps; use a 5-step episode: seed 2 (held-out-a has seeds 30, 31)
+    folder = next(p for p in sorted(raw.iterdir()) if p.is_dir() and len(read_episode(p).steps) > step
+                  and read_episode(p).steps[step].action.type.value == "click")
+    edit_episode(folder, lambda d: (d["steps"][step]["action"].update(element_id=None), d["steps"][step].update(target_bbox=None)))
+    return folder
+
+
+def test_build_refuses_unrestored_point_only_steps(tmp_path):
+    root = tmp_path / "raw"
+    make_corpus(root, seeds_per_template=3)
+    folder = _make_point_only(root)
+    with pytest.raises(RawDataError, match=r"run `mag unify`.*--unmappable-point-only"):
+        build_dataset(root, tmp_path / "out", progress=False)
+    assert main(["build", "--raw", str(root), "--out", str(tmp_path / "out"), "--no-progress"]) == 2
+    assert not (tmp_path / "out").exists()
+    out = build_dataset(root, tmp_path / "out", progress=False, unmappable_point_only=True)
+    import datasets
+
+    sid = f"{read_episode(folder).task_id}:3"
+    for view in ("som", "coord"):
+        rows = [r for s in ("train", "test") for r in datasets.load_dataset(str(out), view, split=s).remove_columns("screenshot")
+                if r["step_id"] == sid]
+        assert len(rows) == 1
+        r = rows[0]
+        assert r["audit_status"] == "unmappable" and r["target_bbox"] is None and r["action"]["element_id"] is None
+        assert r["action"]["coordinate"] == [20.0, 85.0]
+    assert json.loads((out / "build_info.json").read_text())["unmappable_point_only"] is True
+
+
+def test_zero_size_target_box_is_refused(tmp_path):
+    root = tmp_path / "raw"
+    make_corpus(root, seeds_per_template=1)
+    folder = root / "login-form.seed-0"
+    edit_episode(folder, lambda d: (d["steps"][0].update(target_bbox=[60.0, 20.0, 60.0, 20.0]),
+                                    d["steps"][0]["action"].update(coordinate=[60.0, 20.0])))
+    with pytest.raises(RawDataError, match="zero-size"):
+        prepare_corpus(root, progress=False)
