@@ -1,4 +1,5 @@
-"""``mag publish``: dry run lists exactly the built files; clear errors without token or network."""
+"""``mag publish``: dry run lists exactly the built files and the two Spaces' files; clear errors
+without token or network."""
 
 from __future__ import annotations
 
@@ -35,14 +36,14 @@ def _files(folder: Path) -> list[str]:
 
 
 def test_dry_run_lists_exactly_the_built_files(built, capsys):
-    rc = main(["publish", "--repo-id", "mag/webmre", "--folder", str(built), "--dry-run"])
+    rc = main(["publish", "--repo-id", "mag/webmre", "--folder", str(built), "--dry-run", "--only", "dataset"])
     out = capsys.readouterr().out
     assert rc == 0
     listed = [line.split()[0] for line in out.splitlines() if line.startswith("  ")]
     assert listed == _files(built)
-    assert len(listed) == 7 and sum(name.endswith(".parquet") for name in listed) == 4
-    assert "https://huggingface.co/datasets/mag/webmre" in out
-    assert "7 files" in out and "dry run: nothing uploaded" in out
+    assert len(listed) == 8 and sum(name.endswith(".parquet") for name in listed) == 4 and "eval.yaml" in listed
+    assert "https://huggingface.co/datasets/mag/webmre" in out and "spaces/" not in out
+    assert "8 files" in out and "dry run: nothing uploaded" in out
     plan = upload_plan(built)
     assert [f.path for f in plan] == listed
     assert all(f.size == (built / f.path).stat().st_size for f in plan)
@@ -52,7 +53,7 @@ def test_hidden_files_are_never_uploaded(copy):
     (copy / ".cache").mkdir()
     (copy / ".cache" / "lock").write_text("x")
     assert ".cache/lock" not in [f.path for f in upload_plan(copy)]
-    assert len(upload_plan(copy)) == 7
+    assert len(upload_plan(copy)) == 8
 
 
 def test_a_modified_build_is_refused(copy, capsys):
@@ -135,10 +136,10 @@ def test_library_call_without_token_raises_publish_error(built, monkeypatch, tmp
 
 def test_dry_run_into_a_new_folder_writes_the_bundled_build(tmp_path, capsys):
     target = tmp_path / "to-upload"
-    assert main(["publish", "--repo-id", "mag/webmre", "--folder", str(target), "--dry-run"]) == 0
+    assert main(["publish", "--repo-id", "mag/webmre", "--folder", str(target), "--dry-run", "--only", "dataset"]) == 0
     out = capsys.readouterr().out
     listed = [line.split()[0] for line in out.splitlines() if line.startswith("  ")]
-    assert listed == _files(target) and len(listed) == 7
+    assert listed == _files(target) and len(listed) == 8
     assert f"building the bundled sample corpus into {target}" in out
 
 
@@ -153,11 +154,140 @@ def test_upload_sends_exactly_the_plan_to_a_dataset_repo(built, monkeypatch):
 
     monkeypatch.setattr(huggingface_hub.HfApi, "create_repo", lambda self, repo_id, **kw: calls.append(("create", repo_id, kw)))
     monkeypatch.setattr(huggingface_hub.HfApi, "upload_folder", lambda self, **kw: calls.append(("upload", kw)) or Commit())
+    monkeypatch.setattr(huggingface_hub.HfApi, "upload_file", lambda self, **kw: calls.append(("file", kw)) or Commit())
     url = publish_folder(built, "mag/webmre", token="hf_notarealtoken")
     assert url == Commit.commit_url
     assert calls[0] == ("create", "mag/webmre", {"repo_type": "dataset", "exist_ok": True, "private": False})
     kind, kw = calls[1]
     assert kind == "upload" and kw["repo_type"] == "dataset" and kw["folder_path"] == str(built)
-    assert kw["allow_patterns"] == [f.path for f in upload_plan(built)] == _files(built)
+    assert sorted(kw["allow_patterns"] + ["eval.yaml"]) == _files(built)  # eval.yaml goes in a commit of its own
     assert kw["delete_patterns"] == ["som/*", "coord/*"]  # shards of an older build are removed
     assert "raw fingerprint" in kw["commit_message"]
+    kind, kw = calls[2]
+    assert kind == "file" and kw["path_in_repo"] == "eval.yaml" and kw["repo_type"] == "dataset"
+    assert kw["path_or_fileobj"] == str(built / "eval.yaml") and len(calls) == 3
+
+
+# --------------------------------------------------------------------------- Spaces
+
+
+def _sections(out: str) -> dict[str, list[str]]:
+    """Dry-run output split by upload: its header line -> the listed paths."""
+    sections: dict[str, list[str]] = {}
+    current = None
+    for line in out.splitlines():
+        if line.startswith("upload to "):
+            current = line.split()[2]
+            sections[current] = []
+        elif line.startswith("  ") and current is not None:
+            sections[current].append(line.split()[0])
+    return sections
+
+
+def _package_files() -> list[str]:
+    import mag_dataset
+
+    pkg = Path(mag_dataset.__file__).parent
+    return sorted(
+        f"mag_dataset/{p.relative_to(pkg).as_posix()}" for p in pkg.rglob("*")
+        if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"
+        and not any(part.startswith(".") for part in p.relative_to(pkg).parts)
+    )
+
+
+def test_dry_run_lists_the_dataset_and_both_spaces(built, capsys):
+    from mag_dataset.hub import repository_root
+
+    assert main(["publish", "--repo-id", "mag/webmre", "--folder", str(built), "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    sections = _sections(out)
+    assert list(sections) == [
+        "https://huggingface.co/datasets/mag/webmre",
+        "https://huggingface.co/spaces/mag/webmre_metric",
+        "https://huggingface.co/spaces/mag/webmre-leaderboard",
+    ]
+    assert sections["https://huggingface.co/datasets/mag/webmre"] == _files(built)
+    package = _package_files()
+    assert len(package) > 100 and "mag_dataset/scoring.py" in package and "mag_dataset/hub_eval.py" in package
+    root = repository_root()
+    metric = sorted(p.name for p in (root / "loaders/webmre_metric").iterdir() if p.is_file())
+    board = sorted(p.name for p in (root / "leaderboard").iterdir() if p.is_file())
+    assert sections["https://huggingface.co/spaces/mag/webmre_metric"] == sorted(metric + package)
+    assert sections["https://huggingface.co/spaces/mag/webmre-leaderboard"] == sorted(board + package)
+    assert {"README.md", "app.py", "requirements.txt"} <= set(metric) & set(board)
+    assert (
+        "secrets to set in the Space settings (never uploaded): MAG_BOARD_GOLD, MAG_BOARD_GOLD_TOKEN, "
+        "MAG_BOARD_SYNC_REPO, MAG_BOARD_SYNC_TOKEN, MAG_BOARD_ADMINS"
+    ) in out
+    assert out.strip().endswith("dry run: nothing uploaded")
+
+
+def test_space_plans_carry_front_matter_and_the_package_dependencies():
+    import tomllib
+
+    from mag_dataset.hub import repository_root, space_plan
+
+    core = tomllib.loads((repository_root() / "pyproject.toml").read_text())["project"]["dependencies"]
+    for kind in ("metric", "leaderboard"):
+        plan = space_plan(kind, f"mag/{kind}")
+        assert plan.front_matter["sdk"] == "gradio" and plan.front_matter["app_file"] == "app.py"
+        files = {f.path: f.data for f in plan.files}
+        req = files["requirements.txt"].decode().splitlines()
+        assert all(r in req for r in core), kind
+        assert not any(line.split("=")[0].strip().lower() in ("mag_dataset", "mag-dataset") for line in req)
+        names = [line.split("[")[0].split(">")[0].split("=")[0].strip().lower() for line in req if line and not line.startswith("#")]
+        assert len(names) == len(set(names)), names
+        # the package travels as the exact source that runs here
+        import mag_dataset
+
+        assert files["mag_dataset/scoring.py"] == (Path(mag_dataset.__file__).parent / "scoring.py").read_bytes()
+    assert "evaluate>=0.4.6" in {f.path: f.data for f in space_plan("metric", "m/x").files}["requirements.txt"].decode()
+
+
+def _fake_checkout(tmp_path: Path) -> Path:
+    import shutil
+
+    from mag_dataset.hub import repository_root
+
+    root = repository_root()
+    dst = tmp_path / "checkout"
+    shutil.copytree(root / "leaderboard", dst / "leaderboard")
+    shutil.copytree(root / "loaders", dst / "loaders")
+    (dst / "mag_dataset").mkdir()
+    (dst / "mag_dataset" / "__init__.py").write_text('__version__ = "0.0.0"\n')
+    shutil.copy(root / "pyproject.toml", dst / "pyproject.toml")
+    return dst
+
+
+def test_a_token_in_a_space_file_is_refused(tmp_path):
+    from mag_dataset.hub import space_plan
+
+    root = _fake_checkout(tmp_path)
+    (root / "leaderboard" / "notes.txt").write_text("HF_TOKEN=hf_" + "a1B2" * 9 + "\n")
+    with pytest.raises(PublishError, match=r"^notes.txt holds something shaped like a Hugging Face token; refusing"):
+        space_plan("leaderboard", "mag/board", root=root)
+    assert [f.path for f in space_plan("metric", "mag/m", root=root).files] == [
+        "README.md", "app.py", "mag_dataset/__init__.py", "requirements.txt", "webmre_metric.py"
+    ]
+
+
+def test_a_space_readme_without_gradio_front_matter_is_refused(tmp_path):
+    from mag_dataset.hub import space_plan
+
+    root = _fake_checkout(tmp_path)
+    readme = root / "loaders" / "webmre_metric" / "README.md"
+    readme.write_text(readme.read_text().replace("sdk: gradio", "sdk: docker", 1))
+    with pytest.raises(PublishError, match="the front matter must say sdk: gradio, got 'docker'"):
+        space_plan("metric", "mag/m", root=root)
+    readme.write_text("# no front matter\n")
+    with pytest.raises(PublishError, match="has no YAML front matter"):
+        space_plan("metric", "mag/m", root=root)
+    with pytest.raises(PublishError, match="run mag publish from a clone of the repository"):
+        space_plan("metric", "mag/m", root=tmp_path / "nowhere")
+
+
+def test_bad_space_ids_and_only(built, capsys):
+    assert main(["publish", "--repo-id", "mag/webmre", "--metric-space", "metric", "--dry-run"]) == 2
+    assert capsys.readouterr().err.strip() == "mag publish: error: --metric-space must look like owner/name, got 'metric'"
+    assert main(["publish", "--repo-id", "mag/webmre", "--only", "leaderboard", "--leaderboard-space", "me/board", "--dry-run"]) == 0
+    assert list(_sections(capsys.readouterr().out)) == ["https://huggingface.co/spaces/me/board"]

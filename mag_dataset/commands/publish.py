@@ -1,9 +1,18 @@
-"""``mag publish --repo-id mag/webmre [--folder DIR] [--dry-run]``: upload a built dataset folder."""
+"""``mag publish --repo-id mag/webmre [--folder DIR] [--only KIND ...] [--dry-run]``: upload the
+dataset (with its ``eval.yaml``), the ``evaluate`` metric Space and the leaderboard Space.
+
+The Spaces default to ``<owner>/webmre_metric`` and ``<owner>/webmre-leaderboard`` (the owner
+of ``--repo-id``); ``--only dataset`` (or ``metric``, ``leaderboard``, repeatable) publishes a
+part. ``--dry-run`` lists every file each upload would send, and the Space secrets to set
+by hand; it uploads nothing.
+"""
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
+
+KINDS = ("dataset", "metric", "leaderboard")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -15,39 +24,79 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="built dataset folder; a new or empty one gets a build of the bundled sample corpus "
         "(default: the cached build of the bundled sample)",
     )
+    parser.add_argument("--metric-space", default=None, help="the metric Space repo (default: <owner>/webmre_metric)")
+    parser.add_argument(
+        "--leaderboard-space", default=None, help="the leaderboard Space repo (default: <owner>/webmre-leaderboard)"
+    )
+    parser.add_argument(
+        "--only", action="append", choices=KINDS, default=None, help="publish only this part (repeatable; default: all three)"
+    )
     parser.add_argument("--dry-run", action="store_true", help="write the folder and list what would be uploaded; upload nothing")
-    parser.add_argument("--private", action="store_true", help="create the repo as private if it does not exist")
+    parser.add_argument("--private", action="store_true", help="create the repos as private if they do not exist")
+
+
+def _repo_id(value: str, flag: str) -> str:
+    from mag_dataset.cli import UserError
+
+    if value.count("/") != 1 or not all(value.split("/")):
+        raise UserError(f"{flag} must look like owner/name, got {value!r}")
+    return value
 
 
 def run(args: argparse.Namespace) -> int:
     from mag_dataset.builder import BuildError
     from mag_dataset.cli import UserError
-    from mag_dataset.hub import PublishError, format_plan, publish_folder, upload_plan
+    from mag_dataset.hub import (
+        SPACES,
+        PublishError,
+        format_plan,
+        format_space_plan,
+        publish_folder,
+        publish_space,
+        space_plan,
+        upload_plan,
+    )
 
-    if args.repo_id.count("/") != 1 or not all(args.repo_id.split("/")):
-        raise UserError(f"--repo-id must look like owner/name, got {args.repo_id!r}")
+    repo_id = _repo_id(args.repo_id, "--repo-id")
+    owner = repo_id.split("/")[0]
+    kinds = [k for k in KINDS if args.only is None or k in args.only]
+    spaces = {
+        "metric": _repo_id(args.metric_space or f"{owner}/{SPACES['metric'][1]}", "--metric-space"),
+        "leaderboard": _repo_id(args.leaderboard_space or f"{owner}/{SPACES['leaderboard'][1]}", "--leaderboard-space"),
+    }
     folder = args.folder
-    try:
-        if folder is None:
-            from mag_dataset.dataset import bundled_dataset
+    if "dataset" in kinds:
+        try:
+            if folder is None:
+                from mag_dataset.dataset import bundled_dataset
 
-            folder = bundled_dataset()
-        elif not folder.exists() or (folder.is_dir() and not any(folder.iterdir())):
-            from mag_dataset.builder import build_dataset
-            from mag_dataset.dataset import bundled_raw_dir
+                folder = bundled_dataset()
+            elif not folder.exists() or (folder.is_dir() and not any(folder.iterdir())):
+                from mag_dataset.builder import build_dataset
+                from mag_dataset.dataset import bundled_raw_dir
 
-            print(f"building the bundled sample corpus into {folder}")
-            folder = build_dataset(bundled_raw_dir(), folder, progress=False)
-    except (BuildError, OSError) as e:  # no bundled corpus, an unwritable --folder
-        raise UserError(str(e)) from None
+                print(f"building the bundled sample corpus into {folder}")
+                folder = build_dataset(bundled_raw_dir(), folder, progress=False)
+        except (BuildError, OSError) as e:  # no bundled corpus, an unwritable --folder
+            raise UserError(str(e)) from None
     try:
-        plan = upload_plan(folder)
-        print(format_plan(args.repo_id, folder, plan))
+        # every plan is checked before anything is uploaded
+        plan = upload_plan(folder) if "dataset" in kinds else None
+        space_plans = [space_plan(k, spaces[k]) for k in kinds if k in spaces]
+        if plan is not None:
+            print(format_plan(repo_id, folder, plan))
+        for sp in space_plans:
+            print(format_space_plan(sp))
         if args.dry_run:
             print("dry run: nothing uploaded")
             return 0
-        url = publish_folder(folder, args.repo_id, private=args.private)
+        if plan is not None:
+            print(f"published: {publish_folder(folder, repo_id, private=args.private)}")
+        for sp in space_plans:
+            print(f"published: {publish_space(sp, private=args.private)}")
     except PublishError as e:
         raise UserError(str(e)) from None
-    print(f"published: {url}")
+    for sp in space_plans:
+        if sp.secrets:
+            print(f"now set the secrets of https://huggingface.co/spaces/{sp.repo_id}: {', '.join(sp.secrets)}")
     return 0
