@@ -289,6 +289,24 @@ def parse_eval_results(text: str) -> list[Any]:
         raise EvalFileError(f"an entry lacks a required field: {e}") from None
 
 
+def eval_results_file(report: Any, **kwargs: Any) -> tuple[str, str]:
+    """The ``.eval_results`` file of a report as ``(file name, YAML text)``.
+
+    What a leaderboard's "download for your model repo" link serves: the user commits it
+    as ``.eval_results/<file name>`` in the model repo.
+
+    Args:
+        report: a :class:`mag_dataset.scoring.Report` or a report dict (the stored report JSON).
+        **kwargs: passed to :func:`eval_result_entry` (``dataset_id``, ``dataset_revision``,
+            ``source_url``, ``source_name``, ``split``).
+
+    Raises:
+        EvalFileError: see :func:`eval_result_entry`.
+    """
+    entry = eval_result_entry(report, **kwargs)
+    return eval_results_filename(entry), render_eval_results([entry])
+
+
 def eval_results_dir(target: str | os.PathLike) -> Path:
     """Where the files go: ``target`` itself when it is named ``.eval_results``, else ``target/.eval_results``."""
     target = Path(target)
@@ -309,11 +327,9 @@ def write_eval_results(target: str | os.PathLike, report: Any, **kwargs: Any) ->
     """
     from mag_dataset.fileio import atomic_write
 
-    entry = eval_result_entry(report, **kwargs)
-    out = eval_results_dir(target)
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / eval_results_filename(entry)
-    atomic_write(path, render_eval_results([entry]))
+    name, text = eval_results_file(report, **kwargs)
+    path = eval_results_dir(target) / name
+    atomic_write(path, text)
     return path
 
 
@@ -338,6 +354,7 @@ __all__ = [
     "card_configs",
     "eval_result_entry",
     "eval_results_dir",
+    "eval_results_file",
     "eval_results_filename",
     "eval_yaml_data",
     "hub_snapshot_revision",

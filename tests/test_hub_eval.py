@@ -207,6 +207,23 @@ def test_publishing_flag_mistakes_get_one_line(built, tmp_path, capsys, monkeypa
     assert not (tmp_path / "M").exists() and not (tmp_path / "E").exists()
 
 
+def test_the_leaderboard_download_is_the_same_file(built, tmp_path):
+    # a board stores the report JSON; the "download for your model repo" file comes from it
+    from mag_dataset.hub_eval import eval_results_file
+
+    preds = _predictions(built, "coord", "JG", tmp_path / "p.jsonl", seeds=(0,))
+    report = score_file(preds, load_gold(str(built), "coord", "test"), "coord", "JG")
+    stored = json.loads(report.to_json())
+    name, text = eval_results_file(stored, source_url="https://huggingface.co/spaces/mag/webmre-leaderboard")
+    assert name == "webmre_coord_JG.yaml" and eval_results_file(report, source_url="https://huggingface.co/spaces/mag/webmre-leaderboard") == (name, text)
+    [entry] = parse_eval_results(text)
+    assert entry.value == report.value("saa") and entry.task_id == "coord_JG"
+    with pytest.raises(EvalFileError, match="only the test split is a benchmark task, not 'train'"):
+        eval_results_file(stored, split="train")
+    with pytest.raises(EvalFileError, match="no valid view/contract"):
+        eval_results_file({"provenance": {"view": "som"}})
+
+
 def test_parse_eval_results_rejects_broken_files():
     with pytest.raises(EvalFileError, match="holds a YAML list"):
         parse_eval_results("dataset: {id: a/b}\n")
