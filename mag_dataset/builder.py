@@ -263,6 +263,9 @@ def raw_fingerprint(raw_dir: str | os.PathLike, audit_path: str | os.PathLike | 
 def read_splits(raw_dir: Path, episodes: list[RawEpisode]) -> CorpusSplits:
     """Read ``corpus.json``; without one, split tasks with the documented default.
 
+    Episodes that store their template parameters (``metadata["params"]``) and share
+    template and parameters must be in one split (checked).
+
     The default shuffles the sorted task ids with ``random.Random(DEFAULT_SPLIT_SEED)`` and
     puts the first ``round(DEFAULT_TEST_FRACTION * n)`` (at least one) into test. Episodes
     whose ``metadata["task_key"]`` is the same (repeats of one task, set by
@@ -309,6 +312,9 @@ def read_splits(raw_dir: Path, episodes: list[RawEpisode]) -> CorpusSplits:
     held = d.get("held_out_templates") or []
     if not isinstance(held, list) or not all(isinstance(t, str) for t in held):
         raise BuildError(f"{path}: field 'held_out_templates' must be a list of strings")
+    from mag_dataset.live.recorder import params_key
+
+    pairs: dict[str, tuple[Split, str]] = {}
     for ep in episodes:
         if ep.task_id not in splits:
             raise BuildError(f"{path}: task {ep.task_id!r} (episode {ep.episode_id!r}) has no split")
@@ -316,6 +322,14 @@ def read_splits(raw_dir: Path, episodes: list[RawEpisode]) -> CorpusSplits:
             raise BuildError(
                 f"{path}: template {ep.intent_template_id!r} is held out but task {ep.task_id!r} is in train"
             )
+        key = params_key(ep.intent_template_id, ep.metadata.get("params"))
+        if key is not None:
+            other = pairs.setdefault(key, (splits[ep.task_id], ep.task_id))
+            if other[0] is not splits[ep.task_id]:
+                raise BuildError(
+                    f"{path}: tasks {other[1]!r} ({other[0].value}) and {ep.task_id!r} ({splits[ep.task_id].value}) have "
+                    f"the same template and parameters; a (template, parameters) pair must stay in one split"
+                )
     return CorpusSplits(seed=seed, splits={t: splits[t] for t in task_ids}, held_out_templates=tuple(held))
 
 

@@ -38,13 +38,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="site tasks: share of clicks recorded as a point with no element id, as human "
                         "demonstrations are (restore them with `mag unify`; default: %(default)s)")
     parser.add_argument("--held-out", nargs="*", default=None, metavar="TASK",
-                        help=f"task types kept out of train, among --tasks (default: those of {list(HELD_OUT_TEMPLATES)} "
-                        "that are recorded)")
+                        help="task types kept out of train, among --tasks (default: two templates per site family, "
+                        "miniwob counting as one family, drawn with --seed; e.g. "
+                        f"{' '.join(HELD_OUT_TEMPLATES)} for the bundled MiniWoB++ tasks)")
 
 
 def run(args: argparse.Namespace) -> int:
     from mag_dataset.live.experts import EXPERTS
-    from mag_dataset.live.recorder import HELD_OUT_TEMPLATES, record_corpus, write_corpus_manifest
+    from mag_dataset.live.recorder import record_corpus, write_corpus_manifest
 
     from mag_dataset.sites import SiteError, site_class, task_ids
 
@@ -61,9 +62,7 @@ def run(args: argparse.Namespace) -> int:
     unknown = [t for t in args.tasks if t not in EXPERTS and not t.startswith("sites.")]
     if unknown:
         raise UserError(f"no expert for task(s) {', '.join(unknown)}; supported: {', '.join(sorted(EXPERTS))}")
-    if args.held_out is None:
-        args.held_out = [t for t in HELD_OUT_TEMPLATES if t in args.tasks]
-    stray = [t for t in args.held_out if t not in args.tasks]
+    stray = [t for t in args.held_out or [] if t not in args.tasks]
     if stray:
         raise UserError(f"--held-out {', '.join(stray)}: not among --tasks, so nothing would be held out")
     if not 0.0 <= args.point_only_share <= 1.0:
@@ -94,8 +93,8 @@ def run(args: argparse.Namespace) -> int:
         if not kept:
             raise UserError("no episode succeeded; nothing written")
         # site episodes name their template "<site>.<template>"
-        held = [t.split(".", 1)[1] if t.startswith("sites.") else t for t in args.held_out]
-        write_corpus_manifest(tmp, args.seed, held)
+        held = None if args.held_out is None else [t.split(".", 1)[1] if t.startswith("sites.") else t for t in args.held_out]
+        write_corpus_manifest(tmp, args.seed, held)  # None: two templates per site family, by seed
         if args.out.exists():
             args.out.rmdir()  # checked empty above
         tmp.rename(args.out)
