@@ -369,7 +369,17 @@ def test_action_mapping_table():
     assert (action.element_id, target.role, target.text, box) == ("9", "link", "Help", (0, 50, 20, 70)) and len(v.candidates) == 2
     # mouse_click takes full-screenshot px; the screenshot was cropped at (50, 20)
     assert m("mouse_click(100, 70)")["coordinate"] == [50.0, 50.0]
-    for bad in ("mouse_click(10, 10)", "select_option('5', ['a', 'b'])", "upload_file('5', 'f')"):
+    # focus/check/uncheck click the element; keyboard_insert_text types into the focused one;
+    # several options are one select whose value lists them; report_infeasible keeps its reason
+    assert m("focus('5')") == m("check('5')") == m("uncheck('5')") == m("click('5')")
+    assert m("keyboard_insert_text('hi')") == m("fill('5', 'hi')")
+    assert m("select_option('5', ['a', 'b'])")["value"] == "a, b"
+    assert m("report_infeasible(reason='no such field')")["answer"] == "no such field" == m("report_infeasible('no such field')")["answer"]
+    # AgentLab tool-call actions (ToolCallAction.model_dump_json(); OpenAI-style string arguments too)
+    assert m('{"id": "c1", "function": {"name": "fill", "arguments": {"bid": "5", "value": "hi"}}}') == m("fill('5', 'hi')")
+    assert m('{"name": "click", "arguments": "{\\"bid\\": \\"5\\"}"}') == m("click('5')")
+    for bad in ("mouse_click(10, 10)", "select_option('5', [])", "upload_file('5', 'f')", '{"function": {"arguments": {}}}',
+                '{"name": "click", "arguments": [1]}', "{not json"):
         with pytest.raises(ValueError):
             map_action(bad, view())
 

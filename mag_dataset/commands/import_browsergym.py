@@ -5,7 +5,9 @@ layout read, the action mapping and what makes an episode unimportable. Each exp
 folder is decoded in a child process with a memory and a time limit; a folder that cannot
 be imported is skipped with its reason and the batch goes on. The summary is always
 printed; the exit status is 0 when an episode was imported (or every folder was already
-imported), 1 when nothing could be imported, 2 for a usage error. Follow with
+imported), 1 when nothing could be imported, 2 for a usage error. Repeats of one task
+(``--task-key``) share a task key, so the default split keeps them together; ``--keep first``
+or ``--keep best`` imports one run per key. Follow with
 ``mag unify RAW_DIR`` (restores ``mouse_click`` steps), ``mag audit`` and ``mag build``.
 """
 
@@ -25,6 +27,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--templates", type=Path, default=None,
                         help="JSON file mapping task names to intent template ids (e.g. WebArena's intent_template_id)")
     parser.add_argument("--overwrite", action="store_true", help="replace episodes that already exist in --out")
+    parser.add_argument("--task-key", choices=("task-seed", "task", "template"), default="task-seed",
+                        help="which runs are repeats of one task, kept in one split: the same task name and seed "
+                             "(default), the same task name (every seed), or the same intent template")
+    parser.add_argument("--keep", choices=("all", "first", "best"), default="all",
+                        help="keep every successful run of a task key (default), only the first (by folder date), "
+                             "or the best (highest cum_reward, then fewest steps)")
     parser.add_argument("--memory-limit", type=int, default=None, metavar="MIB",
                         help="memory limit of the process that decodes one experiment folder (default 2048)")
     parser.add_argument("--time-limit", type=float, default=None, metavar="SECONDS",
@@ -52,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         report = import_experiments(args.exp_dirs, args.out, min_reward=args.min_reward, templates=templates,
                                     overwrite=args.overwrite, progress=lambda line: print(line, file=sys.stderr),
-                                    limits=limits)
+                                    limits=limits, task_key=args.task_key, keep=args.keep)
     except FileNotFoundError as e:
         raise UserError(str(e)) from None
     print(report.summary())

@@ -68,6 +68,7 @@ import numbers
 import os
 import pickle
 import re
+import shutil
 import zlib
 from collections import Counter
 from dataclasses import dataclass, field
@@ -91,6 +92,10 @@ WEBARENA_PORTS: dict[int, str] = {
 }
 
 MINIWOB_SCALE = 1.5
+
+#: How a multi-option ``select_option(bid, [a, b])`` is stored: one ``select`` action whose
+#: value is the options in the order given, joined by this separator.
+MULTI_OPTION_SEPARATOR = ", "
 
 
 class ImportErrorForEpisode(ValueError):
@@ -411,6 +416,8 @@ def parse_action_calls(text: str) -> list[tuple[str, list[Any], dict[str, Any]]]
     Raises:
         ImportErrorForEpisode: not a sequence of calls with literal arguments.
     """
+    if text.lstrip().startswith(("{", "[")):
+        return _tool_calls(text)
     try:
         tree = ast.parse(text.strip())
     except SyntaxError as e:
@@ -425,6 +432,30 @@ def parse_action_calls(text: str) -> list[tuple[str, list[Any], dict[str, Any]]]
         except ValueError:
             raise ImportErrorForEpisode(f"action {text!r} has non-literal arguments") from None
         calls.append((node.value.func.id, args, kwargs))
+    return calls
+
+
+def _tool_calls(text: str) -> list[tuple[str, list[Any], dict[str, Any]]]:
+    """AgentLab tool-call actions, stored as ``ToolCallAction.model_dump_json()``:
+    ``{"id": ..., "function": {"name": "click", "arguments": {"bid": "12"}}}`` (arguments may
+    be a JSON string, as OpenAI returns them), a bare ``{"name", "arguments"}``, or a list."""
+    try:
+        data = json.loads(text)
+    except (json.JSONDecodeError, RecursionError) as e:
+        raise ImportErrorForEpisode(f"action {text[:200]!r} is neither a BrowserGym call nor tool-call JSON: {e}") from None
+    calls = []
+    for item in data if isinstance(data, list) else [data]:
+        fn = item.get("function", item) if isinstance(item, dict) else None
+        name = fn.get("name") if isinstance(fn, dict) else None
+        arguments = fn.get("arguments", {}) if isinstance(fn, dict) else None
+        if isinstance(arguments, str):
+            try:
+                arguments = json.loads(arguments or "{}")
+            except (json.JSONDecodeError, RecursionError):
+                arguments = None
+        if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,60}", name) or not isinstance(arguments, dict):
+            raise ImportErrorForEpisode(f"tool-call action {text[:200]!r} has no function name and arguments object")
+        calls.append((name, [], {str(k): v for k, v in arguments.items()}))
     return calls
 
 
@@ -443,6 +474,7 @@ class _View:
     focused: str | None
     boxes: dict[str, tuple[float, float, float, float]]  # every visible bid, screenshot px
     names: dict[str, tuple[str, str]]  # bid -> (role, text)
+    missing: str = ""  # why no element can be located (observation keys the preprocessor dropped)
 
 
 def _arg(args: list[Any], kwargs: dict[str, Any], i: int, name: str, default: Any = None) -> Any:
@@ -469,6 +501,8 @@ def map_action(text: str, view: _View) -> tuple[Action, Candidate | None, tuple[
         bid = str(bid)
         cand = next((c for c in view.candidates if c.id == bid), None)
         if cand is None:
+            if view.missing:
+                raise ImportErrorForEpisode(f"{view.missing}; {fn}({bid!r}) cannot be located")
             box = view.boxes.get(bid)
             if box is None:
                 raise ImportErrorForEpisode(f"{fn}({bid!r}) acts on an element that is not visible on the screenshot")
@@ -478,7 +512,8 @@ def map_action(text: str, view: _View) -> tuple[Action, Candidate | None, tuple[
         cx, cy = (cand.bbox[0] + cand.bbox[2]) / 2.0, (cand.bbox[1] + cand.bbox[3]) / 2.0
         return Action(type=atype, element_id=bid, coordinate=(round(cx, 2), round(cy, 2)), **extra), cand, cand.bbox
 
-    if fn in ("click", "dblclick"):
+    if fn in ("click", "dblclick", "focus", "check", "uncheck"):
+        # focus: what a user does to focus a field is click it; check/uncheck: click the box
         return target(_arg(args, kw, 0, "bid"), "click")
     if fn == "hover":
         return target(_arg(args, kw, 0, "bid"), "hover")
@@ -489,14 +524,16 @@ def map_action(text: str, view: _View) -> tuple[Action, Candidate | None, tuple[
     if fn == "select_option":
         opts = _arg(args, kw, 1, "options")
         if isinstance(opts, (list, tuple)):
-            if len(opts) != 1:
-                raise ImportErrorForEpisode(f"action {text!r} selects {len(opts)} options at once")
-            opts = opts[0]
+            if not opts:
+                raise ImportErrorForEpisode(f"action {text!r} selects no option")
+            # several options (a multiple <select>): one select action whose value lists them,
+            # in the order given, joined by MULTI_OPTION_SEPARATOR
+            opts = MULTI_OPTION_SEPARATOR.join(str(o) for o in opts)
         return target(_arg(args, kw, 0, "bid"), "select", value=str(opts))
     if fn in ("keyboard_press", "press"):
         key = _arg(args, kw, 0 if fn == "keyboard_press" else 1, "key" if fn == "keyboard_press" else "key_comb")
         return Action(type="press", key=str(key)), None, None
-    if fn == "keyboard_type":
+    if fn in ("keyboard_type", "keyboard_insert_text"):
         if not view.focused:
             raise ImportErrorForEpisode(f"action {text!r} types without a focused element")
         return target(view.focused, "type", text=str(_arg(args, kw, 0, "text", "")))
@@ -516,7 +553,8 @@ def map_action(text: str, view: _View) -> tuple[Action, Candidate | None, tuple[
     if fn == "tab_close":
         return Action(type="close_tab"), None, None
     if fn in ("send_msg_to_user", "report_infeasible"):
-        return Action(type="finish", answer=str(_arg(args, kw, 0, "text", "")) or None), None, None
+        answer = _arg(args, kw, 0, "text" if fn == "send_msg_to_user" else "reason", "")
+        return Action(type="finish", answer=str(answer) or None), None, None
     if fn in ("mouse_click", "mouse_dblclick", "mouse_move"):
         x, y = float(_arg(args, kw, 0, "x")), float(_arg(args, kw, 1, "y"))
         # BrowserGym's mouse actions take full-screenshot pixels; ours are cropped
@@ -649,11 +687,14 @@ def check_observation(obs: Any, n: int) -> None:
     where = f"step {n}"
     expected = {"axtree_object": (dict, "an object"), "extra_element_properties": (dict, "an object"),
                 "dom_object": (dict, "an object"), "goal_object": ((list, tuple), "a list of message parts"),
-                "goal": (str, "a string"), "url": (str, "a string"), "focused_element_bid": ((str, int), "a string")}
+                "goal": (str, "a string"), "url": (str, "a string"), "focused_element_bid": ((str, int), "a string"),
+                "axtree_txt": (str, "a string"), "dom_txt": (str, "a string"), "pruned_html": (str, "a string")}
     for key, (kinds, what) in expected.items():
         value = obs.get(key)
         if value is not None and not isinstance(value, kinds):
             raise ImportErrorForEpisode(f"{where}: {key} is {_a(value)}, not {what}")
+        if isinstance(value, str) and len(value) > MAX_DOM_CHARS:
+            raise ImportErrorForEpisode(f"{where}: {key} is {len(value):,} characters, over the cap of {MAX_DOM_CHARS:,}")
     ax = obs.get("axtree_object") or {}
     nodes = ax.get("nodes", [])
     if not isinstance(nodes, list) or len(nodes) > MAX_DOM_NODES:
@@ -693,7 +734,31 @@ def check_observation(obs: Any, n: int) -> None:
 # -- observations -------------------------------------------------------------------------
 
 
+#: One line of BrowserGym's ``flatten_axtree_to_str``: ``[bid] role 'name'`` (repr-quoted name).
+_AXTREE_LINE = re.compile(r"^\s*\[(?P<bid>[^\]\s]{1,40})\] (?P<role>[A-Za-z]{1,40})(?: (?P<name>'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"))?")
+
+
+def _axtree_txt_names(text: str) -> dict[str, tuple[str, str]]:
+    """``bid -> (role, name)`` from ``axtree_txt``, the text AX tree that BrowserGym's default
+    ``obs_preprocessor`` keeps when it drops ``axtree_object``."""
+    out: dict[str, tuple[str, str]] = {}
+    for line in text.splitlines():
+        m = _AXTREE_LINE.match(line)
+        if m is None or m["bid"] in out:
+            continue
+        name = ""
+        if m["name"]:
+            try:
+                name = str(ast.literal_eval(m["name"]))
+            except (ValueError, SyntaxError):
+                name = m["name"][1:-1]
+        out[m["bid"]] = (m["role"], " ".join(name.split())[:200])
+    return out
+
+
 def _axtree_names(obs: dict[str, Any]) -> dict[str, tuple[str, str]]:
+    if not (obs.get("axtree_object") or {}).get("nodes") and isinstance(obs.get("axtree_txt"), str):
+        return _axtree_txt_names(obs["axtree_txt"])
     out: dict[str, tuple[str, str]] = {}
     for node in (obs.get("axtree_object") or {}).get("nodes", []):
         bid = node.get("browsergym_id")
@@ -724,25 +789,85 @@ def process_observation(obs: dict[str, Any], task_name: str) -> _View:
         boxes = {bid: b for bid in ob.elements if (b := ob.screen_box(bid)) is not None}
         return _View(ob.png, ob.som_png, ob.width, ob.height, list(ob.candidates), ob.conv.crop, scale,
                      ob.url, ob.focused, boxes, names)
-    # no DOM snapshot (some AgentLab preprocessors drop it): AX tree + element properties
+    # no DOM snapshot (BrowserGym's default obs_preprocessor drops it): element properties for
+    # the boxes, the AX tree (object or axtree_txt) for the names
     image = Image.fromarray(np.asarray(obs["screenshot"], dtype=np.uint8)).convert("RGB")
-    w, h = image.size
-    boxes: dict[str, tuple[float, float, float, float]] = {}
-    cands = []
-    for bid, pr in sorted((obs.get("extra_element_properties") or {}).items(), key=lambda kv: _bid_key(str(kv[0]))):
+    full_w, full_h = image.size
+    props = obs.get("extra_element_properties") or {}
+    full: dict[str, tuple[float, float, float, float]] = {}
+    marked: list[str] = []
+    for bid, pr in sorted(props.items(), key=lambda kv: _bid_key(str(kv[0]))):
         bb = (pr or {}).get("bbox")
         if not bb or float(pr.get("visibility") or 0) < 0.5:
             continue
-        x0, y0, x1, y1 = max(0.0, bb[0]), max(0.0, bb[1]), min(float(w), bb[0] + bb[2]), min(float(h), bb[1] + bb[3])
+        full[str(bid)] = (float(bb[0]), float(bb[1]), float(bb[0] + bb[2]), float(bb[1] + bb[3]))
+        if pr.get("set_of_marks"):
+            marked.append(str(bid))
+    crop = _task_area_from_text(obs, props, full, marked, full_w, full_h) if miniwob else (0, 0, full_w, full_h)
+    image = image.crop(crop)
+    w, h = image.size
+    boxes: dict[str, tuple[float, float, float, float]] = {}
+    cands = []
+    for bid, (bx0, by0, bx1, by1) in full.items():
+        x0, y0 = max(0.0, bx0 - crop[0]), max(0.0, by0 - crop[1])
+        x1, y1 = min(float(w), bx1 - crop[0]), min(float(h), by1 - crop[1])
         if x1 - x0 < 2 or y1 - y0 < 2:
             continue
         box = (round(x0, 2), round(y0, 2), round(x1, 2), round(y1, 2))
-        boxes[str(bid)] = box
-        if pr.get("set_of_marks"):
-            role, name = names.get(str(bid), ("", ""))
-            cands.append(Candidate(id=str(bid), role=role or "generic", text=name, bbox=box))
-    return _View(encode_png(image), encode_png(draw_som(image, cands)), w, h, cands, (0, 0, w, h), scale,
-                 str(obs.get("url") or ""), str(obs.get("focused_element_bid") or "") or None, boxes, names)
+        boxes[bid] = box
+        if bid in marked:
+            role, name = names.get(bid, ("", ""))
+            cands.append(Candidate(id=bid, role=role or "generic", text=name, bbox=box))
+    return _View(encode_png(image), encode_png(draw_som(image, cands)), w, h, cands, crop, scale,
+                 str(obs.get("url") or ""), str(obs.get("focused_element_bid") or "") or None, boxes, names,
+                 missing=_missing_keys(obs))
+
+
+#: Observation keys the importer reads; BrowserGym's demo agent's obs_preprocessor keeps none
+#: of the first four.
+OBSERVATION_KEYS = ("extra_element_properties", "url", "goal", "focused_element_bid")
+
+
+def _missing_keys(obs: dict[str, Any]) -> str:
+    """Why elements cannot be located in an observation without the DOM snapshot ("" when they can)."""
+    if obs.get("extra_element_properties"):
+        return ""
+    absent = [k for k in OBSERVATION_KEYS if obs.get(k) is None]
+    if not obs.get("axtree_object") and not obs.get("axtree_txt"):
+        absent.append("axtree_object/axtree_txt")
+    return (f"missing observation keys {', '.join(absent)} (and dom_object): no element boxes. "
+            "BrowserGym's demo-agent obs_preprocessor drops them; record with a preprocessor that keeps "
+            "extra_element_properties, url, goal and focused_element_bid (BrowserGym's default does)")
+
+
+_AREA_TAG = re.compile(r"<[a-z]+ bid=\"(?P<bid>[^\"]{1,40})\"[^>]*? id=\"(?P<id>wrap|area)\"")
+
+
+def _task_area_from_text(obs: dict[str, Any], props: dict[str, Any], boxes: dict[str, tuple[float, float, float, float]],
+                         marked: list[str], full_w: int, full_h: int) -> tuple[int, int, int, int]:
+    """MiniWoB's task area without the DOM snapshot: the bids of ``#area`` / ``#wrap`` from
+    ``dom_txt`` or ``pruned_html`` (BrowserGym's default preprocessor keeps both), grown to hold
+    every marked element, as :func:`mag_dataset.live.observe.observe` crops with the DOM."""
+    found: dict[str, str] = {}
+    for key in ("dom_txt", "pruned_html"):
+        for m in _AREA_TAG.finditer(obs.get(key) or ""):
+            found.setdefault(m["id"], m["bid"])
+    box = None
+    for name in ("area", "wrap"):
+        bid = found.get(name)
+        pr = props.get(bid) if bid is not None else None
+        bb = (pr or {}).get("bbox")
+        if bb and float(pr.get("visibility") or 0) > 0:
+            box = (float(bb[0]), float(bb[1]), float(bb[0] + bb[2]), float(bb[1] + bb[3]))
+            break
+    if box is None:
+        return (0, 0, full_w, full_h)
+    x0, y0, x1, y1 = box
+    for bid in marked:
+        b = boxes[bid]
+        if b[2] > b[0] and b[3] > b[1] and b[0] < full_w and b[1] < full_h and b[2] > 0 and b[3] > 0:
+            x0, y0, x1, y1 = min(x0, b[0]), min(y0, b[1]), max(x1, b[2]), max(y1, b[3])
+    return (max(0, math.floor(x0)), max(0, math.floor(y0)), min(full_w, math.ceil(x1)), min(full_h, math.ceil(y1)))
 
 
 # -- experiment directories ---------------------------------------------------------------
@@ -753,19 +878,32 @@ def find_experiments(paths: Iterable[str | os.PathLike]) -> list[Path]:
 
     Directories named ``_*`` or ``.*`` are skipped (AgentLab's convention for superseded runs).
     """
-    found: set[Path] = set()
+    found: dict[str, Path] = {}  # real path -> path as reached (a folder reached twice counts once)
     for p in paths:
         p = Path(p)
         if not p.is_dir():
             raise FileNotFoundError(f"experiment directory not found: {p}")
-        if (p / "summary_info.json").is_file() or (p / "step_0.pkl.gz").is_file():
-            found.add(p)
+        if _is_experiment(p):
+            found.setdefault(os.path.realpath(p), p)
             continue
-        for marker in list(p.rglob("summary_info.json")) + list(p.rglob("step_0.pkl.gz")):
-            d = marker.parent
-            if not any(part.startswith(("_", ".")) for part in d.relative_to(p).parts):
-                found.add(d)
-    return sorted(found)
+        seen: set[str] = set()
+        # symlinked folders are followed (studies are often linked in); each real folder is
+        # walked once, so a link cycle ends
+        for dirpath, dirnames, _ in os.walk(p, followlinks=True):
+            real = os.path.realpath(dirpath)
+            if real in seen:
+                dirnames[:] = []
+                continue
+            seen.add(real)
+            dirnames[:] = sorted(d for d in dirnames if not d.startswith(("_", ".")))
+            d = Path(dirpath)
+            if d != p and _is_experiment(d):
+                found.setdefault(real, d)
+    return sorted(found.values())
+
+
+def _is_experiment(d: Path) -> bool:
+    return (d / "summary_info.json").is_file() or (d / "step_0.pkl.gz").is_file()
 
 
 _DIRNAME = re.compile(r"_on_(?P<task>.+)_(?P<seed>\d+)(?:_\d+)?$")
@@ -906,6 +1044,25 @@ def _screenshot(exp: Path, i: int) -> Any:
     return None
 
 
+TIKTOKEN_CRASH = ("unsuccessful: the run crashed in BrowserGym's token counting (StepInfo.make_stats calls tiktoken, "
+                  "which downloads its encoding: offline that fails); rerun online or with tiktoken's encoding "
+                  "cached (TIKTOKEN_CACHE_DIR)")
+
+
+def _tiktoken_crash(text: str) -> bool:
+    return "tiktoken" in text and ("make_stats" in text or "count_tokens" in text)
+
+
+def _log_tail(exp: Path, cap: int = 256 * 1024) -> str:
+    """The end of ``experiment.log`` (BrowserGym's loop logs a crash's traceback there)."""
+    log = exp / "experiment.log"
+    if not log.is_file() or log.is_symlink():
+        return ""
+    with open(log, "rb") as f:
+        f.seek(max(0, log.stat().st_size - cap))
+        return f.read(cap).decode("utf-8", "replace")
+
+
 def _miniwob_raw_reward(infos: list[Any]) -> float | None:
     """MiniWoB's own raw reward of an episode: the last ``task_info["RAW_REWARD_GLOBAL"]``
     stored in its step infos (None when no step stores one)."""
@@ -927,6 +1084,10 @@ def convert_experiment(exp: Path, min_reward: float = 1.0, templates: dict[str, 
 
     summary_file = exp / "summary_info.json"
     if not (summary_file.is_file() or summary_file.is_symlink()):
+        # BrowserGym's loop fails to write the summary of a crashed run whose agent returns an
+        # AgentInfo (it assigns agent_info["err_msg"]): its experiment.log still says why
+        if _tiktoken_crash(_log_tail(exp)):
+            raise ImportErrorForEpisode(TIKTOKEN_CRASH + " (its summary_info.json was never written)")
         raise ImportErrorForEpisode("no summary_info.json (the run did not finish)")
     try:
         summary = json.loads(_read_file(exp, summary_file, 1024 * 1024).decode("utf-8") or "null")
@@ -935,6 +1096,8 @@ def convert_experiment(exp: Path, min_reward: float = 1.0, templates: dict[str, 
     if not isinstance(summary, dict):
         raise ImportErrorForEpisode("summary_info.json is empty")
     if summary.get("err_msg"):
+        if _tiktoken_crash(f"{summary.get('err_msg')}\n{summary.get('stack_trace') or ''}"):
+            raise ImportErrorForEpisode(TIKTOKEN_CRASH)
         raise ImportErrorForEpisode("unsuccessful: the run ended with an error")
     reward = summary.get("cum_reward")
     if isinstance(reward, bool) or not isinstance(reward, (int, float)) or not math.isfinite(reward):
@@ -1071,6 +1234,30 @@ class ImportReport:
         return "\n".join(lines)
 
 
+def _task_seed_key(ep: RawEpisode) -> str:
+    task = str(ep.metadata.get("browsergym_task") or ep.intent_template_id)
+    return f"{task}.seed-{ep.seed}" if ep.seed is not None else task
+
+
+#: ``--task-key`` rules: which imported runs are repeats of one task. Repeats are kept in one
+#: split (the key is stored as the episode's ``metadata["task_key"]``, which the builder's
+#: default split groups by) and ``keep="first"/"best"`` keeps one run per key.
+TASK_KEYS: dict[str, Callable[[RawEpisode], str]] = {
+    "task-seed": _task_seed_key,  # the same task and seed (BrowserGym's task_name + task_seed)
+    "task": lambda ep: str(ep.metadata.get("browsergym_task") or ep.intent_template_id),  # every seed of a task
+    "template": lambda ep: f"{ep.site}/{ep.intent_template_id}",  # every task of an intent template
+}
+
+#: ``keep`` choices: every run, the first run of each task key (experiment folders sort by
+#: their date prefix), or the best (highest cum_reward, then fewest steps, then the first).
+KEEP_CHOICES = ("all", "first", "best")
+
+
+def _rank(ep: RawEpisode) -> tuple[float, int]:
+    n = ep.metadata.get("n_steps")  # BrowserGym's step count (noops included)
+    return (float(ep.reward or 0.0), -(n if isinstance(n, int) and not isinstance(n, bool) else len(ep.steps)))
+
+
 #: Limits of the child process that converts one experiment folder (see :mod:`mag_dataset.isolation`).
 IMPORT_LIMITS = Limits(memory_mb=2048, seconds=300.0)
 
@@ -1084,6 +1271,8 @@ def import_experiments(
     overwrite: bool = False,
     progress: Callable[[str], None] | None = None,
     limits: Limits | None = None,
+    task_key: str = "task-seed",
+    keep: str = "all",
 ) -> ImportReport:
     """Import every successful experiment under ``paths`` into the raw corpus ``out_dir``.
 
@@ -1096,16 +1285,24 @@ def import_experiments(
         progress: called with one line per experiment.
         limits: memory and time limits of the child process that converts each experiment
             folder (default :data:`IMPORT_LIMITS`); a folder that exhausts them is skipped.
+        task_key: a :data:`TASK_KEYS` rule: runs with one key are repeats of one task and
+            land in one split.
+        keep: a :data:`KEEP_CHOICES` entry: every run, or the first or best run per task key.
 
     Returns:
         An :class:`ImportReport`; each episode is written atomically. One bad folder never
         stops the batch: it is skipped with its reason.
     """
+    if task_key not in TASK_KEYS:
+        raise ValueError(f"unknown task key rule {task_key!r}; choose from {', '.join(TASK_KEYS)}")
+    if keep not in KEEP_CHOICES:
+        raise ValueError(f"unknown keep choice {keep!r}; choose from {', '.join(KEEP_CHOICES)}")
     out = Path(out_dir)
     limits = limits or IMPORT_LIMITS
     exps = find_experiments(paths)
     report = ImportReport(found=len(exps))
     taken: set[str] = set()
+    kept: dict[str, tuple[tuple[float, int], str, str, int]] = {}  # key -> (rank, episode id, exp name, steps)
     for exp in exps:
         request = {"exp": str(exp), "min_reward": float(min_reward), "templates": dict(templates or {})}
         got = run_isolated("importer.convert", request, limits)
@@ -1127,15 +1324,34 @@ def import_experiments(
             if progress:
                 progress(f"skipped {exp.name}: {e}")
             continue
+        key = TASK_KEYS[task_key](ep)
+        ep = dataclasses.replace(ep, metadata={**ep.metadata, "task_key": key})
+        replaced = None
+        if keep != "all" and key in kept:
+            rank, old_id, old_exp, old_steps = kept[key]
+            if keep == "first" or _rank(ep) <= rank:
+                why = "the first" if keep == "first" else "a better or equal earlier"
+                report.skipped.append((exp.name, f"a repeat: task key {key!r} already has {why} run ({old_exp})"))
+                continue
+            replaced = (old_id, old_exp, old_steps)
+            taken.discard(old_id)
         base, n = ep.episode_id, 2
-        while ep.episode_id in taken:  # the same task and seed run twice
+        while ep.episode_id in taken:  # a repeat of a task: its own id, the same task key
             ep = dataclasses.replace(ep, episode_id=f"{base}-{n}", task_id=f"{base}-{n}")
             n += 1
         taken.add(ep.episode_id)
-        if (out / ep.episode_id).exists() and not overwrite:
+        if (out / ep.episode_id).exists() and not overwrite and not (replaced and replaced[0] == ep.episode_id):
             report.skipped.append((exp.name, f"already imported: {ep.episode_id} exists in {out}"))
             continue
+        if replaced is not None:
+            old_id, old_exp, old_steps = replaced
+            if old_id != ep.episode_id:
+                shutil.rmtree(out / old_id, ignore_errors=True)
+            report.imported.remove(old_id)
+            report.steps -= old_steps
+            report.skipped.append((old_exp, f"a repeat: task key {key!r} has a better run ({exp.name})"))
         write_episode(out, ep, images)
+        kept[key] = (_rank(ep), ep.episode_id, exp.name, len(ep.steps))
         report.imported.append(ep.episode_id)
         report.steps += len(ep.steps)
         if progress:
