@@ -70,6 +70,7 @@ import datasets
 
 from mag_dataset.actions import ACTION_SPACE, View
 from mag_dataset.features import view_features
+from mag_dataset.live.recorder import site_family
 from mag_dataset.raw import (
     AUDIT_FILE,
     CORPUS_FILE,
@@ -144,6 +145,7 @@ class PreparedStep:
             "step_id": self.step_id,
             "task_id": ep.task_id,
             "site": ep.site,
+            "site_family": site_family(ep.source, ep.site),
             "intent": ep.intent,
             "intent_template_id": ep.intent_template_id,
             "step_index": st.step_index,
@@ -312,7 +314,7 @@ def read_splits(raw_dir: Path, episodes: list[RawEpisode]) -> CorpusSplits:
     held = d.get("held_out_templates") or []
     if not isinstance(held, list) or not all(isinstance(t, str) for t in held):
         raise BuildError(f"{path}: field 'held_out_templates' must be a list of strings")
-    from mag_dataset.live.recorder import params_key
+    from mag_dataset.live.recorder import params_key  # noqa: F811 (read where the rule is)
 
     pairs: dict[str, tuple[Split, str]] = {}
     for ep in episodes:
@@ -671,6 +673,7 @@ def build_dataset(
     overwrite: bool = True,
     include_failed: bool = False,
     unmappable_point_only: bool = False,
+    readme: str | os.PathLike | None = None,
 ) -> Path:
     """Build both views of a raw corpus into a Hub-ready dataset folder, atomically.
 
@@ -685,6 +688,9 @@ def build_dataset(
         include_failed: also build episodes marked unsuccessful (see :func:`prepare_corpus`).
         unmappable_point_only: build unrestored point-only steps as ``unmappable`` instead
             of refusing them (see :func:`prepare_corpus`).
+        readme: a README whose generated statistics block (between
+            :data:`mag_dataset.card.README_BEGIN` and ``README_END``) is replaced with this
+            build's per-family table, atomically, after the build succeeded. Checked first.
 
     Returns:
         ``out_dir`` as an absolute path.
@@ -694,7 +700,7 @@ def build_dataset(
         BuildError: corpus-level inconsistencies or an unusable output folder.
     """
     from mag_dataset import __version__
-    from mag_dataset.card import medians, render_card, split_statistics
+    from mag_dataset.card import family_statistics, medians, readme_block, render_card, replace_readme_block, split_statistics
     from mag_dataset.hub_eval import write_eval_yaml
 
     out_dir = Path(out_dir).absolute()
@@ -703,6 +709,11 @@ def build_dataset(
         # the built folder would be read as an episode folder by the next build
         raise BuildError(f"output {out_dir} is inside the raw corpus {raw_abs}; choose a folder outside it")
     _check_target(out_dir)
+    if readme is not None:
+        try:
+            replace_readme_block(Path(readme).read_text("utf-8"), "")
+        except (OSError, UnicodeDecodeError, ValueError) as e:
+            raise BuildError(f"--readme {readme}: {e}") from None
     corpus = prepare_corpus(raw_dir, audit_path, progress=progress, include_failed=include_failed,
                             unmappable_point_only=unmappable_point_only)
     out_dir.parent.mkdir(parents=True, exist_ok=True)
@@ -736,13 +747,21 @@ def build_dataset(
             "unmappable_point_only": unmappable_point_only,
             "views": views,
         }
+        families = family_statistics(st.row(View.SOM) for st in corpus.steps)
+        info["family_statistics"] = families
         (tmp / BUILD_INFO_FILE).write_text(json.dumps(info, indent=1, sort_keys=True) + "\n", "utf-8")
         med = {s.value: medians(st.row(View.SOM) for st in corpus.steps_in(s)) for s in corpus.splits_present}
-        (tmp / CARD_FILE).write_text(render_card(info, stats, med), "utf-8")
+        (tmp / CARD_FILE).write_text(render_card(info, stats, med, families), "utf-8")
         write_eval_yaml(tmp)  # the Hub benchmark registration, tasks checked against the card's configs
         files = sorted(p.relative_to(tmp).as_posix() for p in tmp.rglob("*") if p.is_file())
         (tmp / CHECKSUM_FILE).write_text("".join(f"{_sha256(tmp / f)}  {f}\n" for f in files), "utf-8")
-        return _swap_into_place(tmp, out_dir, overwrite)
+        done = _swap_into_place(tmp, out_dir, overwrite)
+        if readme is not None:
+            from mag_dataset.fileio import atomic_write
+
+            text = Path(readme).read_text("utf-8")
+            atomic_write(Path(readme), replace_readme_block(text, readme_block(families, info)))
+        return done
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

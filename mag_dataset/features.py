@@ -53,6 +53,7 @@ def step_features() -> Features:
             "step_id": Value("string"),
             "task_id": Value("string"),
             "site": Value("string"),
+            "site_family": Value("string"),
             "intent": Value("string"),
             "intent_template_id": Value("string"),
             "step_index": Value("int32"),

@@ -15,6 +15,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--unmappable-point-only", action="store_true",
                         help="build point-only steps that `mag unify` did not restore as audit status 'unmappable' "
                              "(default: refuse them)")
+    parser.add_argument("--readme", type=Path, default=None,
+                        help="also refresh the per-family statistics block of this README (between "
+                             "<!-- corpus-stats:begin --> and <!-- corpus-stats:end -->)")
     parser.add_argument("--no-progress", action="store_true", help="hide progress bars")
 
 
@@ -27,9 +30,12 @@ def run(args: argparse.Namespace) -> int:
     raw = args.raw if args.raw is not None else bundled_raw_dir()
     try:
         out = build_dataset(raw, args.out, audit_path=args.audit, progress=not args.no_progress,
-                            include_failed=args.include_failed, unmappable_point_only=args.unmappable_point_only)
+                            include_failed=args.include_failed, unmappable_point_only=args.unmappable_point_only,
+                            readme=args.readme)
     except (RawDataError, BuildError, OSError) as e:  # OSError: an unwritable --out, unreadable raw files
         raise UserError(str(e)) from None
     print(f"built {out}")
+    if args.readme is not None:
+        print(f"refreshed the statistics block of {args.readme}")
     print(f'load it with: datasets.load_dataset("{out}", "som")  # or "coord"')
     return 0

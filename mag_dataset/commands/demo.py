@@ -6,7 +6,8 @@ The demo runs as stages, each a plain function, so a stage can be added with one
 1. :func:`stage_build` — build both views of the bundled raw corpus (the cached build by
    default, or a fresh one into ``--out``);
 2. :func:`stage_load` — load every view and split with ``datasets.load_dataset``;
-3. :func:`stage_statistics` — print the statistics table per view and split;
+3. :func:`stage_statistics` — print the statistics table per view and split, and the
+   table per site family (steps, tasks, medians, flag counts);
 4. :func:`stage_scores` — the no-model heuristic baseline predicts the test split in all
    four contracts and both views; the library scorer scores it.
 """
@@ -62,7 +63,14 @@ def stage_load(folder: Path) -> dict[str, dict[str, Any]]:
 
 def stage_statistics(loaded: dict[str, dict[str, Any]]) -> dict[str, dict[str, dict[str, Any]]]:
     """Print and return the statistics table (steps, tasks, sites, action types, flags)."""
-    from mag_dataset.card import STAT_COLUMNS, format_statistics, split_statistics
+    from mag_dataset.card import (
+        FAMILY_STAT_COLUMNS,
+        STAT_COLUMNS,
+        family_statistics,
+        format_family_statistics,
+        format_statistics,
+        split_statistics,
+    )
 
     stats = {
         view: {split: split_statistics(ds.select_columns(list(STAT_COLUMNS)).to_list()) for split, ds in per.items()}
@@ -70,6 +78,9 @@ def stage_statistics(loaded: dict[str, dict[str, Any]]) -> dict[str, dict[str, d
     }
     print("[statistics]")
     print(format_statistics(stats))
+    som = [ds.select_columns(list(FAMILY_STAT_COLUMNS)).to_list() for ds in loaded.get(View.SOM.value, {}).values()]
+    print("[statistics per site family] (som view; medians: guide words, candidate menu, steps per task)")
+    print(format_family_statistics(family_statistics(r for rows in som for r in rows)))
     return stats
 
 
