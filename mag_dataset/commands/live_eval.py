@@ -9,6 +9,8 @@ Examples::
     mag live-eval --agent openai:gpt-5.5@https://api.openai.com/v1 --tasks webarena.310 \\
         --episodes 1 --view som --contract A
     mag live-eval --agent heuristic --tasks 'sites.tracker.*' --episodes 3 --view som --contract J
+    mag live-eval --agent heuristic --tasks click-button,enter-text --episodes 50 --view som --contract J \
+        --backend ray --ray-address auto          # one Ray task per episode, on a running cluster
 
 See :mod:`mag_dataset.harness.live_eval` for the protocol, the outcome definitions and the
 run folder layout (``report.json``, ``report.md``, ``episodes/`` in the raw episode format).
@@ -67,11 +69,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cache-dir", default=None, help="response cache folder for an OpenAI-compatible agent")
     parser.add_argument("--device", default=None, help="torch device of a checkpoint agent (default: cuda if available)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    from mag_dataset.harness.ray_backend import add_ray_arguments
+
+    add_ray_arguments(parser, "--workers processes")
 
 
 def run(args: argparse.Namespace) -> int:
     from mag_dataset.harness.agents import AgentSpec, AgentSpecError
     from mag_dataset.harness.live_eval import LiveEvalConfig, LiveEvalError, format_table, run_live_eval
+    from mag_dataset.harness.ray_backend import RayBackendError, ray_options_from_args
+
+    try:
+        ray_options = ray_options_from_args(args)
+    except RayBackendError as e:
+        raise UserError(str(e)) from None
 
     try:
         spec = AgentSpec.parse(
@@ -93,7 +104,7 @@ def run(args: argparse.Namespace) -> int:
         config = LiveEvalConfig(
             agent=spec, tasks=tasks, episodes=args.episodes, view=args.view, contract=args.contract, out_dir=out,
             max_steps=args.max_steps, workers=args.workers, seed=args.seed, overwrite=args.overwrite,
-            progress=not args.no_progress,
+            progress=not args.no_progress, backend=args.backend, ray=ray_options,
         )
         from mag_dataset.sites.manager import served
 

@@ -9,6 +9,10 @@ running are served for the run and stopped after it; each episode starts from a 
 
     mag record --tasks 'sites.shop.*' --episodes 2 --out /tmp/shop
 
+On a Ray cluster (one Ray task per attempt; the same episodes as a local run)::
+
+    mag record --backend ray --ray-address auto --out /tmp/raw
+
 Same ``--seed`` and ``--episodes`` give the same task instances, actions, candidate menus and
 guides (pixels may differ with the Chromium build). Writes ``corpus.json`` with the split.
 """
@@ -41,6 +45,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="task types kept out of train, among --tasks (default: two templates per site family, "
                         "miniwob counting as one family, drawn with --seed; e.g. "
                         f"{' '.join(HELD_OUT_TEMPLATES)} for the bundled MiniWoB++ tasks)")
+    from mag_dataset.harness.ray_backend import add_ray_arguments
+
+    add_ray_arguments(parser, "one browser per task")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -69,6 +76,14 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"--point-only-share must be between 0 and 1, got {args.point_only_share}")
     if args.episodes < 1:
         raise UserError(f"--episodes must be at least 1, got {args.episodes}")
+    from mag_dataset.harness.ray_backend import RayBackendError, check_ray, ray_options_from_args
+
+    try:
+        ray_options = ray_options_from_args(args)
+        if ray_options is not None:
+            check_ray(ray_options.address)  # fail before anything is written
+    except RayBackendError as e:
+        raise UserError(str(e)) from None
     if args.out.exists() and (not args.out.is_dir() or any(args.out.iterdir())):
         raise UserError(f"--out {args.out} exists and is not an empty folder; choose a new folder")
     from mag_dataset.live.env import LiveEnvError
@@ -88,7 +103,7 @@ def run(args: argparse.Namespace) -> int:
         with served(sites):
             results = record_corpus(tmp, args.tasks, args.episodes, args.seed,
                                     log=lambda m: print(m, file=sys.stderr, flush=True),
-                                    point_only_share=args.point_only_share)
+                                    point_only_share=args.point_only_share, ray=ray_options)
         kept = [r for r in results if r.ok]
         if not kept:
             raise UserError("no episode succeeded; nothing written")
@@ -98,7 +113,7 @@ def run(args: argparse.Namespace) -> int:
         if args.out.exists():
             args.out.rmdir()  # checked empty above
         tmp.rename(args.out)
-    except (LiveEnvError, SiteError) as e:
+    except (LiveEnvError, SiteError, RayBackendError) as e:
         raise UserError(str(e)) from None
     finally:
         if tmp.exists():

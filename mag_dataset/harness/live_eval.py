@@ -45,7 +45,9 @@ result, BrowserGym action, error, reward — is ``metadata["trajectory"]``. An e
 which nothing executable happened has no steps and ``success: false``.
 
 Episodes run in parallel across worker processes (``multiprocessing`` spawn; Playwright
-objects are bound to the thread that made them, so each worker owns its browser and agent).
+objects are bound to the thread that made them, so each worker owns its browser and agent),
+or, with ``backend="ray"``, as one Ray task per episode on a local Ray instance or a cluster
+(:mod:`mag_dataset.harness.ray_backend`); both give the same report for the same tasks and seeds.
 
 Task ids are BrowserGym ids: ``miniwob.click-button`` (or just ``click-button``; the pages
 ship in pip ``miniwob``, nothing to serve), ``webarena.310``, ``workarena.servicenow...``.
@@ -75,6 +77,7 @@ from typing import Any, Callable
 from mag_dataset.actions import ACTION_SPACE, ActionType, Contract, View
 from mag_dataset.fileio import atomic_write
 from mag_dataset.harness.agents import Agent, AgentConfigError, AgentSpec, make_agent
+from mag_dataset.harness.ray_backend import BACKENDS, RayBackendError, RayOptions
 from mag_dataset.raw import RawEpisode, RawStep, write_episode
 from mag_dataset.schema import Action, Candidate, GuideSource, Split, Step, box_center
 
@@ -179,6 +182,9 @@ class LiveEvalConfig:
         seed: first task seed.
         overwrite: replace an existing run in ``out_dir``.
         progress: show a progress bar.
+        backend: ``local`` (``workers`` processes on this machine) or ``ray`` (one Ray task
+            per episode, see :mod:`mag_dataset.harness.ray_backend`).
+        ray: scheduling options of the Ray backend (default :class:`RayOptions`).
     """
 
     agent: AgentSpec
@@ -192,6 +198,8 @@ class LiveEvalConfig:
     seed: int = 0
     overwrite: bool = False
     progress: bool = True
+    backend: str = "local"
+    ray: RayOptions | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "view", View(self.view))
@@ -212,6 +220,16 @@ class LiveEvalConfig:
         if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
             # BrowserGym refuses a negative seed inside every episode: each would be a counted failure
             raise LiveEvalError(f"seed must be an integer >= 0, got {self.seed!r}")
+        if self.backend not in BACKENDS:
+            raise LiveEvalError(f"unknown backend {self.backend!r}; choose one of {list(BACKENDS)}")
+        if self.backend == "ray":
+            if self.workers != 1:
+                raise LiveEvalError("--workers is for the local backend; under --backend ray as many episodes run "
+                                    "at once as the cluster has CPUs for (--ray-cpus-per-episode)")
+            if self.ray is None:
+                object.__setattr__(self, "ray", RayOptions())
+        elif self.ray is not None:
+            raise LiveEvalError("Ray options need backend 'ray'")
 
     def jobs(self) -> list[tuple[str, int]]:
         """(task id, seed) of every episode, in report order."""
@@ -395,6 +413,11 @@ def _site_and_template(task_id: str) -> tuple[str, str]:
     return task_id, task_id
 
 
+def episode_id_for(task_id: str, seed: int) -> str:
+    """The episode (folder) id of ``task_id`` at ``seed``, as the recorder names it."""
+    return f"{task_id if task_id.startswith('sites.') else _site_and_template(task_id)[0]}.seed-{seed}"
+
+
 def live_step(
     task_id: str, episode_id: str, index: int, max_steps: int, ob: Any, guides: list[str], view: View
 ) -> Step:
@@ -496,7 +519,7 @@ def run_episode(agent: Agent, task_id: str, seed: int, config: LiveEvalConfig, e
 
     view, contract = config.view, config.contract
     site, template = _site_and_template(task_id)
-    episode_id = f"{task_id if task_id.startswith('sites.') else site}.seed-{seed}"
+    episode_id = episode_id_for(task_id, seed)
     crop = task_id.startswith("miniwob.")
     # real pages (the sites): whole viewport, interactive-only candidate menu
     interactive_only = task_id.startswith("sites.")
@@ -708,14 +731,22 @@ def run_live_eval(config: LiveEvalConfig, log: Callable[[str], None] | None = No
         check_task(t)
     if config.workers > 1 and any(t.startswith("sites.") for t in config.tasks):
         raise LiveEvalError("site tasks share one server per site and reset it at every episode; "
-                            "run them with --workers 1")
-    if config.agent.kind == "hf" and config.workers > 1:  # workers load it; fail here, clearly, if unloadable
+                            "run them with --workers 1 (or --backend ray, which runs one episode per site at a time)")
+    if config.agent.kind == "hf" and (config.workers > 1 or config.backend == "ray"):
+        # workers load it; fail here, clearly, if unloadable
         try:
             from transformers import AutoConfig
 
             AutoConfig.from_pretrained(config.agent.model)
         except Exception as e:
             raise LiveEvalError(f"cannot load checkpoint {config.agent.model}: {type(e).__name__}: {e}") from None
+    if config.backend == "ray":
+        from mag_dataset.harness.ray_backend import check_ray
+
+        try:
+            check_ray(config.ray.address)
+        except RayBackendError as e:
+            raise LiveEvalError(str(e)) from None
     _prepare_out_dir(config)
     jobs = config.jobs()
     workers = min(config.workers, len(jobs))
@@ -730,7 +761,16 @@ def run_live_eval(config: LiveEvalConfig, log: Callable[[str], None] | None = No
         log(f"{r.episode_id}: {status} (raw reward {r.raw_reward:g}, {r.steps} steps, {r.format_failures} format "
             f"failures, {r.invalid_actions} invalid actions, ended by {r.ended_by})")
 
-    if workers == 1:
+    if config.backend == "ray":
+        from mag_dataset.harness.ray_backend import run_live_episodes
+
+        try:
+            run_live_episodes(config, done)
+        except AgentConfigError as e:
+            raise LiveEvalError(f"agent {config.agent.label}: {e}") from None
+        except RayBackendError as e:
+            raise LiveEvalError(str(e)) from None
+    elif workers == 1:
         agent = _make_agent_or_fail(config.agent)
         try:
             for task_id, seed in jobs:

@@ -330,13 +330,25 @@ def _provenance(task: str) -> dict[str, Any]:
     return out
 
 
+def attempt_log_line(res: RecordResult) -> str:
+    """The progress line of one recording attempt."""
+    return (f"{res.task} seed={res.seed}: {'ok' if res.ok else 'FAILED ' + res.reason} "
+            f"({len(res.episode.steps) if res.episode else 0} steps, {res.seconds}s)")
+
+
 def record_corpus(out_dir: str | Path, tasks: list[str], episodes: int, seed: int = 0, *,
                   max_attempts: int | None = None, log: Callable[[str], None] | None = None,
-                  point_only_share: float = 0.0) -> list[RecordResult]:
+                  point_only_share: float = 0.0, ray: Any = None) -> list[RecordResult]:
     """Record ``episodes`` successful episodes per task into ``out_dir`` (raw format v1).
 
     Episode ``k`` tries MiniWoB seeds ``episode_seed(task, k, seed)``, ``k+1``... in a fixed
     order until one succeeds; failures are reported, never written.
+
+    Args:
+        ray: :class:`~mag_dataset.harness.ray_backend.RayOptions` to run one Ray task per
+            attempt (same attempts, same episodes, see
+            :func:`~mag_dataset.harness.ray_backend.record_corpus_ray`); None: here, one
+            browser per task.
 
     Returns:
         Every attempt's :class:`RecordResult`, in order.
@@ -345,6 +357,11 @@ def record_corpus(out_dir: str | Path, tasks: list[str], episodes: int, seed: in
     from mag_dataset.raw import write_episode
 
     max_attempts = max_attempts or episodes * 3
+    if ray is not None:
+        from mag_dataset.harness.ray_backend import record_corpus_ray
+
+        return record_corpus_ray(out_dir, tasks, episodes, seed, max_attempts=max_attempts, log=log,
+                                 point_only_share=point_only_share, options=ray)
     results: list[RecordResult] = []
     for task in tasks:
         env = make_task_env(task)
@@ -359,8 +376,7 @@ def record_corpus(out_dir: str | Path, tasks: list[str], episodes: int, seed: in
                     write_episode(out_dir, res.episode, res.images)
                     kept += 1
                 if log:
-                    log(f"{task} seed={s}: {'ok' if res.ok else 'FAILED ' + res.reason} "
-                        f"({len(res.episode.steps) if res.episode else 0} steps, {res.seconds}s)")
+                    log(attempt_log_line(res))
         finally:
             env.close()
     return results

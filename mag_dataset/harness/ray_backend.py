@@ -1,0 +1,458 @@
+"""Ray backend for ``mag live-eval`` and ``mag record``: one Ray task per episode, on one machine or a cluster.
+
+AgentLab runs large BrowserGym evaluations as Ray tasks; this module does the same for the
+package's live evaluation (:mod:`mag_dataset.harness.live_eval`) and expert recording
+(:mod:`mag_dataset.live.recorder`), so a user who outgrows one machine keeps the same
+commands::
+
+    ray start --head                       # on the head node; `ray start --address HEAD:6379` on the others
+    mag live-eval --backend ray --ray-address auto --agent heuristic --tasks click-button --episodes 100 ...
+    mag record --backend ray --ray-address auto --tasks 'sites.shop.*' --episodes 3 --out raw/
+
+Without ``--ray-address`` (and no ``RAY_ADDRESS``) a local Ray instance is started for the
+run and shut down after it.
+
+How episodes run:
+
+* **One task per episode**, each creating and closing its own browser (BrowserGym env);
+  a worker process keeps one agent (one model copy) across the episodes it runs.
+* **Outputs travel back to the driver.** A task writes its episode folder in a temporary
+  folder on its node and returns the files; the driver writes them under ``--out``. No shared
+  file system is needed, and a worker that dies mid-episode leaves nothing half-written.
+* **Crashed workers are retried.** A task whose worker process dies (Chromium taking the
+  process down, the OOM killer, a lost node) is rerun up to ``max_retries`` times; after
+  that the episode is counted as an error (live-eval) or a failed attempt (record), and the
+  run goes on. Exceptions inside an episode are not retried: they are the episode's outcome.
+* **The real sites run one episode at a time.** A site (:mod:`mag_dataset.sites`) is served
+  once, on the driver's machine, and every site episode resets its database; so the driver
+  never has two episodes of one site in flight (a per-site lock held by the scheduler, which
+  a crashed worker cannot leave locked), and site episodes are pinned to the driver's node,
+  where ``127.0.0.1`` reaches the site. MiniWoB++ and other tasks run fully in parallel.
+* **Same results as the local backend.** Episodes depend only on their task and seed; the
+  report and the recorded corpus are put in the local backend's order, so completion order
+  changes nothing (``mag record`` also tries the same seeds: see :func:`record_corpus_ray`).
+* **Environment.** Workers get the driver's ``MAG_*`` variables (sites home and ports,
+  Chromium path), ``HF_HUB_OFFLINE`` / ``HF_HOME``, and the agent's API-key variable, through
+  Ray's ``runtime_env``; every node needs this package (``pip install "mag_dataset[live,ray]"``)
+  and Chromium installed.
+
+Ray is an optional dependency (``pip install "mag_dataset[ray]"``); importing this module
+does not import it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+from collections.abc import Callable, Hashable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+#: How to install Ray, for messages.
+RAY_INSTALL = 'pip install "mag_dataset[ray]"'
+#: Variables every worker gets from the driver, besides those starting with ``MAG_``.
+FORWARDED_ENV: tuple[str, ...] = ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_HOME")
+#: The backends ``--backend`` accepts.
+BACKENDS: tuple[str, ...] = ("local", "ray")
+
+
+class RayBackendError(ValueError):
+    """Ray is missing, or the cluster cannot be reached / used as asked."""
+
+
+@dataclass(frozen=True)
+class RayOptions:
+    """How episodes are scheduled on Ray.
+
+    Attributes:
+        address: a running cluster (``auto``, ``HOST:6379`` or ``ray://HOST:10001``); None:
+            ``RAY_ADDRESS`` if set, else a local instance started for the run.
+        max_retries: reruns of an episode whose worker process died.
+        cpus_per_episode: CPUs Ray reserves per episode (a browser plus the agent).
+        gpus_per_episode: GPUs Ray reserves per episode (a checkpoint agent on GPU nodes).
+    """
+
+    address: str | None = None
+    max_retries: int = 2
+    cpus_per_episode: float = 1.0
+    gpus_per_episode: float = 0.0
+
+    def __post_init__(self) -> None:
+        if isinstance(self.max_retries, bool) or not isinstance(self.max_retries, int) or self.max_retries < 0:
+            raise RayBackendError(f"max_retries must be an integer >= 0, got {self.max_retries!r}")
+        if not self.cpus_per_episode > 0:
+            raise RayBackendError(f"cpus_per_episode must be > 0, got {self.cpus_per_episode!r}")
+        if not self.gpus_per_episode >= 0:
+            raise RayBackendError(f"gpus_per_episode must be >= 0, got {self.gpus_per_episode!r}")
+
+
+# ----------------------------------------------------------------------------- CLI flags
+
+
+def add_ray_arguments(parser: argparse.ArgumentParser, what: str) -> None:
+    """Add ``--backend``, ``--ray-address``, ``--ray-max-retries`` and the per-episode resources."""
+    group = parser.add_argument_group("Ray backend (run on a cluster; pip install \"mag_dataset[ray]\")")
+    group.add_argument("--backend", choices=BACKENDS, default="local",
+                       help=f"local: {what} on this machine; ray: one Ray task per episode (default: local)")
+    group.add_argument("--ray-address", default=None, metavar="ADDR",
+                       help="Ray cluster to use (auto, HOST:6379, ray://HOST:10001); default: RAY_ADDRESS, "
+                            "else a local Ray instance for this run")
+    group.add_argument("--ray-max-retries", type=int, default=2, metavar="N",
+                       help="reruns of an episode whose worker process died (default: %(default)s)")
+    group.add_argument("--ray-cpus-per-episode", type=float, default=1.0, metavar="N",
+                       help="CPUs reserved per episode (default: %(default)s)")
+    group.add_argument("--ray-gpus-per-episode", type=float, default=0.0, metavar="N",
+                       help="GPUs reserved per episode, for a checkpoint agent (default: %(default)s)")
+
+
+def ray_options_from_args(args: argparse.Namespace) -> RayOptions | None:
+    """The :class:`RayOptions` of parsed flags; None for ``--backend local``.
+
+    Raises:
+        RayBackendError: a Ray flag given with ``--backend local``, or a bad number.
+    """
+    if args.backend != "ray":
+        given = [f for f, v, default in (("--ray-address", args.ray_address, None),
+                                         ("--ray-max-retries", args.ray_max_retries, 2),
+                                         ("--ray-cpus-per-episode", args.ray_cpus_per_episode, 1.0),
+                                         ("--ray-gpus-per-episode", args.ray_gpus_per_episode, 0.0)) if v != default]
+        if given:
+            raise RayBackendError(f"{', '.join(given)} needs --backend ray")
+        return None
+    return RayOptions(address=args.ray_address, max_retries=args.ray_max_retries,
+                      cpus_per_episode=args.ray_cpus_per_episode, gpus_per_episode=args.ray_gpus_per_episode)
+
+
+# ----------------------------------------------------------------------------- session
+
+
+def import_ray() -> Any:
+    """``import ray``, or a clear error naming the extra to install."""
+    try:
+        import ray
+    except ImportError:
+        raise RayBackendError(f"--backend ray needs Ray: {RAY_INSTALL}") from None
+    return ray
+
+
+def forwarded_env(extra: tuple[str, ...] = ()) -> dict[str, str]:
+    """The driver's variables that workers need (see the module docstring)."""
+    names = set(FORWARDED_ENV) | set(extra) | {k for k in os.environ if k.startswith("MAG_")}
+    return {k: os.environ[k] for k in sorted(names) if k in os.environ}
+
+
+#: Seconds to wait for a cluster's port to answer before giving up (Ray itself retries for minutes).
+CONNECT_TIMEOUT_S = 5.0
+
+
+def check_ray(address: str | None = None) -> None:
+    """Fail fast, before anything is written, if Ray is missing or ``address`` does not answer.
+
+    ``HOST:PORT`` and ``ray://HOST:PORT`` addresses are probed with one TCP connection (Ray's
+    own ``ray.init`` keeps retrying an unreachable address for minutes); ``auto`` must find a
+    cluster started on this machine.
+
+    Raises:
+        RayBackendError: Ray not installed, or nothing listening at ``address``.
+    """
+    import socket
+
+    ray = import_ray()
+    address = address or os.environ.get("RAY_ADDRESS") or None
+    if address is None or address == "local" or ray.is_initialized():
+        return
+    if address == "auto":  # a cluster started on this machine with `ray start`
+        try:
+            from ray._private.services import canonicalize_bootstrap_address_or_die
+        except ImportError:  # pragma: no cover - a Ray without it: ray.init reports it later
+            return
+        try:
+            canonicalize_bootstrap_address_or_die("auto")
+        except ConnectionError as e:
+            raise RayBackendError(f"--ray-address auto: {e}") from None
+        return
+    hostport = address.split("://", 1)[-1].rstrip("/")
+    host, sep, port = hostport.rpartition(":")
+    if not sep or not port.isdigit() or not host:
+        raise RayBackendError(f"Ray address {address!r} is not 'auto', HOST:PORT or ray://HOST:PORT")
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_TIMEOUT_S):
+            pass
+    except OSError as e:
+        raise RayBackendError(f"cannot reach a Ray cluster at {address} ({e.strerror or e}); start it with "
+                              "`ray start --head` on the head node, or leave out --ray-address for a local instance") from None
+
+
+@contextmanager
+def ray_session(address: str | None = None) -> Iterator[Any]:
+    """Connect to Ray for the duration of a run; yields the ``ray`` module.
+
+    An already initialised Ray (a test's, or a script's own ``ray.init``) is used as it is.
+    Otherwise ``address`` (or ``RAY_ADDRESS``) is connected to, or, with neither, a local
+    instance is started (no dashboard) and shut down at the end.
+
+    Raises:
+        RayBackendError: Ray missing, or the cluster unreachable.
+    """
+    ray = import_ray()
+    if ray.is_initialized():
+        yield ray
+        return
+    check_ray(address)
+    address = address or os.environ.get("RAY_ADDRESS") or None
+    try:
+        if address is None:
+            ray.init(include_dashboard=False, log_to_driver=False)
+        else:
+            ray.init(address=address, log_to_driver=False)
+    except (ConnectionError, ValueError, RuntimeError, TimeoutError) as e:
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise RayBackendError(f"cannot connect to Ray at {address or 'a new local instance'}: {first}") from None
+    try:
+        yield ray
+    finally:
+        ray.shutdown()
+
+
+# ----------------------------------------------------------------------------- scheduling
+
+
+@dataclass(frozen=True)
+class Crashed:
+    """What a task returns when its worker died on every try (``max_retries`` + 1)."""
+
+    reason: str
+
+
+class Dispatcher:
+    """Submit Ray tasks, at most one in flight per *exclusive* key, and yield them as they finish.
+
+    Args:
+        remote_fn: a ``ray.remote`` function.
+        options: the run's scheduling options.
+        env: environment variables for the workers.
+    """
+
+    def __init__(self, remote_fn: Any, options: RayOptions, env: dict[str, str]):
+        import ray
+
+        self._ray = ray
+        self._fn = remote_fn
+        self._options: dict[str, Any] = dict(
+            max_retries=options.max_retries, retry_exceptions=False, num_cpus=options.cpus_per_episode,
+            num_gpus=options.gpus_per_episode,
+        )
+        if env:
+            self._options["runtime_env"] = {"env_vars": env}
+        self._node = ray.get_runtime_context().get_node_id()
+        self._queue: list[tuple[Hashable, tuple[Any, ...], str | None]] = []
+        self._running: dict[Any, tuple[Hashable, str | None]] = {}  # object ref -> (job key, exclusive key)
+        self._busy: set[str] = set()
+
+    def submit(self, key: Hashable, args: tuple[Any, ...], exclusive: str | None = None) -> None:
+        """Queue one call; ``exclusive``: a resource two calls may not use at once (a site).
+
+        Calls with an ``exclusive`` key also run on the driver's node (the site is served there).
+        """
+        self._queue.append((key, args, exclusive))
+        self._launch()
+
+    def _launch(self) -> None:
+        waiting = []
+        for key, args, exclusive in self._queue:
+            if exclusive is not None and exclusive in self._busy:
+                waiting.append((key, args, exclusive))
+                continue
+            opts = self._options
+            if exclusive is not None:
+                from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+                self._busy.add(exclusive)
+                opts = {**opts, "scheduling_strategy": NodeAffinitySchedulingStrategy(self._node, soft=False)}
+            self._running[self._fn.options(**opts).remote(*args)] = (key, exclusive)
+        self._queue = waiting
+
+    def cancel(self) -> None:
+        """Drop the queue and cancel the calls in flight."""
+        self._queue = []
+        for ref in self._running:
+            self._ray.cancel(ref, force=True)
+        self._running = {}
+
+    def completed(self) -> Iterator[tuple[Hashable, Any]]:
+        """``(key, value)`` of each call as it finishes (also the calls submitted meanwhile).
+
+        ``value`` is the function's return value, or :class:`Crashed` when its worker died on
+        every try. An exception raised by the function itself is re-raised here (the
+        original exception, not Ray's wrapper) after the other calls are cancelled.
+        """
+        from ray.exceptions import RayError, RayTaskError
+
+        while self._running:
+            ready, _ = self._ray.wait(list(self._running), num_returns=1)
+            ref = ready[0]
+            key, exclusive = self._running.pop(ref)
+            if exclusive is not None:
+                self._busy.discard(exclusive)
+            try:
+                value = self._ray.get(ref)
+            except RayTaskError as e:
+                self.cancel()
+                cause = e.cause if isinstance(getattr(e, "cause", None), Exception) else None
+                raise (cause or e) from None
+            except RayError as e:  # the worker died (after the retries), was killed, or its node was lost
+                first = str(e).strip().splitlines()[0] if str(e).strip() else ""
+                value = Crashed(f"{type(e).__name__}: {first}"[:300])
+            self._launch()
+            yield key, value
+
+
+# ----------------------------------------------------------------------------- worker side
+
+_AGENTS: dict[Any, Any] = {}
+
+
+def _worker_agent(spec: Any) -> Any:
+    """The agent of ``spec``, made once per worker process (one model copy for its episodes)."""
+    if spec not in _AGENTS:
+        from mag_dataset.harness.live_eval import _make_agent_or_fail
+
+        _AGENTS[spec] = _make_agent_or_fail(spec)
+    return _AGENTS[spec]
+
+
+def _read_folder(folder: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir()) if p.is_file()}
+
+
+def live_episode_task(config: Any, task_id: str, seed: int) -> tuple[Any, dict[str, bytes]]:
+    """Ray task body: one live-eval episode in its own browser; returns (result, episode files)."""
+    from mag_dataset.harness.live_eval import run_episode
+
+    agent = _worker_agent(config.agent)
+    with tempfile.TemporaryDirectory(prefix="mag-ray-episode-") as tmp:
+        result = run_episode(agent, task_id, seed, config, Path(tmp))
+        folder = Path(tmp) / result.episode_id
+        files = _read_folder(folder) if folder.is_dir() else {}
+    return result, files
+
+
+def record_attempt_task(task: str, seed: int, point_only_share: float) -> Any:
+    """Ray task body: one recording attempt (its own browser); returns the RecordResult."""
+    from mag_dataset.live.recorder import record_episode
+
+    return record_episode(task, seed, point_only_share=point_only_share)
+
+
+def write_files(root: Path, name: str, files: dict[str, bytes]) -> Path:
+    """Write an episode folder the worker sent back, atomically (temp folder, then rename)."""
+    import shutil
+
+    if not name or name.startswith(".") or "/" in name or "\\" in name:
+        raise ValueError(f"episode folder {name!r} must be a plain folder name")
+    final, tmp = root / name, root / f".{name}.tmp"
+    if tmp.exists():
+        shutil.rmtree(tmp)
+    tmp.mkdir(parents=True)
+    for fname, data in files.items():
+        if "/" in fname or fname.startswith("."):
+            raise ValueError(f"unexpected file name {fname!r} in episode {name}")
+        (tmp / fname).write_bytes(data)
+    if final.exists():
+        shutil.rmtree(final)
+    tmp.rename(final)
+    return final
+
+
+def _exclusive(task_id: str) -> str | None:
+    """The site a task's episodes must not share (``sites.forum.x`` -> ``forum``), else None."""
+    return task_id.split(".")[1] if task_id.startswith("sites.") else None
+
+
+# ----------------------------------------------------------------------------- live-eval
+
+
+def run_live_episodes(config: Any, done: Callable[[Any], None]) -> None:
+    """Run every episode of a live-eval ``config`` as Ray tasks; ``done(result)`` as each ends.
+
+    Episode folders are written under ``config.out_dir / "episodes"`` by the driver. An
+    episode whose worker died on every try is reported as an error (no folder).
+
+    Raises:
+        RayBackendError: Ray missing or unreachable.
+        mag_dataset.harness.agents.AgentConfigError: the agent cannot run at all (wrong key).
+    """
+    from mag_dataset.harness.live_eval import EpisodeResult, episode_id_for
+
+    options = config.ray
+    env = forwarded_env((config.agent.api_key_env,) if config.agent.kind == "openai" else ())
+    episodes_dir = config.out_dir / "episodes"
+    with ray_session(options.address) as ray:
+        dispatcher = Dispatcher(ray.remote(live_episode_task), options, env)
+        for task_id, seed in config.jobs():
+            dispatcher.submit((task_id, seed), (config, task_id, seed), _exclusive(task_id))
+        for (task_id, seed), value in dispatcher.completed():
+            if isinstance(value, Crashed):
+                result = EpisodeResult(
+                    task=task_id, seed=seed, episode_id=episode_id_for(task_id, seed), success=False,
+                    raw_reward=0.0, steps=0, format_failures=0, invalid_actions=0, ended_by="error", seconds=0.0,
+                    error=f"worker crashed {options.max_retries + 1} time(s): {value.reason}",
+                )
+            else:
+                result, files = value
+                if files:
+                    write_files(episodes_dir, result.episode_id, files)
+            done(result)
+
+
+# ----------------------------------------------------------------------------- record
+
+
+def record_corpus_ray(out_dir: str | Path, tasks: list[str], episodes: int, seed: int, *, max_attempts: int,
+                      log: Callable[[str], None] | None, point_only_share: float,
+                      options: RayOptions) -> list[Any]:
+    """:func:`mag_dataset.live.recorder.record_corpus` with one Ray task per attempt.
+
+    The local recorder tries attempt ``k = 0, 1, ...`` of a task (seed ``episode_seed(task,
+    k, seed)``) until ``episodes`` succeeded or ``max_attempts`` were made. Here attempt ``k``
+    is submitted only while the task's successes plus its attempts in flight are fewer than
+    ``episodes``: every attempt made here is one the local recorder makes too, and vice versa,
+    so both write the same episodes. Returns every attempt's RecordResult in the local order
+    (task, then attempt).
+    """
+    from mag_dataset.live.recorder import RecordResult, attempt_log_line, episode_seed
+    from mag_dataset.raw import write_episode
+
+    state = {t: {"next": 0, "ok": 0, "flight": 0} for t in tasks}
+    results: dict[tuple[str, int], Any] = {}
+
+    def top_up(dispatcher: Dispatcher, task: str) -> None:
+        s = state[task]
+        while s["ok"] + s["flight"] < episodes and s["next"] < max_attempts:
+            k = s["next"]
+            s["next"] += 1
+            s["flight"] += 1
+            dispatcher.submit((task, k), (task, episode_seed(task, k, seed), point_only_share), _exclusive(task))
+
+    with ray_session(options.address) as ray:
+        dispatcher = Dispatcher(ray.remote(record_attempt_task), options, forwarded_env())
+        for task in tasks:
+            top_up(dispatcher, task)
+        for (task, k), value in dispatcher.completed():
+            s = state[task]
+            s["flight"] -= 1
+            if isinstance(value, Crashed):
+                value = RecordResult(task=task, seed=episode_seed(task, k, seed), ok=False,
+                                     reason=f"worker crashed {options.max_retries + 1} time(s): {value.reason}")
+            if value.ok:
+                write_episode(out_dir, value.episode, value.images)
+                s["ok"] += 1
+            results[(task, k)] = value
+            if log:
+                log(attempt_log_line(value))
+            top_up(dispatcher, task)
+    order = {t: i for i, t in enumerate(tasks)}
+    return [results[key] for key in sorted(results, key=lambda key: (order[key[0]], key[1]))]
