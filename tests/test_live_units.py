@@ -89,7 +89,7 @@ def test_record_cli_records_a_task_named_twice_once(tmp_path, monkeypatch, capsy
 
     calls = {}
 
-    def fake_record_corpus(out, tasks, episodes, seed, log=None, point_only_share=0.0):  # the browser part is tested in test_live_record
+    def fake_record_corpus(out, tasks, episodes, seed, log=None, point_only_share=0.0, ray=None):  # the browser part is tested in test_live_record
         calls.update(tasks=tasks, episodes=episodes, seed=seed)
         return []
 
