@@ -21,6 +21,7 @@ and ``leaderboard/README.md``). Submitting from a script::
 """
 
 import argparse
+import json
 import os
 import sys
 import tempfile
@@ -39,47 +40,212 @@ from mag_dataset.actions import Contract, View
 from mag_dataset.board import (
     EXTENSIONS,
     METRIC_COLUMNS,
+    MIN_GROUP_STEPS,
     PROVENANCE_TAGS,
+    RANK_ALPHA,
     Board,
     BoardConfig,
+    Ranked,
     Submission,
     SubmissionRejected,
     metric_value,
 )
 from mag_dataset.fileio import atomic_write
 
-#: Leaderboard table columns, in order.
-TABLE_COLUMNS: list[str] = [
-    "rank", "model", "organisation", "contract", "seeds",
-    *METRIC_COLUMNS.values(),
-    "provenance", "date", "id",
-]
-TABLE_TYPES: list[str] = ["number", "str", "str", "str", "number", *(["number"] * len(METRIC_COLUMNS)), "str", "str", "number"]
 ALL = "all"
 #: Most events waiting in the queue; a submission beyond it is refused with "queue is full".
 QUEUE_SIZE = 256
+#: Decimals shown in the tables: a proportion over a few hundred steps has a standard error of
+#: a few points, so a third decimal would be noise (the API and the report keep full precision).
+DECIMALS = 2
 
-#: Breakdown charts on the Details tab: report breakdown key -> chart title.
-CHARTS: dict[str, str] = {"site": "per site", "action_type": "per gold action type"}
-CHART_METRICS: tuple[str, ...] = ("saa", "target_acc", "action_type_acc", "bleu1")
+#: Breakdowns shown on Details: report breakdown key -> title.
+BREAKDOWN_TITLES: dict[str, str] = {
+    "site": "Per site", "action_type": "Per gold action type", "stale": "Stale vs fresh observation",
+    "unseen_template": "Unseen vs seen intent template",
+}
+#: Metrics of a breakdown, in column order (a metric that applies to no group is left out).
+BREAKDOWN_METRICS: tuple[str, ...] = ("saa", "target_acc", "action_type_acc", "text_f1", "bleu1", "rouge_l",
+                                      "guide_action_consistency", "joint_step_acc")
+EXTENSION_TITLES = {"guide_action_consistency": "consistency", "joint_step_acc": "joint acc"}
+
+#: The ranked tables: sorting by a header click, row click opens Details (see TABLE_JS).
+TABLE_JS = r"""
+element.addEventListener('click', (ev) => {
+  const th = ev.target.closest('th[data-col]');
+  if (th) {
+    const table = th.closest('table'), tb = table.tBodies[0], i = +th.dataset.col;
+    const desc = th.getAttribute('aria-sort') !== 'descending';
+    const val = (tr) => { const c = tr.cells[i]; return c.dataset.v !== undefined ? c.dataset.v : c.textContent; };
+    const rows = [...tb.rows];
+    rows.sort((a, b) => {
+      const x = val(a), y = val(b);
+      if (x === '' && y !== '') return 1;
+      if (y === '' && x !== '') return -1;
+      const nx = parseFloat(x), ny = parseFloat(y);
+      const d = (isNaN(nx) || isNaN(ny)) ? String(x).localeCompare(String(y)) : nx - ny;
+      return desc ? -d : d;
+    });
+    rows.forEach((r) => tb.appendChild(r));
+    table.querySelectorAll('th[data-col]').forEach((h) => h.removeAttribute('aria-sort'));
+    th.setAttribute('aria-sort', desc ? 'descending' : 'ascending');
+    return;
+  }
+  const tr = ev.target.closest('tr[data-id]');
+  if (tr) trigger('select', {index: [tr.rowIndex, 0], value: tr.dataset.id, selected: true});
+});
+element.addEventListener('keydown', (ev) => {
+  if (ev.key !== 'Enter' && ev.key !== ' ') return;
+  const t = ev.target.closest('th[data-col], tr[data-id]');
+  if (t) { ev.preventDefault(); t.click(); }
+});
+"""
+
+CSS = r"""
+.mag-table-wrap { overflow-x: auto; max-width: 100%; border: 1px solid var(--border-color-primary);
+  border-radius: 6px; background: linear-gradient(to right, var(--background-fill-primary) 30%, transparent),
+  linear-gradient(to left, var(--background-fill-primary) 30%, transparent) right,
+  radial-gradient(farthest-side at 100% 50%, rgba(0,0,0,.25), transparent) right;
+  background-repeat: no-repeat; background-size: 0 100%, 40px 100%, 14px 100%; background-attachment: local, local, scroll; }
+table.mag-rank { border-collapse: separate; border-spacing: 0; width: max-content; min-width: 100%; font-size: 14px; }
+table.mag-rank th, table.mag-rank td { padding: 6px 10px; border-bottom: 1px solid var(--border-color-primary);
+  white-space: nowrap; text-align: right; background: var(--background-fill-primary); }
+table.mag-rank th { cursor: pointer; user-select: none; position: sticky; top: 0; z-index: 2;
+  background: var(--background-fill-secondary); }
+table.mag-rank th::after { content: ' \2195'; opacity: .35; }
+table.mag-rank th[aria-sort=descending]::after { content: ' \25BC'; opacity: 1; }
+table.mag-rank th[aria-sort=ascending]::after { content: ' \25B2'; opacity: 1; }
+table.mag-rank td.txt, table.mag-rank th.txt { text-align: left; }
+table.mag-rank tbody tr { cursor: pointer; }
+table.mag-rank tbody tr:hover td { background: var(--background-fill-secondary); }
+table.mag-rank .c-rank { position: sticky; left: 0; z-index: 1; width: 3.2em; min-width: 3.2em; }
+table.mag-rank .c-model { position: sticky; left: 3.2em; z-index: 1; max-width: 9em; min-width: 6em;
+  white-space: normal; overflow-wrap: anywhere; }
+table.mag-rank .c-head { position: sticky; left: calc(3.2em + 9em); z-index: 1; font-weight: 600;
+  border-right: 2px solid var(--border-color-primary); }
+table.mag-rank th.c-rank, table.mag-rank th.c-model, table.mag-rank th.c-head { z-index: 3; }
+.mag-scroll-cue { display: none; font-size: 13px; opacity: .8; margin: 2px 0 4px; }
+@media (max-width: 900px) { .mag-scroll-cue { display: block; } table.mag-rank .c-model { max-width: 7em; }
+  table.mag-rank .c-head { left: calc(3.2em + 7em); } }
+.mag-contract { margin: 14px 0 4px; font-weight: 600; }
+.mag-note { font-size: 13px; opacity: .85; }
+.mag-gold { padding: 8px 12px; border-radius: 6px; border: 1px solid var(--border-color-primary); }
+.mag-gold.public { background: #fff4e5; color: #5f370e; border-color: #f0b36b; }
+.mag-gold.hidden { background: #e8f4fd; color: #0b3c61; border-color: #8cc4ef; }
+table.mag-bars { border-collapse: collapse; font-size: 14px; margin-bottom: 12px; }
+table.mag-bars th, table.mag-bars td { padding: 4px 8px; border-bottom: 1px solid var(--border-color-primary); text-align: left; }
+.mag-bar { display: flex; align-items: center; gap: 6px; min-width: 9em; }
+.mag-bar span.b { display: inline-block; height: 12px; background: #4f6bed; border-radius: 2px; }
+.mag-bar span.v { font-variant-numeric: tabular-nums; min-width: 2.6em; }
+.mag-upload-note { font-size: 14px; padding: 6px 10px; border-radius: 6px; }
+.mag-upload-note.too-big { background: #fdecea; color: #8a1c14; border: 2px solid #d93025; font-weight: 600; }
+.status-accepted textarea { background: #e6f4ea !important; color: #0d5223 !important; border: 2px solid #1e8e3e !important; font-weight: 600; }
+.status-rejected textarea { background: #fdecea !important; color: #8a1c14 !important; border: 2px solid #d93025 !important; font-weight: 600; }
+"""
 
 
 # --------------------------------------------------------------------------- pure helpers
 
 
-def table_rows(board: Board, view: str, contract: str | None) -> list[list[Any]]:
-    """Rows of one view's table: ranked within each contract (see ``board.rank_key``)."""
+def _esc(text: Any) -> str:
+    import html
+
+    return html.escape("" if text is None else str(text), quote=True)
+
+
+def fmt(v: float | None, decimals: int = DECIMALS) -> str:
+    """A table cell: the value to ``decimals`` places, an en dash where not applicable."""
+    return "–" if v is None else f"{v:.{decimals}f}"
+
+
+def _contract_filter(contract: Any) -> str | None:
+    text = "" if contract is None else str(contract).strip()
+    if text in ("", ALL):
+        return None
+    if text not in {c.value for c in Contract}:
+        raise SubmissionRejected(f"contract filter must be one of all, {', '.join(c.value for c in Contract)}, "
+                                 f"got {text[:40]!r}")
+    return text
+
+
+def ranked_rows(board: Board, view: str, contract: Any = ALL) -> list[dict[str, Any]]:
+    """The leaderboard endpoint's rows: every ranked submission of a view with its rank,
+    ranking metric, value, 95% interval bounds and every metric column (full precision)."""
     rows = []
-    for rank, s in board.ranked(view, None if contract in (None, "", ALL) else contract):
-        metrics = [None if s.summary.get(k) is None else round(s.summary[k], 4) for k in METRIC_COLUMNS]
-        rows.append([rank, s.model_name, s.organisation, s.contract, s.seeds, *metrics, s.provenance_tag, s.date, s.id])
+    for r in board.ranking(view, _contract_filter(contract)):
+        s = r.submission
+        rows.append({
+            "rank": r.rank, "id": s.id, "model": s.model_name, "organisation": s.organisation, "view": s.view,
+            "contract": s.contract, "ranking_metric": r.metric, "value": r.value,
+            "ci95_low": None if r.ci95 is None else r.ci95[0], "ci95_high": None if r.ci95 is None else r.ci95[1],
+            "beaten_by": list(r.beaten_by), "seeds": s.seeds, **{k: s.summary.get(k) for k in METRIC_COLUMNS},
+            "provenance": s.provenance_tag, "date": s.date,
+        })
     return rows
 
 
-def _frame(rows: list[list[Any]]) -> Any:
-    import pandas as pd
+def _rank_table(rows: list[Ranked], contract: str) -> str:
+    head = METRIC_COLUMNS[rows[0].metric]
+    others = [k for k in METRIC_COLUMNS if k != rows[0].metric and any(r.submission.summary.get(k) is not None for r in rows)]
+    cols = ([("rank", "c-rank"), ("model", "c-model txt"), (head, "c-head"), ("95% interval", "")]
+            + [(METRIC_COLUMNS[k], "") for k in others]
+            + [("organisation", "txt"), ("seeds", ""), ("provenance", "txt"), ("date", "txt"), ("id", "")])
+    th = "".join(f'<th scope="col" tabindex="0" data-col="{i}" class="{c}" title="sort by {_esc(t)}">{_esc(t)}</th>'
+                 for i, (t, c) in enumerate(cols))
+    body = []
+    for r in rows:
+        s = r.submission
+        ci = "–" if r.ci95 is None else f"[{fmt(r.ci95[0])}, {fmt(r.ci95[1])}]"
+        beaten = (f"significantly below #{', #'.join(map(str, r.beaten_by))}" if r.beaten_by
+                  else "no submission of this table is significantly better")
+        cells = [
+            f'<td class="c-rank" data-v="{r.rank}" title="{_esc(beaten)}">{r.rank}</td>',
+            f'<td class="c-model txt">{_esc(s.model_name)}</td>',
+            f'<td class="c-head" data-v="{"" if r.value is None else r.value}">{fmt(r.value)}</td>',
+            f'<td data-v="{"" if r.ci95 is None else r.ci95[0]}">{ci}</td>',
+            *[f'<td data-v="{"" if s.summary.get(k) is None else s.summary[k]}">{fmt(s.summary.get(k))}</td>' for k in others],
+            f'<td class="txt">{_esc(s.organisation)}</td>', f'<td data-v="{s.seeds}">{s.seeds}</td>',
+            f'<td class="txt">{_esc(s.provenance_tag)}</td>', f'<td class="txt">{_esc(s.date)}</td>',
+            f'<td data-v="{s.id}">{s.id}</td>',
+        ]
+        body.append(f'<tr data-id="{s.id}" tabindex="0" title="open the details of #{s.id}">{"".join(cells)}</tr>')
+    caption = (f"Contract {contract} — ranked by {head} (micro mean over steps); 95% interval: task-level "
+               f"bootstrap; a shared rank = no significant paired difference (p ≥ {RANK_ALPHA:g}, see About)")
+    return (f'<div class="mag-contract" data-contract="{contract}">{_esc(caption)}</div>'
+            f'<div class="mag-scroll-cue">↔ the table scrolls sideways: rank, model and {_esc(head)} stay in view</div>'
+            f'<div class="mag-table-wrap"><table class="mag-rank" data-contract="{contract}">'
+            f'<thead><tr>{th}</tr></thead><tbody>{"".join(body)}</tbody></table></div>')
 
-    return pd.DataFrame(rows, columns=TABLE_COLUMNS)
+
+def table_html(board: Board, view: str, contract: Any = ALL) -> str:
+    """One view's ranked tables, one per contract, as escaped HTML (names are text)."""
+    try:
+        ranking = board.ranking(view, _contract_filter(contract))
+    except SubmissionRejected as e:
+        return f'<p class="mag-note">{_esc(e)}</p>'
+    parts = []
+    for c in Contract:
+        rows = [r for r in ranking if r.submission.contract == c.value]
+        if rows:
+            parts.append(_rank_table(rows, c.value))
+    if not parts:
+        return '<p class="mag-note">No submission yet for this view and contract.</p>'
+    return ('<p class="mag-note">Click a column header to sort (again to reverse); click a row to open its '
+            'details.</p>' + "".join(parts))
+
+
+def gold_banner(board: Board) -> str:
+    """Which gold the board scores against, on the main page."""
+    info = board.gold.describe()
+    views = "; ".join(f"{v}: {d['steps']:,} steps, {d['tasks']:,} tasks, fingerprint <code>{_esc(d['fingerprint'][:19])}…</code>"
+                      for v, d in info["views"].items())
+    if info["kind"] == "public sample":
+        what = ("<b>Gold: the public bundled sample</b> (not a hidden test split: anyone can score against it "
+                "locally, so these rankings show that a file is valid, not how a model generalises)")
+    else:
+        what = f"<b>Gold: hidden {_esc(info['split'])} split</b> ({_esc(info['source'])})"
+    kind = "public" if info["kind"] == "public sample" else "hidden"
+    return f'<div class="mag-gold {kind}" id="gold-source">{what}. Split <code>{_esc(info["split"])}</code>; {views}.</div>'
 
 
 def submission_choices(board: Board) -> list[tuple[str, str]]:
@@ -96,38 +262,56 @@ def _breakdown(report: dict[str, Any], key: str) -> dict[str, dict[str, Any]]:
     return data if isinstance(data, dict) else {}
 
 
-def _value(v: Any) -> float | None:
-    return metric_value(v)
+def breakdown_html(report: dict[str, Any], key: str) -> str:
+    """One breakdown of a (public) report as a table of horizontal bars: a column per
+    metric that applies to some group; a withheld cell (too few steps) is a dash."""
+    groups = _breakdown(report, key)
+    title = BREAKDOWN_TITLES.get(key, key)
+    if not groups:
+        return (f'<h4>{_esc(title)}</h4><p class="mag-note">Withheld: it cannot be shown with at least '
+                f'{MIN_GROUP_STEPS} gold steps in each of two groups.</p>')
+    metrics = [m for m in BREAKDOWN_METRICS if any(metric_value((g or {}).get(m)) is not None for g in groups.values())]
+    names = sorted(groups, key=lambda g: (g.startswith("other"), g))
+    head = "".join(f"<th>{_esc(METRIC_COLUMNS.get(m) or EXTENSION_TITLES.get(m, m))}</th>" for m in metrics)
+    rows = []
+    for g in names:
+        block = groups[g]
+        label = g if "pooled" not in block else f"{g} ({', '.join(block['pooled'])})"
+        cells = []
+        for m in metrics:
+            v = metric_value(block.get(m))
+            if v is None:
+                cells.append('<td title="not shown: too few steps, or not applicable">–</td>')
+            else:
+                cells.append(f'<td><div class="mag-bar" role="img" aria-label="{_esc(m)} {v:.2f}"><span class="v">'
+                             f'{v:.2f}</span><span class="b" style="width:{max(1, round(v * 80))}px"></span></div></td>')
+        rows.append(f"<tr><th scope=\"row\">{_esc(label)}</th><td>{int(block.get('steps') or 0)}</td>{''.join(cells)}</tr>")
+    return (f'<h4>{_esc(title)}</h4><table class="mag-bars"><thead><tr><th>group</th><th>steps</th>{head}</tr></thead>'
+            f'<tbody>{"".join(rows)}</tbody></table>')
 
 
-def breakdown_figure(sub: Submission, key: str, title: str) -> Any:
-    """A grouped bar chart of the applicable headline metrics per group of a breakdown."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    groups = _breakdown(sub.report, key)
-    names = sorted(groups)
-    metrics = [m for m in CHART_METRICS if any(_value(groups[g].get(m)) is not None for g in names)]
-    fig, ax = plt.subplots(figsize=(max(5.0, 0.9 * len(names) + 2), 3.6), dpi=90)
-    width = 0.8 / max(1, len(metrics))
-    for j, m in enumerate(metrics):
-        xs = [i + (j - (len(metrics) - 1) / 2) * width for i in range(len(names))]
-        ys = [_value(groups[g].get(m)) or 0.0 for g in names]
-        ax.bar(xs, ys, width=width, label=METRIC_COLUMNS[m])
-    ax.set_xticks(range(len(names)))
-    ax.set_xticklabels(names, rotation=30, ha="right", fontsize=8)
-    ax.set_ylim(0, 1.0)
-    ax.set_ylabel("score")
-    ax.set_title(f"#{sub.id} {sub.model_name[:40]} — {title}", fontsize=10)
-    if metrics:
-        ax.legend(fontsize=7, ncol=len(metrics))
-    else:
-        ax.text(0.5, 0.5, "no breakdown in this report", ha="center", transform=ax.transAxes)
-    fig.tight_layout()
-    plt.close(fig)
-    return fig
+def taxonomy_html(report: dict[str, Any]) -> str:
+    """The error taxonomy of a report: each class's steps and share, and the near misses."""
+    counts = report.get("counts") if isinstance(report, dict) else None
+    errors = (counts or {}).get("errors")
+    if not isinstance(errors, dict) or not errors:
+        return '<h4>Error taxonomy</h4><p class="mag-note">No taxonomy in this report.</p>'
+    total = sum(v for v in errors.values() if isinstance(v, int)) or 1
+    rows = "".join(
+        f'<tr><th scope="row">{_esc(k)}</th><td>{v:,}</td><td><div class="mag-bar"><span class="v">{v / total:.0%}</span>'
+        f'<span class="b" style="width:{max(1, round(80 * v / total))}px"></span></div></td></tr>'
+        for k, v in sorted(errors.items(), key=lambda kv: (-kv[1], kv[0])) if isinstance(v, int))
+    reasons = (counts or {}).get("failure_reasons") or {}
+    extra = ""
+    if isinstance(reasons, dict) and reasons:
+        extra += '<p class="mag-note">Format failures by reason: ' + ", ".join(
+            f"{_esc(k)} {v:,}" for k, v in sorted(reasons.items()) if isinstance(v, int)) + "</p>"
+    near = (counts or {}).get("near_miss") or {}
+    if isinstance(near, dict) and near.get("misses"):
+        extra += (f'<p class="mag-note">Points outside the gold box: {near["misses"]:,}, of which {near.get("near", 0):,} '
+                  f'within {near.get("within_px", 10):g} px.</p>')
+    return (f'<h4>Error taxonomy</h4><table class="mag-bars"><thead><tr><th>class</th><th>steps</th><th>share</th></tr>'
+            f'</thead><tbody>{rows}</tbody></table>{extra}')
 
 
 def report_extras(report: dict[str, Any]) -> str:
@@ -151,20 +335,9 @@ def report_extras(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def split_rows(sub: Submission) -> list[list[Any]]:
-    """Stale vs fresh and unseen vs seen template rows of a report."""
-    rows = []
-    for key, label in (("stale", "stale"), ("unseen_template", "unseen template")):
-        for group, metrics in sorted(_breakdown(sub.report, key).items()):
-            n = metrics.get("n") if isinstance(metrics, dict) else None
-            if n is None and isinstance(metrics, dict):
-                n = metrics.get("steps") or metrics.get("count")
-            rows.append([f"{label} = {group}", n, *[_round(_value(metrics.get(m))) for m in METRIC_COLUMNS]])
-    return rows
-
-
-def _round(v: float | None) -> float | None:
-    return None if v is None else round(v, 4)
+def _parse_id(value: Any) -> int | None:
+    text = "" if value is None else str(value).strip().lstrip("#")
+    return int(text) if text.isascii() and text.isdigit() and len(text) <= 12 else None
 
 
 # --------------------------------------------------------------------------- the app
@@ -184,18 +357,39 @@ the model writes an **action** grounded by element id (`som` view) or pixel coor
   (content-addressed by SHA-256), the full report, the scorer version and the gold
   fingerprint, and ranks the submission. Re-scoring a stored file gives identical bytes.
 * Gold labels and gold guides are never returned — not by the page, not by the API, not
-  in an error message. Breakdowns are aggregates.
+  in an error message. Breakdowns are aggregates of at least {min_group} gold steps: a
+  per-site, per-action-type, stale or unseen-template group with fewer steps is pooled into
+  `other` (with the next smallest group while `other` is still smaller); a breakdown that
+  cannot keep two such groups is withheld; a metric scored on fewer than {min_group} steps
+  of a group is left out. No shown figure rests on fewer than {min_group} gold steps, and no
+  withheld group can be recovered by subtracting the shown ones from the total. The
+  downloadable report follows the same rule. Which gold is in use (public sample or hidden
+  split, its size and fingerprint) is shown on the main page.
 * Limits: a daily cap of accepted submissions per submitter (your Hugging Face login on
-  the Space, the typed *submitter* name locally); an identical file (same hash, view,
-  contract) is not scored twice; an upload cap, which also caps the decoded text of a
+  the Space, the typed *submitter* name locally); the same predictions (the same step
+  ids, seeds and outputs once parsed, whatever the file format, line order or blank lines)
+  are not scored twice for a view and contract; an upload cap, which also caps the decoded text of a
   `.jsonl.gz` or `.parquet` file; at most {max_seeds} seeds per file; {score_seconds} s of
   decoding and scoring per submission; a rejected file stores nothing. Submissions are
   scored {workers} at a time, each in its own memory-limited process; the others wait in a
   queue that shows their position. Names and links may not hold bidirectional-control
   characters or lone surrogates.
+* **Integrity.** A file whose outputs pass the format gate of another view or contract more
+  often than the declared one's is rejected, naming the better one (a contract-J file sent
+  as A would rank with all zeros). A file with more than {max_fail} of its outputs failing
+  the format gate is rejected. *Validate only* on *Submit* checks a file (step counts,
+  missing ids per seed, the format gate, these rules) without scoring or storing it.
 * Ranking is within a view and contract: by **SAA** for A, J and JG (ties broken by target
   acc, then type acc, then BLEU-1), by **BLEU-1** for G (then ROUGE-L, then BLEU-4); a
-  blank ranks last; submissions equal on all of these share a rank, the older listed first.
+  blank ranks last; the table names its ranking metric and shows its task-level bootstrap
+  95% interval. **Shared ranks**: a submission's rank is one plus the number of
+  submissions of its table that beat it *significantly* — a higher ranking-metric micro
+  mean and a two-sided p < {alpha} in the paired comparison of `mag compare` for that
+  metric (exact McNemar on the paired steps for SAA; the task-level sign-flip test, 1,000
+  draws, seed 0, for BLEU-1; no multiplicity correction). Submissions whose difference is
+  not significant share a rank; hover a rank to see which submissions beat it. Scores are
+  shown to {decimals} decimals (a proportion over a few hundred steps has a standard error
+  of a few points); the API and the report keep full precision.
 
 ### Output contracts
 | contract | the model writes exactly |
@@ -240,7 +434,8 @@ A cell of the table is the **micro mean over steps** (with several seeds: the me
 seeds). A blank cell means *not applicable* (e.g. guide metrics under contract A); 0 means
 wrong. The full report (micro means, macro means over tasks, denominators, the standard
 deviation over seeds, a task-level bootstrap 95% interval of the micro mean, per-site /
-per-action-type / stale / unseen-template breakdowns, provenance) is downloadable on *Details*.
+per-action-type / stale / unseen-template breakdowns under the granularity rule above,
+the error taxonomy, provenance) is downloadable on *Details*.
 
 ### Predictions file
 JSON Lines, one object per test step (and seed), UTF-8:
@@ -305,7 +500,9 @@ def about_text(config: BoardConfig | None = None) -> str:
     cfg = config or BoardConfig()
     return (ABOUT.replace("{max_seeds}", str(cfg.max_seeds)).replace("{score_seconds}", f"{cfg.score_seconds:g}")
             .replace("{workers}", str(cfg.workers)).replace("{targeted}", targeted).replace("{scored_args}", scored)
-            .replace("{scoring_example}", scoring_example()))
+            .replace("{scoring_example}", scoring_example()).replace("{min_group}", str(MIN_GROUP_STEPS))
+            .replace("{max_fail}", f"{cfg.max_format_failure_rate:.0%}").replace("{alpha}", f"{RANK_ALPHA:g}")
+            .replace("{decimals}", str(DECIMALS)))
 
 
 def scoring_example() -> str:
@@ -359,20 +556,69 @@ def _on_space() -> bool:
     return bool(os.environ.get("SPACE_ID")) and bool(os.environ.get("OAUTH_CLIENT_ID"))
 
 
+def _upload_note_js(cap: int) -> str:
+    """JS for the note under the file field: a file over the cap is refused by Gradio with a
+    toast that fades; this note keeps saying why (the cap in MiB) until another file is chosen."""
+    mib = cap / (1024 * 1024)
+    return (
+        "const cap = %d, capText = '%s MiB';\n"
+        "const base = element.innerHTML;\n"
+        "const check = (files) => {\n"
+        "  const big = [...(files || [])].find((f) => f.size > cap);\n"
+        "  const box = element.querySelector('.mag-upload-note') || element;\n"
+        "  if (big) {\n"
+        "    box.classList.add('too-big');\n"
+        "    box.textContent = `Not uploaded: ${big.name} is ${(big.size / 1048576).toFixed(1)} MiB, over the ` +\n"
+        "      `upload cap of ${capText}. Compress it as .jsonl.gz or .parquet (the decoded text is capped at ` +\n"
+        "      `${capText} too), or split its seeds into several files.`;\n"
+        "  } else if (files && files.length) { element.innerHTML = base; }\n"
+        "};\n"
+        "document.addEventListener('change', (ev) => {\n"
+        "  if (ev.target && ev.target.matches && ev.target.matches('#predictions input[type=file]')) check(ev.target.files);\n"
+        "}, true);\n"
+        "document.addEventListener('drop', (ev) => {\n"
+        "  if (ev.target && ev.target.closest && ev.target.closest('#predictions') && ev.dataTransfer) check(ev.dataTransfer.files);\n"
+        "}, true);\n"
+    ) % (cap, f"{mib:g}")
+
+
+def style_status(message: Any) -> Any:
+    """The Result box's look for its message: green for accepted, red for rejected (colour,
+    border and label). A UI-only step after submit / validate: the API returns plain text."""
+    message = "" if message is None else str(message)
+    ok = message.startswith("Accepted") or message.startswith("Valid")
+    rejected = message.startswith("Rejected")
+    cls = ["status-accepted"] if ok else ["status-rejected"] if rejected else []
+    label = "Result — accepted" if ok else "Result — rejected" if rejected else "Result"
+    return gr.Textbox(value=message, label=label, elem_classes=cls)
+
+
 def build_app(board: Board) -> gr.Blocks:
     """The Blocks app over ``board``. Every event has an explicit public ``api_name``."""
     report_dir = Path(tempfile.mkdtemp(prefix="mag-board-reports-"))
+    cap = board.config.max_bytes
+    cap_mib = f"{cap / (1024 * 1024):g} MiB"
+
+    def _file_path(predictions: Any) -> Path:
+        if not predictions:
+            raise SubmissionRejected(
+                f"no predictions file was uploaded (a file over the {cap_mib} upload cap is refused by the page "
+                "before it is sent)")
+        if not isinstance(predictions, (str, os.PathLike)) and not hasattr(predictions, "name"):
+            raise SubmissionRejected("predictions must be a file (gradio_client: handle_file(path))")
+        path = Path(predictions if isinstance(predictions, (str, os.PathLike)) else predictions.name)
+        try:
+            size = path.stat().st_size
+        except OSError:
+            raise SubmissionRejected("the predictions file could not be read; upload it again") from None
+        if size > cap:
+            raise SubmissionRejected(f"the file is {size:,} bytes ({size / (1024 * 1024):.1f} MiB), over the upload "
+                                     f"cap of {cap:,} bytes ({cap_mib})")
+        return path
 
     def do_submit(model_name, view, contract, predictions, organisation, link, provenance_tag, submitter, login_name=None):
         try:
-            if not predictions:
-                raise SubmissionRejected("no predictions file was uploaded")
-            path = Path(predictions if isinstance(predictions, str) else getattr(predictions, "name", predictions))
-            size = path.stat().st_size
-            if size > board.config.max_bytes:
-                raise SubmissionRejected(
-                    f"the file is {size:,} bytes, over the upload cap of {board.config.max_bytes:,} bytes"
-                )
+            path = _file_path(predictions)
             sub = board.submit(
                 data=path.read_bytes(),
                 filename=path.name,
@@ -386,16 +632,16 @@ def build_app(board: Board) -> gr.Blocks:
             )
         except SubmissionRejected as e:
             return f"Rejected: {e}", {"ok": False, "error": str(e)}
-        rank = next(r for r, s in board.ranked(sub.view, sub.contract) if s.id == sub.id)
+        row = next(r for r in board.ranking(sub.view, sub.contract) if r.submission.id == sub.id)
         n = len(board.submissions(sub.view, sub.contract))
-        primary = "BLEU-1" if sub.contract == "G" else "SAA"
-        value = sub.summary.get("bleu1" if sub.contract == "G" else "saa")
+        primary = METRIC_COLUMNS[row.metric]
+        ci = "" if row.ci95 is None else f" (95% interval {row.ci95[0]:.3f}–{row.ci95[1]:.3f})"
         msg = (
             f"Accepted: submission #{sub.id} ({sub.view}, contract {sub.contract}) — "
-            f"{primary} {value:.4f}, rank {rank} of {n}." if value is not None else
-            f"Accepted: submission #{sub.id} ({sub.view}, contract {sub.contract}), rank {rank} of {n}."
+            f"{primary} {row.value:.4f}{ci}, rank {row.rank} of {n}." if row.value is not None else
+            f"Accepted: submission #{sub.id} ({sub.view}, contract {sub.contract}), rank {row.rank} of {n}."
         )
-        return msg, {"ok": True, "rank": rank, **sub.public_dict()}
+        return msg, {"ok": True, "rank": row.rank, **sub.public_dict()}
 
     if _on_space():
         def submit(model_name, view, contract, predictions, organisation, link, provenance_tag, submitter,
@@ -412,18 +658,42 @@ def build_app(board: Board) -> gr.Blocks:
         def submit(model_name, view, contract, predictions, organisation, link, provenance_tag, submitter):
             return do_submit(model_name, view, contract, predictions, organisation, link, provenance_tag, submitter)
 
-    def refresh(som_filter, coord_filter):
-        return (
-            _frame(table_rows(board, View.SOM.value, som_filter)),
-            _frame(table_rows(board, View.COORD.value, coord_filter)),
-            gr.Dropdown(choices=submission_choices(board)),
-        )
+    def validate(view, contract, predictions):
+        try:
+            path = _file_path(predictions)
+            out = board.validate(data=path.read_bytes(), filename=path.name, view=view, contract=contract)
+        except SubmissionRejected as e:
+            return f"Rejected: {e}", {"ok": False, "error": str(e)}
+        missing = sum(m["count"] for m in out["missing"].values())
+        lines = [f"{out['predictions']:,} predictions for {len(out['seeds'])} seed(s) {out['seeds']}; the split has "
+                 f"{out['steps_expected']:,} steps; {missing:,} (step, seed) pair(s) missing; {out['format_passed']:,} "
+                 f"of {out['predictions']:,} outputs pass the format gate of {view}, contract {contract}."]
+        for sd, m in out["missing"].items():
+            if m["count"]:
+                lines.append(f"seed {sd}: {m['count']:,} missing, first: {', '.join(m['first'])}")
+        head = ("Valid (nothing stored, no score): the file would be accepted." if not out["problems"] else
+                "Rejected (validate only, nothing stored): " + "; ".join(out["problems"]))
+        return head + "\n" + "\n".join(lines), {"ok": not out["problems"], **out}
+
+    def refresh(som_filter, coord_filter, current=None):
+        try:
+            rows = {"som": ranked_rows(board, View.SOM.value, som_filter),
+                    "coord": ranked_rows(board, View.COORD.value, coord_filter)}
+        except SubmissionRejected as e:
+            rows = {"error": str(e)}
+        choices = submission_choices(board)
+        keep = current if _parse_id(current) is not None and str(current) in {v for _, v in choices} else None
+        return (table_html(board, View.SOM.value, som_filter), table_html(board, View.COORD.value, coord_filter),
+                rows, gr.Dropdown(choices=choices, value=keep), gold_banner(board))
+
+    empty_details = ("Choose a submission (or click a row of the leaderboard).", "", "", None,
+                     gr.Dropdown(choices=[], value=None))
 
     def details(choice):
-        text = "" if choice is None else str(choice)
-        sub = board.get(int(text)) if text.isascii() and text.isdigit() and len(text) <= 12 else None
+        sid = _parse_id(choice)
+        sub = board.get(sid) if sid is not None else None
         if sub is None:
-            return "Choose a submission.", None, None, [], None
+            return empty_details
         info = (
             f"#{sub.id} {sub.model_name} — {sub.organisation or 'no organisation'} — view {sub.view}, "
             f"contract {sub.contract}, {sub.seeds} seed(s), {sub.provenance_tag}, {sub.date}\n"
@@ -433,24 +703,19 @@ def build_app(board: Board) -> gr.Blocks:
         extras = report_extras(sub.report)
         if extras:
             info += "\n" + extras
+        public = board.public_report(sub)
         path = report_dir / f"submission-{sub.id}-report.json"
         if not path.exists():
-            atomic_write(path, sub.report_json)
-        return (
-            info,
-            breakdown_figure(sub, "site", CHARTS["site"]),
-            breakdown_figure(sub, "action_type", CHARTS["action_type"]),
-            split_rows(sub),
-            str(path),
-        )
+            atomic_write(path, json.dumps(public, ensure_ascii=False, indent=2) + "\n")
+        bars = "".join(breakdown_html(public, k) for k in BREAKDOWN_TITLES)
+        others = [(label, v) for label, v in submission_choices(board)
+                  if v != str(sub.id) and board.get(int(v)).view == sub.view]
+        return info, bars, taxonomy_html(public), str(path), gr.Dropdown(choices=others, value=None)
 
     def compare(a_text, b_text):
-        ids = []
-        for t in (a_text, b_text):
-            t = "" if t is None else str(t).strip().lstrip("#")
-            if not (t.isascii() and t.isdigit() and len(t) <= 12):
-                return "Give the ids of two submissions of the same view (e.g. 3 and 7)."
-            ids.append(int(t))
+        ids = [_parse_id(t) for t in (a_text, b_text)]
+        if any(i is None for i in ids):
+            return "Give the ids of two submissions of the same view (e.g. 3 and 7)."
         from mag_dataset.compare import format_comparison
 
         try:
@@ -458,28 +723,28 @@ def build_app(board: Board) -> gr.Blocks:
         except SubmissionRejected as e:
             return str(e)
 
+    def open_row(evt: gr.SelectData):
+        sid = _parse_id(evt.value)
+        return gr.Tabs(selected="details"), gr.Dropdown(value=str(sid) if sid is not None else None)
+
     filters = [ALL] + [c.value for c in Contract]
     # delete_cache: uploads and report copies older than a day are removed every hour.
     with gr.Blocks(title="WebMRE / MAG leaderboard", analytics_enabled=False, fill_width=True,
                    delete_cache=(3600, 86400)) as demo:
-        gr.Markdown("# WebMRE / MAG leaderboard\nOffline, deterministic scoring of web guide agents "
-                    "against a hidden test split. See *About* for the exact rules.")
-        with gr.Tabs():
+        gr.Markdown("# WebMRE / MAG leaderboard\nOffline, deterministic scoring of web guide agents. "
+                    "See *About* for the exact rules.")
+        gold_html = gr.HTML(gold_banner(board), elem_id="gold-banner")
+        with gr.Tabs() as tabs:
             with gr.Tab("Leaderboard", id="leaderboard"):
                 with gr.Row():
-                    som_filter = gr.Dropdown(filters, value=ALL, label="som view: contract")
-                    coord_filter = gr.Dropdown(filters, value=ALL, label="coord view: contract")
+                    som_filter = gr.Dropdown(filters, value=ALL, label="som view: contract", allow_custom_value=True)
+                    coord_filter = gr.Dropdown(filters, value=ALL, label="coord view: contract", allow_custom_value=True)
                     refresh_btn = gr.Button("Refresh", scale=0)
                 gr.Markdown("### Set-of-Mark view (`som`)")
-                som_table = gr.Dataframe(
-                    value=_frame([]), headers=TABLE_COLUMNS, datatype=TABLE_TYPES, interactive=False,
-                    elem_id="table-som",
-                )
+                som_table = gr.HTML(table_html(board, View.SOM.value), js_on_load=TABLE_JS, elem_id="table-som")
                 gr.Markdown("### Coordinate view (`coord`)")
-                coord_table = gr.Dataframe(
-                    value=_frame([]), headers=TABLE_COLUMNS, datatype=TABLE_TYPES, interactive=False,
-                    elem_id="table-coord",
-                )
+                coord_table = gr.HTML(table_html(board, View.COORD.value), js_on_load=TABLE_JS, elem_id="table-coord")
+                rows_json = gr.JSON(visible=False)
             with gr.Tab("Submit", id="submit"):
                 if _on_space():
                     gr.LoginButton()
@@ -487,47 +752,50 @@ def build_app(board: Board) -> gr.Blocks:
                     model_name = gr.Textbox(label="Model name", max_lines=1, elem_id="model-name")
                     organisation = gr.Textbox(value="", label="Organisation (optional)", max_lines=1, elem_id="organisation")
                 with gr.Row():
-                    view = gr.Radio([v.value for v in View], value=View.SOM.value, label="View")
-                    contract = gr.Radio([c.value for c in Contract], value=Contract.J.value, label="Contract")
-                predictions = gr.File(label=f"Predictions ({', '.join(EXTENSIONS)})", type="filepath",
-                                      elem_id="predictions")
+                    # Dropdowns that take any value: a wrong one reaches the handler, which answers
+                    # "Rejected: ..." instead of Gradio raising on a value outside the choices
+                    view = gr.Dropdown([v.value for v in View], value=View.SOM.value, label="View",
+                                       allow_custom_value=True, elem_id="view")
+                    contract = gr.Dropdown([c.value for c in Contract], value=Contract.J.value, label="Contract",
+                                           allow_custom_value=True, elem_id="contract")
+                predictions = gr.File(label=f"Predictions ({', '.join(EXTENSIONS)}; at most {cap_mib})",
+                                      type="filepath", elem_id="predictions")
+                gr.HTML(f'<div class="mag-upload-note">Upload cap: {cap_mib} per file (also the decoded size of '
+                        f'a .jsonl.gz or .parquet file).</div>', js_on_load=_upload_note_js(cap), elem_id="upload-note")
                 with gr.Row():
                     link = gr.Textbox(value="", label="Link (optional, http/https)", max_lines=1, elem_id="link")
-                    provenance_tag = gr.Dropdown(list(PROVENANCE_TAGS), value=PROVENANCE_TAGS[0], label="Provenance")
+                    provenance_tag = gr.Dropdown(list(PROVENANCE_TAGS), value=PROVENANCE_TAGS[0], label="Provenance",
+                                                 allow_custom_value=True)
                     submitter = gr.Textbox(value="", label="Submitter (optional; your HF login on the Space)", max_lines=1,
                                            elem_id="submitter")
-                submit_btn = gr.Button("Submit", variant="primary", elem_id="submit-button")
-                status = gr.Textbox(label="Result", interactive=False, elem_id="submit-status")
+                with gr.Row():
+                    validate_btn = gr.Button("Validate only (nothing stored)", elem_id="validate-button")
+                    submit_btn = gr.Button("Submit", variant="primary", elem_id="submit-button")
+                status = gr.Textbox(label="Result", interactive=False, lines=2, elem_id="submit-status")
                 result = gr.JSON(label="Details", visible=False)
             with gr.Tab("Details", id="details"):
-                choice = gr.Dropdown(choices=submission_choices(board), label="Submission", elem_id="details-choice",
-                                     allow_custom_value=True)
+                choice = gr.Dropdown(choices=submission_choices(board), value=None, label="Submission",
+                                     elem_id="details-choice", allow_custom_value=True)
                 info = gr.Textbox(label="Submission", interactive=False, lines=3, elem_id="details-info")
+                bars = gr.HTML("", elem_id="details-breakdowns")
+                taxonomy = gr.HTML("", elem_id="details-taxonomy")
+                report_file = gr.File(label="Full report (JSON, breakdowns under the granularity rule)",
+                                      interactive=False, elem_id="report-file")
+                gr.Markdown("#### Compare with another submission of the same view\nPaired comparison (other − this): "
+                            "task-bootstrap intervals, exact McNemar / sign-flip p-values, Holm-adjusted (the same "
+                            "call as `mag compare`).")
                 with gr.Row():
-                    site_plot = gr.Plot(label="Per site", elem_id="plot-site")
-                    type_plot = gr.Plot(label="Per action type", elem_id="plot-type")
-                splits = gr.Dataframe(
-                    headers=["split", "steps", *METRIC_COLUMNS.values()],
-                    datatype=["str", "number", *(["number"] * len(METRIC_COLUMNS))],
-                    interactive=False, label="Stale and unseen-template splits",
-                )
-                report_file = gr.File(label="Full report (JSON)", interactive=False, elem_id="report-file")
-            with gr.Tab("Compare", id="compare"):
-                gr.Markdown("Paired comparison of two submissions of the same view (B − A): task-bootstrap "
-                            "intervals, exact McNemar / sign-flip p-values, Holm-adjusted (the same call as "
-                            "`mag compare`).")
-                with gr.Row():
-                    cmp_a = gr.Textbox(label="Submission A (id)", max_lines=1, elem_id="compare-a")
-                    cmp_b = gr.Textbox(label="Submission B (id)", max_lines=1, elem_id="compare-b")
-                cmp_btn = gr.Button("Compare", elem_id="compare-button")
-                cmp_out = gr.Textbox(label="Comparison", interactive=False, lines=20, elem_id="compare-out")
+                    cmp_b = gr.Dropdown(choices=[], value=None, label="Compare with", elem_id="compare-with",
+                                        allow_custom_value=True)
+                    cmp_btn = gr.Button("Compare", elem_id="compare-button", scale=0)
+                cmp_out = gr.Textbox(label="Comparison", interactive=False, lines=16, elem_id="compare-out")
             with gr.Tab("About", id="about"):
                 gr.Markdown(about_text(board.config))
 
-        tables = [som_table, coord_table, choice]
+        outputs = [som_table, coord_table, rows_json, choice, gold_html]
         gr.on(
             [demo.load, refresh_btn.click, som_filter.change, coord_filter.change],
-            refresh, [som_filter, coord_filter], tables, api_name="leaderboard", queue=False,
+            refresh, [som_filter, coord_filter, choice], outputs, api_name="leaderboard", queue=False,
         )
         submit_btn.click(
             submit,
@@ -537,10 +805,16 @@ def build_app(board: Board) -> gr.Blocks:
             # at most `workers` uploads are decoded and scored at once (each in a limited child
             # process); the rest wait in Gradio's queue, which shows each its position
             concurrency_limit=board.config.workers,
-        ).then(refresh, [som_filter, coord_filter], tables, api_name="leaderboard_after_submit", queue=False)
-        choice.change(details, [choice], [info, site_plot, type_plot, splits, report_file], api_name="details")
+        ).then(refresh, [som_filter, coord_filter, choice], outputs, api_name="leaderboard_after_submit", queue=False
+               ).then(style_status, [status], [status], api_visibility="private", queue=False)
+        validate_btn.click(validate, [view, contract, predictions], [status, result], api_name="validate",
+                           concurrency_limit=board.config.workers
+                           ).then(style_status, [status], [status], api_visibility="private", queue=False)
+        choice.change(details, [choice], [info, bars, taxonomy, report_file, cmp_b], api_name="details")
+        for table in (som_table, coord_table):
+            table.select(open_row, None, [tabs, choice], api_visibility="private", queue=False)
         # re-scores two stored files: one comparison at a time
-        cmp_btn.click(compare, [cmp_a, cmp_b], [cmp_out], api_name="compare", concurrency_limit=1)
+        cmp_btn.click(compare, [choice, cmp_b], [cmp_out], api_name="compare", concurrency_limit=1)
     return demo
 
 
@@ -564,7 +838,7 @@ def main(argv: list[str] | None = None) -> int:
     # The data folder (database, stored uploads) is never served, whatever gradio allows.
     blocked = sorted({str(board.config.data_dir.resolve()), str(Path(board.config.db_path).resolve().parent)})
     demo.launch(server_name=args.host, server_port=args.port, max_file_size=board.config.max_bytes,
-                show_error=False, quiet=False, blocked_paths=blocked)
+                show_error=False, quiet=False, blocked_paths=blocked, css=CSS)
     return 0
 
 
