@@ -172,14 +172,17 @@ def _hub_errors(repo_id: str) -> Iterator[None]:
         yield
     except OfflineModeIsEnabled:
         raise PublishError("the Hub is unreachable: HF_HUB_OFFLINE is set; unset it to publish") from None
-    except (*_transport_errors(), OSError) as e:
-        raise PublishError(f"cannot reach the Hub at {constants.ENDPOINT} (no network?): {e}") from None
-    except HfHubHTTPError as e:
+    except HfHubHTTPError as e:  # before OSError: huggingface_hub's HTTP errors subclass it
         status = e.response.status_code if e.response is not None else None
         if status in (401, 403):
             raise PublishError(f"the Hub rejected the token for {repo_id} (HTTP {status}): check HF_TOKEN / `hf auth login`") from None
-        first = str(e).strip().splitlines()[0] if str(e).strip() else f"HTTP {status}"
-        raise PublishError(f"the Hub refused the upload to {repo_id}: {first}") from None
+        detail = getattr(e, "server_message", None) or str(e)
+        first = detail.strip().splitlines()[0] if detail.strip() else f"HTTP {status}"
+        raise PublishError(f"the Hub refused the upload to {repo_id} (HTTP {status}): {first}") from None
+    except (*_transport_errors(), OSError) as e:
+        raise PublishError(f"cannot reach the Hub at {constants.ENDPOINT} (no network?): {e}") from None
+    except ValueError as e:  # huggingface_hub's check of a README's metadata
+        raise PublishError(f"the Hub refused the upload to {repo_id}: {' '.join(str(e).split())}") from None
 
 
 # --------------------------------------------------------------------------- Spaces

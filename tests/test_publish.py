@@ -291,3 +291,76 @@ def test_bad_space_ids_and_only(built, capsys):
     assert capsys.readouterr().err.strip() == "mag publish: error: --metric-space must look like owner/name, got 'metric'"
     assert main(["publish", "--repo-id", "mag/webmre", "--only", "leaderboard", "--leaderboard-space", "me/board", "--dry-run"]) == 0
     assert list(_sections(capsys.readouterr().out)) == ["https://huggingface.co/spaces/me/board"]
+
+
+# --------------------------------------------------------------------------- against a local fake of the Hub API
+# No Hub is reachable here: huggingface_hub's real client talks HTTP to tests/_fake_hub.py.
+
+FAKE_TOKEN = "hf_" + "Fake0Token1For2Tests3Only4x" + "y" * 8
+
+
+def _publish_to(hub, tmp_path: Path, *argv: str, token: str = FAKE_TOKEN) -> subprocess.CompletedProcess:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("HF_")}
+    clean.update(HF_HOME=str(tmp_path / "hf-home"), HF_ENDPOINT=hub.endpoint, HF_TOKEN=token, HF_HUB_OFFLINE="0",
+                 HF_HUB_DISABLE_XET="1")
+    return subprocess.run(
+        [sys.executable, "-m", "mag_dataset.cli", "publish", "--repo-id", "mag/webmre", *argv],
+        env=clean, capture_output=True, text=True, timeout=300,
+    )
+
+
+def test_publish_sends_the_dataset_and_both_spaces_through_huggingface_hub(built, tmp_path):
+    from _fake_hub import FakeHub, FakeRepo
+
+    from mag_dataset.hub import space_plan
+
+    with FakeHub(FAKE_TOKEN) as hub:
+        # an earlier deployment left a module the package no longer has: the new commit deletes it
+        hub.repos[("space", "mag/webmre_metric")] = FakeRepo(
+            "space", "mag/webmre_metric", {}, files={"mag_dataset/gone.py": b"x = 1\n", "README.md": b"old"}
+        )
+        r = _publish_to(hub, tmp_path, "--folder", str(built))
+        assert r.returncode == 0, r.stderr
+    assert all(hub.authorized) and len(hub.authorized) >= 10
+    dataset = hub.repos[("dataset", "mag/webmre")]
+    assert dataset.files == {f: (built / f).read_bytes() for f in _files(built)}
+    assert [c["added"] for c in dataset.commits] == [[f for f in _files(built) if f != "eval.yaml"], ["eval.yaml"]]
+    for kind, repo_id in (("metric", "mag/webmre_metric"), ("leaderboard", "mag/webmre-leaderboard")):
+        repo = hub.repos[("space", repo_id)]
+        plan = {f.path: f.data for f in space_plan(kind, repo_id).files}
+        assert set(repo.files) == set(plan), set(repo.files) ^ set(plan)
+        for name in ("README.md", "app.py", "requirements.txt", "mag_dataset/scoring.py", "mag_dataset/hub.py"):
+            assert repo.files[name] == plan[name], name
+        assert not any(FAKE_TOKEN.encode() in data for data in repo.files.values())  # the token is never a file
+        assert len(repo.commits) == 1 and repo.commits[0]["summary"].startswith(f"Deploy the WebMRE {kind} Space")
+    metric = hub.repos[("space", "mag/webmre_metric")]
+    assert metric.commits[0]["deleted"] == ["mag_dataset/gone.py"] and "mag_dataset/gone.py" not in metric.files
+    created = hub.repos[("space", "mag/webmre-leaderboard")].create_body
+    assert (created["type"], created["sdk"], created["name"], created["organization"]) == ("space", "gradio", "webmre-leaderboard", "mag")
+    assert f"published: {hub.endpoint}/spaces/mag/webmre-leaderboard/commit/" in r.stdout
+    assert "now set the secrets of https://huggingface.co/spaces/mag/webmre-leaderboard: MAG_BOARD_GOLD," in r.stdout
+
+
+def test_a_refused_eval_yaml_leaves_the_dataset_uploaded_and_says_why(built, tmp_path):
+    from _fake_hub import FakeHub
+
+    with FakeHub(FAKE_TOKEN, reject={"eval.yaml": "Invalid eval.yaml: evaluation_framework 'webmre' is not supported"}) as hub:
+        r = _publish_to(hub, tmp_path, "--folder", str(built), "--only", "dataset")
+    assert r.returncode == 2
+    err = r.stderr.strip()
+    assert err.startswith(f"mag publish: error: the dataset is uploaded ({hub.endpoint}/datasets/mag/webmre/commit/")
+    assert "(HTTP 400): Invalid eval.yaml: evaluation_framework 'webmre' is not supported;" in err
+    assert err.endswith("and 'webmre' must be added there first") and "\n" not in err
+    assert sorted(hub.repos[("dataset", "mag/webmre")].files) == [f for f in _files(built) if f != "eval.yaml"]
+
+
+def test_a_rejected_token_is_named_not_taken_for_a_network_failure(built, tmp_path):
+    from _fake_hub import FakeHub
+
+    with FakeHub(FAKE_TOKEN) as hub:
+        r = _publish_to(hub, tmp_path, "--folder", str(built), "--only", "dataset", token="hf_" + "w" * 34)
+    assert r.returncode == 2
+    assert r.stderr.strip() == (
+        "mag publish: error: the Hub rejected the token for mag/webmre (HTTP 401): check HF_TOKEN / `hf auth login`"
+    )
+    assert hub.repos == {}
