@@ -284,7 +284,8 @@ def _field_label(elements: dict[str, Element], el: Element) -> str:
     container (MiniWoB's "Departure Date" above the date picker)."""
     siblings = elements[el.parent].children  # type: ignore[index]
     before = siblings[: siblings.index(el.bid)]
-    label = next((elements[b] for b in reversed(before) if elements[b].tag == "label"), None)
+    label = next((elements[b] for b in reversed(before) if elements[b].tag == "label"
+                  and elements[b].attrs.get("for") in (None, "", el.attrs.get("id"))), None)  # not another field's
     if label is not None:
         return label.text
     parent = elements[el.parent]  # type: ignore[index]
