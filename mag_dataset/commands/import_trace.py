@@ -1,0 +1,82 @@
+"""``mag import-trace TRACE... --out RAW_DIR``: Playwright trace archives → raw episodes.
+
+Reads archives written by ``context.tracing.start(screenshots=True, snapshots=True)`` ...
+``stop(path=...)`` (the format of WebArena's published ``trace/*.zip`` execution traces); see
+:mod:`mag_dataset.harness.trace_import` for what becomes a step. A trace holds no task text:
+give it with ``--intent`` (every archive) or ``--tasks FILE``, a JSON object mapping an
+archive's file name (or name without ``.zip``) to ``{"intent": ..., "site", "intent_template_id",
+"task_id", "seed"}`` (only ``intent`` is required). An archive that cannot be converted is
+skipped with its reason; the exit status is 0 when an episode was imported, 1 when none
+could be, 2 for a usage error. Follow with ``mag unify RAW_DIR`` (restores mouse clicks
+recorded at a point), ``mag audit`` and ``mag build``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+TASK_FIELDS = {"intent": str, "site": str, "intent_template_id": str, "task_id": str, "seed": int}
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("traces", nargs="+", type=Path, metavar="TRACE",
+                        help="a trace .zip, or a folder searched recursively for them")
+    parser.add_argument("--out", required=True, type=Path, help="raw corpus folder to add the episodes to")
+    parser.add_argument("--intent", default=None, help="the task's intent, for every archive given")
+    parser.add_argument("--tasks", type=Path, default=None,
+                        help="JSON object: archive name -> {intent, site, intent_template_id, task_id, seed}")
+    parser.add_argument("--overwrite", action="store_true", help="replace episodes that already exist in --out")
+
+
+def _read_tasks(path: Path) -> dict[str, dict[str, Any]]:
+    from mag_dataset.cli import UserError
+
+    try:
+        data = json.loads(path.read_text("utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise UserError(f"--tasks {path}: {e}") from None
+    if not isinstance(data, dict):
+        raise UserError(f"--tasks {path}: expected a JSON object of archive name -> task")
+    for name, task in data.items():
+        if not isinstance(task, dict) or not isinstance(task.get("intent"), str) or not task["intent"].strip():
+            raise UserError(f"--tasks {path}: entry {name!r} needs a non-empty string 'intent'")
+        for key, value in task.items():
+            kind = TASK_FIELDS.get(key)
+            if kind is None:
+                raise UserError(f"--tasks {path}: entry {name!r} has unknown field {key!r}; known: {', '.join(TASK_FIELDS)}")
+            if value is not None and (not isinstance(value, kind) or isinstance(value, bool)):
+                raise UserError(f"--tasks {path}: entry {name!r} field {key!r} must be {'an integer' if kind is int else 'a string'}")
+    return data
+
+
+def run(args: argparse.Namespace) -> int:
+    from mag_dataset.cli import UserError
+    from mag_dataset.harness.trace_import import TraceTask, import_traces
+
+    if (args.intent is None) == (args.tasks is None):
+        raise UserError("give the task of the traces with exactly one of --intent TEXT and --tasks FILE")
+    if args.intent is not None and not args.intent.strip():
+        raise UserError("--intent is empty")
+    table = _read_tasks(args.tasks) if args.tasks is not None else {}
+
+    def task_of(path: Path) -> TraceTask | None:
+        if args.intent is not None:
+            return TraceTask(intent=" ".join(args.intent.split()))
+        entry = table.get(path.name, table.get(path.stem))
+        return None if entry is None else TraceTask(**{k: v for k, v in entry.items() if v is not None})
+
+    try:
+        report = import_traces(args.traces, args.out, task_of, overwrite=args.overwrite,
+                               progress=lambda line: print(line, file=sys.stderr))
+    except FileNotFoundError as e:
+        raise UserError(str(e)) from None
+    print(report.summary())
+    if report.found == 0:
+        raise UserError(f"no trace archive (.zip) under {', '.join(map(str, args.traces))}")
+    if not report.imported and any(not r.startswith("already imported") for _, r in report.skipped):
+        return 1
+    return 0
