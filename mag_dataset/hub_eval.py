@@ -176,16 +176,20 @@ def render_eval_yaml(configs: dict[str, set[str]]) -> str:
     return yaml.safe_dump(eval_yaml_data(configs), sort_keys=False, allow_unicode=True, width=100)
 
 
-def write_eval_yaml(folder: str | os.PathLike) -> Path:
+def write_eval_yaml(folder: str | os.PathLike) -> Path | None:
     """Write ``eval.yaml`` into a built folder, its tasks checked against the card's configs.
 
-    Called by :func:`mag_dataset.builder.build_dataset` before the checksum manifest.
+    Called by :func:`mag_dataset.builder.build_dataset` before the checksum manifest. A
+    build without a test split (nothing to rank) gets no ``eval.yaml``.
 
     Returns:
-        The path written.
+        The path written, or None.
     """
+    configs = card_configs(folder)
+    if not any(t.split in configs.get(t.config, ()) for t in TASKS):
+        return None
     path = Path(folder) / EVAL_FILE
-    path.write_text(render_eval_yaml(card_configs(folder)), "utf-8")
+    path.write_text(render_eval_yaml(configs), "utf-8")
     return path
 
 

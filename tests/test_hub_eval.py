@@ -148,6 +148,20 @@ def test_eval_yaml_lists_only_the_tasks_the_dataset_has():
         eval_yaml_data({"som": {"train"}})
 
 
+def test_a_build_without_a_test_split_gets_no_eval_yaml(built, tmp_path):
+    import shutil
+
+    from mag_dataset.hub_eval import write_eval_yaml
+
+    folder = Path(shutil.copytree(built, tmp_path / "b"))
+    (folder / "eval.yaml").unlink()
+    card = folder / "README.md"
+    card.write_text(card.read_text().replace("  - split: test\n", "  - split: held\n"))
+    assert card_configs(folder) == {"som": {"train", "held"}, "coord": {"train", "held"}}
+    assert write_eval_yaml(folder) is None and not (folder / "eval.yaml").exists()
+    assert write_eval_yaml(built) == built / "eval.yaml"
+
+
 # --------------------------------------------------------------------------- .eval_results
 
 
