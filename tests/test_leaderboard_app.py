@@ -30,7 +30,7 @@ def app():
 
 
 def endpoints(demo) -> dict[str, object]:
-    return {fn.api_name: fn for fn in demo.fns.values() if fn.api_name}
+    return {fn.api_name: fn for fn in demo.fns.values() if fn.api_name and fn.api_visibility == "public"}
 
 
 def write(tmp_path: Path, data: bytes, name: str = "preds.jsonl") -> str:
@@ -42,7 +42,10 @@ def write(tmp_path: Path, data: bytes, name: str = "preds.jsonl") -> str:
 def test_endpoints_and_submit_parameters(app, tmp_path: Path) -> None:
     demo = app.build_app(Board(BoardConfig(data_dir=tmp_path), gold=gold()))
     eps = endpoints(demo)
-    assert sorted(eps) == ["compare", "details", "leaderboard", "leaderboard_after_submit", "submit"]
+    assert sorted(eps) == ["compare", "details", "leaderboard", "leaderboard_after_submit", "submit", "validate"]
+    # the UI-only steps (row click -> Details, the Result box's colour) are not API endpoints
+    private = sorted(fn.name for fn in demo.fns.values() if fn.api_visibility == "private")
+    assert private == ["open_row", "open_row", "style_status", "style_status"], private
     assert all(fn.api_visibility == "public" for fn in eps.values())
     info = demo.get_api_info()["named_endpoints"]["/submit"]["parameters"]
     names = [p["parameter_name"] for p in info]
@@ -108,31 +111,32 @@ def test_local_submit_table_and_details(app, tmp_path: Path) -> None:
     eps = endpoints(demo)
     submit, details = eps["submit"].fn, eps["details"].fn
     msg, result = submit("heur<b>", "som", "J", write(tmp_path, jsonl()), "lab", "https://x.org", "reproduced", "")
-    assert msg.startswith(f"Accepted: submission #{result['id']} (som, contract J) — SAA ")
+    assert msg.startswith(f"Accepted: submission #{result['id']} (som, contract J) — SAA "), msg
+    assert "95% interval" in msg and result["ci95_low"] <= result["saa"] <= result["ci95_high"]
     msg2, result2 = submit("m", "som", "J", None, "", "", "self-reported", "")
-    assert msg2 == "Rejected: no predictions file was uploaded" and result2["ok"] is False
+    assert msg2.startswith("Rejected: no predictions file was uploaded (a file over the") and result2["ok"] is False
 
-    rows = app.table_rows(board, "som", "all")
-    assert len(rows) == 1 and len(rows[0]) == len(app.TABLE_COLUMNS) == 17
-    row = dict(zip(app.TABLE_COLUMNS, rows[0]))
+    rows = app.ranked_rows(board, "som", "all")
+    assert len(rows) == 1
+    row = rows[0]
     assert (row["rank"], row["model"], row["organisation"], row["provenance"]) == (1, "heur<b>", "lab", "reproduced")
-    assert row["SAA"] == round(result["saa"], 4) and row["usefulness"] is None
-    assert app.table_rows(board, "som", "A") == [] and app.table_rows(board, "coord", "all") == []
+    assert row["ranking_metric"] == "saa" and row["value"] == result["saa"] and row["usefulness"] is None
+    assert row["ci95_low"] <= row["value"] <= row["ci95_high"]
+    assert app.ranked_rows(board, "som", "A") == [] and app.ranked_rows(board, "coord", "all") == []
+    html = app.table_html(board, "som", "all")
+    assert "heur&lt;b&gt;" in html and "heur<b>" not in html  # names are text
+    assert "ranked by SAA" in html and "95% interval" in html and f'data-id="{result["id"]}"' in html
 
-    info, site, kind, splits, report = details(str(result["id"]))
+    info, bars, taxonomy, report, others = details(str(result["id"]))
     assert "heur<b>" in info and "https://x.org" in info
-    assert Path(report).read_text() == board.get(result["id"]).report_json
-    site_groups = {t.get_text() for t in site.axes[0].get_xticklabels()}
-    assert site_groups == {"login", "signup"}
-    type_groups = {t.get_text() for t in kind.axes[0].get_xticklabels()}
-    assert type_groups == {"type", "select", "click"}
-    labels = [r[0] for r in splits]
-    assert labels == ["stale = false", "stale = true", "unseen template = false", "unseen template = true"]
-    assert sum(r[1] for r in splits[:2]) == len(IDS)
-    assert details("") == ("Choose a submission.", None, None, [], None)
-    assert details("12345")[0] == "Choose a submission."
-    for junk in ("\u00b2", "9" * 30, "-1", " 1", None):  # an API caller's value: no traceback
-        assert details(junk)[0] == "Choose a submission.", junk
+    assert json.loads(Path(report).read_text()) == board.public_report(board.get(result["id"]))
+    # hand-built gold: 12 steps in two sites of 6 -> pooled into one group -> the site breakdown is withheld
+    assert "<h4>Per site</h4><p class=\"mag-note\">Withheld" in bars
+    assert "Error taxonomy" in taxonomy and "correct" in taxonomy
+    empty = ("Choose a submission (or click a row of the leaderboard).", "", "", None)
+    assert details("")[:4] == empty and details("12345")[:4] == empty
+    for junk in ("\u00b2", "9" * 30, "-1", "x1", None):  # an API caller's value: no traceback
+        assert details(junk)[:4] == empty, junk
 
 
 def test_ABOUT_documents_every_metric_and_the_submit_parameters(app) -> None:
@@ -216,7 +220,8 @@ def test_handler_checks_the_size_cap_before_reading(app, tmp_path: Path) -> None
     board = Board(BoardConfig(data_dir=tmp_path / "b", max_bytes=1000), gold=gold())
     submit = endpoints(app.build_app(board))["submit"].fn
     msg, result = submit("m", "som", "J", write(tmp_path, b"x" * 1001), "", "", "self-reported", "")
-    assert msg == "Rejected: the file is 1,001 bytes, over the upload cap of 1,000 bytes" and not result["ok"]
+    assert msg.startswith("Rejected: the file is 1,001 bytes (0.0 MiB), over the upload cap of 1,000 bytes (")
+    assert not result["ok"]
     assert board.count() == 0
 
 
