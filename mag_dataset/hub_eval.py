@@ -248,6 +248,9 @@ def eval_result_entry(
         f"{metric.get('n')} steps; mag_dataset scorer {prov.get('scorer_version')}, prompt "
         f"{prov.get('prompt_version')}; gold {prov.get('dataset_fingerprint')}"
     )
+    missing = (d.get("counts") or {}).get("missing") or 0
+    if missing:
+        notes += f"; {missing} steps had no prediction and count as format failures"
     if source_name is not None and source_url is None:
         raise EvalFileError("a source name needs a source URL")
     return EvalResultEntry(

@@ -198,7 +198,14 @@ def test_eval_results_into_a_folder_named_eval_results_and_without_a_revision(bu
     assert "no dataset revision recorded; pass --dataset-revision SHA" in capsys.readouterr().err
     [entry] = parse_eval_results((target / "webmre_som_A.yaml").read_text())
     assert entry.dataset_id == "acme/webmre-mirror" and entry.dataset_revision is None and entry.source_url is None
-    assert entry.notes.startswith("contract A, view som, split test, seeds 0;")
+    assert entry.notes.startswith("contract A, view som, split test, seeds 0;") and "no prediction" not in entry.notes
+    # a partial file (--allow-missing) says so in the notes
+    lines = preds.read_text().splitlines()
+    preds.write_text("\n".join(lines[:-2]) + "\n")
+    assert main(["score", "--predictions", str(preds), "--dataset", str(built), "--view", "som", "--contract", "A",
+                 "--eval-results", str(target), "--allow-missing"]) == 0
+    [entry] = parse_eval_results((target / "webmre_som_A.yaml").read_text())
+    assert entry.notes.endswith("; 2 steps had no prediction and count as format failures")
 
 
 @pytest.mark.parametrize(
