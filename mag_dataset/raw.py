@@ -473,6 +473,12 @@ def image_format(data: bytes) -> str | None:
     return None
 
 
+def som_image_path(folder: str | os.PathLike, step: RawStep) -> Path:
+    """The file a step's Set-of-Mark image comes from: the recorded one, else the raw
+    screenshot it is rendered from (format v2); what a preflight check should decode."""
+    return Path(folder) / (step.som_screenshot or step.screenshot)
+
+
 def som_image_bytes(folder: str | os.PathLike, step: RawStep) -> bytes:
     """The Set-of-Mark image of a raw step: the recorded file, or one rendered from the raw
     screenshot and the candidate menu (:func:`mag_dataset.live.observe.render_som`) when the

@@ -69,6 +69,8 @@ from mag_dataset.raw import (
     read_audit,
     read_episode,
     rewrite_episode_json,
+    som_image_bytes,
+    som_image_path,
     step_id,
     write_audit,
 )
@@ -252,14 +254,14 @@ def draft_guides(
         ep = read_episode(folder)
         items.extend((step_id(ep.task_id, st.step_index), ep, st, folder) for st in ep.steps if st.guide_source in wanted)
     if items:
-        check_images(folder / st.som_screenshot for _, _, st, folder in items)
+        check_images(som_image_path(folder, st) for _, _, st, folder in items)
         check_endpoints([("drafting endpoint", client)])
     if progress:
         progress(f"drafting {len(items)} guides with {client.model}")
 
     def messages(k: int) -> list[dict[str, Any]]:
         _, ep, st, folder = items[k]
-        return draft_messages(ep, st, (folder / st.som_screenshot).read_bytes())
+        return draft_messages(ep, st, som_image_bytes(folder, st))  # recorded, or rendered (raw format v2)
 
     answers: list[Any] = [None] * len(items)
     probed = probe(client, (lambda k=k: messages(k) for k in range(len(items))))

@@ -41,6 +41,7 @@ reset when the step changes.
 
 from __future__ import annotations
 
+import io
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -55,7 +56,16 @@ from mag_dataset.harness.annotate import (
     describe_action,
     read_drafts,
 )
-from mag_dataset.raw import AUDIT_FILE, RawEpisode, RawStep, iter_episode_dirs, read_audit, read_episode, step_id
+from mag_dataset.raw import (
+    AUDIT_FILE,
+    RawEpisode,
+    RawStep,
+    iter_episode_dirs,
+    read_audit,
+    read_episode,
+    som_image_bytes,
+    step_id,
+)
 from mag_dataset.schema import AuditStatus
 
 SHORTCUTS_JS = """
@@ -266,7 +276,7 @@ class Session:
         from PIL import Image, ImageDraw
 
         _, st = self.load(i)
-        with Image.open(self.refs[i].folder / st.som_screenshot) as img:
+        with Image.open(io.BytesIO(som_image_bytes(self.refs[i].folder, st))) as img:  # recorded or rendered (v2)
             out = img.convert("RGB")
         a = st.action
         if a.coordinate is not None and a.element_id is None:

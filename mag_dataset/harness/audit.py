@@ -108,6 +108,8 @@ from mag_dataset.raw import (
     iter_episode_dirs,
     read_audit,
     read_episode,
+    som_image_bytes,
+    som_image_path,
     step_id,
     write_audit,
 )
@@ -581,7 +583,7 @@ def _in_threads(judges: Sequence[tuple[str, ChatClient]], fn: Callable[[str, Cha
 
 
 def _som(it: AuditItem) -> bytes:
-    return (it.folder / it.step.som_screenshot).read_bytes()
+    return som_image_bytes(it.folder, it.step)  # recorded, or rendered from the screenshot (raw format v2)
 
 
 def ask_judges(
@@ -825,7 +827,7 @@ def run_audit(
         adjudications = stored_adjudications(raw_dir, db_path)
     warnings = other_decision_dbs(raw_dir, db_path, {it.step_id for it in items}, out.parent)
     if items:
-        check_images(it.folder / it.step.som_screenshot for it in items)
+        check_images(som_image_path(it.folder, it.step) for it in items)
         check_endpoints([(f"judge {n}", c) for n, c in pairs])
     if progress:
         progress(f"auditing {len(items)} steps with judges {', '.join(names)}")
