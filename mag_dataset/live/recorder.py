@@ -8,7 +8,8 @@ Usage::
     record_corpus(out_dir, tasks=["login-user"], episodes=5, seed=0)
 
 Each step is recorded from the observation *before* the action: the cropped raw screenshot,
-the Set-of-Mark screenshot, the candidate menu, and the gold action with both its element id
+the Set-of-Mark screenshot, the capture geometry (the page's CSS viewport and the
+screenshot pixels per CSS pixel, raw format v2), the candidate menu, and the gold action with both its element id
 (the BrowserGym bid) and its coordinate (the centre of the target's box, in screenshot px).
 Clicks are executed at that coordinate (BrowserGym ``mouse_click``), so every recorded click
 coordinate is known to hit its element; typing and selecting run on the element id. Only
@@ -102,6 +103,16 @@ def record_episode(task: str, seed: int, *, env: Any = None, expert: Callable | 
             env.close()
 
 
+def capture_viewport(env: Any) -> tuple[int, int] | None:
+    """The CSS viewport ``(width, height)`` of a BrowserGym env's page (Playwright's
+    ``page.viewport_size``: 332x214 for MiniWoB++, 1280x720 for the sites), or None."""
+    page = getattr(getattr(env, "unwrapped", env), "page", None)
+    size = getattr(page, "viewport_size", None) if page is not None else None
+    if isinstance(size, dict) and isinstance(size.get("width"), int) and isinstance(size.get("height"), int):
+        return size["width"], size["height"]
+    return None
+
+
 def point_only_click(task: str, seed: int, index: int, box: tuple[float, float, float, float],
                      share: float) -> tuple[float, float] | None:
     """Where a human-style click lands, or None to record the click with its element id.
@@ -148,6 +159,7 @@ def _record(task: str, seed: int, env: Any, expert: Callable | None, max_steps: 
     done = False
     last: tuple[Any, ...] | None = None
     contexts: list[Any] = []  # site tasks: where each step happens, for its context guide
+    viewport = capture_viewport(env)
     for index in range(max_steps):
         ob = observe_page(obs) if site_task else observe(obs)
         try:
@@ -197,6 +209,10 @@ def _record(task: str, seed: int, env: Any, expert: Callable | None, max_steps: 
             som_screenshot=som,
             image_width=ob.width,
             image_height=ob.height,
+            # capture geometry (raw format v2): the page's CSS viewport, screenshot px per CSS px
+            viewport_width=viewport[0] if viewport else None,
+            viewport_height=viewport[1] if viewport else None,
+            device_pixel_ratio=ob.conv.scale,
             candidates=tuple(ob.candidates),
             action=action,
             # a point-only click keeps no box either: `mag unify` restores both from the point
