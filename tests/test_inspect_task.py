@@ -1,0 +1,124 @@
+"""The Inspect AI task (mag_dataset/inspect_task.py) run offline with Inspect's mock model.
+
+The mock answers each sample with the gold rendering or a broken variant; the per-sample
+scores and the aggregate micro means Inspect logs must equal what ``mag score``'s scoring
+path (:func:`mag_dataset.commands.score.score_file`) gives on a predictions file holding
+the same outputs, exactly. A spread subset of the bundled test split keeps this fast; the
+full split is checked by ``python scripts/inspect_parity.py`` (see the README).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import pytest
+
+pytest.importorskip("inspect_ai")
+
+from inspect_ai import eval as inspect_eval  # noqa: E402
+from inspect_ai.model import ContentImage, ContentText, ModelOutput, ModelUsage, get_model  # noqa: E402
+
+from mag_dataset.commands.score import load_gold, load_menus, score_file  # noqa: E402
+from mag_dataset.inspect_task import webmre  # noqa: E402
+from mag_dataset.prompts import system_prompt  # noqa: E402
+from mag_dataset.scoring import ALL_METRICS  # noqa: E402
+
+SUBSET = 24  # samples per condition, spread over the split
+
+
+def variant(gold: str, k: int) -> str:
+    """The k-th kind of output for a step: gold, or a way of being wrong."""
+    kind = k % 6
+    if kind == 0:
+        return gold
+    if kind == 1:
+        return "Sorry, I cannot help with that."
+    if kind == 2:  # well-formed but wrong target / text, and an off guide
+        d = json.loads(gold)
+        action = d.get("action") or {}
+        if "element" in action:
+            action["element"] = "99999"
+        elif "coordinate" in action:
+            action["coordinate"] = [1, 1]
+        elif "text" in action:
+            action["text"] = "zzz"
+        if "guide" in d:
+            d["guide"] = "Scroll down a little."
+        return json.dumps(d)
+    if kind == 3:
+        return gold[: len(gold) // 2]
+    if kind == 4:
+        return f"```json\n{gold}\n```"
+    return "x" * 20_000
+
+
+def _key(messages) -> str:
+    user = messages[-1]
+    image = next(p.image for p in user.content if isinstance(p, ContentImage))
+    text = "".join(p.text for p in user.content if isinstance(p, ContentText))
+    return hashlib.sha256((text + "\0" + image).encode()).hexdigest()
+
+
+def run_condition(view: str, contract: str, tmp_path):
+    task = webmre(view=view, contract=contract)
+    samples = list(task.dataset)
+    steps = load_gold("bundled", view, "test")
+    assert len(samples) == len(steps) > SUBSET  # sizes come from the data
+    stride = len(samples) // SUBSET
+    chosen = samples[::stride][:SUBSET]
+    answers, expected_system = {}, system_prompt(view, contract)
+    for k, s in enumerate(chosen):
+        key = _key(s.input)
+        assert key not in answers, "two samples with the same prompt and screenshot"
+        answers[key] = variant(s.target, k)
+        assert s.input[0].text == expected_system  # the library's locked prompt
+    seen = []
+
+    def respond(messages, tools, tool_choice, config):
+        assert config.temperature == 0  # greedy
+        seen.append(_key(messages))
+        out = ModelOutput.from_content("mockllm/model", answers[_key(messages)])
+        out.usage = ModelUsage(input_tokens=1, output_tokens=1, total_tokens=2)  # no tokenizer download
+        return out
+
+    log, = inspect_eval(
+        task, model=get_model("mockllm/model", custom_outputs=respond), sample_id=[s.id for s in chosen],
+        log_dir=str(tmp_path / "logs"), display="none", max_samples=8,
+    )
+    assert log.status == "success", log.error
+    assert sorted(seen) == sorted(answers)  # one generation per chosen sample
+    return log, chosen, steps
+
+
+@pytest.mark.parametrize("view,contract", [("som", "J"), ("coord", "J")])
+def test_inspect_scores_equal_mag_score(view, contract, tmp_path):
+    log, chosen, steps = run_condition(view, contract, tmp_path)
+    assert len(log.samples) == SUBSET
+    outputs = {s.id: s.output.completion for s in log.samples}
+    preds = tmp_path / "preds.jsonl"
+    preds.write_text("".join(json.dumps({"step_id": sid, "output": o, "seed": 0}) + "\n" for sid, o in outputs.items()))
+    ids = {s.id for s in chosen}
+    subset = [st for st in steps if st.step_id in ids]
+    report = score_file(preds, subset, view, contract, keep_steps=True,
+                        menus=load_menus("bundled", view, contract, "test"))
+    per_step = {sc.step_id: sc for sc in report.steps}
+    for s in log.samples:
+        value = s.scores["webmre_scorer"].value
+        assert value == {name: per_step[s.id].metric(name) for name in ALL_METRICS}, s.id
+    metrics = log.results.scores[0].metrics
+    expected = {name: report.value(name) for name in ALL_METRICS if report.value(name) is not None}
+    assert {name: m.value for name, m in metrics.items()} == expected
+    # the outputs were mixed, so the check is not vacuous
+    assert 0 < expected["ofcr"] < 1 and 0 < expected["saa"] < 1
+    if view == "coord":  # the som menus reached the scorer: consistency is computed in the coord view
+        assert "guide_action_consistency" in expected
+    assert log.eval.task == f"webmre_{view}_{contract}"
+    assert log.eval.headline_metric.metric == "saa" and log.results.headline.metric == "saa"
+
+
+def test_bad_task_arguments_fail_with_one_line():
+    with pytest.raises(ValueError, match="'xyz' is not a valid View"):
+        webmre(view="xyz")
+    with pytest.raises(ValueError, match="coord_space applies to the coord view only"):
+        webmre(view="som", coord_space="norm1000")
