@@ -266,25 +266,25 @@ def _req_name(line: str) -> str:
 
 
 def _space_requirements(text: str, core: list[str]) -> str:
-    """The folder's requirements, with the package's dependencies in place of the package.
+    """The folder's requirements with the package's own dependencies in force.
 
-    A ``mag_dataset`` line becomes the package's dependencies (the package itself is the
-    folder beside ``app.py``); without one, the dependencies the file does not name yet
-    are appended.
+    A line naming the package becomes its dependencies (the package itself is the folder
+    beside ``app.py``); a line naming one of them is replaced by the package's spec; the
+    ones not named yet are appended.
     """
+    core_names = {_req_name(r) for r in core}
     lines = text.splitlines()
-    if any(_req_name(line) == "mag-dataset" for line in lines):
-        core_names = {_req_name(r) for r in core}
-        out = []
-        for line in lines:
-            if _req_name(line) == "mag-dataset":
-                out.append(f"# mag_dataset is the folder {PACKAGE_DIR}/ beside app.py; its dependencies:")
-                out += core
-            elif _req_name(line) not in core_names:
-                out.append(line)
-        return "\n".join(out) + "\n"
-    named = {_req_name(line) for line in lines}
-    return "\n".join([*lines, *(r for r in core if _req_name(r) not in named)]) + "\n"
+    has_package = any(_req_name(line) == "mag-dataset" for line in lines)
+    out = []
+    for line in lines:
+        if _req_name(line) == "mag-dataset":
+            out.append(f"# mag_dataset is the folder {PACKAGE_DIR}/ beside app.py; its dependencies:")
+            out += core
+        elif _req_name(line) not in core_names:
+            out.append(line)
+    if not has_package:
+        out += [f"# the dependencies of mag_dataset (the folder {PACKAGE_DIR}/ beside app.py):", *core]
+    return "\n".join(out) + "\n"
 
 
 def _front_matter(readme: bytes, where: Path) -> dict:
