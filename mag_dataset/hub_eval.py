@@ -349,8 +349,29 @@ def hub_snapshot_revision(source: str | os.PathLike) -> str | None:
     return None
 
 
+def cache_revision(cache_files: list[dict[str, Any]]) -> str | None:
+    """The Hub commit a ``datasets.Dataset`` loaded from a repo id was prepared from.
+
+    ``datasets`` (5.x, ``load.py``) pins the repo's commit when it resolves a Hub dataset
+    and keys the prepared cache by it: ``<cache>/<owner>___<name>/<config>/<version>/<sha>/``.
+
+    Args:
+        cache_files: ``Dataset.cache_files``.
+
+    Returns:
+        The 40-hex commit that follows the version folder, or None.
+    """
+    for f in cache_files:
+        parts = Path(f.get("filename", "")).parts
+        for i in range(1, len(parts) - 1):
+            if re.fullmatch(r"\d+\.\d+\.\d+", parts[i - 1]) and re.fullmatch(r"[0-9a-f]{40}", parts[i]):
+                return parts[i]
+    return None
+
+
 __all__ = [
     "BenchmarkTask",
+    "cache_revision",
     "DEFAULT_DATASET_ID",
     "EVALUATION_FRAMEWORK",
     "EVAL_FILE",

@@ -245,6 +245,20 @@ def test_the_leaderboard_download_is_the_same_file(built, tmp_path):
         eval_results_file({"provenance": {"view": "som"}})
 
 
+def test_the_gold_revision_is_read_from_cache_paths(tmp_path):
+    from mag_dataset.hub_eval import cache_revision, hub_snapshot_revision
+
+    sha = "5503434ddd753f426f4b38109466949a1217c2bb"
+    # datasets' prepared cache of a repo id: <cache>/<owner>___<name>/<config>/<version>/<commit>/
+    files = [{"filename": f"/root/.cache/huggingface/datasets/mag___webmre/som/0.0.0/{sha}/webmre-test.arrow"}]
+    assert cache_revision(files) == sha
+    assert cache_revision([{"filename": f"/data/{sha}/0.0.0/x.arrow"}]) is None  # hex not under a version folder
+    assert cache_revision([]) is None
+    snap = tmp_path / "datasets--mag--webmre" / "snapshots" / sha
+    snap.mkdir(parents=True)
+    assert hub_snapshot_revision(snap) == sha and hub_snapshot_revision(tmp_path) is None
+
+
 def test_parse_eval_results_rejects_broken_files():
     with pytest.raises(EvalFileError, match="holds a YAML list"):
         parse_eval_results("dataset: {id: a/b}\n")

@@ -68,8 +68,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     hub.add_argument(
         "--dataset-revision",
         default=None,
-        help="the git revision of that repo the gold came from (default: read from a Hub cache snapshot path, "
-        "else left out)",
+        help="the git revision of that repo the gold came from (default: the commit datasets cached a repo id "
+        "under, or that of a Hub cache snapshot path; else left out)",
     )
     hub.add_argument("--source-url", default=None, help=".eval_results: a link to the logs or predictions behind the result")
     hub.add_argument("--source-name", default=None, help=".eval_results: the display name of --source-url")
@@ -258,6 +258,14 @@ def _check_hub_flags(args: argparse.Namespace) -> tuple[str, str | None] | None:
     revision = args.dataset_revision
     if revision is None and local and args.dataset != "bundled":
         revision = hub_snapshot_revision(args.dataset)
+    elif revision is None and not local:  # a repo id: the commit datasets resolved and cached it under
+        from mag_dataset.dataset import load_view
+        from mag_dataset.hub_eval import cache_revision
+
+        try:
+            revision = cache_revision(load_view(args.dataset, args.view, args.split).cache_files)
+        except (OSError, ValueError):
+            revision = None  # the scoring run below reports why the dataset cannot load
     return dataset_id, revision
 
 
