@@ -9,6 +9,7 @@ full split is checked by ``python scripts/inspect_parity.py`` (see the README).
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 
@@ -19,9 +20,12 @@ pytest.importorskip("inspect_ai")
 from inspect_ai import eval as inspect_eval  # noqa: E402
 from inspect_ai.model import ContentImage, ContentText, ModelOutput, ModelUsage, get_model  # noqa: E402
 
+import datasets  # noqa: E402
+
 from mag_dataset.commands.score import load_gold, load_menus, score_file  # noqa: E402
+from mag_dataset.dataset import bundled_dataset, load_view  # noqa: E402
 from mag_dataset.inspect_task import webmre  # noqa: E402
-from mag_dataset.prompts import system_prompt  # noqa: E402
+from mag_dataset.prompts import system_prompt, user_text  # noqa: E402
 from mag_dataset.scoring import ALL_METRICS  # noqa: E402
 
 SUBSET = 24  # samples per condition, spread over the split
@@ -73,6 +77,11 @@ def run_condition(view: str, contract: str, tmp_path):
         assert key not in answers, "two samples with the same prompt and screenshot"
         answers[key] = variant(s.target, k)
         assert s.input[0].text == expected_system  # the library's locked prompt
+        assert s.input[1].content[1].text == user_text(steps[samples.index(s)], view)
+    # the image content is this view's screenshot, byte for byte
+    rows = load_view(bundled_dataset(), view, "test").cast_column("screenshot", datasets.Image(decode=False))
+    image = chosen[1].input[1].content[0].image
+    assert base64.b64decode(image.split(",", 1)[1]) == rows[samples.index(chosen[1])]["screenshot"]["bytes"]
     seen = []
 
     def respond(messages, tools, tool_choice, config):
