@@ -96,6 +96,13 @@ def test_backoff_is_exponential(stub):
     c.complete(MSG)
     # openai's schedule: backoff * 2**k, each minus up to 25% jitter
     assert 0.75 * (0.2 + 0.4) - 0.02 <= time.monotonic() - t < 0.2 + 0.4 + 1.0
+    # backoff reaches openai's retry loop: with 0 the two retries do not wait (openai's own
+    # schedule, 0.5 s then 1 s minus jitter, would take at least 1.125 s)
+    stub.script += [Status(500), Status(500)]
+    c = client(stub, max_retries=2, backoff=0)
+    t = time.monotonic()
+    assert c.complete([{"role": "user", "content": "fast"}]) == 'echo:"fast"'
+    assert time.monotonic() - t < 1.0 and c.stats["retries"] == 2
 
 
 def test_retry_after_is_honoured_and_capped(stub):
