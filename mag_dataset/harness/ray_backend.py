@@ -162,7 +162,7 @@ def check_ray(address: str | None = None) -> None:
 
     ray = import_ray()
     address = address or os.environ.get("RAY_ADDRESS") or None
-    if address is None or address == "local" or ray.is_initialized():
+    if address is None or address == "local":
         return
     if address == "auto":  # a cluster started on this machine with `ray start`
         try:
