@@ -8,7 +8,6 @@ Tests that add rows count relative to what is already there, so their order is f
 
 from __future__ import annotations
 
-import base64
 import json
 import os
 import re
@@ -28,7 +27,6 @@ from mag_dataset.prompts import render_target
 ROOT = Path(__file__).resolve().parents[1]
 APP = ROOT / "leaderboard" / "app.py"
 METRICS = ("saa", "target_acc", "action_type_acc", "text_f1", "ofcr", "bleu1", "bleu4", "rouge_l", "usefulness")
-TITLES = ("SAA", "target acc", "type acc", "text F1", "OFCR", "BLEU-1", "BLEU-4", "ROUGE-L", "usefulness")
 
 
 def _free_port() -> int:
@@ -134,9 +132,9 @@ def predictions_file(path: Path, steps, view: View, contract: Contract, tag: str
 
 
 def table(client, view: View = View.SOM, contract: str = "all") -> list[dict]:
-    som, coord, _ = client.predict(contract, contract, api_name="/leaderboard")
-    t = som if view is View.SOM else coord
-    return [dict(zip(t["headers"], row)) for row in t["data"]]
+    """The leaderboard endpoint's ranked rows of one view (full precision, with intervals)."""
+    _som_html, _coord_html, rows, _choice, _gold = client.predict(contract, contract, api_name="/leaderboard")
+    return rows[view.value]
 
 
 def n_rows(client) -> int:
@@ -181,20 +179,22 @@ def test_good_file_gives_a_ranked_row_with_the_scores_mag_score_gives(server, cl
     assert len(rows) == 1
     row = rows[0]
     assert (row["model"], row["organisation"], row["contract"], row["seeds"]) == ("heuristic-J", "lab", "J", 1)
-    assert row["rank"] == result["rank"]
-    for m, title in zip(METRICS, TITLES):
-        want = expected[m]["micro"]
-        assert (row[title] is None) if want is None else row[title] == pytest.approx(want, abs=5e-5), title
+    assert row["rank"] == result["rank"] and row["ranking_metric"] == "saa"
+    assert [row["ci95_low"], row["ci95_high"]] == expected["saa"]["ci95"]
+    for m in METRICS:
+        assert row[m] == expected[m]["micro"], m
 
-    # the downloadable report is byte for byte the file `mag score` wrote
-    info, site_plot, type_plot, splits, report_file = client.predict(str(result["id"]), api_name="/details")
-    assert Path(report_file).read_bytes() == report_path.read_bytes()
+    # the downloadable report is `mag score`'s, its breakdowns cut to the granularity rule
+    from mag_dataset.board import MIN_GROUP_STEPS, public_report
+
+    info, bars, taxonomy, report_file, _others = client.predict(str(result["id"]), api_name="/details")
+    public = json.loads(Path(report_file).read_text())
+    assert public == public_report(expected)
+    assert {k: public[k] for k in METRICS} == {k: expected[k] for k in METRICS}
     assert f"#{result['id']} heuristic-J" in info
-    for plot in (site_plot, type_plot):
-        assert plot["type"] == "matplotlib" and plot["plot"].startswith("data:image/")
-        assert len(base64.b64decode(plot["plot"].split(",", 1)[1])) > 1000
-    labels = [r[0] for r in splits["data"]]
-    assert any(lbl.startswith("stale = ") for lbl in labels) and any(lbl.startswith("unseen template = ") for lbl in labels)
+    assert "<h4>Per site</h4>" in bars and "<h4>Per gold action type</h4>" in bars and "Error taxonomy" in taxonomy
+    for groups in public["breakdowns"].values():
+        assert all(g["steps"] >= MIN_GROUP_STEPS for g in groups.values())
 
 
 def test_gzip_and_parquet_uploads_through_the_server(server, client, gold, tmp_path):
@@ -208,13 +208,12 @@ def test_gzip_and_parquet_uploads_through_the_server(server, client, gold, tmp_p
     gz.write_bytes(gzip.compress(plain.read_bytes()))
     pqt = tmp_path / "fmt.parquet"
     pq.write_table(pa.Table.from_pylist([json.loads(line) for line in plain.read_text().splitlines()]), pqt)
-    results = []
-    for path in (plain, gz, pqt):
-        msg, res = submit(client, path, contract="G", model_name=f"format {path.name}")
-        assert msg.startswith("Accepted"), (path.name, msg)
-        results.append(res)
-    assert len({(r["bleu1"], r["bleu4"], r["rouge_l"], r["ofcr"]) for r in results}) == 1
-    assert len({r["file_sha256"] for r in results}) == 3
+    msg, res = submit(client, plain, contract="G", model_name="format jsonl")
+    assert msg.startswith("Accepted"), msg
+    for path in (gz, pqt):  # the same predictions in another format: a duplicate of the content
+        msg, again = submit(client, path, contract="G", model_name=f"format {path.name}")
+        assert msg.startswith("Rejected: the same predictions") and f"(submission #{res['id']})" in msg, msg
+        assert again["ok"] is False
 
 
 BAD = {
@@ -306,12 +305,15 @@ def _strip_images(obj):
 
 def test_every_api_endpoint_is_listed_called_and_returns_no_gold(server, client, gold, gold_dir, tmp_path):
     deps = client.config["dependencies"]
-    with_fn = [d for d in deps if d.get("backend_fn")]
+    with_fn = [d for d in deps if d.get("backend_fn") and d.get("api_visibility", "public") != "private"]
     assert with_fn, "no endpoints found"
-    # every backend function is reachable by its api_name: nothing hides behind "private"
-    assert all(d.get("api_name") and d.get("api_visibility", "public") != "private" for d in with_fn), with_fn
+    assert all(d.get("api_name") for d in with_fn), with_fn
+    # the only private steps are UI-only: a row click that opens Details, the Result box's colour
+    private = [d for d in deps if d.get("backend_fn") and d.get("api_visibility") == "private"]
+    assert len(private) == 4, private
+    assert all(re.sub(r"_\d+$", "", d["api_name"]) in ("open_row", "style_status") for d in private), private
     names = sorted({d["api_name"] for d in with_fn})
-    assert names == ["compare", "details", "leaderboard", "leaderboard_after_submit", "submit"], names
+    assert names == ["compare", "details", "leaderboard", "leaderboard_after_submit", "submit", "validate"], names
     listed = client.view_api(print_info=False, return_format="dict")["named_endpoints"]
     assert sorted(n.lstrip("/") for n in listed) == names
 
@@ -342,8 +344,8 @@ def test_every_api_endpoint_is_listed_called_and_returns_no_gold(server, client,
         res = client.predict(str(sid), api_name="/details")
         calls += 1
         outputs.append(res)
-        if res[4]:
-            outputs.append(Path(res[4]).read_text(encoding="utf-8"))
+        if res[3]:
+            outputs.append(Path(res[3]).read_text(encoding="utf-8"))
     assert calls == 3 + 1 + 2 * 5 + len(ids) + 3
     text = json.dumps(_strip_images(outputs), ensure_ascii=False)
     leaked = [g for g in secrets if g in text or json.dumps(g, ensure_ascii=False)[1:-1] in text]
@@ -388,6 +390,75 @@ def test_rows_survive_a_server_restart(server, client):
     assert table(after, View.COORD) == before_coord
 
 
+# ----------------------------------------------------------------------------- API misuse, integrity
+
+
+def test_api_misuse_returns_rejected_not_an_error(server, client, gold, tmp_path):
+    path = predictions_file(tmp_path / "misuse.jsonl", gold[View.SOM], View.SOM, Contract.J, tag="misuse")
+    before = n_rows(client)
+    cases = {
+        "view": ({"view": "grid"}, "view must be one of som, coord, got 'grid'"),
+        "contract": ({"contract": "Z"}, "contract must be one of A, G, J, JG, got 'Z'"),
+        "provenance": ({"provenance_tag": "bogus"}, "provenance tag must be one of"),
+        "no file": ({"predictions": None}, "no predictions file was uploaded"),
+        "no model": ({"model_name": ""}, "model name is required"),
+        "bad link": ({"link": "javascript:alert(1)"}, "link must be an http:// or https:// URL"),
+    }
+    from gradio_client import handle_file
+
+    for case, (kw, expected) in cases.items():
+        args = {"model_name": "misuse", "view": "som", "contract": "J", "predictions": handle_file(str(path))}
+        args.update(kw)
+        message, result = client.predict(api_name="/submit", **args)
+        assert message.startswith("Rejected: ") and expected in message, (case, message)
+        assert result == {"ok": False, "error": message[len("Rejected: "):]}, case
+    message, result = client.predict("grid", "J", handle_file(str(path)), api_name="/validate")
+    assert message == "Rejected: view must be one of som, coord, got 'grid'" and result["ok"] is False
+    assert n_rows(client) == before
+
+
+def test_near_empty_and_wrong_contract_files_are_rejected_with_their_reason(server, client, gold, tmp_path):
+    steps = gold[View.SOM]
+    n = len(steps)
+    near_empty = tmp_path / "near-empty.jsonl"
+    near_empty.write_text("\n".join(
+        [json.dumps({"step_id": steps[0].step_id, "output": render_target(steps[0], View.SOM, Contract.J)})]
+        + [json.dumps({"step_id": s.step_id, "output": ""}) for s in steps[1:]]) + "\n")
+    message, _ = submit(client, near_empty, model_name="near-empty")
+    assert message == (f"Rejected: {n - 1:,} of {n:,} outputs ({(n - 1) / n:.1%}) fail the format gate of view som, "
+                       "contract J: the board accepts at most 50% format failures"), message
+    wrong = tmp_path / "contract-j.jsonl"
+    wrong.write_text("\n".join(json.dumps({"step_id": s.step_id, "output": render_target(s, View.SOM, Contract.J)})
+                               for s in steps) + "\n")
+    message, _ = submit(client, wrong, contract="A", model_name="wrong-contract")
+    assert message.startswith(f"Rejected: the outputs parse better under view som, contract J ({n:,} of {n:,} pass its "
+                              f"format gate) than under the declared view som, contract A (0 of {n:,})"), message
+    from gradio_client import handle_file
+
+    message, result = client.predict("som", "A", handle_file(str(wrong)), api_name="/validate")
+    assert message.startswith("Rejected (validate only, nothing stored): the outputs parse better under view som, "
+                              "contract J"), message
+    message, result = client.predict("som", "J", handle_file(str(wrong)), api_name="/validate")
+    assert message.startswith("Valid (nothing stored, no score)") and result["ok"] is True, message
+    assert result["predictions"] == result["steps_expected"] == n and "saa" not in result
+    assert not [r for r in table(client, View.SOM) if r["model"] in ("near-empty", "wrong-contract")]
+
+
+def test_leaderboard_endpoint_gives_interval_bounds_for_every_ranked_row(server, client, gold, tmp_path):
+    for c in (Contract.A, Contract.G):  # at least one row of a contract with an action, and of G
+        msg, _ = submit(client, predictions_file(tmp_path / f"ci{c.value}.jsonl", gold[View.SOM], View.SOM, c, tag="ci"),
+                        contract=c.value, model_name=f"ci-{c.value}")
+        assert msg.startswith("Accepted"), msg
+    rows = [r for v in View for r in table(client, v)]
+    assert {r["ranking_metric"] for r in rows} == {"saa", "bleu1"}
+    for r in rows:
+        assert r["ranking_metric"] == ("bleu1" if r["contract"] == "G" else "saa")
+        assert r["value"] == r[r["ranking_metric"]]
+        assert isinstance(r["ci95_low"], float) and isinstance(r["ci95_high"], float), r
+        assert r["ci95_low"] <= r["value"] <= r["ci95_high"], r
+        assert r["rank"] == 1 + len(r["beaten_by"])
+
+
 # ----------------------------------------------------------------------------- real browser
 
 # Every text field gets an event-handler payload (the kind that runs when inserted as HTML),
@@ -400,61 +471,215 @@ XSS = {
 }
 
 
-@pytest.mark.browser
-@pytest.mark.slow
-def test_browser_submit_shows_row_and_chart_and_payloads_stay_text(server, gold, tmp_path, chromium):
-    from playwright.sync_api import expect, sync_playwright
+DESKTOP = {"width": 1366, "height": 900}
+PHONE = {"width": 390, "height": 844}
 
-    path = predictions_file(tmp_path / "browser.jsonl", gold[View.SOM], View.SOM, Contract.J, tag="browser")
-    dialogs: list[str] = []
-    with sync_playwright() as p:
-        browser = p.chromium.launch(
+
+class _Browser:
+    """A headless Debian Chromium through the test's own sync Playwright."""
+
+    def __init__(self, chromium: str) -> None:
+        from playwright.sync_api import sync_playwright
+
+        self._pw = sync_playwright().start()
+        self.browser = self._pw.chromium.launch(
             executable_path=chromium,
             args=["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                   "--disable-component-update", "--disable-sync", "--no-first-run"],
         )
-        try:
-            page = browser.new_page()
-            page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
-            page.goto(server.url, wait_until="domcontentloaded")
-            page.get_by_role("tab", name="Submit").click()
-            for elem, payload in XSS.items():
-                page.locator(f"#{elem} textarea, #{elem} input").first.fill(payload)
-            page.locator("#predictions input[type=file]").set_input_files(str(path))
-            expect(page.locator("#predictions")).to_contain_text("browser", timeout=30_000)
-            page.locator("#submit-button").click()
-            status = page.locator("#submit-status textarea")
-            expect(status).to_have_value(re.compile("Rejected: link must be an http"), timeout=60_000)
+        self.dialogs: list[str] = []
 
-            page.locator("#link textarea, #link input").first.fill("https://example.org/model")
-            page.locator("#submit-button").click()
-            expect(status).to_have_value(re.compile(r"Accepted: submission #\d+"), timeout=60_000)
-            sub_id = re.search(r"#(\d+)", status.input_value()).group(1)
+    def page(self, url: str, viewport: dict):
+        page = self.browser.new_page(viewport=viewport)
+        page.on("dialog", lambda d: (self.dialogs.append(d.message), d.dismiss()))
+        page.goto(url, wait_until="domcontentloaded")
+        page.locator("#table-som").wait_for(timeout=60_000)
+        return page
 
-            page.get_by_role("tab", name="Leaderboard").click()
-            som_table = page.locator("#table-som")
-            expect(som_table).to_contain_text(XSS["model-name"], timeout=30_000)  # shown as text
-            expect(som_table).to_contain_text(XSS["organisation"])
-            # sortable: every column header offers sorting
-            header = som_table.locator("thead th").filter(has_text="SAA").first
-            header.hover()
-            header.locator("button.cell-menu-button").click(force=True)
-            expect(page.get_by_text("Sort descending").first).to_be_visible(timeout=10_000)
-            page.get_by_text("Sort descending").first.click()
+    def close(self) -> None:
+        self.browser.close()
+        self._pw.stop()
 
-            page.get_by_role("tab", name="Details").click()
-            page.locator("#details-choice input").click()
-            page.locator("#details-choice input").fill(f"#{sub_id} ")
-            page.get_by_role("option").filter(has_text=f"#{sub_id} ").first.click()
-            expect(page.locator("#details-info textarea")).to_have_value(re.compile(re.escape(XSS["model-name"])),
-                                                                          timeout=30_000)
-            chart = page.locator("#plot-site img")
-            expect(chart).to_be_visible(timeout=30_000)
-            assert chart.evaluate("img => img.naturalWidth") > 100
-            expect(page.locator("#report-file")).to_contain_text(f"submission-{sub_id}-report")
-            page.wait_for_timeout(500)
-            assert page.evaluate("() => window.__xss") is None
-            assert page.evaluate("() => document.querySelectorAll('img[src=\"x\"]').length") == 0
-        finally:
-            browser.close()
-    assert dialogs == []
+
+@pytest.fixture()
+def web(chromium):
+    b = _Browser(chromium)
+    yield b
+    b.close()
+    assert b.dialogs == []
+
+
+def _column(page, table, title: str) -> list[str]:
+    """The cells of one column of a ranked table, in the order shown."""
+    return table.evaluate(
+        """(t, title) => { const i = [...t.tHead.rows[0].cells].findIndex((c) => c.textContent.trim() === title);
+                           return [...t.tBodies[0].rows].map((r) => r.cells[i].textContent.trim()); }""", title)
+
+
+def _status_class(page) -> str:
+    return page.locator("#submit-status").get_attribute("class") or ""
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_browser_submit_shows_row_and_details_and_payloads_stay_text(server, gold, tmp_path, web):
+    from playwright.sync_api import expect
+
+    path = predictions_file(tmp_path / "browser.jsonl", gold[View.SOM], View.SOM, Contract.J, tag="browser")
+    page = web.page(server.url, DESKTOP)
+    expect(page.locator("#gold-source")).to_contain_text("public bundled sample")
+    expect(page.locator("#gold-source")).to_contain_text(f"som: {len(gold[View.SOM]):,} steps")
+    page.get_by_role("tab", name="Submit").click()
+    expect(page.locator("#predictions")).to_contain_text("at most 1 MiB")
+    for elem, payload in XSS.items():
+        page.locator(f"#{elem} textarea, #{elem} input").first.fill(payload)
+    page.locator("#predictions input[type=file]").set_input_files(str(path))
+    expect(page.locator("#predictions")).to_contain_text("browser", timeout=30_000)
+    page.locator("#submit-button").click()
+    status = page.locator("#submit-status textarea")
+    expect(status).to_have_value(re.compile("Rejected: link must be an http"), timeout=60_000)
+    expect(page.locator("#submit-status")).to_have_class(re.compile("status-rejected"), timeout=10_000)
+    expect(page.locator("#submit-status")).to_contain_text("Result — rejected")
+    rejected_bg = status.evaluate("e => getComputedStyle(e).backgroundColor")
+
+    page.locator("#link textarea, #link input").first.fill("https://example.org/model")
+    page.locator("#submit-button").click()
+    expect(status).to_have_value(re.compile(r"Accepted: submission #\d+"), timeout=60_000)
+    expect(page.locator("#submit-status")).to_have_class(re.compile("status-accepted"), timeout=10_000)
+    assert status.evaluate("e => getComputedStyle(e).backgroundColor") != rejected_bg  # they look different
+    sub_id = re.search(r"#(\d+)", status.input_value()).group(1)
+
+    page.get_by_role("tab", name="Leaderboard").click()
+    som_table = page.locator("#table-som")
+    expect(som_table).to_contain_text(XSS["model-name"], timeout=30_000)  # shown as text
+    expect(som_table).to_contain_text(XSS["organisation"])
+    expect(som_table).to_contain_text("Contract J — ranked by SAA")
+    j_table = som_table.locator("table[data-contract=J]")
+    assert j_table.locator("tbody tr").count() >= 2
+    page.wait_for_timeout(500)
+    assert page.evaluate("() => window.__xss") is None
+    assert page.evaluate("() => document.querySelectorAll('img[src=\"x\"]').length") == 0
+
+    # Details from a row
+    j_table.locator(f"tr[data-id='{sub_id}']").click()
+    expect(page.locator("#details-info textarea")).to_have_value(re.compile(re.escape(XSS["model-name"])), timeout=30_000)
+    expect(page.get_by_role("tab", name="Details")).to_have_attribute("aria-selected", "true")
+    expect(page.locator("#report-file")).to_contain_text(f"submission-{sub_id}-report")
+    assert page.evaluate("() => window.__xss") is None
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+@pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["desktop", "phone"])
+def test_browser_header_click_sorts_and_a_row_opens_its_details(server, client, gold, tmp_path, web, viewport):
+    from playwright.sync_api import expect
+
+    steps = gold[View.SOM]
+    for i in (3, 4):  # two more contract-A rows with different scores (a miss on every i-th step)
+        f = tmp_path / f"sort{i}.jsonl"
+        f.write_text("\n".join(json.dumps({"step_id": st.step_id, "output": render_target(st, View.SOM, Contract.A)
+                                           if k % i else f"miss {viewport['width']}"}) for k, st in enumerate(steps)) + "\n")
+        msg, _ = submit(client, f, contract="A", model_name=f"sort-{i}-{viewport['width']}")
+        assert msg.startswith("Accepted"), msg
+    page = web.page(server.url, viewport)
+    table = page.locator("#table-som table[data-contract=A]")
+    expect(table).to_be_visible(timeout=30_000)
+    assert table.locator("tbody tr").count() >= 2
+    ids = _column(page, table, "id")
+    table.locator("th", has_text="id").click()
+    down = _column(page, table, "id")
+    assert down == sorted(ids, key=int, reverse=True)
+    table.locator("th", has_text="id").click()
+    up = _column(page, table, "id")
+    assert up == sorted(ids, key=int) and up != down  # clicking a header changes the row order
+    table.locator("th", has_text="SAA").first.click()
+    saa = [float(v) for v in _column(page, table, "SAA")]
+    assert saa == sorted(saa, reverse=True)
+    expect(table.locator("th", has_text="SAA").first).to_have_attribute("aria-sort", "descending")
+
+    if viewport is PHONE:
+        # rank, model and the headline score stay in view while the table scrolls sideways
+        wrap = page.locator("#table-som .mag-table-wrap").first
+        assert wrap.evaluate("w => w.scrollWidth > w.clientWidth + 100")
+        expect(page.locator("#table-som .mag-scroll-cue").first).to_be_visible()
+        wrap.evaluate("w => { w.scrollLeft = w.scrollWidth; }")
+        page.wait_for_timeout(300)
+        for cls in ("c-rank", "c-model", "c-head"):
+            box = table.locator(f"tbody tr td.{cls}").first.bounding_box()
+            assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= viewport["width"], (cls, box)
+
+    row = table.locator("tbody tr").first
+    sub_id = row.get_attribute("data-id")
+    row.click()
+    expect(page.locator("#details-info textarea")).to_have_value(re.compile(rf"^#{sub_id} "), timeout=30_000)
+    bars = page.locator("#details-breakdowns table.mag-bars").first
+    expect(bars).to_be_visible(timeout=30_000)
+    box = bars.bounding_box()
+    assert box["height"] > 100  # a readable table, not a thumbnail
+    text = page.locator("#details-breakdowns").inner_text()
+    assert "Per gold action type" in text and "undefined" not in text
+    # not-applicable metrics are left out: a contract-A submission shows no guide column
+    assert "BLEU-1" not in page.locator("#details-breakdowns").inner_text()
+    expect(page.locator("#details-taxonomy")).to_contain_text("Error taxonomy")
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+@pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["desktop", "phone"])
+def test_browser_oversize_file_leaves_a_lasting_message_and_validate_only_stores_nothing(
+        server, client, gold, tmp_path, web, viewport):
+    from playwright.sync_api import expect
+
+    big = tmp_path / "big.jsonl"
+    big.write_bytes(b'{"step_id": "x", "output": "' + b"a" * (3 * 1024 * 1024 // 2) + b'"}\n')  # 1.5 MiB, cap 1 MiB
+    before = n_rows(client)
+    page = web.page(server.url, viewport)
+    page.get_by_role("tab", name="Submit").click()
+    page.locator("#model-name textarea, #model-name input").first.fill("too big")
+    page.locator("#predictions input[type=file]").set_input_files(str(big))
+    note = page.locator("#upload-note")
+    expect(note).to_contain_text("big.jsonl is 1.5 MiB, over the upload cap of 1 MiB", timeout=10_000)
+    page.wait_for_timeout(6000)  # Gradio's toast has faded by now; the note has not
+    expect(note).to_contain_text("over the upload cap of 1 MiB")
+    assert "too-big" in (note.locator(".mag-upload-note").get_attribute("class") or "")
+    page.locator("#submit-button").click()
+    status = page.locator("#submit-status textarea")
+    expect(status).to_have_value(re.compile(r"Rejected: no predictions file was uploaded \(a file over the 1 MiB"),
+                                 timeout=30_000)
+    expect(page.locator("#submit-status")).to_have_class(re.compile("status-rejected"), timeout=10_000)
+
+    good = predictions_file(tmp_path / "check.jsonl", gold[View.SOM][:-2], View.SOM, Contract.J,
+                            tag=f"validate-{viewport['width']}")
+    page.locator("#predictions input[type=file]").set_input_files(str(good))
+    expect(page.locator("#predictions")).to_contain_text("check.jsonl", timeout=30_000)
+    expect(note).not_to_contain_text("over the upload cap")
+    page.locator("#validate-button").click()
+    expect(status).to_have_value(re.compile(r"Rejected \(validate only, nothing stored\): 2 step id\(s\) have no "
+                                            r"prediction for seed 0"), timeout=60_000)
+    assert f"the split has {len(gold[View.SOM]):,} steps" in status.input_value()
+    assert gold[View.SOM][-1].step_id in status.input_value()  # the missing ids are named
+    assert n_rows(client) == before
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_browser_details_start_unselected_and_load_the_chosen_submission_and_compare(server, client, web):
+    """The restart bug: the newest submission looked selected but nothing loaded. The
+    server of this module has been restarted by test_rows_survive_a_server_restart."""
+    from playwright.sync_api import expect
+
+    som = table(client, View.SOM)
+    newest = max(r["id"] for r in som)
+    page = web.page(server.url, DESKTOP)
+    page.get_by_role("tab", name="Details").click()
+    expect(page.locator("#details-choice input")).to_have_value("")
+    page.locator("#details-choice input").click()
+    page.locator("#details-choice input").fill(f"#{newest} ")
+    page.get_by_role("option").filter(has_text=f"#{newest} ").first.click()
+    expect(page.locator("#details-info textarea")).to_have_value(re.compile(rf"^#{newest} "), timeout=30_000)
+    other = next(r["id"] for r in som if r["id"] != newest)
+    page.locator("#compare-with input").click()
+    page.locator("#compare-with input").fill(f"#{other} ")
+    page.get_by_role("option").filter(has_text=f"#{other} ").first.click()
+    page.locator("#compare-button").click()
+    expect(page.locator("#compare-out textarea")).to_have_value(re.compile(r"^view som  A: contract"), timeout=60_000)
