@@ -152,7 +152,11 @@ def read_trace(path: Path) -> Trace:
                     call.point = (float(pt["x"]), float(pt["y"]))
                 if kind == "after" and ev.get("error"):
                     err = ev["error"]
-                    call.error = str(err.get("message") if isinstance(err, dict) else err)[:300] or "failed"
+                    err = str((err.get("error") or err).get("message") if isinstance(err, dict) else err) or "failed"
+                    # a call that timed out waiting for the navigation it started still acted
+                    # ("click action done" in its call log): it is a step
+                    if not re.search(r"\b(click|fill|select option|check|hover|tap|press) action done", err):
+                        call.error = err[:300]
             elif kind == "screencast-frame" and isinstance(ev.get("sha1"), str) and _num(ev.get("timestamp")):
                 w, h = ev.get("width"), ev.get("height")
                 frames.setdefault(str(ev.get("pageId") or ""), []).append(
@@ -251,6 +255,9 @@ def serialize_snapshot(snapshots: list[dict[str, Any]], index: int) -> str:
         attrs = n[1] if len(n) > 1 and isinstance(n[1], dict) else {}
         parts = ["<", n[0]]
         for k, v in attrs.items():
+            # BrowserGym's marks (a run recorded through it): the reader marks the page anew
+            if k == "bid" or str(k).startswith("browsergym_"):
+                continue
             if re.fullmatch(r"[^\s\"'<>/=]+", str(k)):
                 parts += [" ", str(k), '="', _escape(str(v), True), '"']
         parts.append(">")

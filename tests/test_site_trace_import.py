@@ -1,0 +1,113 @@
+"""``mag import-trace`` on a Playwright trace recorded by Playwright itself on the forum site.
+
+An expert episode is driven through BrowserGym (bid actions: Playwright locator calls) with
+``context.tracing.start(screenshots=True, snapshots=True)`` on, and the archive
+``tracing.stop(path=...)`` writes is imported, built and scored: no hand-written trace files.
+"""
+
+from __future__ import annotations
+
+import json
+import zipfile
+
+import pytest
+
+from mag_dataset.sites import manager
+from mag_dataset.sites import site as get_site
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+TASK = "sites.forum.update_profile_location"
+
+
+@pytest.fixture(scope="module")
+def forum():
+    s = get_site("forum")
+    s.setup(print)
+    manager.serve(s)
+    yield s
+    manager.stop(s)
+
+
+def _expert_trace(path, seed: int) -> tuple[str, list[str]]:
+    """Run the task's expert with tracing on; returns (goal, BrowserGym actions). The expert's
+    final answer (a chat message, no Playwright call) is sent after the trace stops."""
+    from mag_dataset.actions import ActionType, View
+    from mag_dataset.live.env import make_site_env
+    from mag_dataset.live.execute import to_browsergym_action
+    from mag_dataset.live.observe import observe_page
+    from mag_dataset.schema import Action
+
+    env = make_site_env(TASK)
+    try:
+        obs, _ = env.reset(seed=seed)
+        goal, task, memory, actions = obs["goal"], env.unwrapped.task, {}, []
+        env.unwrapped.context.tracing.start(screenshots=True, snapshots=True)
+        for _ in range(30):
+            ob = observe_page(obs)
+            d = task.expert(ob, memory)
+            assert d is not None, "the expert gave up"
+            action = Action(type=d.type, element_id=d.bid, text=d.text, value=d.value, key=d.key,
+                            direction=d.direction, url=d.url, answer=d.answer)
+            bg = to_browsergym_action(action, View.SOM, ob.conv)
+            if d.type is ActionType.FINISH:
+                env.unwrapped.context.tracing.stop(path=str(path))
+                obs, reward, terminated, _, info = env.step(bg)
+                assert terminated and reward == 1.0, info
+                return goal, actions
+            actions.append(bg)
+            obs, _, _, _, _ = env.step(bg)
+            # tracing slows pages: a click may outlast BrowserGym's 500 ms waiting for the
+            # navigation it started, after acting ("click action done")
+            err = obs.get("last_action_error") or ""
+            assert not err or "action done" in err, err
+        raise AssertionError("the expert did not finish in 30 steps")
+    finally:
+        env.close()
+
+
+def test_trace_of_an_expert_episode_imports_builds_and_its_gold_echo_scores_one(forum, tmp_path):
+    from mag_dataset.builder import build_dataset
+    from mag_dataset.cli import main
+    from mag_dataset.dataset import load_steps
+    from mag_dataset.predictions import Prediction
+    from mag_dataset.prompts import render_target
+    from mag_dataset.raw import read_episode
+    from mag_dataset.scoring import METRIC_NAMES, score_predictions
+
+    trace = tmp_path / "traces" / "update_location.zip"
+    trace.parent.mkdir()
+    goal, actions = _expert_trace(trace, seed=0)
+    with zipfile.ZipFile(trace) as z:  # Playwright's own archive: events, network log, frames
+        assert "trace.trace" in z.namelist() and any(n.startswith("resources/") for n in z.namelist())
+    tasks = tmp_path / "tasks.json"
+    tasks.write_text(json.dumps({"update_location": {"intent": goal, "site": "forum", "task_id": "forum.trace-0",
+                                                     "intent_template_id": "update_profile_location", "seed": 0}}))
+    raw = tmp_path / "raw"
+    assert main(["import-trace", str(trace.parent), "--out", str(raw), "--tasks", str(tasks)]) == 0
+    ep = read_episode(raw / "forum.trace-0")
+    assert (ep.intent, ep.site, ep.source) == (goal, "forum", "playwright-trace")
+    # one step per page action of the expert (the BrowserGym calls), in order, with its target
+    kinds = {"click": "click", "fill": "type", "select_option": "select", "scroll": "scroll", "scroll_at": "scroll",
+             "keyboard_press": "press", "goto": "goto"}
+    assert [s.action.type.value for s in ep.steps] == [kinds[a.split("(")[0]] for a in actions]
+    for st, bg in zip(ep.steps, actions):
+        if st.action.element_id is not None:
+            target = next(c for c in st.candidates if c.id == st.action.element_id)
+            x0, y0, x1, y1 = target.bbox
+            assert x1 > x0 and y1 > y0 and x0 <= st.action.coordinate[0] <= x1 and y0 <= st.action.coordinate[1] <= y1
+            assert target.text, (bg, target)  # named, as the recorder names it
+        assert st.image_width > 0 and len(st.candidates) >= 5
+    typed = [s for s in ep.steps if s.action.type.value == "type"]
+    assert typed and typed[-1].action.text in goal
+
+    built = build_dataset(raw, tmp_path / "ds", progress=False)
+    for view in ("som", "coord"):
+        steps = load_steps(built, view, "test")  # one task: the default split puts it in test
+        assert len(steps) == len(ep.steps)
+        for contract in ("A", "JG"):
+            report = score_predictions([Prediction(s.step_id, render_target(s, view, contract)) for s in steps], steps,
+                                       view, contract)
+            data = json.loads(report.to_json())
+            values = [data[m]["micro"] for m in METRIC_NAMES if data[m]["micro"] is not None]
+            assert values and all(v == 1.0 for v in values), (view, contract, data)
