@@ -19,7 +19,9 @@ Task parameters (``-T name=value``): ``view`` (``som`` | ``coord``), ``contract`
   with the view's screenshot as image content followed by the step text. The target is
   the gold rendering (:func:`mag_dataset.prompts.render_target`), for reading logs only;
   scoring uses the gold step kept in the sample metadata.
-* **Decoding**: greedy (``temperature=0``), one generation per step, one epoch.
+* **Decoding**: greedy (``temperature=0``), one generation per step, one epoch: the scorer
+  refuses a second epoch, which Inspect would average into one score per step (another seed
+  is another run, ``-T seed=N``; ``mag score`` pools seeds).
 * **Scorer** :func:`webmre_scorer`: :func:`mag_dataset.scoring.score_step` on the
   completion (the rules exist once, in :mod:`mag_dataset.scoring`); the score value maps
   every metric name to its value, ``None`` where the metric does not apply.
@@ -153,6 +155,11 @@ def webmre_scorer(view: str = "som", contract: str = "J", coord_space: str | Non
     from mag_dataset.schema import Candidate
 
     async def score(state: TaskState, target: Target) -> Score:
+        if state.epoch > 1:  # Inspect would average epochs into one score per step
+            raise ValueError(
+                "the WebMRE task scores one epoch per run: drop --epochs, and run another seed with "
+                "-T seed=N (mag score pools seeds)"
+            )
         step = step_from_record(state.metadata["gold"])
         menu = state.metadata.get("menu")
         menu = None if menu is None else tuple(Candidate.from_dict(c) for c in menu)
@@ -179,6 +186,7 @@ def micro_means(view: str = "som", contract: str = "J") -> Metric:
     def compute(scores: list[SampleScore]) -> dict[str, float | None]:
         steps, step_scores = [], []
         for s in scores:
+            # the step scores themselves, not the values Inspect's epoch reducer made (it turns None into 0)
             steps.append(step_from_record((s.sample_metadata or {})["gold"]))
             step_scores.append(StepScore(**(s.score.metadata or {})["step_score"]))
         report = aggregate(step_scores, steps, view, contract, bootstrap_resamples=0)

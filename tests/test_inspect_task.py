@@ -131,3 +131,18 @@ def test_bad_task_arguments_fail_with_one_line():
         webmre(view="xyz")
     with pytest.raises(ValueError, match="coord_space applies to the coord view only"):
         webmre(view="som", coord_space="norm1000")
+
+
+def test_several_epochs_are_refused_not_misreported(tmp_path):
+    """Inspect's epoch reducers would average the scores (and turn 'not applicable' into 0)."""
+    task = webmre(view="som", contract="J")
+    outputs = iter(["junk", "more junk"] * 3)
+
+    def respond(messages, tools, tool_choice, config):
+        out = ModelOutput.from_content("mockllm/model", next(outputs))
+        out.usage = ModelUsage(input_tokens=1, output_tokens=1, total_tokens=2)
+        return out
+
+    log, = inspect_eval(task, model=get_model("mockllm/model", custom_outputs=respond), limit=3, epochs=2,
+                        log_dir=str(tmp_path / "logs"), display="none")
+    assert log.status == "error" and "scores one epoch per run" in log.error.message
