@@ -9,8 +9,9 @@ o-series and GPT-5-class models) reject ``max_tokens`` and any temperature but t
 default; for them the budget is sent as ``max_completion_tokens`` and no temperature is
 sent. Any other request parameter (``reasoning_effort``, ``top_p``, a provider's extra
 fields) comes from ``request_params``: a mapping in the YAML config or a JSON object on
-the command line, merged last into every request. The client (:mod:`mag_dataset.llm_client`) bounds
-concurrency, retries 429/5xx/timeouts with exponential backoff and caches every answer on
+the command line, merged last into every request. The client (:mod:`mag_dataset.llm_client`, on the
+``openai`` package) bounds concurrency, retries 429/5xx/timeouts with exponential backoff
+and jitter (``Retry-After`` honoured) and caches every answer on
 disk under a hash of the full request, so rerunning the same command makes no calls. The
 API key is read from the environment variable named by ``--api_key_env``.
 
