@@ -29,9 +29,11 @@ def forum():
     manager.stop(s)
 
 
-def _expert_trace(path, seed: int) -> tuple[str, list[str]]:
-    """Run the task's expert with tracing on; returns (goal, BrowserGym actions). The expert's
-    final answer (a chat message, no Playwright call) is sent after the trace stops."""
+def _expert_trace(path, seed: int, click_view: str) -> tuple[str, list[str]]:
+    """Run the task's expert with tracing on; returns (goal, BrowserGym actions). Clicks act on
+    the element id (``som``: a locator call) or, as the site recorder and people do, at a point
+    (``coord``: ``mouse.click``). The expert's final answer (a chat message, no Playwright call)
+    is sent after the trace stops."""
     from mag_dataset.actions import ActionType, View
     from mag_dataset.live.env import make_site_env
     from mag_dataset.live.execute import to_browsergym_action
@@ -47,9 +49,12 @@ def _expert_trace(path, seed: int) -> tuple[str, list[str]]:
             ob = observe_page(obs)
             d = task.expert(ob, memory)
             assert d is not None, "the expert gave up"
-            action = Action(type=d.type, element_id=d.bid, text=d.text, value=d.value, key=d.key,
+            target = ob.candidate(d.bid) if d.bid is not None else None
+            point = ((target.bbox[0] + target.bbox[2]) / 2, (target.bbox[1] + target.bbox[3]) / 2) if target else None
+            action = Action(type=d.type, element_id=d.bid, coordinate=point, text=d.text, value=d.value, key=d.key,
                             direction=d.direction, url=d.url, answer=d.answer)
-            bg = to_browsergym_action(action, View.SOM, ob.conv)
+            view = View(click_view) if d.type is ActionType.CLICK else View.SOM
+            bg = to_browsergym_action(action, view, ob.conv)
             if d.type is ActionType.FINISH:
                 env.unwrapped.context.tracing.stop(path=str(path))
                 obs, reward, terminated, _, info = env.step(bg)
@@ -66,7 +71,8 @@ def _expert_trace(path, seed: int) -> tuple[str, list[str]]:
         env.close()
 
 
-def test_trace_of_an_expert_episode_imports_builds_and_its_gold_echo_scores_one(forum, tmp_path):
+@pytest.mark.parametrize("click_view", ["som", "coord"])
+def test_trace_of_an_expert_episode_imports_builds_and_its_gold_echo_scores_one(forum, tmp_path, click_view):
     from mag_dataset.builder import build_dataset
     from mag_dataset.cli import main
     from mag_dataset.dataset import load_steps
@@ -77,7 +83,7 @@ def test_trace_of_an_expert_episode_imports_builds_and_its_gold_echo_scores_one(
 
     trace = tmp_path / "traces" / "update_location.zip"
     trace.parent.mkdir()
-    goal, actions = _expert_trace(trace, seed=0)
+    goal, actions = _expert_trace(trace, seed=0, click_view=click_view)
     with zipfile.ZipFile(trace) as z:  # Playwright's own archive: events, network log, frames
         assert "trace.trace" in z.namelist() and any(n.startswith("resources/") for n in z.namelist())
     tasks = tmp_path / "tasks.json"
@@ -89,8 +95,15 @@ def test_trace_of_an_expert_episode_imports_builds_and_its_gold_echo_scores_one(
     assert (ep.intent, ep.site, ep.source) == (goal, "forum", "playwright-trace")
     # one step per page action of the expert (the BrowserGym calls), in order, with its target
     kinds = {"click": "click", "fill": "type", "select_option": "select", "scroll": "scroll", "scroll_at": "scroll",
-             "keyboard_press": "press", "goto": "goto"}
-    assert [s.action.type.value for s in ep.steps] == [kinds[a.split("(")[0]] for a in actions]
+             "keyboard_press": "press", "goto": "goto", "mouse_click": "click"}
+    assert [s.action.type.value for s in ep.steps] == [kinds[a.strip().splitlines()[-1].split("(")[0]] for a in actions]
+    clicks = [s for s in ep.steps if s.action.type.value == "click"]
+    assert clicks
+    if click_view == "coord":  # mouse.click: coordinate-only steps, restored by mag unify
+        assert all(s.action.element_id is None for s in clicks)
+        assert main(["unify", str(raw)]) == 0
+        ep = read_episode(raw / "forum.trace-0")
+        assert all(s.action.element_id is not None for s in ep.steps if s.action.type.value == "click")
     for st, bg in zip(ep.steps, actions):
         if st.action.element_id is not None:
             target = next(c for c in st.candidates if c.id == st.action.element_id)
