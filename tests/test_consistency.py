@@ -7,7 +7,17 @@ import json
 
 import pytest
 
-from mag_dataset.consistency import ROLE_NOUNS, STOPWORDS, VERBS, acted_element, check, guide_tokens
+from mag_dataset.consistency import (
+    ENCLOSING_AREA_RATIO,
+    MIN_CUT_QUOTE_TOKENS,
+    ROLE_NOUNS,
+    STOPWORDS,
+    VERBS,
+    acted_element,
+    acted_elements,
+    check,
+    guide_tokens,
+)
 from mag_dataset.dataset import bundled_dataset, load_steps
 from mag_dataset.heuristic import heuristic_predictions
 from mag_dataset.actions import ActionType
@@ -53,6 +63,60 @@ def test_every_action_type_has_verbs():
 ])
 def test_check_by_hand(guide, action, ok, why):
     assert check(guide, action, C) == (ok, why)
+
+
+# realistic shapes from the recorded corpus: a drop-down list drawn over a text field, an icon
+# inside its button, a form around its fields, a long typed text quoted cut
+R = [
+    Candidate("21", "textbox", "To:", (6.0, 84.89, 195.0, 116.39)),
+    Candidate("35", "div", "Chicago, IL - O'Hare (ORD)", (7.5, 80.39, 196.5, 122.39)),
+    Candidate("102", "span", "Reply", (35.41, 171.0, 95.41, 211.5)),
+    Candidate("103", "image", "icon", (51.91, 171.0, 78.91, 198.0)),
+    Candidate("7", "form", "Title Body Save", (0.0, 300.0, 600.0, 700.0)),
+    Candidate("8", "textbox", "", (10.0, 320.0, 300.0, 340.0)),
+    Candidate("9", "textbox", "Title", (10.0, 350.0, 300.0, 370.0)),
+]
+LONG = "= Architecture =\n\nThe backend is a set of workers around a SQL database; the REST API.\n"
+
+
+@pytest.mark.parametrize("guide,action,ok,why", [
+    # overlapping boxes of similar size: the point may hit either, the guide may name either
+    ("Click \"Chicago, IL - O'Hare (ORD)\".", Action("click", coordinate=(102.0, 101.39)), True, None),
+    ("Click the 'To:' field.", Action("click", coordinate=(102.0, 101.39)), True, None),
+    ("Click 'Reply'.", Action("click", coordinate=(102.0, 101.39)), False, "element"),
+    # an unnamed icon acts on the button around it; the icon's own noun names it too
+    ("Click 'Reply'.", Action("click", coordinate=(65.41, 191.25)), True, None),
+    ("Click the icon.", Action("click", coordinate=(65.41, 191.25)), True, None),
+    ("Click 'Forward'.", Action("click", coordinate=(65.41, 191.25)), False, "element"),
+    # an unnamed field does not act on the form around it (40x its area): naming another field is wrong
+    ("Click 'Title'.", Action("click", coordinate=(100.0, 330.0)), False, "element"),
+    ("Click the text field.", Action("click", coordinate=(100.0, 330.0)), True, None),  # its role's noun
+    # a long text quoted cut: its first tokens, in order, and an ellipsis
+    ("Type '= Architecture = The backend is a set of workers around a…' into the text field.",
+     Action("type", element_id="8", text=LONG), True, None),
+    ("Type '= Architecture = The backend is a set of workers around a...' into the text field.",
+     Action("type", element_id="8", text=LONG), True, None),
+    ("Type '= Architecture = The backend is a set of workers around a' into the text field.",
+     Action("type", element_id="8", text=LONG), False, "argument"),  # cut without saying so
+    ("Type '= Architecture = The…' into the text field.", Action("type", element_id="8", text=LONG),
+     False, "argument"),  # too few tokens
+    ("Type '= Architecture = The frontend is a set…' into the text field.", Action("type", element_id="8", text=LONG),
+     False, "argument"),  # not the text's beginning
+    ("Type 'The backend is a set of workers…' into the text field.", Action("type", element_id="8", text=LONG),
+     False, "argument"),  # a later part, not the beginning
+])
+def test_check_on_realistic_shapes(guide, action, ok, why):
+    assert check(guide, action, R) == (ok, why)
+
+
+def test_acted_elements():
+    ids = lambda a: [c.id for c in acted_elements(a, R)]  # noqa: E731
+    assert ids(Action("click", coordinate=(102.0, 101.39))) == ["21", "35"]
+    assert ids(Action("click", coordinate=(65.41, 191.25))) == ["103", "102"]
+    assert ids(Action("click", coordinate=(100.0, 330.0))) == ["8"]
+    assert ids(Action("click", element_id="35")) == ["35"]
+    assert ids(Action("click", coordinate=(5000.0, 5000.0))) == [] and ids(Action("click", element_id="0")) == []
+    assert ENCLOSING_AREA_RATIO > 1 and MIN_CUT_QUOTE_TOKENS >= 3
 
 
 def test_acted_element_and_tokens():
