@@ -107,6 +107,8 @@ def plan_click_checkboxes(obs: dict, step: int, state: dict) -> str | None:
         state["todo"] = [("check", find(obs, "checkbox", w)) for w in words] + [("click", find(obs, "button", "Submit"))]
         if state.get("noop_first"):
             state["todo"].insert(0, ("noop", None))
+        if state.get("recheck") and len(state["todo"]) > 1:  # check the first box again: a no-op
+            state["todo"].insert(2 if state.get("noop_first") else 1, state["todo"][1 if state.get("noop_first") else 0])
     if not state["todo"]:
         return None
     fn, bid = state["todo"].pop(0)

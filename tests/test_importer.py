@@ -372,6 +372,9 @@ def test_action_mapping_table():
     # focus/check/uncheck click the element; keyboard_insert_text types into the focused one;
     # several options are one select whose value lists them; report_infeasible keeps its reason
     assert m("focus('5')") == m("check('5')") == m("uncheck('5')") == m("click('5')")
+    v = view()
+    v.checked = {"5": True}
+    assert map_action("check('5')", v) is None and map_action("uncheck('5')", v)[0].type.value == "click"
     assert m("keyboard_insert_text('hi')") == m("fill('5', 'hi')")
     assert m("select_option('5', ['a', 'b'])")["value"] == "a, b"
     assert m("report_infeasible(reason='no such field')")["answer"] == "no such field" == m("report_infeasible('no such field')")["answer"]

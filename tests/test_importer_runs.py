@@ -26,8 +26,10 @@ HERE = Path(__file__).resolve().parent
 
 RUNS = [
     # BrowserGym's default obs_preprocessor (no dom_object / axtree_object), check() actions;
-    # the same task and seed twice: a worse run (a noop, 6 BrowserGym steps) then a better one
-    {"task": "miniwob.click-checkboxes", "seed": 1, "agent": "click-checkboxes", "options": {"noop_first": True},
+    # the same task and seed twice: a worse run (a noop, and a check() of a box already checked)
+    # then a better one
+    {"task": "miniwob.click-checkboxes", "seed": 1, "agent": "click-checkboxes",
+     "options": {"noop_first": True, "recheck": True},
      "exp_name": "A_on_miniwob.click-checkboxes_1"},
     {"task": "miniwob.click-checkboxes", "seed": 1, "agent": "click-checkboxes", "exp_name": "B_on_miniwob.click-checkboxes_1"},
     # focus, keyboard_insert_text, check, a <label for> select, a multi-option select, report_infeasible
@@ -90,8 +92,11 @@ def test_default_preprocessor_names_from_axtree_txt_and_crop(imported):
             # cropped to MiniWoB's task area, as the DOM path does (the page is 498 px wide)
             assert st.image_width < 300 and st.metadata["conversion"]["crop"][2] < 300
         assert ep.steps[-1].guide == "Click the 'Submit' button."
-    # check() became a click on the box, named by the box's label
+    # check() became a click on the box, named by the box's label; the noop and the check() of a
+    # box already checked (read from axtree_txt) are dropped
     assert all(s.guide.startswith("Click the '") and s.guide.endswith("' checkbox.") for s in a.steps[:-1])
+    assert len(a.steps) == len(b.steps) and a.metadata["n_steps"] == b.metadata["n_steps"] + 2
+    assert [s.metadata["browsergym_action"] for s in a.steps] == [s.metadata["browsergym_action"] for s in b.steps]
 
 
 def test_focus_check_insert_text_infeasible_import_and_gold_echo_scores_one(imported, tmp_path):
@@ -163,7 +168,7 @@ def test_repeats_share_a_task_key_and_a_split_and_keep_first_or_best(study, impo
         return ep.metadata["experiment"].split("_Scripted")[0], ep.metadata["n_steps"]
 
     (fa, na), (fb, nb) = kept(tmp_path / "first"), kept(tmp_path / "best")
-    assert na == nb + 1 and fa < fb  # first: the earlier run with its noop; best: the later, shorter one
+    assert na == nb + 2 and fa < fb  # first: the earlier run with its noop and re-check; best: the later one
     assert any(r.startswith("a repeat: task key 'miniwob.click-checkboxes.seed-1' has a better run") for _, r in best.skipped)
     # a task-key rule: every seed of a task is one key
     by_task = import_experiments([study], tmp_path / "bytask", task_key="task", keep="first")

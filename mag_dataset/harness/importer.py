@@ -475,6 +475,7 @@ class _View:
     boxes: dict[str, tuple[float, float, float, float]]  # every visible bid, screenshot px
     names: dict[str, tuple[str, str]]  # bid -> (role, text)
     missing: str = ""  # why no element can be located (observation keys the preprocessor dropped)
+    checked: dict[str, bool] = field(default_factory=dict)  # bid -> checked, for checkboxes and radios
 
 
 def _arg(args: list[Any], kwargs: dict[str, Any], i: int, name: str, default: Any = None) -> Any:
@@ -512,6 +513,8 @@ def map_action(text: str, view: _View) -> tuple[Action, Candidate | None, tuple[
         cx, cy = (cand.bbox[0] + cand.bbox[2]) / 2.0, (cand.bbox[1] + cand.bbox[3]) / 2.0
         return Action(type=atype, element_id=bid, coordinate=(round(cx, 2), round(cy, 2)), **extra), cand, cand.bbox
 
+    if fn in ("check", "uncheck") and view.checked.get(str(_arg(args, kw, 0, "bid"))) is (fn == "check"):
+        return None  # the box is already in that state: Playwright's check() does nothing
     if fn in ("click", "dblclick", "focus", "check", "uncheck"):
         # focus: what a user does to focus a field is click it; check/uncheck: click the box
         return target(_arg(args, kw, 0, "bid"), "click")
@@ -756,6 +759,28 @@ def _axtree_txt_names(text: str) -> dict[str, tuple[str, str]]:
     return out
 
 
+_CHECKED = re.compile(r"^\s*\[(?P<bid>[^\]\s]{1,40})\] (?:checkbox|radio|switch|menuitemcheckbox|menuitemradio) .*?checked='(?P<v>true|false)'")
+
+
+def _axtree_checked(obs: dict[str, Any]) -> dict[str, bool]:
+    """``bid -> checked`` of the check boxes and radios in the AX tree (object or ``axtree_txt``)."""
+    out: dict[str, bool] = {}
+    nodes = (obs.get("axtree_object") or {}).get("nodes") or []
+    for node in nodes:
+        bid = node.get("browsergym_id")
+        for prop in node.get("properties") or []:
+            if bid is not None and isinstance(prop, dict) and prop.get("name") == "checked":
+                value = (prop.get("value") or {}).get("value") if isinstance(prop.get("value"), dict) else None
+                if value in ("true", "false", True, False):
+                    out[str(bid)] = value in ("true", True)
+    if not nodes and isinstance(obs.get("axtree_txt"), str):
+        for line in obs["axtree_txt"].splitlines():
+            m = _CHECKED.match(line)
+            if m:
+                out.setdefault(m["bid"], m["v"] == "true")
+    return out
+
+
 def _axtree_names(obs: dict[str, Any]) -> dict[str, tuple[str, str]]:
     if not (obs.get("axtree_object") or {}).get("nodes") and isinstance(obs.get("axtree_txt"), str):
         return _axtree_txt_names(obs["axtree_txt"])
@@ -788,7 +813,8 @@ def process_observation(obs: dict[str, Any], task_name: str) -> _View:
         ob = observe(obs, crop=miniwob, scale=scale)
         boxes = {bid: b for bid in ob.elements if (b := ob.screen_box(bid)) is not None}
         return _View(ob.png, ob.som_png, ob.width, ob.height, list(ob.candidates), ob.conv.crop, scale,
-                     ob.url, ob.focused, boxes, names)
+                     ob.url, ob.focused, boxes, names,
+                     checked={b: el.checked for b, el in ob.elements.items() if el.checked is not None})
     # no DOM snapshot (BrowserGym's default obs_preprocessor drops it): element properties for
     # the boxes, the AX tree (object or axtree_txt) for the names
     image = Image.fromarray(np.asarray(obs["screenshot"], dtype=np.uint8)).convert("RGB")
@@ -820,7 +846,7 @@ def process_observation(obs: dict[str, Any], task_name: str) -> _View:
             cands.append(Candidate(id=bid, role=role or "generic", text=name, bbox=box))
     return _View(encode_png(image), encode_png(draw_som(image, cands)), w, h, cands, crop, scale,
                  str(obs.get("url") or ""), str(obs.get("focused_element_bid") or "") or None, boxes, names,
-                 missing=_missing_keys(obs))
+                 missing=_missing_keys(obs), checked=_axtree_checked(obs))
 
 
 #: Observation keys the importer reads; BrowserGym's demo agent's obs_preprocessor keeps none
