@@ -118,15 +118,20 @@ table.mag-rank th[aria-sort=ascending]::after { content: ' \25B2'; opacity: 1; }
 table.mag-rank td.txt, table.mag-rank th.txt { text-align: left; }
 table.mag-rank tbody tr { cursor: pointer; }
 table.mag-rank tbody tr:hover td { background: var(--background-fill-secondary); }
-table.mag-rank .c-rank { position: sticky; left: 0; z-index: 1; width: 3.2em; min-width: 3.2em; }
-table.mag-rank .c-model { position: sticky; left: 3.2em; z-index: 1; max-width: 9em; min-width: 6em;
+/* the three sticky columns have fixed widths, so each starts where the previous ends */
+table.mag-rank .c-rank, table.mag-rank .c-model { box-sizing: border-box; }
+table.mag-rank .c-rank { position: sticky; left: 0; z-index: 1; width: 4.2em; min-width: 4.2em; max-width: 4.2em;
+  padding-left: 4px; padding-right: 6px; }
+table.mag-rank .c-model { position: sticky; left: 4.2em; z-index: 1; width: 10em; min-width: 10em; max-width: 10em;
   white-space: normal; overflow-wrap: anywhere; }
-table.mag-rank .c-head { position: sticky; left: calc(3.2em + 9em); z-index: 1; font-weight: 600;
+table.mag-rank .c-head { position: sticky; left: 14.2em; z-index: 1; font-weight: 600;
   border-right: 2px solid var(--border-color-primary); }
 table.mag-rank th.c-rank, table.mag-rank th.c-model, table.mag-rank th.c-head { z-index: 3; }
 .mag-scroll-cue { display: none; font-size: 13px; opacity: .8; margin: 2px 0 4px; }
-@media (max-width: 900px) { .mag-scroll-cue { display: block; } table.mag-rank .c-model { max-width: 7em; }
-  table.mag-rank .c-head { left: calc(3.2em + 7em); } }
+.mag-contract small { font-weight: 400; opacity: .85; }
+@media (max-width: 900px) { .mag-scroll-cue { display: block; }
+  table.mag-rank .c-model { width: 7em; min-width: 7em; max-width: 7em; }
+  table.mag-rank .c-head { left: 11.2em; } .mag-contract small { display: block; } }
 .mag-contract { margin: 14px 0 4px; font-weight: 600; }
 .mag-note { font-size: 13px; opacity: .85; }
 .mag-gold { padding: 8px 12px; border-radius: 6px; border: 1px solid var(--border-color-primary); }
@@ -209,9 +214,10 @@ def _rank_table(rows: list[Ranked], contract: str) -> str:
             f'<td data-v="{s.id}">{s.id}</td>',
         ]
         body.append(f'<tr data-id="{s.id}" tabindex="0" title="open the details of #{s.id}">{"".join(cells)}</tr>')
-    caption = (f"Contract {contract} — ranked by {head} (micro mean over steps); 95% interval: task-level "
-               f"bootstrap; a shared rank = no significant paired difference (p ≥ {RANK_ALPHA:g}, see About)")
-    return (f'<div class="mag-contract" data-contract="{contract}">{_esc(caption)}</div>'
+    note = (f"micro mean over steps; 95% interval: task-level bootstrap; a shared rank = no significant paired "
+            f"difference (p ≥ {RANK_ALPHA:g}, see About)")
+    return (f'<div class="mag-contract" data-contract="{contract}">Contract {contract} — ranked by {_esc(head)} '
+            f'<small>({_esc(note)})</small></div>'
             f'<div class="mag-scroll-cue">↔ the table scrolls sideways: rank, model and {_esc(head)} stay in view</div>'
             f'<div class="mag-table-wrap"><table class="mag-rank" data-contract="{contract}">'
             f'<thead><tr>{th}</tr></thead><tbody>{"".join(body)}</tbody></table></div>')

@@ -604,9 +604,17 @@ def test_browser_header_click_sorts_and_a_row_opens_its_details(server, client, 
         expect(page.locator("#table-som .mag-scroll-cue").first).to_be_visible()
         wrap.evaluate("w => { w.scrollLeft = w.scrollWidth; }")
         page.wait_for_timeout(300)
+        boxes = []
         for cls in ("c-rank", "c-model", "c-head"):
             box = table.locator(f"tbody tr td.{cls}").first.bounding_box()
             assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= viewport["width"], (cls, box)
+            boxes.append(box)
+        for left, right in zip(boxes, boxes[1:]):  # side by side, none covering another
+            assert left["x"] + left["width"] <= right["x"] + 1, (left, right)
+        rank_cell = table.locator("tbody tr td.c-rank").first
+        rank_cell.evaluate("td => window.scrollBy(0, td.getBoundingClientRect().top - 300)")
+        assert rank_cell.evaluate("td => { const r = td.getBoundingClientRect(); "
+                                  "return document.elementFromPoint(r.left + 8, r.top + 8) === td; }")  # not covered
 
     row = table.locator("tbody tr").first
     sub_id = row.get_attribute("data-id")
