@@ -21,6 +21,19 @@ Launch::
     python -m baselines.infer --config baselines/configs/infer.yaml --model_name_or_path MODEL \\
         --output preds.jsonl
     mag score --predictions preds.jsonl --dataset mag/webmre --view som --contract J
+    # a Ray cluster (pip install "mag_dataset[ray]"; `ray start --head` on the head node, then
+    # `ray start --address HEAD:6379` on each GPU node): 16 vLLM replicas of 1 GPU, anywhere in it
+    python -m baselines.infer --model_name_or_path MODEL --dataset mag/webmre --output preds.jsonl \\
+        --backend ray --ray_engine vllm --data_parallel_size 16 --ray_address auto
+
+``--backend ray`` runs the same decoding over ``data_parallel_size`` replicas with Ray Data:
+the steps still to do become a dataset (step + screenshot bytes), ``map_batches`` sends
+batches of ``batch_size`` to a pool of replicas, each holding one ``--ray_engine`` backend
+(transformers, or vLLM with ``tensor_parallel_size`` GPUs per replica), and the driver appends
+each finished batch to the ``.partial`` file, so a rerun resumes exactly as with the other
+backends. Greedy decoding of a step does not depend on its batch, so the file equals the
+single-process one. Each node needs this package and the model (a Hub id, or a path that
+exists on every node); the ``baselines`` folder is shipped to the workers by Ray.
 """
 
 from __future__ import annotations
@@ -30,7 +43,7 @@ import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 from baselines import common
 from mag_dataset.fileio import atomic_write, atomic_write_json
@@ -49,11 +62,20 @@ class InferArguments:
     coord_space: str = field(default="pixels", metadata={
         "help": "coord view: the space the model answers in (pixels, norm1000, norm1 or resized:WxH); "
                 "sets the prompt's wording and is recorded in the provenance sidecar for mag score"})
-    backend: str = field(default="transformers", metadata={"help": "transformers or vllm"})
+    backend: str = field(default="transformers", metadata={
+        "help": "transformers, vllm, or ray (data_parallel_size replicas of --ray_engine with Ray Data)"})
+    ray_engine: str = field(default="transformers", metadata={
+        "help": "ray backend: the decoding engine of each replica, transformers or vllm"})
+    ray_address: str | None = field(default=None, metadata={
+        "help": "ray backend: cluster address (auto, HOST:6379); default RAY_ADDRESS, else a local Ray instance"})
+    ray_num_gpus: float | None = field(default=None, metadata={
+        "help": "ray backend: GPUs per replica (default: tensor_parallel_size for vllm; for transformers 1 if "
+                "the cluster has GPUs, else 0)"})
+    ray_num_cpus: float = field(default=1.0, metadata={"help": "ray backend: CPUs per replica"})
     batch_size: int = field(default=8, metadata={"help": "prompts per generate call (and per resumable chunk)"})
     tensor_parallel_size: int = field(default=1, metadata={"help": "GPUs per model replica (vLLM backend)"})
     data_parallel_size: int = field(default=1, metadata={
-        "help": "model replicas, each on its own tensor_parallel_size GPUs (vLLM backend)"})
+        "help": "model replicas, each on its own tensor_parallel_size GPUs (vLLM backend), or Ray replicas (ray)"})
     max_new_tokens: int = field(default=256, metadata={"help": "decoding budget per step"})
     dtype: str = field(default="auto", metadata={"help": "auto, bfloat16, float16 or float32"})
     device: str | None = field(default=None, metadata={"help": "cuda, cpu, ... (transformers backend)"})
@@ -195,43 +217,164 @@ def predict(
     todo = [e for e in examples if e.step.step_id not in done]
     if done:
         print(f"resuming: {len(done)} steps already in {partial}, {len(todo)} to go", file=sys.stderr)
-    if backend is None:
-        backend = common.make_backend(
-            args.backend, args.model_name_or_path, revision=args.model_revision, dtype=args.dtype,
-            device=args.device, batch_size=args.batch_size, max_new_tokens=args.max_new_tokens, seed=args.seed,
-            tensor_parallel_size=args.tensor_parallel_size, data_parallel_size=args.data_parallel_size,
-        )
+    if args.backend == "ray":
+        if backend is not None:
+            raise ValueError("backend objects are for the in-process backends, not --backend ray")
+        batches = _ray_batches(args, todo)
+        backend_name = f"ray/{args.ray_engine}"
+    else:
+        if backend is None:
+            backend = common.make_backend(
+                args.backend, args.model_name_or_path, revision=args.model_revision, dtype=args.dtype,
+                device=args.device, batch_size=args.batch_size, max_new_tokens=args.max_new_tokens, seed=args.seed,
+                tensor_parallel_size=args.tensor_parallel_size, data_parallel_size=args.data_parallel_size,
+            )
+        batches = _local_batches(backend, args, todo, view, contract)
+        backend_name = getattr(backend, "name", "custom")
     partial.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_json(_run_key_path(partial), _run_key(args))
     meter = common.Throughput()
     bar = tqdm(total=len(examples), initial=len(examples) - len(todo), desc="infer", unit="step",
                disable=not args.progress)
     with open(partial, "a", encoding="utf-8") as f:
-        for i in range(0, len(todo), args.batch_size):
-            chunk = todo[i : i + args.batch_size]
-            # the default keeps the 3-argument call, so custom backends need no coord_space
-            prompts = [backend.prompt(e.step, view, contract) if args.coord_space == "pixels"
-                       else backend.prompt(e.step, view, contract, coord_space=args.coord_space) for e in chunk]
-            decoded = backend.generate(prompts, [e.image for e in chunk])
-            records = [{"step_id": e.step.step_id, "output": d.text, "seed": args.seed}
-                       for e, d in zip(chunk, decoded)]
+        for pairs in batches:
+            records = [{"step_id": step_id, "output": text, "seed": args.seed} for step_id, text in pairs]
             f.write(common.jsonl_lines(records))
             f.flush()
             os.fsync(f.fileno())
             for r in records:
                 done[r["step_id"]] = r["output"]
-            meter.add(len(chunk))
-            bar.update(len(chunk))
+            meter.add(len(records))
+            bar.update(len(records))
             bar.set_postfix(steps_per_s=f"{meter.rate:.2f}")
     bar.close()
-    meter.report(f"infer [{getattr(backend, 'name', 'custom')}]")
+    meter.report(f"infer [{backend_name}]")
     # Final file in dataset order, written atomically; the partial file goes away.
     atomic_write(out, common.jsonl_lines({"step_id": s, "output": done[s], "seed": args.seed} for s in order))
     partial.unlink(missing_ok=True)
     _run_key_path(partial).unlink(missing_ok=True)
     atomic_write_json(common.provenance_path(out),
-                             provenance(args, len(order), getattr(backend, "name", "custom"), out))
+                             provenance(args, len(order), backend_name, out))
     return out
+
+
+def _prompt(backend: Any, step: Any, view: Any, contract: Any, coord_space: str) -> str:
+    # the default keeps the 3-argument call, so custom backends need no coord_space
+    if coord_space == "pixels":
+        return backend.prompt(step, view, contract)
+    return backend.prompt(step, view, contract, coord_space=coord_space)
+
+
+def _local_batches(backend: Any, args: InferArguments, todo: Sequence[common.Example], view: Any,
+                   contract: Any) -> Iterator[list[tuple[str, str]]]:
+    """(step id, output) of each chunk of ``batch_size`` steps, decoded in this process."""
+    for i in range(0, len(todo), args.batch_size):
+        chunk = todo[i : i + args.batch_size]
+        prompts = [_prompt(backend, e.step, view, contract, args.coord_space) for e in chunk]
+        decoded = backend.generate(prompts, [e.image for e in chunk])
+        yield [(e.step.step_id, d.text) for e, d in zip(chunk, decoded)]
+
+
+class RayReplica:
+    """One Ray Data replica: a decoding backend built once, applied to batches of steps.
+
+    Batches carry each step pickled and its screenshot as PNG bytes; the replica returns
+    ``step_id`` and ``output`` columns.
+    """
+
+    def __init__(self, engine: str, model: str, revision: str | None, dtype: str, device: str | None,
+                 batch_size: int, max_new_tokens: int, seed: int, tensor_parallel_size: int, view: str,
+                 contract: str, coord_space: str):
+        self.backend = common.make_backend(
+            engine, model, revision=revision, dtype=dtype, device=device, batch_size=batch_size,
+            max_new_tokens=max_new_tokens, seed=seed, tensor_parallel_size=tensor_parallel_size,
+        )
+        self.view, self.contract = common.view_and_contract(view, contract)
+        self.coord_space = coord_space
+
+    def __call__(self, batch: dict[str, Any]) -> dict[str, Any]:
+        import io
+        import pickle
+
+        import numpy as np
+        from PIL import Image
+
+        steps = [pickle.loads(b) for b in batch["step"]]
+        images = [Image.open(io.BytesIO(b)).convert("RGB") for b in batch["image"]]
+        prompts = [_prompt(self.backend, s, self.view, self.contract, self.coord_space) for s in steps]
+        decoded = self.backend.generate(prompts, images)
+        return {"step_id": np.array([s.step_id for s in steps], dtype=object),
+                "output": np.array([d.text for d in decoded], dtype=object)}
+
+
+def _ray_batches(args: InferArguments, todo: Sequence[common.Example]) -> Iterator[list[tuple[str, str]]]:
+    """(step id, output) of each batch decoded by ``data_parallel_size`` Ray Data replicas.
+
+    The arguments and the cluster address are checked at the call; decoding starts when the
+    result is iterated.
+
+    Raises:
+        mag_dataset.cli.UserError: Ray missing or unreachable, a bad engine or replica count.
+    """
+    from mag_dataset.cli import UserError
+    from mag_dataset.harness.ray_backend import RayBackendError, check_ray
+
+    if args.ray_engine not in common.BACKENDS:
+        raise UserError(f"unknown --ray_engine {args.ray_engine!r}; choose one of {sorted(common.BACKENDS)}")
+    if args.data_parallel_size < 1 or args.tensor_parallel_size < 1:
+        raise UserError("tensor_parallel_size and data_parallel_size must be >= 1")
+    if args.ray_engine == "transformers" and args.tensor_parallel_size != 1:
+        raise UserError("--tensor_parallel_size needs --ray_engine vllm (a transformers replica decodes on one device)")
+    try:
+        check_ray(args.ray_address)  # now, before the .partial file is opened
+    except RayBackendError as e:
+        raise UserError(str(e)) from None
+    return _ray_decode(args, todo) if todo else iter(())
+
+
+def _ray_decode(args: InferArguments, todo: Sequence[common.Example]) -> Iterator[list[tuple[str, str]]]:
+    import io
+    import pickle
+
+    from mag_dataset.cli import UserError
+    from mag_dataset.harness.ray_backend import RayBackendError, forwarded_env, ray_session
+
+    def png(image: Any) -> bytes:
+        buf = io.BytesIO()
+        image.save(buf, format="PNG")
+        return buf.getvalue()
+
+    try:
+        # the baselines folder is uploaded to the workers when this run connects; a Ray that
+        # the caller initialised already must reach it itself (locally: the driver's folder)
+        job_env = {"py_modules": [str(Path(common.__file__).parent)], "env_vars": forwarded_env()}
+        with ray_session(args.ray_address, runtime_env=job_env) as ray:
+            import ray.data
+
+            num_gpus = args.ray_num_gpus
+            if num_gpus is None:
+                num_gpus = (args.tensor_parallel_size if args.ray_engine == "vllm"
+                            else float(ray.cluster_resources().get("GPU", 0) > 0))
+            ctx = ray.data.DataContext.get_current()
+            ctx.enable_progress_bars = False  # the driver's own bar counts written steps
+            rows = [{"step": pickle.dumps(e.step), "image": png(e.image)} for e in todo]
+            ds = ray.data.from_items(rows).map_batches(
+                RayReplica,
+                fn_constructor_kwargs=dict(
+                    engine=args.ray_engine, model=args.model_name_or_path, revision=args.model_revision,
+                    dtype=args.dtype, device=args.device, batch_size=args.batch_size,
+                    max_new_tokens=args.max_new_tokens, seed=args.seed,
+                    tensor_parallel_size=args.tensor_parallel_size, view=args.view, contract=args.contract,
+                    coord_space=args.coord_space,
+                ),
+                batch_size=args.batch_size, batch_format="numpy",
+                compute=ray.data.ActorPoolStrategy(size=args.data_parallel_size),
+                num_cpus=args.ray_num_cpus, num_gpus=num_gpus,
+            )
+            for batch in ds.iter_batches(batch_size=args.batch_size, batch_format="numpy"):
+                yield list(zip((str(x) for x in batch["step_id"]), (str(x) for x in batch["output"])))
+    except RayBackendError as e:
+        raise UserError(str(e)) from None
 
 
 def main(argv: Sequence[str] | None = None) -> int:

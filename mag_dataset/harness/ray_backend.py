@@ -187,12 +187,17 @@ def check_ray(address: str | None = None) -> None:
 
 
 @contextmanager
-def ray_session(address: str | None = None) -> Iterator[Any]:
+def ray_session(address: str | None = None, runtime_env: dict[str, Any] | None = None) -> Iterator[Any]:
     """Connect to Ray for the duration of a run; yields the ``ray`` module.
 
     An already initialised Ray (a test's, or a script's own ``ray.init``) is used as it is.
     Otherwise ``address`` (or ``RAY_ADDRESS``) is connected to, or, with neither, a local
     instance is started (no dashboard) and shut down at the end.
+
+    Args:
+        address: the cluster, see :class:`RayOptions`.
+        runtime_env: the job's Ray runtime environment when this call connects (local
+            folders in ``py_modules`` are uploaded to every node only at this level).
 
     Raises:
         RayBackendError: Ray missing, or the cluster unreachable.
@@ -205,9 +210,9 @@ def ray_session(address: str | None = None) -> Iterator[Any]:
     address = address or os.environ.get("RAY_ADDRESS") or None
     try:
         if address is None:
-            ray.init(include_dashboard=False, log_to_driver=False)
+            ray.init(include_dashboard=False, log_to_driver=False, runtime_env=runtime_env)
         else:
-            ray.init(address=address, log_to_driver=False)
+            ray.init(address=address, log_to_driver=False, runtime_env=runtime_env)
     except (ConnectionError, ValueError, RuntimeError, TimeoutError) as e:
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise RayBackendError(f"cannot connect to Ray at {address or 'a new local instance'}: {first}") from None
