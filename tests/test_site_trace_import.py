@@ -8,7 +8,9 @@ An expert episode is driven through BrowserGym (bid actions: Playwright locator 
 from __future__ import annotations
 
 import json
+import re
 import zipfile
+from pathlib import Path
 
 import pytest
 
@@ -124,3 +126,96 @@ def test_trace_of_an_expert_episode_imports_builds_and_its_gold_echo_scores_one(
             data = json.loads(report.to_json())
             values = [data[m]["micro"] for m in METRIC_NAMES if data[m]["micro"] is not None]
             assert values and all(v == 1.0 for v in values), (view, contract, data)
+
+
+FORM = """<!doctype html><html><head><style>body{font:16px sans-serif;margin:24px} td{padding:6px}</style></head>
+<body><table>
+<tr><td><label for="who">Name</label></td><td><input id="who"></td></tr>
+<tr><td><label for="tops">Toppings</label></td><td><select id="tops" multiple size="3"><option>Ham</option>
+<option>Olives</option><option>Mushrooms</option></select></td></tr>
+<tr><td><label for="news">News</label></td><td><input id="news" type="checkbox"></td></tr>
+<tr><td><label for="cv">CV</label></td><td><input id="cv" type="file"></td></tr>
+</table><button id="go" type="button">Send</button><div style="height:1500px"></div></body></html>"""
+
+
+def _local_trace(tmp_path, name: str, act) -> Path:
+    """Record ``act(page)`` on a local form page with Playwright's tracing (BrowserGym's
+    process-wide Playwright: a second sync Playwright in this worker would fail)."""
+    import browsergym.core
+
+    from mag_dataset.live.env import chromium_executable
+
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    page_file = tmp_path / "form.html"
+    page_file.write_text(FORM, "utf-8")
+    browser = browsergym.core._get_global_playwright().chromium.launch(executable_path=chromium_executable())
+    try:
+        context = browser.new_context(viewport={"width": 900, "height": 600})
+        page = context.new_page()
+        context.tracing.start(screenshots=True, snapshots=True)
+        page.goto(page_file.as_uri())
+        act(page)
+        path = tmp_path / f"{name}.zip"
+        context.tracing.stop(path=str(path))
+        context.close()
+    finally:
+        browser.close()
+    return path
+
+
+def test_local_trace_actions_labels_and_skipped_calls(tmp_path):
+    from mag_dataset.harness.trace_import import TraceTask, import_traces
+    from mag_dataset.raw import read_episode
+
+    def act(page):
+        page.locator("#who").fill("Ann")
+        page.locator("#tops").select_option(["Ham", "Olives"])
+        page.locator("#news").check()
+        with pytest.raises(Exception):  # a call that failed acted on nothing: not a step
+            page.locator("#nowhere").click(timeout=300)
+        page.get_by_role("button", name="Send").hover()
+        page.locator("#who").press("Enter")
+        page.mouse.wheel(0, 400)
+
+    trace = _local_trace(tmp_path, "form", act)
+    report = import_traces([trace], tmp_path / "raw", lambda p: TraceTask(intent="Order for Ann.", site="local"))
+    assert report.imported == ["form"], report.summary()
+    ep = read_episode(tmp_path / "raw" / "form")
+    got = [(s.action.type.value, s.action.text, s.action.value, s.action.key, s.action.direction) for s in ep.steps]
+    assert got == [("type", "Ann", None, None, None), ("select", None, "Ham, Olives", None, None),
+                   ("click", None, None, None, None), ("hover", None, None, None, None),
+                   ("press", None, None, "Enter", None), ("scroll", None, None, None, "down")]
+    names = [next(c for c in s.candidates if c.id == s.action.element_id).text for s in ep.steps[:4]]
+    assert names == ["Name", "Toppings", "News", "Send"]  # <label for> in another cell names the field
+    assert ep.steps[1].guide == "Select 'Ham, Olives' from the Toppings drop-down."
+    assert ep.metadata["start_url"].endswith("form.html") and ep.steps[0].viewport_width == 900
+
+
+def test_traces_that_cannot_be_imported_are_skipped_with_the_reason(tmp_path, capsys):
+    from mag_dataset.cli import main
+
+    upload = _local_trace(tmp_path / "t", "upload", lambda page: page.locator("#cv").set_input_files([]))
+    (tmp_path / "t" / "not_a_trace.zip").write_bytes(b"PK\x05\x06" + b"\0" * 18)  # an empty zip
+    (tmp_path / "t" / "broken.zip").write_bytes(b"not a zip at all")
+    raw = tmp_path / "raw"
+    assert main(["import-trace", str(tmp_path / "t"), "--out", str(raw), "--intent", "Upload a CV."]) == 1
+    out = capsys.readouterr().out
+    assert "3 traces: imported 0 episodes" in out
+    assert re.search(r"skipped upload.zip: Locator.set_input_files \(call@\d+\) has no equivalent", out), out
+    assert "skipped not_a_trace.zip: no trace.trace in the archive" in out
+    assert "skipped broken.zip: not a zip archive" in out
+    assert not raw.exists() or not any(raw.iterdir())
+    # usage errors: one line, exit 2
+    for argv, msg in ((["--intent", "x", "--tasks", str(upload)], "exactly one of --intent"),
+                      ([], "exactly one of --intent"),
+                      (["--tasks", str(tmp_path / "missing.json")], "--tasks"),
+                      (["--intent", "  "], "--intent is empty")):
+        assert main(["import-trace", str(upload), "--out", str(raw), *argv]) == 2
+        err = capsys.readouterr().err
+        assert msg in err and err.count("\n") == 1, err
+    bad = tmp_path / "tasks.json"
+    bad.write_text(json.dumps({"upload": {"intent": "x", "seed": "zero"}}))
+    assert main(["import-trace", str(upload), "--out", str(raw), "--tasks", str(bad)]) == 2
+    assert "field 'seed' must be an integer" in capsys.readouterr().err
+    assert main(["import-trace", str(tmp_path / "nope.zip"), "--out", str(raw), "--intent", "x"]) == 2
+    assert "trace archive not found" in capsys.readouterr().err
