@@ -22,6 +22,20 @@ space               a point ``[x, y]`` means
 values are rounded to :data:`ROUND_DECIMALS` places, which removes float noise only (a
 point written as ``37 / 1280 * 1000`` and converted back is 37, not 36.99999999999999).
 
+**Resolution.** A space coarser than the screenshot cannot name every pixel: on a 1280 x
+720 screenshot one norm1000 unit is 1.28 x 0.72 px, so a model that answers whole grid
+units is off by up to half a unit (0.64 x 0.36 px); ``resized:640x360`` answers by up to
+1 px. The scorer adds no tolerance and snaps nothing: the converted point is tested against
+the gold box as it is (edges included), so a whole-unit answer lands inside whenever the
+gold point is at least half a unit from every edge, and a box narrower than one unit may
+hold no whole-unit point at all (such a miss is counted ``point_outside_box`` with its
+distance, a near miss within 10 px). The gold targets rendered by
+:func:`mag_dataset.prompts.render_target` in a space never lose a point: they are written
+with 4 decimals, or at full precision when 4 decimals would convert back outside the box.
+On the bundled site corpus (1280 x 720) the smallest gold box is 12.5 px wide and 13 px
+high and the gold point nearest an edge is 1 px from it, so whole norm1000 units keep every
+gold point inside its box (``tests/test_coords.py``).
+
 :class:`SpaceCheck` collects the raw points of a file and warns when they look like
 another space (every point inside ``[0, 1] x [0, 1]``, or fewer than half of them inside
 the image).

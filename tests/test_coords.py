@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -14,6 +15,7 @@ from mag_dataset.dataset import bundled_dataset, load_steps
 from mag_dataset.parsing import parse_output
 from mag_dataset.predictions import Prediction, PredictionsError, read_predictions, write_predictions
 from mag_dataset.prompts import build_messages, render_target, system_prompt
+from mag_dataset.schema import box_center
 from mag_dataset.scoring import score_predictions
 
 SPACES = ("pixels", "norm1000", "norm1", "resized:1000x700")
@@ -65,6 +67,44 @@ def test_the_same_gold_points_in_each_space_score_identically(coord_steps, menus
         per_step[name] = [s.to_dict() for s in r.steps]
         assert r.value("target_acc") == 1.0 and r.value("saa") == 1.0
     assert len({json.dumps(v) for v in per_step.values()}) == 1
+
+
+def _whole_units(step, space):
+    """A model's answer: the gold point in ``space`` rounded to whole units."""
+    out = json.loads(render_target(step, "coord", "A", coord_space=space))
+    out["action"]["coordinate"] = [round(v) for v in out["action"]["coordinate"]]
+    return json.dumps(out)
+
+
+def test_whole_grid_units_keep_every_gold_point_in_its_box(coord_steps):
+    targeted = [s for s in coord_steps if s.target_bbox is not None]
+    assert len(targeted) >= 100
+    for space in ("norm1000", "resized:1000x700"):
+        sp = parse_coord_space(space)
+        for s in targeted:  # the documented bound: half a unit from every edge is enough
+            hx, hy = (v / 2 for v in sp.scale(s.image_width, s.image_height))
+            p, b = s.action.coordinate or box_center(s.target_bbox), s.target_bbox
+            assert min(p[0] - b[0], b[2] - p[0]) >= hx and min(p[1] - b[1], b[3] - p[1]) >= hy, s.step_id
+        preds = [Prediction(s.step_id, _whole_units(s, space)) for s in targeted]
+        r = score_predictions(preds, targeted, "coord", "A", coord_space=space, bootstrap_resamples=0)
+        assert r.value("target_acc") == 1.0 and not r.warnings
+
+
+def test_a_box_narrower_than_one_unit_on_a_wide_image(coord_steps):
+    # 1280 px wide: one norm1000 unit is 1.28 px; a 1.1 px wide box between units 500 and 501
+    step = next(s for s in coord_steps if s.target_bbox is not None and s.action.type.value == "click")
+    step = dataclasses.replace(step, image_width=1280, image_height=720, target_bbox=(640.1, 100.0, 641.2, 110.0),
+                               action=dataclasses.replace(step.action, coordinate=(640.65, 105.0)))
+    assert CoordSpace("norm1000").scale(1280, 720) == (1.28, 0.72)
+    whole = score_predictions([Prediction(step.step_id, _whole_units(step, "norm1000"))], [step], "coord", "A",
+                              coord_space="norm1000", keep_steps=True, bootstrap_resamples=0)
+    sc = whole.steps[0]
+    assert sc.target_acc == 0.0 and sc.error == "point_outside_box" and sc.box_distance < 1.0  # no snapping
+    gold = render_target(step, "coord", "A", coord_space="norm1000")  # the renderer keeps the decimals it needs
+    assert json.loads(gold)["action"]["coordinate"] == [500.5078, 145.8333]
+    r = score_predictions([Prediction(step.step_id, gold)], [step], "coord", "A", coord_space="norm1000",
+                          bootstrap_resamples=0)
+    assert r.value("target_acc") == 1.0
 
 
 def test_per_line_space_overrides_the_file_space(coord_steps):
