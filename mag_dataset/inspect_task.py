@@ -114,7 +114,7 @@ def load_samples(
     """
     import datasets
 
-    from mag_dataset.dataset import bundled_dataset, load_steps, load_view, row_to_step
+    from mag_dataset.dataset import bundled_dataset, gold_records, load_steps, load_view, row_to_step
 
     view, contract = View(view), Contract(contract)
     source = str(bundled_dataset()) if dataset == "bundled" else dataset
@@ -126,7 +126,7 @@ def load_samples(
     for row in ds:
         image = row.pop("screenshot")
         step = row_to_step(row)
-        gold = {k: v for k, v in row.items()}
+        gold = gold_records([row])[0]  # the Step fields, JSON-able: what the scorer rebuilds the step from
         messages = build_messages(step, view, contract, coord_space=coord_space)
         samples.append(Sample(
             id=step.step_id,
