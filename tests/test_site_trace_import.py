@@ -219,3 +219,50 @@ def test_traces_that_cannot_be_imported_are_skipped_with_the_reason(tmp_path, ca
     assert "field 'seed' must be an integer" in capsys.readouterr().err
     assert main(["import-trace", str(tmp_path / "nope.zip"), "--out", str(raw), "--intent", "x"]) == 2
     assert "trace archive not found" in capsys.readouterr().err
+
+
+def test_format_3_action_events_read_like_the_current_format(tmp_path):
+    """Traces written by older Playwright (format 3: one ``action`` event per call whose
+    ``metadata`` holds everything, as in WebArena's 2023 traces) read as the current format:
+    a trace recorded here is rewritten into that shape, the way Playwright's traceModernizer
+    reads it back, and imports to the same steps."""
+    from mag_dataset.harness.trace_import import TraceTask, import_traces
+    from mag_dataset.raw import read_episode
+
+    def act(page):
+        page.locator("#who").fill("Ann")
+        page.locator("#tops").select_option(["Olives"])
+        page.get_by_role("button", name="Send").click()
+
+    new = _local_trace(tmp_path, "new", act)
+    old = tmp_path / "old.zip"
+    with zipfile.ZipFile(new) as zin, zipfile.ZipFile(old, "w") as zout:
+        events = [json.loads(line) for line in zin.read("trace.trace").decode().splitlines() if line.strip()]
+        calls: dict[str, dict] = {}
+        out = []
+        for ev in events:
+            if ev["type"] in ("before", "input", "after"):
+                md = calls.setdefault(ev["callId"], {"id": ev["callId"], "snapshots": []})
+                if ev["type"] == "before":
+                    md.update(startTime=ev["startTime"], apiName=ev["apiName"], type=ev["class"], method=ev["method"],
+                              params=ev["params"], pageId=ev.get("pageId"))
+                    out.append({"type": "action", "metadata": md})
+                for title in ("before", "input", "after"):
+                    if ev.get(f"{title}Snapshot"):
+                        md["snapshots"].append({"title": title, "snapshotName": ev[f"{title}Snapshot"]})
+                if ev.get("point"):
+                    md["point"] = ev["point"]
+                if ev.get("error"):
+                    md["error"] = {"error": ev["error"]}
+            else:
+                out.append(ev)
+        assert calls and not any(e["type"] in ("before", "input", "after") for e in out)
+        for info in zin.infolist():
+            data = "\n".join(json.dumps(e) for e in out).encode() if info.filename == "trace.trace" else zin.read(info)
+            zout.writestr(info.filename, data)
+    raw = tmp_path / "raw"
+    report = import_traces([new, old], raw, lambda p: TraceTask(intent="Order for Ann."))
+    assert sorted(report.imported) == ["new", "old"], report.summary()
+    a, b = read_episode(raw / "new"), read_episode(raw / "old")
+    assert [s.action for s in a.steps] == [s.action for s in b.steps] and len(a.steps) == 3
+    assert [s.candidates for s in a.steps] == [s.candidates for s in b.steps]

@@ -5,7 +5,9 @@ A trace archive is what ``context.tracing.start(screenshots=True, snapshots=True
 WebArena's published execution traces: ``trace.trace`` (JSON lines: one ``before`` / ``input``
 / ``after`` event per API call, ``frame-snapshot`` events holding the DOM before and at each
 action, ``screencast-frame`` events naming JPEG frames), ``trace.network`` (the resources the
-page loaded) and ``resources/`` (the frames and resource bodies by SHA-1).
+page loaded) and ``resources/`` (the frames and resource bodies by SHA-1). Trace formats 3
+and 4 (Playwright before 1.4x, as in WebArena's 2023 traces) hold one ``action`` event per call
+instead; they are read the way Playwright's own ``traceModernizer`` reads them.
 
 What becomes a step
     Each page action among the trace's API calls: ``click`` / ``dblclick`` / ``tap`` /
@@ -120,6 +122,7 @@ def read_trace(path: Path) -> Trace:
     snaps: dict[str, list[dict[str, Any]]] = {}
     viewport = None
     by_name: dict[str, dict[str, Any]] = {}
+    names_of: dict[tuple[str, str], str] = {}  # (call id, "before"/"input") -> snapshot name
     for name in traces + sorted(n for n in names if n.endswith(".network") and "/" not in n):
         if names[name].file_size > MAX_TRACE_BYTES:
             raise TraceImportError(f"{name} is {names[name].file_size:,} bytes, over the cap of {MAX_TRACE_BYTES:,}")
@@ -137,26 +140,15 @@ def read_trace(path: Path) -> Trace:
                 vp = (ev.get("options") or {}).get("viewport") or {}
                 if _size(vp):
                     viewport = _size(vp)
-            elif kind == "before" and isinstance(ev.get("callId"), str):
-                if len(calls) >= MAX_CALLS:
-                    raise TraceImportError(f"the trace has over {MAX_CALLS:,} calls")
-                params = ev.get("params") if isinstance(ev.get("params"), dict) else {}
-                calls[ev["callId"]] = Call(ev["callId"], str(ev.get("apiName") or ""), str(ev.get("class") or ""),
-                                           str(ev.get("method") or ""), params, float(ev.get("startTime") or 0.0),
-                                           str(ev.get("pageId") or ""))
-                order.append(ev["callId"])
-            elif kind in ("input", "after") and ev.get("callId") in calls:
-                call = calls[ev["callId"]]
-                pt = ev.get("point")
-                if kind == "input" and isinstance(pt, dict) and _num(pt.get("x")) and _num(pt.get("y")):
-                    call.point = (float(pt["x"]), float(pt["y"]))
-                if kind == "after" and ev.get("error"):
-                    err = ev["error"]
-                    err = str((err.get("error") or err).get("message") if isinstance(err, dict) else err) or "failed"
-                    # a call that timed out waiting for the navigation it started still acted
-                    # ("click action done" in its call log): it is a step
-                    if not re.search(r"\b(click|fill|select option|check|hover|tap|press) action done", err):
-                        call.error = err[:300]
+            elif kind == "action":  # trace formats 3 and 4 (Playwright <= 1.3x): one event per call
+                ev = _flat_action(ev)
+                if ev is None:
+                    continue
+                for phase in ("before", "input", "after"):
+                    sub = {**ev, "type": phase}
+                    _add_event(sub, phase, calls, order, names_of)
+            elif kind in ("before", "input", "after"):
+                _add_event(ev, kind, calls, order, names_of)
             elif kind == "screencast-frame" and isinstance(ev.get("sha1"), str) and _num(ev.get("timestamp")):
                 w, h = ev.get("width"), ev.get("height")
                 frames.setdefault(str(ev.get("pageId") or ""), []).append(
@@ -169,12 +161,59 @@ def read_trace(path: Path) -> Trace:
                     by_name[snap["snapshotName"]] = snap
     for cid in order:
         for phase in ("before", "input"):
-            snap = by_name.get(f"{phase}@{cid}")
+            snap = by_name.get(names_of.get((cid, phase)) or f"{phase}@{cid}")
             if snap is not None:
                 calls[cid].snapshots[phase] = snap
     for page in frames.values():
         page.sort(key=lambda f: f[0])
     return Trace([calls[c] for c in order], frames, snaps, resources, viewport, archive)
+
+
+def _flat_action(ev: dict[str, Any]) -> dict[str, Any] | None:
+    """A format-3/4 ``action`` event as the fields of the later before/input/after events
+    (what Playwright's ``traceModernizer`` does); None for internal calls."""
+    md = ev.get("metadata")
+    if not isinstance(md, dict):  # format 4: already flat
+        return ev if isinstance(ev.get("callId"), str) else None
+    if md.get("internal") or str(md.get("method") or "").startswith("tracing") or not isinstance(md.get("id"), str):
+        return None
+    shots = {s.get("title"): s.get("snapshotName") for s in md.get("snapshots") or [] if isinstance(s, dict)}
+    error = md.get("error")
+    return {"callId": md["id"], "startTime": md.get("startTime"), "apiName": md.get("apiName") or f"{md.get('type')}.{md.get('method')}",
+            "class": md.get("type"), "method": md.get("method"), "params": md.get("params"), "pageId": md.get("pageId"),
+            "point": md.get("point"), "error": error.get("error") if isinstance(error, dict) else error,
+            "beforeSnapshot": shots.get("before"), "inputSnapshot": shots.get("input")}
+
+
+def _add_event(ev: dict[str, Any], kind: str, calls: dict[str, Call], order: list[str],
+               names_of: dict[tuple[str, str], str]) -> None:
+    cid = ev.get("callId")
+    if not isinstance(cid, str):
+        return
+    if kind == "before":
+        if len(calls) >= MAX_CALLS:
+            raise TraceImportError(f"the trace has over {MAX_CALLS:,} calls")
+        params = ev.get("params") if isinstance(ev.get("params"), dict) else {}
+        start = ev.get("startTime")
+        calls[cid] = Call(cid, str(ev.get("apiName") or ""), str(ev.get("class") or ""), str(ev.get("method") or ""),
+                          params, float(start) if _num(start) else 0.0, str(ev.get("pageId") or ""))
+        order.append(cid)
+    call = calls.get(cid)
+    if call is None:
+        return
+    for phase, key in (("before", "beforeSnapshot"), ("input", "inputSnapshot")):
+        if isinstance(ev.get(key), str):
+            names_of[(cid, phase)] = ev[key]
+    pt = ev.get("point")
+    if kind == "input" and isinstance(pt, dict) and _num(pt.get("x")) and _num(pt.get("y")):
+        call.point = (float(pt["x"]), float(pt["y"]))
+    if kind == "after" and ev.get("error"):
+        err = ev["error"]
+        err = str((err.get("error") or err).get("message") if isinstance(err, dict) else err) or "failed"
+        # a call that timed out waiting for the navigation it started still acted
+        # ("click action done" in its call log): it is a step
+        if not re.search(r"\b(click|fill|select option|check|hover|tap|press) action done", err):
+            call.error = err[:300]
 
 
 def _num(x: Any) -> bool:
