@@ -521,6 +521,8 @@ class ChatClient:
         return LLMHTTPError(self._gave_up(msg), status)
 
     def _content(self, completion: Any) -> tuple[str, Any, Any]:
+        if isinstance(completion, (str, bytes)):  # openai hands back a body whose content type is not JSON as is
+            raise LLMResponseError(f"{self.url} returned a body that is not JSON: {_short(repr(completion), 120)}")
         choices = getattr(completion, "choices", None)
         if not choices:
             error = (getattr(completion, "model_extra", None) or {}).get("error")

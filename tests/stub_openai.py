@@ -18,7 +18,7 @@ Behaviours:
     Reply(text): 200 with ``choices[0].message.content == text`` (same as a plain string).
     Status(code, retry_after=None, message=...): that HTTP status with an OpenAI error body.
     Slow(seconds, then=...): sleep before answering ``then`` (a timeout for the client).
-    Malformed(raw=...): 200 with a body that is not JSON.
+    Malformed(raw=..., content_type=...): 200 with a body that is not JSON (e.g. a proxy's HTML page).
     Raw(obj): 200 with ``obj`` as the JSON body (e.g. a response without choices).
 
 ``require_key`` makes the server answer 401 unless ``Authorization: Bearer <key>`` matches.
@@ -56,6 +56,7 @@ class Slow:
 @dataclass
 class Malformed:
     raw: bytes = b'{"choices": [ this is not json'
+    content_type: str = "application/json"
 
 
 @dataclass
@@ -125,10 +126,11 @@ class StubOpenAI:
             def log_message(self, *args: Any) -> None:  # keep test output clean
                 pass
 
-            def _send(self, code: int, payload: bytes, extra: dict[str, str] | None = None) -> None:
+            def _send(self, code: int, payload: bytes, extra: dict[str, str] | None = None,
+                      content_type: str = "application/json") -> None:
                 try:
                     self.send_response(code)
-                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Type", content_type)
                     self.send_header("Content-Length", str(len(payload)))
                     for k, v in (extra or {}).items():
                         self.send_header(k, v)
@@ -169,7 +171,7 @@ class StubOpenAI:
                     payload = json.dumps({"error": {"message": answer.message, "code": answer.code}}).encode()
                     self._send(answer.code, payload, extra)
                 elif isinstance(answer, Malformed):
-                    self._send(200, answer.raw)
+                    self._send(200, answer.raw, content_type=answer.content_type)
                 elif isinstance(answer, Raw):
                     self._send(200, json.dumps(answer.obj).encode())
                 else:

@@ -163,9 +163,12 @@ def test_timeout_is_retried_then_typed(stub):
 
 
 def test_malformed_body_is_a_response_error(stub):
-    stub.script += [Malformed(), Raw({"no": "choices"}), Raw({"error": {"message": "model overloaded"}})]
+    stub.script += [Malformed(), Malformed(b"<html>proxy login</html>", "text/html"), Raw({"no": "choices"}),
+                    Raw({"error": {"message": "model overloaded"}})]
     c = client(stub, max_retries=0, cache_dir=None)
     with pytest.raises(LLMResponseError, match="not JSON"):
+        c.complete(MSG)
+    with pytest.raises(LLMResponseError, match="not JSON: '<html>proxy login</html>'"):
         c.complete(MSG)
     with pytest.raises(LLMResponseError, match="no choices"):
         c.complete(MSG)
