@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import dataclasses
 import io
-import json
 import os
 import shutil
 import time
@@ -43,6 +42,7 @@ from mag_dataset.raw import (
     RawEpisode,
     RawStep,
     capture_geometry,
+    episode_text,
     image_format,
     iter_episode_dirs,
     read_episode,
@@ -195,7 +195,7 @@ def compact_episode(
 
 
 def _episode_text(ep: RawEpisode) -> str:
-    return json.dumps(ep.to_json(), indent=1, ensure_ascii=False) + "\n"
+    return episode_text(ep)
 
 
 def compact_corpus(

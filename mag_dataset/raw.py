@@ -228,7 +228,7 @@ def write_episode(root: str | os.PathLike, episode: RawEpisode, images: dict[str
     tmp.mkdir()
     for name, data in sorted(images.items()):
         (tmp / name).write_bytes(data)
-    (tmp / EPISODE_FILE).write_text(json.dumps(episode.to_json(), indent=1, ensure_ascii=False) + "\n", "utf-8")
+    (tmp / EPISODE_FILE).write_text(episode_text(episode), "utf-8")
     if final.exists():
         _rmtree(final)
     tmp.rename(final)
@@ -243,7 +243,29 @@ def rewrite_episode_json(folder: str | os.PathLike, episode: RawEpisode) -> Path
     Returns:
         The path of ``episode.json``.
     """
-    return atomic_write(Path(folder) / EPISODE_FILE, json.dumps(episode.to_json(), indent=1, ensure_ascii=False) + "\n")
+    return atomic_write(Path(folder) / EPISODE_FILE, episode_text(episode))
+
+
+def _is_leaf(value: Any) -> bool:
+    return not isinstance(value, (dict, list)) or (isinstance(value, list) and not any(isinstance(v, (dict, list)) for v in value))
+
+
+def _dump(value: Any, level: int) -> str:
+    pad, end = " " * (level + 1), " " * level
+    if isinstance(value, dict) and value and not all(_is_leaf(v) for v in value.values()):
+        inner = ",\n".join(f"{pad}{json.dumps(k, ensure_ascii=False)}: {_dump(v, level + 1)}" for k, v in value.items())
+        return "{\n" + inner + "\n" + end + "}"
+    if isinstance(value, list) and not _is_leaf(value):
+        return "[\n" + ",\n".join(pad + _dump(v, level + 1) for v in value) + "\n" + end + "]"
+    return json.dumps(value, ensure_ascii=False)
+
+
+def episode_text(episode: RawEpisode) -> str:
+    """The ``episode.json`` text of an episode: indented JSON in which every object or list
+    holding only plain values (a candidate, an action, a box) sits on one line — readable
+    and diffable, a third smaller than fully indented JSON (6.0 MB against 8.9 MB for 135
+    recorded site episodes)."""
+    return _dump(episode.to_json(), 0) + "\n"
 
 
 def _rmtree(path: Path) -> None:

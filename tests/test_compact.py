@@ -70,7 +70,10 @@ def test_compact_converts_losslessly_drops_som_and_is_idempotent(raw, png_corpus
         old = before[ep.episode_id]
         folder = raw / ep.episode_id
         assert sorted(p.name for p in folder.iterdir()) == sorted(["episode.json", *(s.screenshot for s in ep.steps)])
-        assert json.loads((folder / "episode.json").read_text())["format_version"] == 2
+        text = (folder / "episode.json").read_text()
+        assert json.loads(text)["format_version"] == 2
+        # one line per candidate (plain objects inline), indented above that
+        assert sum(line.strip().startswith('{"id": ') for line in text.splitlines()) == sum(len(s.candidates) for s in ep.steps)
         for st, st0 in zip(ep.steps, old.steps):
             data = (folder / st.screenshot).read_bytes()
             assert st.screenshot.endswith(".webp") and image_format(data) == "webp" and st.som_screenshot == ""
