@@ -207,6 +207,7 @@ def test_traces_that_cannot_be_imported_are_skipped_with_the_reason(tmp_path, ca
     assert not raw.exists() or not any(raw.iterdir())
     # usage errors: one line, exit 2
     for argv, msg in ((["--intent", "x", "--tasks", str(upload)], "exactly one of --intent"),
+                      (["--webarena-configs", str(tmp_path / "none")], "not a folder"),
                       ([], "exactly one of --intent"),
                       (["--tasks", str(tmp_path / "missing.json")], "--tasks"),
                       (["--intent", "  "], "--intent is empty")):
@@ -266,3 +267,23 @@ def test_format_3_action_events_read_like_the_current_format(tmp_path):
     a, b = read_episode(raw / "new"), read_episode(raw / "old")
     assert [s.action for s in a.steps] == [s.action for s in b.steps] and len(a.steps) == 3
     assert [s.candidates for s in a.steps] == [s.candidates for s in b.steps]
+
+
+def test_webarena_config_files_give_the_task(tmp_path, capsys):
+    from mag_dataset.cli import main
+    from mag_dataset.raw import read_episode
+
+    trace = _local_trace(tmp_path / "trace", "310", lambda page: page.locator("#who").fill("Ann"))
+    configs = tmp_path / "config_files"
+    configs.mkdir()
+    (configs / "310.json").write_text(json.dumps({  # the fields of WebArena's config_files/<id>.json
+        "sites": ["shopping"], "task_id": 310, "require_login": True, "start_url": "__SHOPPING__",
+        "intent_template": "Fill in {{name}}", "intent": "Fill in  Ann", "intent_template_id": 42,
+        "eval": {"eval_types": ["string_match"]}}))
+    (tmp_path / "trace" / "311.zip").write_bytes(trace.read_bytes())  # no config for it
+    raw = tmp_path / "raw"
+    assert main(["import-trace", str(tmp_path / "trace"), "--out", str(raw), "--webarena-configs", str(configs)]) == 0
+    out = capsys.readouterr().out
+    assert "skipped 311.zip: no task given for it" in out
+    ep = read_episode(raw / "webarena.310")
+    assert (ep.intent, ep.site, ep.intent_template_id, len(ep.steps)) == ("Fill in Ann", "shopping", "42", 1)

@@ -31,8 +31,9 @@ What becomes a step
     with no element (``mouse.click``) becomes a coordinate-only step with the page's
     candidates, for ``mag unify`` to restore.
 
-The trace holds no task text: the intent (and site, template, seed) come from ``--intent``
-or from a JSON file mapping trace names to them (``--tasks``).
+The trace holds no task text: the intent (and site, template, seed) come from ``--intent``,
+from a JSON file mapping trace names to them (``--tasks``), or from WebArena's config files
+(``--webarena-configs``).
 """
 
 from __future__ import annotations
@@ -625,7 +626,7 @@ def import_traces(paths: Iterable[str | Path], out_dir: str | Path, tasks: Calla
             task = tasks(path)
             try:
                 if task is None:
-                    raise TraceImportError("no task given for it (--intent, or an entry in --tasks)")
+                    raise TraceImportError("no task given for it (--intent, an entry in --tasks, or a --webarena-configs file)")
                 ep, images = convert_trace(path, task, browser)
             except TraceImportError as e:
                 report.skipped.append((path.name, str(e)))
