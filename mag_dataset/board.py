@@ -969,6 +969,7 @@ class Board:
                 log.warning("could not restore the board from %s: %s; Hub sync is off for this run",
                             config.sync_repo, e)
         self._rank_cache: dict[tuple, list[Ranked]] = {}
+        self._pair_p: dict[tuple[int, int], float] = {}
         with self._connect() as con:
             con.execute("PRAGMA journal_mode=WAL")
             con.executescript(_SCHEMA)
@@ -1285,7 +1286,11 @@ class Board:
                 if va is None or vb is None:  # a stored file that cannot be re-scored: compare by the means
                     p = 0.0
                 else:
-                    p = paired_test(va, vb, tasks, binary=metric in BINARY_METRICS)["p_value"]
+                    pair = (worse.id, better.id)
+                    if pair not in self._pair_p:  # a pair's test never changes: a new submission adds N tests
+                        self._pair_p[pair] = paired_test(va, vb, tasks, binary=metric in BINARY_METRICS,
+                                                         interval=False)["p_value"]
+                    p = self._pair_p[pair]
                 if p < RANK_ALPHA:
                     beaten[worse.id].append(better.id)
         rows = [Ranked(rank=1 + len(beaten[s.id]), submission=s, metric=metric, value=s.summary.get(metric),
@@ -1421,6 +1426,7 @@ class Board:
                         )
                         con.execute("COMMIT")
                     self._rank_cache.clear()
+                    self._pair_p.clear()
             results.append(RescoreResult(sub.id, same, sub.scorer_version, version, detail))
         return results
 

@@ -34,6 +34,7 @@ inputs always give byte-identical JSON (the draws come from ``random.Random(seed
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import random
@@ -166,6 +167,13 @@ class _Side:
 def _draws(T: int, resamples: int, seed: int, np: Any) -> tuple[Any, Any]:
     """The shared random draws over ``T`` tasks: bootstrap multiplicities (resamples x T)
     and sign flips (resamples x T), from ``random.Random(seed)``."""
+    return _cached_draws(T, resamples, seed)
+
+
+@functools.lru_cache(maxsize=8)  # a memo of a pure function: the leaderboard tests many pairs of one gold
+def _cached_draws(T: int, resamples: int, seed: int) -> tuple[Any, Any]:
+    import numpy as np
+
     rng = random.Random(seed)
     gen_boot = np.random.Generator(np.random.PCG64(rng.getrandbits(128)))
     gen_flip = np.random.Generator(np.random.PCG64(rng.getrandbits(128)))
@@ -173,6 +181,8 @@ def _draws(T: int, resamples: int, seed: int, np: Any) -> tuple[Any, Any]:
     flat = (np.arange(resamples, dtype=np.int64)[:, None] * T + idx).ravel()
     mult = np.bincount(flat, minlength=resamples * T).reshape(resamples, T).astype(np.float64)
     signs = gen_flip.integers(0, 2, size=(resamples, T)).astype(np.float64) * 2.0 - 1.0
+    mult.flags.writeable = False
+    signs.flags.writeable = False
     return mult, signs
 
 
@@ -184,6 +194,7 @@ def paired_test(
     binary: bool,
     resamples: int = COMPARE_RESAMPLES,
     seed: int = COMPARE_SEED,
+    interval: bool = True,
 ) -> dict[str, Any]:
     """One metric's paired comparison (B - A) from per-step values, as :func:`compare_reports`
     computes it for a headline metric: the same task draws, test and rounding, so the
@@ -197,6 +208,8 @@ def paired_test(
             are; an even split drops the step) instead of the task sign-flip test.
         resamples: bootstrap and sign-flip draws.
         seed: seed of the draws.
+        interval: compute ``ci95`` (``False``: ``None``, and no draws for a binary metric,
+            whose McNemar test needs none).
 
     Returns:
         ``{"diff", "ci95", "p_value", "n_steps", "test"}``; ``diff`` and ``ci95`` are
@@ -221,15 +234,17 @@ def paired_test(
     np.add.at(TD, step_task, np.where(m, bv - av, 0.0))
     np.add.at(TN, step_task, m.astype(np.float64))
     total = float(TD.sum())
-    mult, signs = _draws(T, resamples, seed, np)
-    # the same einsum as compare_reports (one column), so the sums run in the same order
-    boot_d = np.einsum("bt,tc->bc", mult, TD[:, None])[:, 0]
-    boot_n = np.einsum("bt,tc->bc", mult, TN[:, None])[:, 0]
-    ok = boot_n > 0
     ci = None
-    if ok.any():
-        lo, hi = np.percentile(boot_d[ok] / boot_n[ok], [2.5, 97.5])
-        ci = [_r(float(lo)), _r(float(hi))]
+    if interval or not binary:
+        mult, signs = _draws(T, resamples, seed, np)
+    if interval:
+        # the same einsum as compare_reports (one column), so the sums run in the same order
+        boot_d = np.einsum("bt,tc->bc", mult, TD[:, None])[:, 0]
+        boot_n = np.einsum("bt,tc->bc", mult, TN[:, None])[:, 0]
+        ok = boot_n > 0
+        if ok.any():
+            lo, hi = np.percentile(boot_d[ok] / boot_n[ok], [2.5, 97.5])
+            ci = [_r(float(lo)), _r(float(hi))]
     if binary:
         a_only = int((m & (av > 0.5) & (bv < 0.5)).sum())
         b_only = int((m & (av < 0.5) & (bv > 0.5)).sum())
