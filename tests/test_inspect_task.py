@@ -146,3 +146,20 @@ def test_several_epochs_are_refused_not_misreported(tmp_path):
     log, = inspect_eval(task, model=get_model("mockllm/model", custom_outputs=respond), limit=3, epochs=2,
                         log_dir=str(tmp_path / "logs"), display="none")
     assert log.status == "error" and "scores one epoch per run" in log.error.message
+
+
+def test_inspect_entry_point_registers_the_task():
+    """pyproject's inspect_ai entry point (``inspect eval mag_dataset/webmre``) names a module
+    that registers the task, scorer and metric."""
+    import importlib
+    import tomllib
+    from pathlib import Path
+
+    from inspect_ai._util.registry import registry_info
+
+    meta = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text("utf-8"))
+    eps = meta["project"]["entry-points"]["inspect_ai"]
+    assert list(eps) == ["mag_dataset"]  # the package name is the prefix in mag_dataset/webmre
+    module = importlib.import_module(eps["mag_dataset"])
+    names = {registry_info(getattr(module, n)).name.split("/")[-1] for n in module.__all__}
+    assert names == {"webmre", "webmre_scorer", "micro_means"}
