@@ -5,8 +5,11 @@ split. This module exposes that as an `Inspect AI <https://inspect.aisi.org.uk>`
 the benchmark runs under the harness the Hub's verified results and lighteval use::
 
     pip install "mag_dataset[inspect]"
-    inspect eval mag_dataset/inspect_task.py@webmre -T view=som -T contract=J \\
+    inspect eval mag_dataset/webmre -T view=som -T contract=J \\
         --model openai/gpt-4o            # or vllm/..., hf/..., openai-api/<provider>/...
+
+(``mag_dataset/webmre`` comes from the package's ``inspect_ai`` entry point; in the source
+tree ``inspect eval mag_dataset/inspect_task.py@webmre`` names the file instead.)
 
 Task parameters (``-T name=value``): ``view`` (``som`` | ``coord``), ``contract``
 (``A`` | ``G`` | ``J`` | ``JG``), ``dataset`` (a built folder, a Hub repo id, or
