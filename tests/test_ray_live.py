@@ -244,3 +244,28 @@ def test_record_ray_writes_the_same_episodes(ray_local, tmp_path, capsys, chromi
             assert _same_picture(remote[name], local[name]), name
         else:  # episode.json (actions, candidates, guides, seeds) and corpus.json (splits): byte for byte
             assert remote[name] == local[name], name
+
+
+@pytest.mark.browser
+def test_endpoint_agent_on_ray_gets_its_key_and_a_refused_key_stops_the_run(ray_local, tmp_path, capsys, chromium,
+                                                                            monkeypatch):
+    """The agent's API-key variable reaches the Ray workers; a 401 there stops the run with one line."""
+    from stub_openai import StubOpenAI
+
+    finish = json.dumps({"action": {"type": "finish"}, "guide": "Done."})
+    # set after ray.init: the workers can only have it from the driver's forwarding
+    monkeypatch.setenv("RAYTEST_API_KEY", "secret")
+    base = ["live-eval", "--api-key-env", "RAYTEST_API_KEY", "--tasks", "click-button", "--view", "som",
+            "--contract", "J", "--max-steps", "2", "--backend", "ray", "--no-progress"]
+    with StubOpenAI(responder=lambda body: finish, require_key="secret") as stub:
+        agent = f"openai:m@{stub.base_url}"
+        assert main(base + ["--agent", agent, "--out", str(tmp_path / "ok")]) == 0
+        assert stub.count == 1
+        report = json.loads((tmp_path / "ok" / "report.json").read_text())
+        assert report["episodes"][0]["ended_by"] == "finish" and report["overall"]["errors"] == 0
+        capsys.readouterr()
+        monkeypatch.setenv("RAYTEST_API_KEY", "wrong")
+        assert main(base + ["--agent", agent, "--out", str(tmp_path / "refused")]) == 2
+    err = capsys.readouterr().err
+    assert "agent openai:m" in err and "Traceback" not in err, err
+    assert not (tmp_path / "refused" / "report.json").exists()
