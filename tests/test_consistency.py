@@ -23,7 +23,7 @@ from mag_dataset.heuristic import heuristic_predictions
 from mag_dataset.actions import ActionType
 from mag_dataset.predictions import Prediction
 from mag_dataset.prompts import action_object, render_output, render_target
-from mag_dataset.schema import Action, Candidate
+from mag_dataset.schema import Action, Candidate, box_center, point_in_box
 from mag_dataset.scoring import METRIC_NAMES, score_predictions, score_step
 
 C = [
@@ -186,6 +186,48 @@ def test_swapping_the_element_drops_consistency_by_the_targeted_share(corpus):
     # the papers' guide metrics do not see it: the guides are unchanged
     assert r.value("bleu1") == base.value("bleu1") == 1.0
     assert r.value("joint_step_acc") < base.value("joint_step_acc")
+
+
+def _clean_wrong_point(step, menu):
+    """The centre of a candidate off the gold box whose every candidate there shares no word
+    with the guide (so no rule of the check can find the guide's element there); else a point
+    on no candidate at all."""
+    toks = set(guide_tokens(step.guide))
+    for c in menu:
+        centre = box_center(c.bbox)
+        if point_in_box(centre, step.target_bbox):
+            continue
+        there = [o for o in menu if point_in_box(centre, o.bbox)]
+        if all(not (set(guide_tokens(o.text)) - STOPWORDS) & toks for o in there) and \
+                any(set(guide_tokens(o.text)) - STOPWORDS for o in there):
+            return centre, True
+    return (step.image_width + 50.0, step.image_height + 50.0), False
+
+
+def test_moving_the_point_to_a_wrong_element_drops_coord_consistency_by_the_targeted_share(corpus):
+    som, coord = corpus
+    menus = {s.step_id: s.candidates for s in som["test"]}
+    steps = coord["test"]
+    gold = [Prediction(s.step_id, render_target(s, "coord", "J")) for s in steps]
+    base = score_predictions(gold, steps, "coord", "J", menus=menus, keep_steps=True, bootstrap_resamples=0)
+    moved, was_consistent, on_element = [], 0, 0
+    cons = {sc.step_id: sc.guide_action_consistency for sc in base.steps}
+    for s in steps:
+        if s.target_bbox is None:
+            moved.append(Prediction(s.step_id, render_target(s, "coord", "J")))
+            continue
+        point, clean = _clean_wrong_point(s, menus[s.step_id])
+        on_element += clean
+        was_consistent += cons[s.step_id] == 1.0
+        obj = action_object(dataclasses.replace(s.action, coordinate=point), "coord")
+        moved.append(Prediction(s.step_id, render_output(obj, s.guide, "J")))
+    targeted = sum(1 for s in steps if s.target_bbox is not None)
+    assert targeted > 50 and on_element >= 0.8 * targeted  # mostly a real element, not off the page
+    r = score_predictions(moved, steps, "coord", "J", menus=menus, keep_steps=True, bootstrap_resamples=0)
+    drop = base.value("guide_action_consistency") - r.value("guide_action_consistency")
+    assert drop == pytest.approx(was_consistent / len(steps), abs=1e-6)
+    assert drop == pytest.approx(targeted / len(steps), abs=1.0 - base.value("guide_action_consistency") + 1e-6)
+    assert r.value("target_acc") == 0.0 and r.value("bleu1") == base.value("bleu1") == 1.0
 
 
 def test_applies_to_joint_contracts_only_and_reported_apart(corpus):
