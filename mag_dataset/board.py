@@ -1124,11 +1124,11 @@ class Board:
             raise SubmissionRejected(f"this board has no gold for the {v.value} view")
         out = self._score_isolated(bytes(data), filename or "", v, c, mode="validate")
         with self._connect() as con:
-            row = con.execute("SELECT id FROM submissions WHERE content_sha256=? AND view=? AND contract=?",
-                              (out["content_sha256"], v.value, c.value)).fetchone()
-        out["duplicate_of"] = int(row[0]) if row else None
-        if row:
-            out["problems"].append(f"the same predictions were already scored (submission #{row[0]})")
+            self._backfill_content(con)
+            dup = _same(con, "content_sha256", out["content_sha256"], v, c)
+        out["duplicate_of"] = dup
+        if dup:
+            out["problems"].append(f"the same predictions were already scored (submission #{dup})")
         return out
 
     def _score_isolated(self, data: bytes, filename: str, view: View, contract: Contract,
@@ -1166,26 +1166,20 @@ class Board:
 
     def _check_limits(self, con: sqlite3.Connection, who: str, sha: str, view: View, contract: Contract,
                       content: str | None = None) -> None:
-        dup = con.execute(
-            "SELECT id FROM submissions WHERE file_sha256=? AND view=? AND contract=?",
-            (sha, view.value, contract.value),
-        ).fetchone()
+        dup = _same(con, "file_sha256", sha, view, contract)
         if dup:
             raise SubmissionRejected(
                 f"this exact file was already scored for view {view.value}, contract {contract.value} "
-                f"(submission #{dup[0]}); it is not scored twice"
+                f"(submission #{dup}); it is not scored twice"
             )
         if content is not None:
             self._backfill_content(con)
-            dup = con.execute(
-                "SELECT id FROM submissions WHERE content_sha256=? AND view=? AND contract=?",
-                (content, view.value, contract.value),
-            ).fetchone()
+            dup = _same(con, "content_sha256", content, view, contract)
             if dup:
                 raise SubmissionRejected(
                     f"the same predictions (the same step ids and outputs, whatever the file's format, line order "
                     f"or blank lines) were already scored for view {view.value}, contract {contract.value} "
-                    f"(submission #{dup[0]}); they are not scored twice"
+                    f"(submission #{dup}); they are not scored twice"
                 )
         if who in self.config.admins:
             return
@@ -1323,32 +1317,33 @@ class Board:
 
     def _rescore(self, sub: Submission, *, keep_steps: bool = False, bootstrap: bool = True) -> Any:
         """Score a stored submission's file again against the current gold (a Report)."""
-        from mag_dataset.predictions import read_predictions
         from mag_dataset.scoring import score_predictions
 
         v, c, gold = View(sub.view), Contract(sub.contract), self.gold
         if v not in gold.steps:
             raise ValueError(f"the gold has no {v.value} view")
-        jsonl = decode_upload(self.read_file(sub), f"x{sub.file_ext}",
-                              max_bytes=max(self.config.max_bytes, sub.file_size) * 64, max_lines=10**9)
-        predictions = read_predictions(jsonl, gold.step_ids(v), max_lines=10**9)
+        predictions = self._stored_predictions(sub)
         kwargs: dict[str, Any] = {} if bootstrap else {"bootstrap_resamples": 0}
         return score_predictions(predictions, gold.steps[v], v, c, verdicts=self.verdicts, keep_steps=keep_steps,
                                  menus=gold.menus(v, c), **kwargs)
 
-    def _backfill_content(self, con: sqlite3.Connection) -> None:
-        """Fill ``content_sha256`` of rows stored before it existed (decoded from their files)."""
+    def _stored_predictions(self, sub: Submission) -> list[Any]:
+        """The predictions of a stored file, read against the current gold's step ids."""
         from mag_dataset.predictions import read_predictions
 
+        jsonl = decode_upload(self.read_file(sub), f"x{sub.file_ext}",
+                              max_bytes=max(self.config.max_bytes, sub.file_size) * 64, max_lines=10**9)
+        return read_predictions(jsonl, self.gold.step_ids(View(sub.view)), max_lines=10**9)
+
+    def _backfill_content(self, con: sqlite3.Connection) -> None:
+        """Fill ``content_sha256`` of rows stored before it existed (decoded from their files)."""
         rows = con.execute("SELECT id FROM submissions WHERE content_sha256 IS NULL").fetchall()
         for (sid,) in rows:
             sub = self.get(sid)
             assert sub is not None
             try:
-                jsonl = decode_upload(self.read_file(sub), f"x{sub.file_ext}",
-                                      max_bytes=max(self.config.max_bytes, sub.file_size) * 64, max_lines=10**9)
-                content = content_sha256(read_predictions(jsonl, self.gold.step_ids(View(sub.view)), max_lines=10**9))
-            except (OSError, ValueError):
+                content = content_sha256(self._stored_predictions(sub))
+            except (OSError, ValueError, KeyError):  # a missing file, or gold without its ids
                 content = f"unreadable:{sub.file_sha256}"
             con.execute("UPDATE submissions SET content_sha256=? WHERE id=?", (content, sid))
 
@@ -1590,6 +1585,14 @@ def public_report(report: dict[str, Any], min_steps: int = MIN_GROUP_STEPS) -> d
         f"{min_steps} steps of a group left out"
     )
     return out
+
+
+def _same(con: sqlite3.Connection, column: str, value: str, view: View, contract: Contract) -> int | None:
+    """The id of a stored submission of this view and contract with ``column`` = ``value``."""
+    assert column in ("file_sha256", "content_sha256")
+    row = con.execute(f"SELECT id FROM submissions WHERE {column}=? AND view=? AND contract=?",
+                      (value, view.value, contract.value)).fetchone()
+    return int(row[0]) if row else None
 
 
 def rank_key(sub: Submission) -> tuple:

@@ -196,3 +196,26 @@ def test_coord_consistency_uses_the_som_menus_as_mag_score_does(board: Board, go
     expected = score_file(data, steps, "coord", "J", menus=menus)
     assert sub.report_json == expected.to_json()
     assert gold.menus("coord", "A") is None and gold.menus("som", "J") is None
+
+
+def test_a_database_from_before_v2_gains_the_columns_and_its_rows_are_filled_lazily(tmp_path: Path) -> None:
+    import sqlite3
+
+    from test_leaderboard_board import gold as hand_gold
+    from test_leaderboard_board import jsonl
+
+    cfg = BoardConfig(data_dir=tmp_path / "old", daily_cap=100)
+    first = submit(Board(cfg, gold=hand_gold()), jsonl(tag="a"), model_name="a")
+    second = submit(Board(cfg, gold=hand_gold()), jsonl(tag="b", perfect_every=1), model_name="b")
+    with sqlite3.connect(cfg.db_path) as con:  # what a schema-1 database looks like
+        con.execute("ALTER TABLE submissions DROP COLUMN content_sha256")
+        con.execute("ALTER TABLE submissions DROP COLUMN step_values_json")
+    board = Board(cfg, gold=hand_gold())  # a restart with the new code
+    # 12 of 12 vs 6 of 12 right: McNemar on 6 discordant steps, p = 2 / 2**6 < 0.05
+    assert [(r.rank, r.submission.id) for r in board.ranking("som", "J")] == [(1, second.id), (2, first.id)]
+    assert board.step_values(board.get(first.id)) is not None  # re-scored once from the stored file, then kept
+    with pytest.raises(SubmissionRejected, match=rf"the same predictions .*\(submission #{first.id}\)"):
+        submit(board, jsonl(tag="a") + b"\n\n", model_name="again")
+    with sqlite3.connect(cfg.db_path) as con:
+        assert con.execute("SELECT COUNT(*) FROM submissions WHERE content_sha256 IS NULL OR step_values_json IS NULL"
+                           ).fetchone()[0] == 0
