@@ -18,7 +18,7 @@ Guarantees:
 * **Deterministic** — rows in (task_id, step_index) order, screenshots stored as the raw
   file's bytes (lossless WebP or PNG, no re-encoding); a step without a recorded Set-of-Mark
   image gets one rendered from the raw screenshot and its candidate boxes
-  (:func:`mag_dataset.live.observe.render_som`: pinned bitmap font, PNG at zlib level 1,
+  (:func:`mag_dataset.live.observe.render_som`: pinned bitmap font, lossless WebP method 1,
   rendered on a thread pool and stored in row order); no timestamps or absolute paths: the
   same raw input gives byte-identical Parquet files.
 * **Atomic** — everything is written into a hidden temp folder next to ``OUT`` and renamed
@@ -188,7 +188,7 @@ class PreparedStep:
         from mag_dataset.live.observe import render_som
 
         try:
-            return {"bytes": render_som(data["screenshot"], self.raw.candidates), "path": None}
+            return {"bytes": render_som(data["screenshot"], self.raw.candidates, "webp"), "path": None}
         except OSError as e:  # a header that reads but pixels that do not decode
             raise RawDataError(self.episode.episode_id, self.raw.step_index, "screenshot",
                                f"{self.raw.screenshot!r} does not decode: {e}") from None

@@ -58,6 +58,10 @@ def test_render_som_is_pinned_and_deterministic():
     # the same render from a lossless WebP of the same pixels
     webp = to_lossless_webp(buf.getvalue())
     assert webp is not None and np.array_equal(_pixels(render_som(webp, cands)), _pixels(out))
+    # the builder's encoding: a lossless WebP of the same pixels, the same bytes every time
+    built = render_som(buf.getvalue(), cands, "webp")
+    assert image_format(built) == "webp" and built == render_som(buf.getvalue(), cands, "webp")
+    assert np.array_equal(_pixels(built), _pixels(out))
 
 
 def test_compact_converts_losslessly_drops_som_and_is_idempotent(raw, png_corpus):

@@ -492,30 +492,35 @@ def draw_som(image: Any, candidates: list[Candidate]) -> Any:
     return out
 
 
-#: Encoding of Set-of-Mark images rendered at build time (:func:`render_som`): PNG at zlib
-#: level 1. Measured on 1280x720 site screenshots (``benchmarks/bench_compact.py``): about
-#: 20 ms per image against 130 ms for ``optimize=True`` and 100-400 ms for lossless WebP, at
-#: ~80 KB instead of ~65 KB; the rendered image is a derived view, rebuilt from the raw
-#: screenshot, so the build's speed matters more than its size.
-SOM_PNG_COMPRESS_LEVEL = 1
+#: Encodings of Set-of-Mark images rendered from a raw screenshot (:func:`render_som`).
+#: Measured on 16 1280x720 site screenshots (``benchmarks/bench_compact.py``, CPU ms per
+#: image): lossless WebP method 1 (effort 10) 42 KB in 23 ms, PNG zlib level 1 89 KB in
+#: 16 ms, PNG ``optimize=True`` 79 KB in 103 ms. The builder stores ``webp`` (half the
+#: Parquet of PNG, and faster to decode for a training loop); ``png`` is what readers that
+#: send the image to a chat API as ``image/png`` get (audit, guide drafting).
+SOM_ENCODINGS: dict[str, dict[str, Any]] = {
+    "webp": {"format": "WEBP", "lossless": True, "method": 1, "quality": 10, "exact": True},
+    "png": {"format": "PNG", "compress_level": 1},
+}
 
 
-def render_som(screenshot: bytes, candidates: Any) -> bytes:
-    """Render the Set-of-Mark image of a raw screenshot (PNG or WebP bytes) as PNG bytes.
+def render_som(screenshot: bytes, candidates: Any, encoding: str = "png") -> bytes:
+    """Render the Set-of-Mark image of a raw screenshot (PNG or WebP bytes).
 
     What the builder stores for a step whose raw corpus keeps no Set-of-Mark file (raw
-    format v2): :func:`draw_som` with the pinned font, PNG at zlib level
-    :data:`SOM_PNG_COMPRESS_LEVEL`, no metadata chunks — the same bytes on every build with
-    the same Pillow and zlib.
+    format v2): :func:`draw_som` with the pinned font, encoded losslessly with
+    :data:`SOM_ENCODINGS` ``[encoding]``, no metadata — the same bytes on every build with
+    the same Pillow, zlib and libwebp.
 
     Args:
         screenshot: the raw screenshot file's bytes.
         candidates: the step's candidate menu (ids and boxes in screenshot px), in menu order.
+        encoding: ``png`` or ``webp`` (see :data:`SOM_ENCODINGS`).
     """
     from PIL import Image
 
     with Image.open(io.BytesIO(screenshot)) as im:
         drawn = draw_som(im, list(candidates))
     buf = io.BytesIO()
-    drawn.save(buf, format="PNG", compress_level=SOM_PNG_COMPRESS_LEVEL)
+    drawn.save(buf, **SOM_ENCODINGS[encoding])
     return buf.getvalue()
