@@ -118,6 +118,18 @@ def test_compacted_build_is_byte_identical_and_renders_som(raw, tmp_path):
             assert (row["viewport_width"], row["viewport_height"], row["device_pixel_ratio"]) == (332, 214, 1.5)
 
 
+def test_rendering_threads_do_not_change_the_bytes(raw, tmp_path, monkeypatch):
+    import mag_dataset.builder as builder
+
+    compact_corpus(raw)
+    built = {}
+    for n in (1, 4):
+        monkeypatch.setattr(builder.os, "cpu_count", lambda n=n: n)
+        out = build_dataset(raw, tmp_path / f"cpus{n}", progress=False)
+        built[n] = {p.relative_to(out): p.read_bytes() for p in out.rglob("*.parquet")}
+    assert len(built[1]) == 4 and built[1] == built[4]
+
+
 def test_cli_compact_and_user_errors(raw, tmp_path, capsys):
     assert main(["compact", "--raw", str(raw), "--dry-run"]) == 0
     assert "would compact: 10 episodes (10 rewritten)" in capsys.readouterr().out
