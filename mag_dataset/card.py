@@ -397,7 +397,8 @@ shards. `checksums.sha256` lists the sha256 of every file (`sha256sum -c checksu
 ## Rebuilding
 
 `pip install mag_dataset`, then `mag build --raw RAW_DIR --out DIR [--audit FILE]` turns raw
-episodes (the documented JSON + PNG format v1 of `mag_dataset.raw`) into this layout; the
+episodes (the documented JSON + lossless WebP/PNG format v2 of `mag_dataset.raw`; v1 is
+read too) into this layout; the
 same raw input gives byte-identical Parquet files. `mag publish --repo-id OWNER/NAME
 --folder DIR` uploads it.
 
@@ -407,7 +408,10 @@ Both views hold the same steps (same `step_id`s, guides, splits and flags); they
 grounding.
 
 - **som** — the screenshot carries Set-of-Mark labels, `candidates` is the menu of labelled
-  elements, and the gold `action.element_id` names one of them.
+  elements, and the gold `action.element_id` names one of them. When the raw corpus stores
+  each screenshot once (raw format v2), the labelled image is rendered at build time from
+  the raw screenshot and the candidate boxes and ids, deterministically (a pinned bitmap
+  font; lossless WebP), so the same raw input gives the same bytes.
 - **coord** — the raw screenshot, no candidate menu, and no element ids at all (the gold
   `action.element_id` and `original_element_id` are null): the gold action is grounded by
   `action.coordinate` in screenshot pixels. `target_bbox` stays for scoring: a predicted
@@ -438,7 +442,10 @@ Coordinates and boxes are in screenshot pixels; a point is inside a box when
 - `audit_status` / `disputed`: outcome of the three-judge label audit. A `remapped` step's
   gold element was replaced (the recorded id is kept in `original_element_id`) and its
   `target_bbox` is the new element's box. Disputed steps are excluded from element-level
-  scoring; unmappable steps have no trustworthy element.
+  scoring; unmappable steps have no trustworthy element. A click recorded as a bare point
+  (as human demonstrations are) that `mag unify` could not map to one element — the point
+  lies in no candidate box (`point_outside_candidates`) or in competing ones
+  (`point_ambiguous`) — is `unmappable`, with no element id and no `target_bbox`.
 - `stale`: the observation was recaptured after the fact and differs from the action-time one.
 - `coordinate_restored`: the element id was restored from a coordinate-only action (the
   smallest candidate box containing the point).

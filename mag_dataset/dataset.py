@@ -1,6 +1,6 @@
 """Loading built WebMRE datasets: the bundled sample, local folders and Hub repositories.
 
-The bundled sample corpus (recorded MiniWoB++ episodes, raw format v1) ships inside the
+The bundled sample corpus (recorded episodes, raw format, :mod:`mag_dataset.raw`) ships inside the
 package; :func:`bundled_dataset` builds it once into a cache folder keyed by its
 fingerprint, so every command and test reads the same Parquet files. Everything else
 goes through ``datasets.load_dataset`` on a built folder or a Hub repo id, exactly as a
@@ -57,7 +57,7 @@ _STEP_FIELDS: tuple[str, ...] = (
 
 
 def bundled_raw_dir() -> Path:
-    """The committed sample corpus (raw format v1): ``mag_dataset/data/raw/``."""
+    """The committed sample corpus (raw format, :mod:`mag_dataset.raw`): ``mag_dataset/data/raw/``."""
     return Path(__file__).resolve().parent / "data" / "raw"
 
 
