@@ -127,7 +127,9 @@ def test_wrong_space_collapses_the_score_and_warns(coord_steps):
     r = score_predictions(preds, coord_steps, "coord", "A", bootstrap_resamples=0)  # declared: pixels (default)
     assert r.value("target_acc") == 0.0
     assert len(r.warnings) == 1 and "look like norm1" in r.warnings[0]
-    assert r.provenance["coord_space"] == {"space": "pixels", "source": "default", "points": {"pixels": 186}}
+    n_points = sum(1 for s in coord_steps if s.target_bbox is not None)  # one point per targeted step
+    assert n_points >= 100
+    assert r.provenance["coord_space"] == {"space": "pixels", "source": "default", "points": {"pixels": n_points}}
     assert json.loads(r.to_json())["warnings"] == list(r.warnings)
     preds = [Prediction(s.step_id, render_target(s, "coord", "A", coord_space="norm1000")) for s in coord_steps]
     r = score_predictions(preds, coord_steps, "coord", "A", bootstrap_resamples=0)
@@ -176,7 +178,8 @@ def test_mag_score_flag_sidecar_and_conflict(tmp_path: Path, coord_steps):
             "--output", str(out))
     r = _cli(*base)  # undeclared: scored as pixels, warned on stderr
     assert r.returncode == 0 and "warning" in r.stderr and "0-1000 grid" in r.stderr
-    assert json.loads(out.read_text())["target_acc"]["micro"] == 0.0
+    # collapsed (on a 1280 px wide screenshot a grid value read as pixels still hits a box by chance)
+    assert json.loads(out.read_text())["target_acc"]["micro"] < 0.2
     r = _cli(*base, "--coord-space", "norm1000")
     d = json.loads(out.read_text())
     assert r.returncode == 0 and d["target_acc"]["micro"] == 1.0 and d["warnings"] == []
