@@ -137,13 +137,18 @@ table.mag-rank th.c-rank, table.mag-rank th.c-model, table.mag-rank th.c-head { 
 .mag-gold { padding: 8px 12px; border-radius: 6px; border: 1px solid var(--border-color-primary); }
 .mag-gold.public { background: #fff4e5; color: #5f370e; border-color: #f0b36b; }
 .mag-gold.hidden { background: #e8f4fd; color: #0b3c61; border-color: #8cc4ef; }
+.mag-bars-wrap { overflow-x: auto; max-width: 100%; }
 table.mag-bars { border-collapse: collapse; font-size: 14px; margin-bottom: 12px; }
+table.mag-bars th[scope=row] { max-width: 16em; white-space: normal; }
+small.mag-pooled { font-weight: 400; font-size: 12px; opacity: .8; }
 table.mag-bars th, table.mag-bars td { padding: 4px 8px; border-bottom: 1px solid var(--border-color-primary); text-align: left; }
 .mag-bar { display: flex; align-items: center; gap: 6px; min-width: 9em; }
 .mag-bar span.b { display: inline-block; height: 12px; background: #4f6bed; border-radius: 2px; }
 .mag-bar span.v { font-variant-numeric: tabular-nums; min-width: 2.6em; }
 .mag-upload-note { font-size: 14px; padding: 6px 10px; border-radius: 6px; }
 .mag-upload-note.too-big { background: #fdecea; color: #8a1c14; border: 2px solid #d93025; font-weight: 600; }
+#compare-out textarea { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; font-size: 13px;
+  white-space: pre; overflow-x: auto; }
 .status-accepted textarea { background: #e6f4ea !important; color: #0d5223 !important; border: 2px solid #1e8e3e !important; font-weight: 600; }
 .status-rejected textarea { background: #fdecea !important; color: #8a1c14 !important; border: 2px solid #d93025 !important; font-weight: 600; }
 """
@@ -282,7 +287,8 @@ def breakdown_html(report: dict[str, Any], key: str) -> str:
     rows = []
     for g in names:
         block = groups[g]
-        label = g if "pooled" not in block else f"{g} ({', '.join(block['pooled'])})"
+        label = _esc(g) if "pooled" not in block else \
+            f"{_esc(g)}<br><small class=\"mag-pooled\">{_esc(', '.join(block['pooled']))}</small>"
         cells = []
         for m in metrics:
             v = metric_value(block.get(m))
@@ -291,9 +297,9 @@ def breakdown_html(report: dict[str, Any], key: str) -> str:
             else:
                 cells.append(f'<td><div class="mag-bar" role="img" aria-label="{_esc(m)} {v:.2f}"><span class="v">'
                              f'{v:.2f}</span><span class="b" style="width:{max(1, round(v * 80))}px"></span></div></td>')
-        rows.append(f"<tr><th scope=\"row\">{_esc(label)}</th><td>{int(block.get('steps') or 0)}</td>{''.join(cells)}</tr>")
-    return (f'<h4>{_esc(title)}</h4><table class="mag-bars"><thead><tr><th>group</th><th>steps</th>{head}</tr></thead>'
-            f'<tbody>{"".join(rows)}</tbody></table>')
+        rows.append(f"<tr><th scope=\"row\">{label}</th><td>{int(block.get('steps') or 0)}</td>{''.join(cells)}</tr>")
+    return (f'<h4>{_esc(title)}</h4><div class="mag-bars-wrap"><table class="mag-bars"><thead><tr><th>group</th>'
+            f'<th>steps</th>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table></div>')
 
 
 def taxonomy_html(report: dict[str, Any]) -> str:

@@ -1378,7 +1378,7 @@ class Board:
         if v not in gold.steps:
             raise SubmissionRejected(f"this board has no gold for the {v.value} view")
         reports = [self._rescore(sub, keep_steps=True, bootstrap=False) for sub in (a, b)]
-        return compare_reports(reports[0], reports[1], gold.steps[v], resamples=resamples, seed=seed)
+        return coarsen_comparison(compare_reports(reports[0], reports[1], gold.steps[v], resamples=resamples, seed=seed))
 
     # ---- admin
 
@@ -1570,6 +1570,27 @@ def coarsen_breakdown(groups: dict[str, dict[str, Any]], min_steps: int = MIN_GR
             if int(block[m].get("n") or 0) < min_steps:
                 del block[m]
     return out
+
+
+def coarsen_comparison(comp: Any, min_steps: int = MIN_GROUP_STEPS) -> Any:
+    """A comparison safe to show: a breakdown dimension is kept only when every compared
+    cell of it rests on at least ``min_steps`` paired steps (a withheld group could be
+    recovered from the headline and the others); the rest is withheld and named."""
+    from dataclasses import replace
+
+    kept, withheld = {}, []
+    for dim, groups in comp.breakdowns.items():
+        if all(cell["n_steps"] >= min_steps for ms in groups.values() for cell in ms.values()):
+            kept[dim] = groups
+        else:
+            kept[dim] = {}
+            withheld.append(dim)
+    prov = dict(comp.provenance)
+    if withheld:
+        prov["breakdowns_withheld"] = (
+            f"{', '.join(withheld)}: a group under {min_steps} steps (the leaderboard's granularity rule); "
+            "p_holm of the shown breakdowns still counts the withheld tests")
+    return replace(comp, breakdowns=kept, provenance=prov)
 
 
 def public_report(report: dict[str, Any], min_steps: int = MIN_GROUP_STEPS) -> dict[str, Any]:

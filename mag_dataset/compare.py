@@ -478,6 +478,8 @@ def format_comparison(comp: Comparison, *, alpha: float = 0.05) -> str:
         for key, ms in groups.items():
             for name, m in ms.items():
                 lines.append(row(f"  {key[:14]} {name}", m))
+    if p.get("breakdowns_withheld"):
+        lines += ["", f"breakdowns withheld: {p['breakdowns_withheld']}"]
     lines += ["", f"* Holm-adjusted p < {alpha:g} (family: the headline metrics; the breakdowns form a second family)"]
     return "\n".join(lines)
 

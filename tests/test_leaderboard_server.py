@@ -629,6 +629,10 @@ def test_browser_header_click_sorts_and_a_row_opens_its_details(server, client, 
     # not-applicable metrics are left out: a contract-A submission shows no guide column
     assert "BLEU-1" not in page.locator("#details-breakdowns").inner_text()
     expect(page.locator("#details-taxonomy")).to_contain_text("Error taxonomy")
+    # the page itself never scrolls sideways: wide tables scroll inside their own box
+    assert page.evaluate("() => document.documentElement.scrollWidth") <= viewport["width"] + 1
+    wrap = page.locator("#details-breakdowns .mag-bars-wrap").first.bounding_box()
+    assert wrap["x"] >= 0 and wrap["x"] + wrap["width"] <= viewport["width"] + 1, wrap
 
 
 @pytest.mark.browser
