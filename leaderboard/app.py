@@ -375,7 +375,8 @@ the model writes an **action** grounded by element id (`som` view) or pixel coor
   cannot keep two such groups is withheld; a metric scored on fewer than {min_group} steps
   of a group is left out. No shown figure rests on fewer than {min_group} gold steps, and no
   withheld group can be recovered by subtracting the shown ones from the total. The
-  downloadable report follows the same rule. Which gold is in use (public sample or hidden
+  downloadable report follows the same rule, and a comparison on *Details* shows a
+  breakdown only when each of its groups holds at least {min_group} paired steps. Which gold is in use (public sample or hidden
   split, its size and fingerprint) is shown on the main page.
 * Limits: a daily cap of accepted submissions per submitter (your Hugging Face login on
   the Space, the typed *submitter* name locally); the same predictions (the same step

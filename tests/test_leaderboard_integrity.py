@@ -164,11 +164,20 @@ def test_paired_test_matches_mag_compare_on_the_ranking_metric(gold: Gold) -> No
 
 
 def test_ranks_are_shared_when_the_paired_difference_is_not_significant(board: Board, gold: Gold) -> None:
-    best = submit(board, gold_file(gold, "J", 4), model_name="three-in-four")
-    close = submit(board, heuristic_file(gold, "som", "J"), model_name="heuristic")
-    near = submit(board, gold_file(gold, "J", 2), model_name="one-in-two")
+    steps = gold.steps[View.SOM]
+    assert len(steps) >= 40, "too few steps for a significant difference: this test would prove nothing"
+    wrong = '{"action": {"type": "finish"}, "guide": "Done."}'
+
+    def file(missed) -> bytes:
+        return lines({"step_id": s.step_id, "output": wrong if missed(i) else render_target(s, View.SOM, Contract.J)}
+                     for i, s in enumerate(steps))
+
+    extra = {1, 3, 5}  # three more misses: 3 discordant steps, McNemar p = 0.25 whatever the gold
+    best = submit(board, file(lambda i: i % 4 == 0), model_name="one miss in four")
+    near = submit(board, file(lambda i: i % 2 == 0), model_name="one miss in two")
+    close = submit(board, file(lambda i: i % 2 == 0 or i in extra), model_name="three more misses")
     rows = {r.submission.id: r for r in board.ranking("som", "J")}
-    tasks = [s.task_id for s in gold.steps[View.SOM]]
+    tasks = [s.task_id for s in steps]
     p = lambda a, b: paired_test(board.step_values(a), board.step_values(b), tasks, binary=True)["p_value"]  # noqa: E731
     assert best.summary["saa"] > near.summary["saa"] > close.summary["saa"]
     assert p(near, best) < 0.05 and p(close, best) < 0.05 and p(close, near) >= 0.05  # the premise
