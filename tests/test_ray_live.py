@@ -22,19 +22,10 @@ from mag_dataset.cli import main  # noqa: E402
 from mag_dataset.harness.agents import AgentSpec  # noqa: E402
 from mag_dataset.harness.live_eval import LiveEvalConfig, LiveEvalError, run_live_eval  # noqa: E402
 from mag_dataset.harness.ray_backend import Crashed, Dispatcher, RayBackendError, RayOptions  # noqa: E402
+from _ray_local import ray_local  # noqa: E402,F401 - the fixture
 
 #: Two MiniWoB++ tasks the heuristic solves (one and two steps); 2 seeds each.
 TASKS = ("click-button", "enter-text")
-
-
-@pytest.fixture(scope="module")
-def ray_local():
-    """A local Ray instance on 2 CPUs with a small object store, shut down after the module."""
-    if ray.is_initialized():  # pragma: no cover - another module's instance left running
-        ray.shutdown()
-    ray.init(num_cpus=2, include_dashboard=False, object_store_memory=100 * 1024 * 1024, log_to_driver=False)
-    yield ray
-    ray.shutdown()
 
 
 # ----------------------------------------------------------------------------- configuration
