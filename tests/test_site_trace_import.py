@@ -98,7 +98,12 @@ def test_trace_of_an_expert_episode_imports_builds_and_its_gold_echo_scores_one(
     # one step per page action of the expert (the BrowserGym calls), in order, with its target
     kinds = {"click": "click", "fill": "type", "select_option": "select", "scroll": "scroll", "scroll_at": "scroll",
              "keyboard_press": "press", "goto": "goto", "mouse_click": "click"}
-    assert [s.action.type.value for s in ep.steps] == [kinds[a.strip().splitlines()[-1].split("(")[0]] for a in actions]
+    from mag_dataset.harness.trace_import import read_trace
+
+    calls = [(c.api_name, c.error[:200]) for c in read_trace(trace).calls if c.cls in ("Frame", "Page")
+             and c.method not in ("evaluateExpression", "evaluateExpressionHandle", "title", "waitForTimeout")]
+    assert [s.action.type.value for s in ep.steps] == [kinds[a.strip().splitlines()[-1].split("(")[0]] for a in actions], \
+        (actions, calls)
     clicks = [s for s in ep.steps if s.action.type.value == "click"]
     assert clicks
     if click_view == "coord":  # mouse.click: coordinate-only steps, restored by mag unify
@@ -287,3 +292,52 @@ def test_webarena_config_files_give_the_task(tmp_path, capsys):
     assert "skipped 311.zip: no task given for it" in out
     ep = read_episode(raw / "webarena.310")
     assert (ep.intent, ep.site, ep.intent_template_id, len(ep.steps)) == ("Fill in Ann", "shopping", "42", 1)
+
+
+def test_a_click_that_times_out_on_the_navigation_it_started_is_a_step(tmp_path):
+    """Tracing slows pages: a click whose navigation outlasts the call's timeout has acted (its
+    call log says so), as BrowserGym's 500 ms clicks on the sites do; a click on nothing has not."""
+    import http.server
+    import threading
+    import time
+
+    from mag_dataset.harness.trace_import import TraceTask, import_traces, read_trace
+    from mag_dataset.raw import read_episode
+
+    class Slow(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            if self.path.startswith("/slow"):
+                time.sleep(3)
+            body = b"<html><body><a id='go' href='/slow'>Next page</a> <input id='q'></body></html>"
+            try:
+                self.send_response(200)
+                self.send_header("Content-Type", "text/html")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+            except OSError:  # the browser went away first
+                pass
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Slow)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        def act(page):
+            page.goto(f"http://127.0.0.1:{server.server_address[1]}/")
+            page.locator("#q").fill("x")
+            with pytest.raises(Exception, match="Timeout"):
+                page.locator("#go").click(timeout=1500)
+            with pytest.raises(Exception, match="Timeout"):
+                page.locator("#nothing").click(timeout=200)
+
+        trace = _local_trace(tmp_path, "slow", act)
+    finally:
+        server.shutdown()
+    clicks = [c for c in read_trace(trace).calls if c.method == "click"]
+    assert [(c.error, c.acted) for c in clicks][0] == ("", True) and clicks[1].error.startswith("Timeout")
+    import_traces([trace], tmp_path / "raw", lambda p: TraceTask(intent="Open the next page."))
+    ep = read_episode(tmp_path / "raw" / "slow")
+    assert [s.action.type.value for s in ep.steps] == ["goto", "type", "click"]  # (the form page opened first)
+    assert next(c for c in ep.steps[2].candidates if c.id == ep.steps[2].action.element_id).text == "Next page"

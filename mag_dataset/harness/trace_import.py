@@ -75,6 +75,7 @@ class Call:
     page_id: str = ""
     point: tuple[float, float] | None = None
     error: str = ""
+    acted: bool = False  # its call log says the action was performed (even if it then timed out)
     snapshots: dict[str, dict[str, Any]] = field(default_factory=dict)  # "before"/"input" -> frame snapshot
 
 
@@ -150,6 +151,8 @@ def read_trace(path: Path) -> Trace:
                     _add_event(sub, phase, calls, order, names_of)
             elif kind in ("before", "input", "after"):
                 _add_event(ev, kind, calls, order, names_of)
+            elif kind == "log" and ev.get("callId") in calls and _ACTED.search(str(ev.get("message") or "")):
+                calls[ev["callId"]].acted = True
             elif kind == "screencast-frame" and isinstance(ev.get("sha1"), str) and _num(ev.get("timestamp")):
                 w, h = ev.get("width"), ev.get("height")
                 frames.setdefault(str(ev.get("pageId") or ""), []).append(
@@ -161,6 +164,8 @@ def read_trace(path: Path) -> Trace:
                 if snap.get("isMainFrame", True) and isinstance(snap.get("snapshotName"), str):
                     by_name[snap["snapshotName"]] = snap
     for cid in order:
+        if calls[cid].acted:  # it timed out waiting for the navigation it started, after acting
+            calls[cid].error = ""
         for phase in ("before", "input"):
             snap = by_name.get(names_of.get((cid, phase)) or f"{phase}@{cid}")
             if snap is not None:
@@ -182,7 +187,7 @@ def _flat_action(ev: dict[str, Any]) -> dict[str, Any] | None:
     error = md.get("error")
     return {"callId": md["id"], "startTime": md.get("startTime"), "apiName": md.get("apiName") or f"{md.get('type')}.{md.get('method')}",
             "class": md.get("type"), "method": md.get("method"), "params": md.get("params"), "pageId": md.get("pageId"),
-            "point": md.get("point"), "error": error.get("error") if isinstance(error, dict) else error,
+            "point": md.get("point"), "error": error.get("error") if isinstance(error, dict) else error, "log": md.get("log"),
             "beforeSnapshot": shots.get("before"), "inputSnapshot": shots.get("input")}
 
 
@@ -210,11 +215,17 @@ def _add_event(ev: dict[str, Any], kind: str, calls: dict[str, Call], order: lis
         call.point = (float(pt["x"]), float(pt["y"]))
     if kind == "after" and ev.get("error"):
         err = ev["error"]
-        err = str((err.get("error") or err).get("message") if isinstance(err, dict) else err) or "failed"
-        # a call that timed out waiting for the navigation it started still acted
-        # ("click action done" in its call log): it is a step
-        if not re.search(r"\b(click|fill|select option|check|hover|tap|press) action done", err):
-            call.error = err[:300]
+        call.error = (str((err.get("error") or err).get("message") if isinstance(err, dict) else err) or "failed")[:300]
+    logs = ev.get("log")
+    # a call that timed out waiting for the navigation it started still acted (its call log,
+    # "log" events or the format-3 metadata's list, says so): it is a step
+    if isinstance(logs, list) and any(_ACTED.search(str(line)) for line in logs):
+        call.acted = True
+
+
+#: A call-log line saying the action itself was dispatched to the page (a click that starts a
+#: slow navigation can time out after "performing click action", the page already leaving).
+_ACTED = re.compile(r"\bperforming (click|dblclick|tap|hover) action|\b(click|fill|select option|check|uncheck|hover|tap|press|type) action done")
 
 
 def _num(x: Any) -> bool:
