@@ -70,7 +70,7 @@ import datasets
 
 from mag_dataset.actions import ACTION_SPACE, View
 from mag_dataset.features import view_features
-from mag_dataset.live.recorder import site_family
+from mag_dataset.live.recorder import params_key, site_family
 from mag_dataset.raw import (
     AUDIT_FILE,
     CORPUS_FILE,
@@ -314,8 +314,6 @@ def read_splits(raw_dir: Path, episodes: list[RawEpisode]) -> CorpusSplits:
     held = d.get("held_out_templates") or []
     if not isinstance(held, list) or not all(isinstance(t, str) for t in held):
         raise BuildError(f"{path}: field 'held_out_templates' must be a list of strings")
-    from mag_dataset.live.recorder import params_key  # noqa: F811 (read where the rule is)
-
     pairs: dict[str, tuple[Split, str]] = {}
     for ep in episodes:
         if ep.task_id not in splits:
