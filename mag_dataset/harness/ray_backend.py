@@ -9,8 +9,11 @@ commands::
     mag live-eval --backend ray --ray-address auto --agent heuristic --tasks click-button --episodes 100 ...
     mag record --backend ray --ray-address auto --tasks 'sites.shop.*' --episodes 3 --out raw/
 
-Without ``--ray-address`` (and no ``RAY_ADDRESS``) a local Ray instance is started for the
-run and shut down after it.
+Without ``--ray-address`` Ray's own rule applies: ``RAY_ADDRESS``, else a cluster started
+with ``ray start`` on this machine, else a local Ray instance started for the run and shut
+down after it. Ray's servers listen on the node's address, not only 127.0.0.1 (a cluster
+framework's design; Ray 2.60 protects them with its token authentication, on by default);
+the sites themselves still listen on 127.0.0.1 only.
 
 How episodes run:
 
@@ -69,7 +72,8 @@ class RayOptions:
 
     Attributes:
         address: a running cluster (``auto``, ``HOST:6379`` or ``ray://HOST:10001``); None:
-            ``RAY_ADDRESS`` if set, else a local instance started for the run.
+            ``RAY_ADDRESS``, else a ``ray start`` cluster on this machine, else a local
+            instance started for the run.
         max_retries: reruns of an episode whose worker process died.
         cpus_per_episode: CPUs Ray reserves per episode (a browser plus the agent).
         gpus_per_episode: GPUs Ray reserves per episode (a checkpoint agent on GPU nodes).
@@ -191,8 +195,9 @@ def ray_session(address: str | None = None, runtime_env: dict[str, Any] | None =
     """Connect to Ray for the duration of a run; yields the ``ray`` module.
 
     An already initialised Ray (a test's, or a script's own ``ray.init``) is used as it is.
-    Otherwise ``address`` (or ``RAY_ADDRESS``) is connected to, or, with neither, a local
-    instance is started (no dashboard) and shut down at the end.
+    Otherwise ``address`` (or ``RAY_ADDRESS``, or a ``ray start`` cluster on this machine) is
+    connected to, or a local instance is started (no dashboard); this call disconnects (and
+    so stops a local instance) at the end.
 
     Args:
         address: the cluster, see :class:`RayOptions`.
