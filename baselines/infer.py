@@ -32,7 +32,8 @@ batches of ``batch_size`` to a pool of replicas, each holding one ``--ray_engine
 (transformers, or vLLM with ``tensor_parallel_size`` GPUs per replica), and the driver appends
 each finished batch to the ``.partial`` file, so a rerun resumes exactly as with the other
 backends. Greedy decoding of a step does not depend on its batch, so the file equals the
-single-process one. Each node needs this package and the model (a Hub id, or a path that
+single-process one. The screenshots of the steps to do are PNG-encoded into Ray's object
+store at the start (about the size of the split's images; it spills to disk when full). Each node needs this package and the model (a Hub id, or a path that
 exists on every node); the ``baselines`` folder is shipped to the workers by Ray.
 """
 

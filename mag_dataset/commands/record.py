@@ -47,7 +47,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         f"{' '.join(HELD_OUT_TEMPLATES)} for the bundled MiniWoB++ tasks)")
     from mag_dataset.harness.ray_backend import add_ray_arguments
 
-    add_ray_arguments(parser, "one browser per task")
+    add_ray_arguments(parser, "one browser per task", unit="recording attempt")
 
 
 def run(args: argparse.Namespace) -> int:

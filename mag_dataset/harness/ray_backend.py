@@ -96,11 +96,17 @@ class RayOptions:
 # ----------------------------------------------------------------------------- CLI flags
 
 
-def add_ray_arguments(parser: argparse.ArgumentParser, what: str) -> None:
-    """Add ``--backend``, ``--ray-address``, ``--ray-max-retries`` and the per-episode resources."""
+def add_ray_arguments(parser: argparse.ArgumentParser, what: str, unit: str = "episode") -> None:
+    """Add ``--backend``, ``--ray-address``, ``--ray-max-retries`` and the per-episode resources.
+
+    Args:
+        parser: the command's parser.
+        what: how the local backend runs (for the help text).
+        unit: what one Ray task runs (``episode``; ``attempt`` for ``mag record``).
+    """
     group = parser.add_argument_group("Ray backend (run on a cluster; pip install \"mag_dataset[ray]\")")
     group.add_argument("--backend", choices=BACKENDS, default="local",
-                       help=f"local: {what} on this machine; ray: one Ray task per episode (default: local)")
+                       help=f"local: {what} on this machine; ray: one Ray task per {unit} (default: local)")
     group.add_argument("--ray-address", default=None, metavar="ADDR",
                        help="Ray cluster to use (auto, HOST:6379, ray://HOST:10001); default: RAY_ADDRESS, "
                             "else a local Ray instance for this run")
