@@ -118,6 +118,26 @@ def test_compacted_build_is_byte_identical_and_renders_som(raw, tmp_path):
             assert (row["viewport_width"], row["viewport_height"], row["device_pixel_ratio"]) == (332, 214, 1.5)
 
 
+def test_compact_keeps_recaptured_action_time_screenshots(raw):
+    from mag_dataset.harness.unify import unify_corpus
+
+    folder = raw / "login-form.seed-0"
+    st = read_episode(folder).steps[1]
+    # a recaptured step: the action-time screenshot is kept beside the re-rendered one
+    shutil.copy(folder / st.screenshot, folder / "step_001_action_time.png")
+    edit_episode(folder, lambda d: d["steps"][1]["metadata"].update(recaptured=True,
+                                                                    action_time_screenshot="step_001_action_time.png"))
+    before = _pixels((folder / "step_001_action_time.png").read_bytes())
+    compact_corpus(raw)
+    st = read_episode(folder).steps[1]
+    assert st.metadata["action_time_screenshot"] == "step_001_action_time.webp"
+    assert np.array_equal(_pixels((folder / "step_001_action_time.webp").read_bytes()), before)
+    assert not (folder / "step_001_action_time.png").exists()
+    # the stale rule still reads both: identical pixels, not stale
+    report = unify_corpus(raw)
+    assert report.recaptured == 1 and report.stale == 0
+
+
 def test_rendering_threads_do_not_change_the_bytes(raw, tmp_path, monkeypatch):
     import mag_dataset.builder as builder
 
