@@ -6,9 +6,10 @@ stored once, in the smallest lossless form:
 * every PNG screenshot (``screenshot``, and a recaptured step's
   ``metadata["action_time_screenshot"]``) is re-encoded as a **lossless WebP** with
   :data:`WEBP_METHOD` / :data:`WEBP_QUALITY`, decoded again and compared with the PNG pixel by
-  pixel (RGBA); a file that does not round-trip exactly, or whose WebP is not smaller, stays
-  a PNG;
-* recorded Set-of-Mark images are deleted and ``som_screenshot`` is cleared: the builder
+  pixel (RGBA); a file that does not round-trip exactly, whose WebP is not smaller, or whose
+  ``.webp`` name another file of the episode already has, stays a PNG;
+* recorded Set-of-Mark images, and ``step_*`` files no step references, are deleted and
+  ``som_screenshot`` is cleared: the builder
   renders them from the raw screenshot and the candidate boxes
   (:func:`mag_dataset.live.observe.render_som`, deterministic);
 * each step's capture geometry (:func:`mag_dataset.raw.capture_geometry`) is written into
@@ -137,7 +138,10 @@ def compact_episode(
             results = dict(pool.map(convert, todo))
     else:
         results = dict(convert(n) for n in todo)
-    renamed = {n: _webp_name(n) for n, data in results.items() if data is not None}
+    # a WebP name another referenced file already has (step_000.png beside step_000.webp) keeps the PNG
+    taken = sources | {p.name for p in folder.iterdir()}
+    renamed = {n: _webp_name(n) for n, data in results.items() if data is not None and _webp_name(n) not in taken}
+    results = {n: (data if n in renamed else None) for n, data in results.items()}
     for n, data in results.items():
         if data is None:
             report.kept_png += 1

@@ -138,6 +138,15 @@ def test_compact_keeps_recaptured_action_time_screenshots(raw):
     assert report.recaptured == 1 and report.stale == 0
 
 
+def test_compact_never_overwrites_a_file_with_the_webp_name(raw):
+    folder = raw / "login-form.seed-0"
+    (folder / "step_000.webp").write_bytes(b"not mine")  # a stray file with the name the WebP would take
+    report = compact_corpus(raw)
+    st = read_episode(folder).steps[0]
+    assert st.screenshot == "step_000.png" and report.kept_png == 1 and report.not_round_trip == ["login-form.seed-0/step_000.png"]
+    assert read_episode(folder).steps[1].screenshot == "step_001.webp"
+
+
 def test_rendering_threads_do_not_change_the_bytes(raw, tmp_path, monkeypatch):
     import mag_dataset.builder as builder
 

@@ -36,5 +36,5 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(str(e)) from None
     print(("would compact: " if args.dry_run else "compacted: ") + report.summary())
     for name in report.not_round_trip:
-        print(f"kept as PNG (WebP not smaller or not pixel-identical): {name}")
+        print(f"kept as PNG (its WebP was not smaller, not pixel-identical, or its name was taken): {name}")
     return 0
