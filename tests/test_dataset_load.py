@@ -36,9 +36,9 @@ def synthetic(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def bundled(tmp_path_factory) -> Path:
+def bundled() -> Path:
     assert bundled_raw_dir().is_dir(), "the bundled raw corpus is missing"
-    return bundled_dataset(cache_dir=tmp_path_factory.mktemp("cache"))
+    return bundled_dataset()  # the shared cached build (building the corpus costs a minute or more)
 
 
 def _columns(folder: Path, view: str, split: str) -> list[dict]:
