@@ -282,4 +282,9 @@ def test_metric_module_coord_space_and_menus():
     assert res["provenance"]["coord_space"]["space"] == "norm1000"
     assert res["extensions"]["guide_action_consistency"]["micro"] >= 0.9
     res = metric.compute(predictions=preds, references=refs, view="coord", contract="J")
+    # norm1000 points scored as pixels miss; on 1280x720 site pages most still fall inside the
+    # screenshot, so only the fractions of norm1 trip the "looks like another space" warning
+    assert res["target_acc"]["micro"] < 0.2
+    preds = [render_target(step_from_record(r), "coord", "J", coord_space="norm1") for r in refs]
+    res = metric.compute(predictions=preds, references=refs, view="coord", contract="J")
     assert res["target_acc"]["micro"] < 0.2 and res["warnings"]
