@@ -157,6 +157,34 @@ def test_gold_guides_are_consistent_on_the_bundled_corpus(corpus, contract):
             sum(sc.guide_action_consistency for sc in scored) / len(scored), abs=1e-6)
 
 
+def _family_consistency(folder, view, contract):
+    """Gold consistency per site family (train + test): {family: (consistent, n)}."""
+    from mag_dataset.dataset import load_view
+
+    out: dict[str, list[int]] = {}
+    for split in ("train", "test"):
+        som = load_steps(folder, "som", split)
+        steps = som if view == "som" else load_steps(folder, "coord", split)
+        family = dict(zip(*(load_view(folder, "som", split)[k] for k in ("step_id", "site_family"))))
+        preds = [Prediction(s.step_id, render_target(s, view, contract)) for s in steps]
+        menus = {s.step_id: s.candidates for s in som} if view == "coord" else None
+        r = score_predictions(preds, steps, view, contract, menus=menus, keep_steps=True, bootstrap_resamples=0)
+        for sc in r.steps:
+            acc = out.setdefault(family[sc.step_id], [0, 0])
+            acc[0] += sc.guide_action_consistency == 1.0
+            acc[1] += 1
+    return out
+
+
+@pytest.mark.parametrize("view", ["som", "coord"])
+def test_gold_guides_are_consistent_in_every_site_family(view):
+    fams = _family_consistency(str(bundled_dataset()), view, "J")
+    assert {"shop", "tracker", "wiki", "forum", "miniwob"} <= set(fams)  # every family of the bundled corpus
+    assert sum(n for _, n in fams.values()) >= 1000
+    for fam, (ok, n) in fams.items():
+        assert ok / n >= 0.9, (fam, ok, n)
+
+
 def test_swapping_the_element_drops_consistency_by_the_targeted_share(corpus):
     steps = corpus[0]["test"]
     gold = [Prediction(s.step_id, render_target(s, "som", "J")) for s in steps]
