@@ -105,8 +105,18 @@ def test_parquet_bomb_is_rejected_within_memory_and_a_normal_submission_follows(
     normal_submission_is_accepted(client, gold, tmp_path)
 
 
-def test_661_seeds_are_refused_at_the_seed_cap(server, client, gold, tmp_path):
-    data = hostile.many_seeds_gz([s.step_id for s in gold], 661, output="I would click the first button " * 2)
+def seeds_filling(ids: list[str], output: str, target: int = 17_500_000) -> int:
+    """How many seeds make a many-seeds file of about ``target`` bytes decompressed (under the
+    20 MiB cap, whatever the size of the gold split): hundreds, far over the 10-seed cap."""
+    line = sum(len(json.dumps({"step_id": s, "output": output, "seed": 100})) + 1 for s in ids)
+    return target // line
+
+
+def test_hundreds_of_seeds_are_refused_at_the_seed_cap(server, client, gold, tmp_path):
+    ids, output = [s.step_id for s in gold], "I would click the first button " * 2
+    n = seeds_filling(ids, output)
+    assert n > 100
+    data = hostile.many_seeds_gz(ids, n, output=output)
     assert len(data) < 1_000_000 and 15_000_000 < len(gzip.decompress(data)) < 20 * 1024 * 1024  # under the caps
     message = rejected(client, tmp_path, "seeds.jsonl.gz", data, model_name="seeds")
     assert f"line {10 * len(gold) + 1}: seed 10 would be seed number 11: a file may hold at most 10 seeds" in message
@@ -121,7 +131,7 @@ def test_two_heavy_uploads_in_flight_do_not_hold_up_a_normal_submission(server, 
     heavy = []
     for i in range(2):
         p = tmp_path / f"heavy{i}.jsonl.gz"
-        p.write_bytes(hostile.many_seeds_gz(ids, 661, output=f"heavy {i} " * 10))
+        p.write_bytes(hostile.many_seeds_gz(ids, seeds_filling(ids, f"heavy {i} " * 10), output=f"heavy {i} " * 10))
         heavy.append(client.submit(model_name=f"heavy {i}", view="som", contract="J", predictions=handle_file(str(p)),
                                    api_name="/submit"))
     t0 = time.perf_counter()
