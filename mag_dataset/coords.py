@@ -37,8 +37,10 @@ high and the gold point nearest an edge is 1 px from it, so whole norm1000 units
 gold point inside its box (``tests/test_coords.py``).
 
 :class:`SpaceCheck` collects the raw points of a file and warns when they look like
-another space (every point inside ``[0, 1] x [0, 1]``, or fewer than half of them inside
-the image).
+another space (every point inside ``[0, 1] x [0, 1]``; fewer than half of them inside the
+image; or every point inside the 0-1000 grid and at least :data:`GRID_OFF_IMAGE_SHARE` of
+them off the image — on a 1280 x 720 page grid values read as pixels mostly stay inside,
+but those of the lower part of the page fall below it).
 Pure: no I/O.
 """
 
@@ -52,6 +54,10 @@ COORD_SPACES: tuple[str, ...] = ("pixels", "norm1000", "norm1", "resized:WxH")
 
 #: Decimal places of a converted coordinate (float noise only).
 ROUND_DECIMALS = 6
+
+#: Share of points off the screenshot that, with every point inside the 0-1000 grid, makes
+#: a file look like a grid read as pixels (a model answering in pixels stays on the image).
+GRID_OFF_IMAGE_SHARE = 0.1
 
 #: Fewest points a look-alike warning is based on (one point at (0.5, 0.5) proves nothing).
 MIN_POINTS_FOR_WARNING = 3
@@ -199,7 +205,14 @@ class SpaceCheck:
                     else " check the declared --coord-space"
                 )
                 out.append(f"only {inside} of the {n} points declared {name} lie inside the screenshot;{hint}")
+            elif name not in ("norm1000", "norm1") and grid == n and (n - inside) >= GRID_OFF_IMAGE_SHARE * n:
+                # on a wide page (1280 x 720) grid values read as pixels stay mostly inside:
+                # the ones below the page give them away, since a pixel answer never leaves it
+                out.append(
+                    f"all {n} points declared {name} lie inside the 0-1000 grid and {n - inside} of them outside "
+                    f"the screenshot: they look like a 0-1000 grid (declare --coord-space norm1000)"
+                )
         return out
 
 
-__all__ = ["COORD_SPACES", "CoordSpace", "PIXELS", "ROUND_DECIMALS", "SpaceCheck", "parse_coord_space"]
+__all__ = ["COORD_SPACES", "CoordSpace", "GRID_OFF_IMAGE_SHARE", "PIXELS", "ROUND_DECIMALS", "SpaceCheck", "parse_coord_space"]

@@ -96,7 +96,8 @@ from mag_dataset.schema import Action, AuditStatus, Box, Candidate, Point, Step,
 
 #: Bumped whenever a score could change for the same inputs (golden tests pin it).
 #: 1.1.0: declared coordinate spaces, error taxonomy, guide-action consistency extension.
-#: 1.1.1: consistency accepts cut quotes of long texts, overlapping boxes and icons in coord.
+#: 1.1.1: consistency accepts cut quotes of long texts, overlapping boxes and icons in coord;
+#: a 0-1000 grid read as pixels on wide pages is warned about.
 SCORER_VERSION = "1.1.1"
 
 #: Report metric keys, in report order.

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from mag_dataset.coords import CoordSpace, SpaceCheck, parse_coord_space
+from mag_dataset.coords import GRID_OFF_IMAGE_SHARE, CoordSpace, SpaceCheck, parse_coord_space
 from mag_dataset.dataset import bundled_dataset, load_steps
 from mag_dataset.parsing import parse_output
 from mag_dataset.predictions import Prediction, PredictionsError, read_predictions, write_predictions
@@ -142,6 +142,25 @@ def test_wrong_space_collapses_the_score_and_warns(coord_steps):
     # correctly declared: no warning
     r = score_predictions(preds, coord_steps, "coord", "A", coord_space="norm1000", bootstrap_resamples=0)
     assert r.warnings == () and r.value("target_acc") == 1.0
+
+
+def test_grid_read_as_pixels_on_wide_pages_warns(coord_steps):
+    wide = [s for s in coord_steps if s.image_width >= 1000 and s.target_bbox is not None]
+    assert len(wide) >= 100
+    preds = [Prediction(s.step_id, render_target(s, "coord", "A", coord_space="norm1000")) for s in wide]
+    r = score_predictions(preds, wide, "coord", "A", bootstrap_resamples=0)  # declared: pixels
+    assert r.value("target_acc") < 0.2
+    assert len(r.warnings) == 1 and "inside the 0-1000 grid" in r.warnings[0] and "norm1000" in r.warnings[0]
+    # pixel answers of the same pages, correct or off by a little, draw no warning
+    preds = [Prediction(s.step_id, render_target(s, "coord", "A")) for s in wide]
+    assert score_predictions(preds, wide, "coord", "A", bootstrap_resamples=0).warnings == ()
+    # by hand: 1 of 20 grid points off the page is under the share; 2 of 20 (a tenth) is enough
+    for off, warned in ((1, False), (2, True)):
+        chk = SpaceCheck()
+        for i in range(20):
+            chk.add((500.0, 900.0 if i < off else 300.0), CoordSpace("pixels"), 1280, 720)
+        assert bool(chk.warnings()) is warned
+    assert GRID_OFF_IMAGE_SHARE == 0.1
 
 
 def test_space_check_needs_a_few_points():
