@@ -89,7 +89,8 @@ from mag_dataset.raw import (
 from mag_dataset.schema import Action, AuditRecord, AuditStatus, Split, box_center, point_in_box
 
 #: Bump when the content of built rows changes for the same raw input (invalidates caches).
-BUILD_VERSION = 3  # 2: the verified_by column; 3: capture geometry, SoM rendered from v2 raw, point-only rule
+BUILD_VERSION = 4  # 2: the verified_by column; 3: capture geometry, SoM rendered from v2 raw, point-only rule;
+# 4: site_family column, rendered SoM stored as WebP, eval.yaml
 BUILD_INFO_FILE = "build_info.json"
 CHECKSUM_FILE = "checksums.sha256"
 CARD_FILE = "README.md"
