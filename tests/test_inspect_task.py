@@ -73,9 +73,8 @@ def run_condition(view: str, contract: str, tmp_path):
     chosen = samples[::stride][:SUBSET]
     answers, expected_system = {}, system_prompt(view, contract)
     for k, s in enumerate(chosen):
-        key = _key(s.input)
-        assert key not in answers, "two samples with the same prompt and screenshot"
-        answers[key] = variant(s.target, k)
+        # same prompt and screenshot as an earlier sample: the same answer, as a model would give
+        answers.setdefault(_key(s.input), variant(s.target, k))
         assert s.input[0].text == expected_system  # the library's locked prompt
         assert s.input[1].content[1].text == user_text(steps[samples.index(s)], view)
     # the image content is this view's screenshot, byte for byte
@@ -96,7 +95,7 @@ def run_condition(view: str, contract: str, tmp_path):
         log_dir=str(tmp_path / "logs"), display="none", max_samples=8,
     )
     assert log.status == "success", log.error
-    assert sorted(seen) == sorted(answers)  # one generation per chosen sample
+    assert len(seen) == len(chosen) and set(seen) == set(answers)  # one generation per chosen sample
     return log, chosen, steps
 
 
