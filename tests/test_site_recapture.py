@@ -79,11 +79,13 @@ def test_recapture_on_reset_site_is_not_stale_then_on_moved_on_site_is(recorded,
         assert st.metadata["recaptured"] is True
         assert st.metadata["action_time_screenshot"] == old.screenshot
         assert (folder / old.screenshot).is_file()  # the action-time screenshot is kept
+        assert old.som_screenshot  # the recorder stores Set-of-Mark files (raw v1 style)
         if st.metadata["recaptured_identical"]:  # stored once
             assert (st.screenshot, st.som_screenshot) == (old.screenshot, old.som_screenshot)
             assert (folder / st.som_screenshot).is_file()
         else:
             assert st.screenshot.endswith("_recaptured.png") and (folder / st.screenshot).is_file()
+            assert (folder / st.som_screenshot).is_file()  # redrawn on the recaptured screenshot
             assert not (folder / old.som_screenshot).exists()  # no longer referenced
         assert st.candidates == old.candidates and st.action == old.action  # the labels stay the recorded ones
     # the seeded pages render the same pixels again: most replayed screenshots are not stored twice
