@@ -361,9 +361,9 @@ def render_card(
     )
     judged = sum(n for split in stats.get("som", {}).values() for a, n in split.get("audit", {}).items() if a != "unaudited")
     if judged:
-        audited = f"an audit file ({judged} steps with an audit outcome)"
+        audited = f"labels from an audit file ({judged} steps with an audit outcome)"
     else:  # an audit file may exist only to carry `mag unify`'s flags
-        audited = ("no label audit: none was run on these steps (it needs judge models, `mag audit`, or human "
+        audited = ("no label audit was run on these steps (it needs judge models, `mag audit`, or human "
                    "decisions in `mag annotate`), so every step is `unaudited`; no audit label was written by hand")
     return f"""---
 {header}---
@@ -379,7 +379,7 @@ arXiv 2609.27353); cite both (see the end of this card).
 
 This folder was written by `mag build` (package `mag_dataset` {build_info['package_version']},
 build format {build_info['build_version']}) from raw episodes with fingerprint
-`{build_info['raw_fingerprint'][:16]}`; labels from {audited}. The full WebMRE corpus
+`{build_info['raw_fingerprint'][:16]}`; {audited}. The full WebMRE corpus
 (541 WebArena tasks, 5,293 steps) is built by its maintainers with the same builder.
 
 ## Loading
