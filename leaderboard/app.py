@@ -725,6 +725,27 @@ def build_app(board: Board) -> gr.Blocks:
                   if v != str(sub.id) and board.get(int(v)).view == sub.view]
         return info, bars, taxonomy_html(public), str(path), gr.Dropdown(choices=others, value=None)
 
+    def eval_results_download(choice):
+        """The submission's ``.eval_results`` YAML for the model's Hub repo (``mag score --eval-results``'s file)."""
+        from mag_dataset.hub_eval import DEFAULT_DATASET_ID, EvalFileError, eval_results_file
+
+        sid = _parse_id(choice)
+        sub = board.get(sid) if sid is not None else None
+        if sub is None:
+            return None
+        gold_src = board.config.gold
+        hub_gold = gold_src is not None and not Path(gold_src).exists()  # a Hub repo id, not a folder
+        try:
+            name, text = eval_results_file(sub.report, dataset_id=gold_src if hub_gold else DEFAULT_DATASET_ID,
+                                           split=board.gold.split)
+        except EvalFileError:  # e.g. a train-split board: no benchmark task to report against
+            return None
+        path = report_dir / f"eval-results-{sub.id}" / name
+        if not path.exists():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write(path, text)
+        return str(path)
+
     def compare(a_text, b_text):
         ids = [_parse_id(t) for t in (a_text, b_text)]
         if any(i is None for i in ids):
@@ -794,6 +815,9 @@ def build_app(board: Board) -> gr.Blocks:
                 taxonomy = gr.HTML("", elem_id="details-taxonomy")
                 report_file = gr.File(label="Full report (JSON, breakdowns under the granularity rule)",
                                       interactive=False, elem_id="report-file")
+                eval_file = gr.File(label="For your model repo: commit this file as .eval_results/<its name> "
+                                          "(the Hub's benchmark results format; same as mag score --eval-results)",
+                                    interactive=False, elem_id="eval-results-file")
                 gr.Markdown("#### Compare with another submission of the same view\nPaired comparison (other − this): "
                             "task-bootstrap intervals, exact McNemar / sign-flip p-values, Holm-adjusted (the same "
                             "call as `mag compare`).")
@@ -824,6 +848,7 @@ def build_app(board: Board) -> gr.Blocks:
                            concurrency_limit=board.config.workers
                            ).then(style_status, [status], [status], api_visibility="private", queue=False)
         choice.change(details, [choice], [info, bars, taxonomy, report_file, cmp_b], api_name="details")
+        choice.change(eval_results_download, [choice], [eval_file], api_visibility="private", queue=False)
         for table in (som_table, coord_table):
             table.select(open_row, None, [tabs, choice], api_visibility="private", queue=False)
         # re-scores two stored files: one comparison at a time

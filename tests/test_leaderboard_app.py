@@ -133,6 +133,15 @@ def test_local_submit_table_and_details(app, tmp_path: Path) -> None:
     # hand-built gold: 12 steps in two sites of 6 -> pooled into one group -> the site breakdown is withheld
     assert "<h4>Per site</h4><p class=\"mag-note\">Withheld" in bars
     assert "Error taxonomy" in taxonomy and "correct" in taxonomy
+    # the "for your model repo" download: the Hub's .eval_results file, equal to mag score --eval-results's
+    from mag_dataset.hub_eval import parse_eval_results
+
+    eval_dl = next(fn.fn for fn in demo.fns.values() if getattr(fn.fn, "__name__", "") == "eval_results_download")
+    path = Path(eval_dl(str(result["id"])))
+    assert path.name == "webmre_som_J.yaml"
+    (entry,) = parse_eval_results(path.read_text())
+    assert (entry.dataset_id, entry.task_id, entry.value) == ("mag/webmre", "som_J", result["saa"])
+    assert eval_dl("") is None and eval_dl("12345") is None
     empty = ("Choose a submission (or click a row of the leaderboard).", "", "", None)
     assert details("")[:4] == empty and details("12345")[:4] == empty
     for junk in ("\u00b2", "9" * 30, "-1", "x1", None):  # an API caller's value: no traceback
