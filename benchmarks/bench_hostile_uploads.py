@@ -45,6 +45,11 @@ def _vmhwm_mb(pid: int) -> float:
 def _uploads(step_ids: list[str], list_values: int) -> dict[str, tuple[str, bytes]]:
     from mag_dataset.testing import hostile
 
+    # hundreds of seeds in ~15 MB decompressed, under the 20 MiB cap whatever the gold's size,
+    # so the file reaches the seed cap (tests/test_leaderboard_hostile.py sizes it the same way)
+    seed_output = "I would click the first button " * 2
+    line = sum(len(json.dumps({"step_id": s, "output": seed_output, "seed": 100})) + 1 for s in step_ids)
+    seeds = 15_000_000 // line
     normal = "".join(json.dumps({"step_id": s, "output": '{"action": {"type": "click", "element": "1"}, "guide": "Click."}'})
                      + "\n" for s in step_ids).encode()
     return {
@@ -54,7 +59,7 @@ def _uploads(step_ids: list[str], list_values: int) -> dict[str, tuple[str, byte
         f"nested list<int8>, {list_values:,} values": ("nested.parquet", hostile.nested_list_bomb(step_ids[0], list_values)),
         "duplicate output column": ("dup.parquet", hostile.duplicate_column(step_ids)),
         "invalid UTF-8 in output": ("utf8.parquet", hostile.invalid_utf8(step_ids)),
-        "661 seeds, .jsonl.gz": ("seeds.jsonl.gz", hostile.many_seeds_gz(step_ids, 661, output="I would click the first button " * 2)),
+        f"{seeds:,} seeds, .jsonl.gz": ("seeds.jsonl.gz", hostile.many_seeds_gz(step_ids, seeds, output=seed_output)),
         "second gzip member": ("two.jsonl.gz", hostile.two_gzip_members(normal, b'{"step_id": "x", "output": "{}"}\n')),
     }
 
