@@ -65,7 +65,14 @@ def test_sft_infer_score_through_the_command_lines(built, tiny_vlm, tmp_path, ca
     # and the leaderboard store accepts the same file against the same gold
     from mag_dataset.board import Board, BoardConfig
 
+    from mag_dataset.board import SubmissionRejected
+
+    # a one-step random model writes no valid output: the board's integrity rule refuses it by
+    # default (format-failure rate), and a board configured to take any rate stores it
     board = Board(BoardConfig(data_dir=tmp_path / "board", gold=str(built)))
+    with pytest.raises(SubmissionRejected, match="fail the format gate of view som, contract JG"):
+        board.submit(data=preds.read_bytes(), filename="preds.jsonl", model_name="tiny-sft", view="som", contract="JG")
+    board = Board(BoardConfig(data_dir=tmp_path / "board-any", gold=str(built), max_format_failure_rate=1.0))
     sub = board.submit(data=preds.read_bytes(), filename="preds.jsonl", model_name="tiny-sft",
                        view="som", contract="JG")
     assert sub.file_sha256 == common.sha256_file(preds) and sub.contract == "JG"

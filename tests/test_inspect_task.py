@@ -57,6 +57,16 @@ def variant(gold: str, k: int) -> str:
     return "x" * 20_000
 
 
+def run_eval(*args, **kwargs):
+    """``inspect_ai.eval`` in a thread of its own: it runs an asyncio loop, and an earlier test in
+    this pytest worker (Playwright's sync API, BrowserGym) may leave a loop running on the main
+    thread ("Runner.run() cannot be called from a running event loop")."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(inspect_eval, *args, **kwargs).result()
+
+
 def _key(messages) -> str:
     user = messages[-1]
     image = next(p.image for p in user.content if isinstance(p, ContentImage))
@@ -90,7 +100,7 @@ def run_condition(view: str, contract: str, tmp_path):
         out.usage = ModelUsage(input_tokens=1, output_tokens=1, total_tokens=2)  # no tokenizer download
         return out
 
-    log, = inspect_eval(
+    log, = run_eval(
         task, model=get_model("mockllm/model", custom_outputs=respond), sample_id=[s.id for s in chosen],
         log_dir=str(tmp_path / "logs"), display="none", max_samples=8,
     )
@@ -142,7 +152,7 @@ def test_several_epochs_are_refused_not_misreported(tmp_path):
         out.usage = ModelUsage(input_tokens=1, output_tokens=1, total_tokens=2)
         return out
 
-    log, = inspect_eval(task, model=get_model("mockllm/model", custom_outputs=respond), limit=3, epochs=2,
+    log, = run_eval(task, model=get_model("mockllm/model", custom_outputs=respond), limit=3, epochs=2,
                         log_dir=str(tmp_path / "logs"), display="none")
     assert log.status == "error" and "scores one epoch per run" in log.error.message
 
