@@ -43,9 +43,10 @@ def test_endpoints_and_submit_parameters(app, tmp_path: Path) -> None:
     demo = app.build_app(Board(BoardConfig(data_dir=tmp_path), gold=gold()))
     eps = endpoints(demo)
     assert sorted(eps) == ["compare", "details", "leaderboard", "leaderboard_after_submit", "submit", "validate"]
-    # the UI-only steps (row click -> Details, the Result box's colour) are not API endpoints
+    # the UI-only steps (row click -> Details, the Result box's colour, the Details tab's
+    # .eval_results download of the chosen submission) are not API endpoints
     private = sorted(fn.name for fn in demo.fns.values() if fn.api_visibility == "private")
-    assert private == ["open_row", "open_row", "style_status", "style_status"], private
+    assert private == ["eval_results_download", "open_row", "open_row", "style_status", "style_status"], private
     assert all(fn.api_visibility == "public" for fn in eps.values())
     info = demo.get_api_info()["named_endpoints"]["/submit"]["parameters"]
     names = [p["parameter_name"] for p in info]

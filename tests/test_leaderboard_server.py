@@ -308,10 +308,12 @@ def test_every_api_endpoint_is_listed_called_and_returns_no_gold(server, client,
     with_fn = [d for d in deps if d.get("backend_fn") and d.get("api_visibility", "public") != "private"]
     assert with_fn, "no endpoints found"
     assert all(d.get("api_name") for d in with_fn), with_fn
-    # the only private steps are UI-only: a row click that opens Details, the Result box's colour
+    # the only private steps are UI-only: a row click that opens Details, the Result box's colour,
+    # the Details tab's .eval_results download of the chosen submission
     private = [d for d in deps if d.get("backend_fn") and d.get("api_visibility") == "private"]
-    assert len(private) == 4, private
-    assert all(re.sub(r"_\d+$", "", d["api_name"]) in ("open_row", "style_status") for d in private), private
+    assert len(private) == 5, private
+    assert all(re.sub(r"_\d+$", "", d["api_name"]) in ("open_row", "style_status", "eval_results_download")
+               for d in private), private
     names = sorted({d["api_name"] for d in with_fn})
     assert names == ["compare", "details", "leaderboard", "leaderboard_after_submit", "submit", "validate"], names
     listed = client.view_api(print_info=False, return_format="dict")["named_endpoints"]
