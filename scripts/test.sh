@@ -30,4 +30,6 @@ export GRADIO_ANALYTICS_ENABLED=False TOKENIZERS_PARALLELISM=false
 # second sync Playwright (the leaderboard's browser tests), so they run in their own pytest pass.
 SITE_TESTS=$(ls tests/test_site_*.py)
 python -m pytest -n 2 --dist loadfile $(for f in $SITE_TESTS; do printf -- "--ignore=%s " "$f"; done) "$@"
-exec python -m pytest -n 2 --dist loadfile $SITE_TESTS "$@"
+# --dist loadgroup: the modules of one site (its tests, recapture, re-recording, traces) share
+# one worker, so no module stops or resets a site another worker is using.
+exec python -m pytest -n 2 --dist loadgroup $SITE_TESTS "$@"

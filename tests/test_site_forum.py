@@ -22,7 +22,9 @@ from conftest import site_expert_seeds
 from mag_dataset.sites import site as get_site
 from mag_dataset.sites import manager
 
-pytestmark = [pytest.mark.browser, pytest.mark.slow]
+# one xdist worker per site (scripts/test.sh runs this pass with --dist loadgroup): modules that
+# serve, reset and stop the same site must not overlap in two workers
+pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.xdist_group("site-forum")]
 
 SEEDS = (0, 1, 2)  # no-op checks (cheap)
 EXPERT_SEEDS = site_expert_seeds(0)

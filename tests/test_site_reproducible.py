@@ -29,7 +29,9 @@ from mag_dataset.sites import site as get_site
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
 import make_corpus  # noqa: E402  (the recording settings of the bundled corpus)
 
-pytestmark = [pytest.mark.browser, pytest.mark.slow]
+# one xdist worker per site (scripts/test.sh runs this pass with --dist loadgroup): modules that
+# serve, reset and stop the same site must not overlap in two workers
+pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.xdist_group("site-forum")]
 
 RAW = Path(mag_dataset.__file__).parent / "data" / "raw"
 #: A short forum template whose bundled first episode has a point-only click.

@@ -19,7 +19,9 @@ import pytest
 
 from conftest import site_browser, site_expert_seeds
 
-pytestmark = [pytest.mark.browser, pytest.mark.slow]
+# one xdist worker per site (scripts/test.sh runs this pass with --dist loadgroup): modules that
+# serve, reset and stop the same site must not overlap in two workers
+pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.xdist_group("site-shop")]
 
 SEEDS = site_expert_seeds(1)
 TEMPLATES = ("add_to_basket", "add_to_wishlist", "product_category", "product_price", "checkout", "edit_profile",

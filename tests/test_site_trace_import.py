@@ -17,7 +17,9 @@ import pytest
 from mag_dataset.sites import manager
 from mag_dataset.sites import site as get_site
 
-pytestmark = [pytest.mark.browser, pytest.mark.slow]
+# one xdist worker per site (scripts/test.sh runs this pass with --dist loadgroup): modules that
+# serve, reset and stop the same site must not overlap in two workers
+pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.xdist_group("site-forum")]
 
 TASK = "sites.forum.update_profile_location"
 

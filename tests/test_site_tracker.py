@@ -22,7 +22,9 @@ from conftest import site_browser, site_expert_seeds
 from mag_dataset.sites import manager, site, tasks_of
 from mag_dataset.sites.tracker.data import N_TICKETS, seed_data
 
-pytestmark = [pytest.mark.browser, pytest.mark.slow]
+# one xdist worker per site (scripts/test.sh runs this pass with --dist loadgroup): modules that
+# serve, reset and stop the same site must not overlap in two workers
+pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.xdist_group("site-tracker")]
 
 INTERACTIVE = "a, button, input, select, textarea, [role=button]"
 
