@@ -79,6 +79,7 @@ from mag_dataset.fileio import atomic_write
 from mag_dataset.harness.agents import Agent, AgentConfigError, AgentSpec, make_agent
 from mag_dataset.harness.ray_backend import BACKENDS, RayBackendError, RayOptions
 from mag_dataset.raw import RawEpisode, RawStep, write_episode
+from mag_dataset.recording import step_from_page, store_step_images
 from mag_dataset.schema import Action, Candidate, GuideSource, Split, Step, box_center
 
 REPORT_FORMAT = "mag-live-eval-report"
@@ -539,8 +540,7 @@ def run_episode(agent: Agent, task_id: str, seed: int, config: LiveEvalConfig, e
         for k in range(config.max_steps):
             ob = observe(obs, crop=crop, scale=scale, interactive_only=interactive_only)
             goal = goal or ob.goal
-            shot, som = f"step_{k:03d}.png", f"step_{k:03d}_som.png"
-            images[shot], images[som] = ob.png, ob.som_png
+            shot, som = store_step_images(images, k, ob)
             step = live_step(task_id, episode_id, k, config.max_steps, ob, guides, view)
             entry: dict[str, Any] = {"attempt": k, "screenshot": shot, "som_screenshot": som, "url": ob.url,
                                      "conversion": ob.conv.to_dict(), "candidates": len(ob.candidates)}
@@ -586,22 +586,13 @@ def run_episode(agent: Agent, task_id: str, seed: int, config: LiveEvalConfig, e
             ):
                 guide = parsed.guide if contract is not Contract.A else None
                 entry["recorded_step"] = len(steps)
-                steps.append(
-                    RawStep(
-                        step_index=len(steps),
-                        screenshot=shot,
-                        som_screenshot=som,
-                        image_width=ob.width,
-                        image_height=ob.height,
-                        candidates=tuple(ob.candidates),
-                        action=action,
-                        target_bbox=target.bbox if target is not None else None,
-                        guide=guide if guide else _template_guide(action, target),
-                        guide_source=GuideSource.LLM if guide and config.agent.kind != "heuristic" else GuideSource.TEMPLATE,
-                        url=ob.url,
-                        metadata={"attempt": k, "conversion": ob.conv.to_dict(), "browsergym_action": bg_action},
-                    )
-                )
+                steps.append(step_from_page(
+                    ob, images, step_index=len(steps), image_index=k, action=action,
+                    target_bbox=target.bbox if target is not None else None,
+                    guide=guide if guide else _template_guide(action, target),
+                    guide_source=GuideSource.LLM if guide and config.agent.kind != "heuristic" else GuideSource.TEMPLATE,
+                    metadata={"attempt": k, "conversion": ob.conv.to_dict(), "browsergym_action": bg_action},
+                ))
             else:
                 entry["recorded_step"] = None
             trajectory.append(entry)

@@ -32,6 +32,7 @@ from typing import Any, Callable
 from mag_dataset.actions import ACTION_SPACE, ActionType, View
 from mag_dataset.guides import template_guide
 from mag_dataset.raw import RawEpisode, RawStep
+from mag_dataset.recording import step_from_page
 from mag_dataset.schema import Action, GuideSource, box_center, point_in_box
 
 #: Most steps an expert may take before the episode is abandoned.
@@ -197,29 +198,17 @@ def _record(task: str, seed: int, env: Any, expert: Callable | None, max_steps: 
         # clicks run at the gold coordinate (proves it hits), the rest on the element id
         view = View.COORD if action.type is ActionType.CLICK else View.SOM
         bg_action = to_browsergym_action(action, view, ob.conv)
-        shot, som = f"step_{index:03d}.png", f"step_{index:03d}_som.png"
-        images[shot], images[som] = ob.png, ob.som_png
         if site_task:
             from mag_dataset.page_guides import guide_context
 
             contexts.append(guide_context(ob.elements, target.id if target is not None else None))
-        steps.append(RawStep(
-            step_index=index,
-            screenshot=shot,
-            som_screenshot=som,
-            image_width=ob.width,
-            image_height=ob.height,
-            # capture geometry (raw format v2): the page's CSS viewport, screenshot px per CSS px
-            viewport_width=viewport[0] if viewport else None,
-            viewport_height=viewport[1] if viewport else None,
-            device_pixel_ratio=ob.conv.scale,
-            candidates=tuple(ob.candidates),
-            action=action,
+        steps.append(step_from_page(
+            ob, images, step_index=index, action=action,
             # a point-only click keeps no box either: `mag unify` restores both from the point
             target_bbox=target.bbox if target is not None and human_point is None else None,
-            guide=template_guide(action, target),
-            guide_source=GuideSource.TEMPLATE,
-            url=_short_url(ob.url),
+            guide=template_guide(action, target), guide_source=GuideSource.TEMPLATE, url=_short_url(ob.url),
+            # capture geometry (raw format v2): the page's CSS viewport, screenshot px per CSS px
+            viewport=viewport, device_pixel_ratio=ob.conv.scale,
             metadata={"conversion": ob.conv.to_dict(), "browsergym_action": bg_action,
                       **({"recorded_as": "point_only", "expert_element_id": target.id} if human_point else {}),
                       **({"viewport": [ob.width, ob.height], "page_url": ob.url} if site_task else {})},
