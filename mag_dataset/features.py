@@ -30,13 +30,9 @@ from __future__ import annotations
 from datasets import Features, Image, List, Value
 
 from mag_dataset.actions import ARG_FIELDS, View
-from mag_dataset.card import FLAGS
 
 #: Columns of the gold action struct, in order. ``type`` is an ActionType value.
 ACTION_COLUMNS: tuple[str, ...] = ("type", "element_id", "coordinate", *ARG_FIELDS)
-
-#: Flag columns shown in statistics tables and the dataset card (defined once, in the card module).
-FLAG_COLUMNS: tuple[str, ...] = FLAGS
 
 
 def _action_features() -> dict:
