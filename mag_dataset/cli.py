@@ -2,13 +2,19 @@
 
 Each command module defines ``add_arguments(parser)`` and ``run(args) -> int``: it turns
 arguments into a config and makes one library call. Modules are imported only when their
-command runs, so ``mag --help`` stays fast and light.
+command runs, so ``mag --help`` stays fast and light. A command's ``--help`` shows its
+module docstring (with examples) as the epilog. Flags that several commands share are
+spelled once in :mod:`mag_dataset.commands.options` (``--out``, ``--raw``, ``--verdicts``,
+``--cache-dir``, ``--no-progress``). This module holds the command table, the error contract
+(:class:`UserError` -> one line, exit 2) and the dispatch; no command logic.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import inspect
+import re
 import sys
 
 #: subcommand -> (module, one-line help). Explicit on purpose: grep here to find a command.
@@ -52,6 +58,32 @@ def _version() -> str:
     return __version__
 
 
+def help_epilog(doc: str | None) -> str:
+    """A command module's docstring as plain text for ``--help`` (reST markup dropped).
+
+    ``Example::`` becomes ``Example:``, ````code```` and ``:mod:`x``` become ``code`` and ``x``;
+    indentation is kept, so example blocks stay blocks under the raw formatter.
+    """
+    text = inspect.cleandoc(doc or "")
+    text = re.sub(r":[a-z]+:`~?([^`]+)`", r"\1", text)
+    text = text.replace("``", "")
+    return re.sub(r"::$", ":", text, flags=re.MULTILINE)
+
+
+def command_parser(name: str) -> argparse.ArgumentParser:
+    """The parser of ``mag NAME``: its module's flags, its docstring as the epilog.
+
+    Raises:
+        ImportError: the command's module needs an optional dependency that is missing.
+    """
+    module_name, help_text = COMMANDS[name]
+    module = importlib.import_module(module_name)
+    parser = argparse.ArgumentParser(prog=f"mag {name}", description=help_text, epilog=help_epilog(module.__doc__),
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    module.add_arguments(parser)
+    return parser
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     top = build_parser()
@@ -59,15 +91,13 @@ def main(argv: list[str] | None = None) -> int:
         top.parse_args(argv or ["--help"])
         return 2
     name = argv[0]
-    module_name, help_text = COMMANDS[name]
     try:
-        module = importlib.import_module(module_name)
+        parser = command_parser(name)
     except ImportError as e:
         print(f"mag {name}: this command needs an optional dependency that is not installed ({e}).\n"
               f"Install it with: pip install 'mag_dataset[all]'", file=sys.stderr)
         return 2
-    parser = argparse.ArgumentParser(prog=f"mag {name}", description=help_text)
-    module.add_arguments(parser)
+    module = importlib.import_module(COMMANDS[name][0])
     args = parser.parse_args(argv[1:])
     try:
         return int(module.run(args) or 0)

@@ -114,7 +114,7 @@ def check(dataset: str, view: str, contract: str, work: Path, provider: str) -> 
                              for s in log["samples"]), "utf-8")
     report_path = work / f"report_{view}_{contract}.json"
     subprocess.run(["mag", "score", "--predictions", str(preds), "--dataset", dataset, "--view", view,
-                    "--contract", contract, "--per-step", "--output", str(report_path)],
+                    "--contract", contract, "--per-step", "--out", str(report_path)],
                    check=True, stdout=subprocess.DEVNULL)
     report = json.loads(report_path.read_text("utf-8"))
     per_step = {d["step_id"]: d for d in report["steps"]}

@@ -146,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
     merged = args.work / "merged"
     merge(list(sites_raw), miniwob_raw, merged)
     mag("recapture", "--raw", str(merged), "--per-template", str(RECAPTURE_PER_TEMPLATE), "--seed", str(RECAPTURE_SEED))
-    mag("unify", str(merged))
+    mag("unify", "--raw", str(merged))
     mag("compact", "--raw", str(merged))
 
     from mag_dataset.live.recorder import write_corpus_manifest

@@ -82,14 +82,14 @@ def test_draft_guides_cli(tmp_path, capsys):
     raw = tmp_path / "raw"
     hf.make_corpus(raw, 1)
     with StubOpenAI(responder=drafter) as stub:
-        args = ["draft-guides", str(raw), "--base-url", stub.base_url, "--model", "m", "--api-key-env", "none",
-                "--cache", str(tmp_path / "c")]
+        args = ["draft-guides", "--raw", str(raw), "--base-url", stub.base_url, "--model", "m", "--api-key-env", "none",
+                "--cache-dir", str(tmp_path / "c")]
         assert main(args) == 0
         assert "3 drafts for 4 steps (1 empty answers, 0 failed calls); requests sent 4" in capsys.readouterr().out
         assert stub.requests[0]["max_tokens"] == 64 and stub.requests[0]["temperature"] == 0
-    assert main(["draft-guides", str(raw), "--base-url", "localhost:8000", "--model", "m"]) == 2
+    assert main(["draft-guides", "--raw", str(raw), "--base-url", "localhost:8000", "--model", "m"]) == 2
     assert "is not an http(s) URL" in capsys.readouterr().err
-    assert main(["draft-guides", str(raw), "--base-url", "http://127.0.0.1:9/v1", "--model", "m", "--sources", "bogus"]) == 2
+    assert main(["draft-guides", "--raw", str(raw), "--base-url", "http://127.0.0.1:9/v1", "--model", "m", "--sources", "bogus"]) == 2
     assert "--sources" in capsys.readouterr().err
 
 
@@ -102,8 +102,8 @@ def test_draft_guides_against_a_dead_endpoint_exits_non_zero_and_writes_no_file(
     raw = tmp_path / "raw"
     hf.make_corpus(raw, 2)
     with StubOpenAI(responder=lambda b: failure) as dead:
-        rc = main(["draft-guides", str(raw), "--base-url", dead.base_url, "--model", "m", "--api-key-env", "none",
-                   "--cache", str(tmp_path / "c")])
+        rc = main(["draft-guides", "--raw", str(raw), "--base-url", dead.base_url, "--model", "m", "--api-key-env", "none",
+                   "--cache-dir", str(tmp_path / "c")])
         err = capsys.readouterr().err
         assert rc == 2 and dead.count == sent  # the first request alone, then nothing else
     assert "the drafting endpoint is down: its first request failed" in err and shown in err and "Traceback" not in err
@@ -139,14 +139,14 @@ def test_draft_guides_checks_endpoint_and_images_before_any_request(tmp_path, ca
         s.bind(("127.0.0.1", 0))
         closed = s.getsockname()[1]
     t0 = time.monotonic()
-    assert main(["draft-guides", str(raw), "--base-url", f"http://127.0.0.1:{closed}/v1", "--model", "m",
+    assert main(["draft-guides", "--raw", str(raw), "--base-url", f"http://127.0.0.1:{closed}/v1", "--model", "m",
                  "--api-key-env", "none"]) == 2
     assert time.monotonic() - t0 < 10  # no retries with backoff against a refused connection
     assert f"drafting endpoint: cannot reach http://127.0.0.1:{closed}/v1" in capsys.readouterr().err
     png = raw / "login.seed-0" / "step_002_som.png"
     png.write_bytes(png.read_bytes()[:150])
     with StubOpenAI(responder=drafter) as stub:
-        assert main(["draft-guides", str(raw), "--base-url", stub.base_url, "--model", "m", "--api-key-env", "none"]) == 2
+        assert main(["draft-guides", "--raw", str(raw), "--base-url", stub.base_url, "--model", "m", "--api-key-env", "none"]) == 2
         assert stub.count == 0
     assert "1 of 4 screenshots cannot be sent, e.g." in capsys.readouterr().err
     assert not (raw / "guide_drafts.jsonl").exists()
@@ -267,16 +267,16 @@ def test_adjudications_made_with_another_db_are_never_lost(tmp_path, capsys):
         for st in stubs:
             st.stop()
     # the replay keeps it too, and warns about the database it was not given
-    assert main(["audit", str(raw), "--replay"]) == 0
+    assert main(["audit", "--raw", str(raw), "--replay"]) == 0
     err = capsys.readouterr().err
     assert "warning:" in err and "pass --db" in err and "other.sqlite" in err
     assert read_audit(raw / "audit.jsonl")["login.seed-0:2"].status is AuditStatus.REMAPPED
     # with the audit file gone, the same --db as the app brings the decision back
     (raw / "audit.jsonl").unlink()
-    assert main(["audit", str(raw), "--replay", "--db", str(other)]) == 0
+    assert main(["audit", "--raw", str(raw), "--replay", "--db", str(other)]) == 0
     assert "(1 by human adjudication)" in capsys.readouterr().out
     assert read_audit(raw / "audit.jsonl")["login.seed-0:2"].status is AuditStatus.REMAPPED
-    assert main(["audit", str(raw), "--replay", "--db", str(tmp_path / "nope.sqlite")]) == 2
+    assert main(["audit", "--raw", str(raw), "--replay", "--db", str(tmp_path / "nope.sqlite")]) == 2
     assert "annotation database not found" in capsys.readouterr().err
 
 
@@ -298,7 +298,7 @@ def test_a_guide_verified_after_the_audit_marks_exactly_the_affected_verdicts_st
         assert "verdicts stale" in view["audit"] and "the next audit will make 9 calls" in view["audit"]
         assert "verdicts stale" not in s.view(0)["audit"]
         s.close()
-        assert main(["audit", str(raw), "--replay"]) == 0
+        assert main(["audit", "--raw", str(raw), "--replay"]) == 0
         assert "3 steps have stale verdicts (a guide changed after the audit); the next audit will make 9 calls" in \
             capsys.readouterr().out
         rep = run_audit(raw, judges, cache_dir=tmp_path / "cache")
@@ -482,16 +482,16 @@ def test_adjudication_in_a_real_browser(tmp_path, chromium):
 def test_annotate_cli_errors(tmp_path, capsys):
     raw = tmp_path / "raw"
     hf.make_corpus(raw, 1)
-    assert main(["annotate", str(tmp_path / "nope")]) == 2
+    assert main(["annotate", "--raw", str(tmp_path / "nope")]) == 2
     assert "raw corpus folder not found" in capsys.readouterr().err
-    assert main(["annotate", str(raw), "--drafts", str(tmp_path / "missing.jsonl")]) == 2
+    assert main(["annotate", "--raw", str(raw), "--drafts", str(tmp_path / "missing.jsonl")]) == 2
     assert "drafts file not found" in capsys.readouterr().err
     with AnnotationStore(raw / "other.sqlite") as other:  # decisions this app (default database) would not see
         other.adjudicate("login.seed-0:1", "unmappable", None, "ann")
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
         busy.listen()
-        assert main(["annotate", str(raw), "--port", str(busy.getsockname()[1])]) == 2
+        assert main(["annotate", "--raw", str(raw), "--port", str(busy.getsockname()[1])]) == 2
     err = capsys.readouterr().err
     assert "cannot serve on 127.0.0.1" in err and "the port is in use; pick another port with --port N" in err
     assert "GRADIO_SERVER_PORT" not in err and "Traceback" not in err

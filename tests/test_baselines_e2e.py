@@ -56,7 +56,7 @@ def test_sft_infer_score_through_the_command_lines(built, tiny_vlm, tmp_path, ca
 
     report = tmp_path / "report.json"
     rc = mag(["score", "--predictions", str(preds), "--dataset", str(built), "--view", "som",
-              "--contract", "JG", "--output", str(report)])
+              "--contract", "JG", "--out", str(report)])
     assert rc == 0, capsys.readouterr().err
     data = json.loads(report.read_text())
     assert data["counts"]["steps"] == len(test_steps)

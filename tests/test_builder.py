@@ -287,7 +287,7 @@ def test_cli_unwritable_output_is_one_line(raw_copy, tmp_path, capsys):
         assert main([*argv, "--out", str(blocker / "out"), *(["--no-progress"] if argv[0] == "build" else [])]) == 2
         err = capsys.readouterr().err.strip().splitlines()[-1]  # after demo's progress bar
         assert err.startswith(f"mag {argv[0]}: error: [Errno") and str(blocker) in err, err
-    assert main(["publish", "--repo-id", "mag/webmre", "--folder", str(blocker / "out"), "--dry-run"]) == 2
+    assert main(["publish", "--repo-id", "mag/webmre", "--dataset", str(blocker / "out"), "--dry-run"]) == 2
     assert capsys.readouterr().err.startswith("mag publish: error: [Errno")
 
 

@@ -182,7 +182,7 @@ def test_mag_compare_cli(tmp_path: Path, steps):
     write_predictions(b, [Prediction(s.step_id, render_target(s, "som", "J")) for s in steps])
     out = tmp_path / "cmp.json"
     r = _cli("compare", "--dataset", "bundled", "--view", "som", "--baseline", str(a), "--contract-a", "A",
-             "--candidate", str(b), "--contract-b", "J", "--resamples", "200", "--output", str(out))
+             "--candidate", str(b), "--contract-b", "J", "--resamples", "200", "--out", str(out))
     assert r.returncode == 0, r.stderr
     assert "saa" in r.stdout and "McNemar" in r.stdout
     d = json.loads(out.read_text())
@@ -191,7 +191,7 @@ def test_mag_compare_cli(tmp_path: Path, steps):
     # same command again: byte-identical JSON
     out2 = tmp_path / "cmp2.json"
     r = _cli("compare", "--dataset", "bundled", "--view", "som", "--baseline", str(a), "--contract-a", "A",
-             "--candidate", str(b), "--contract-b", "J", "--resamples", "200", "--output", str(out2))
+             "--candidate", str(b), "--contract-b", "J", "--resamples", "200", "--out", str(out2))
     assert r.returncode == 0 and out2.read_bytes() == out.read_bytes()
 
 
@@ -205,7 +205,7 @@ def test_mag_compare_user_errors(tmp_path: Path, steps):
     bad.write_text('{"step_id": "x", "output": "y"}\n')
     out = tmp_path / "o.json"
     r = _cli("compare", "--dataset", "bundled", "--view", "som", "--baseline", str(a), "--contract-a", "A",
-             "--candidate", str(bad), "--contract-b", "J", "--output", str(out))
+             "--candidate", str(bad), "--contract-b", "J", "--out", str(out))
     assert r.returncode == 2 and "unknown step_id" in r.stderr and not out.exists()
     r = _cli("compare", "--dataset", "bundled", "--view", "som", "--baseline", str(a), "--contract-a", "A",
              "--candidate", str(a), "--contract-b", "A", "--coord-space-a", "norm1")

@@ -197,7 +197,7 @@ def test_mag_score_flag_sidecar_and_conflict(tmp_path: Path, coord_steps):
     preds = tmp_path / "p.jsonl"
     out = tmp_path / "r.json"
     base = ("score", "--predictions", str(preds), "--dataset", "bundled", "--view", "coord", "--contract", "A",
-            "--output", str(out))
+            "--out", str(out))
     write_predictions(preds, [Prediction(s.step_id, render_target(s, "coord", "A", coord_space="norm1"))
                               for s in coord_steps])
     r = _cli(*base)  # undeclared: scored as pixels, warned on stderr

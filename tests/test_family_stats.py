@@ -34,7 +34,7 @@ def raw(tmp_path_factory):
     edit_episode(root / five[0], lambda d: point_only(d, [30.0, 90.0]))  # on the Submit button
     edit_episode(root / five[1], lambda d: point_only(d, [150.0, 110.0]))  # on nothing
     write_corpus_manifest(root, 2)
-    assert main(["unify", str(root)]) == 0
+    assert main(["unify", "--raw", str(root)]) == 0
     return root
 
 

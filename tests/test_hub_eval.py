@@ -170,7 +170,7 @@ def test_eval_results_round_trip(built, tmp_path, capsys, view, contract, metric
     preds = _predictions(built, view, contract, tmp_path / "preds.jsonl")
     rev = "5503434ddd753f426f4b38109466949a1217c2bb"
     argv = ["score", "--predictions", str(preds), "--dataset", str(built), "--view", view, "--contract", contract,
-            "--output", str(tmp_path / "report.json"), "--eval-results", str(tmp_path / "model"),
+            "--out", str(tmp_path / "report.json"), "--eval-results", str(tmp_path / "model"),
             "--dataset-revision", rev, "--source-url", "https://huggingface.co/acme/m/tree/main/logs", "--source-name", "logs"]
     assert main(argv) == 0, capsys.readouterr().err
     out = tmp_path / "model" / ".eval_results" / f"webmre_{view}_{contract}.yaml"
@@ -272,7 +272,7 @@ def test_parse_eval_results_rejects_broken_files():
 def test_eee_export_validates_and_matches_the_report(built, tmp_path, capsys):
     preds = _predictions(built, "coord", "J", tmp_path / "preds.jsonl")
     argv = ["score", "--predictions", str(preds), "--dataset", str(built), "--view", "coord", "--contract", "J",
-            "--output", str(tmp_path / "r.json"), "--eee", str(tmp_path / "eee"), "--model-id", "acme/tiny-vlm"]
+            "--out", str(tmp_path / "r.json"), "--eee", str(tmp_path / "eee"), "--model-id", "acme/tiny-vlm"]
     assert main(argv) == 0, capsys.readouterr().err
     folder = tmp_path / "eee" / "data" / "webmre" / "acme" / "tiny-vlm"
     files = sorted(p.name for p in folder.iterdir())

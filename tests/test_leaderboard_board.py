@@ -401,7 +401,7 @@ def test_hub_sync_failure_offline_keeps_the_submission(tmp_path: Path, caplog) -
 def test_cli_rescore_without_a_database_is_a_user_error(tmp_path: Path, capsys) -> None:
     from mag_dataset.cli import main
 
-    assert main(["leaderboard", "rescore", "--dir", str(tmp_path / "none")]) == 2
+    assert main(["leaderboard", "rescore", "--board-dir", str(tmp_path / "none")]) == 2
     assert "no leaderboard database at" in capsys.readouterr().err
 
 
@@ -463,11 +463,11 @@ def test_rescore_reports_a_stored_file_it_cannot_score_instead_of_crashing(tmp_p
     assert r.failed and "unknown step_id" in r.detail
 
     monkeypatch.setattr(Gold, "load", classmethod(lambda cls, *a, **k: gold()))
-    assert main(["leaderboard", "rescore", "--dir", str(cfg.data_dir)]) == 1
+    assert main(["leaderboard", "rescore", "--board-dir", str(cfg.data_dir)]) == 1
     out = capsys.readouterr().out
     assert f"#{fine.id}: identical" in out and f"#{altered.id}: FAILED (cannot re-score: " in out
     assert "1/3 stored reports reproduced byte for byte" in out and "2 stored submission(s) could not be re-scored" in out
-    assert main(["leaderboard", "rescore", "--dir", str(cfg.data_dir), "--update"]) == 1  # nothing to update them with
+    assert main(["leaderboard", "rescore", "--board-dir", str(cfg.data_dir), "--update"]) == 1  # nothing to update them with
 
 
 def test_gold_folder_that_does_not_exist_is_named(tmp_path: Path) -> None:

@@ -164,7 +164,7 @@ def test_good_file_gives_a_ranked_row_with_the_scores_mag_score_gives(server, cl
     report_path = tmp_path / "mag-score.json"
     cli = subprocess.run(
         [sys.executable, "-m", "mag_dataset.cli", "score", "--predictions", str(path), "--dataset", str(gold_dir),
-         "--view", "som", "--contract", "J", "--output", str(report_path)],
+         "--view", "som", "--contract", "J", "--out", str(report_path)],
         capture_output=True, text=True, cwd=ROOT, timeout=300,
     )
     assert cli.returncode == 0, cli.stderr

@@ -72,12 +72,12 @@ def test_maintainer_path_keeps_every_label(tmp_path, capsys):
         "splits": {"login.seed-0": "train", "login.seed-1": "test", "login.seed-2": "test"}}))
     cache = str(tmp_path / "cache")
 
-    assert main(["unify", str(raw)]) == 0
+    assert main(["unify", "--raw", str(raw)]) == 0
     assert read_episode(raw / "login.seed-2").steps[3].action.element_id == "5"
 
     with StubOpenAI(responder=drafter) as llm:
-        assert main(["draft-guides", str(raw), "--base-url", llm.base_url, "--model", "drafter",
-                     "--api-key-env", "none", "--cache", cache]) == 0
+        assert main(["draft-guides", "--raw", str(raw), "--base-url", llm.base_url, "--model", "drafter",
+                     "--api-key-env", "none", "--cache-dir", cache]) == 0
         assert llm.count == 12
     assert "12 drafts for 12 steps" in capsys.readouterr().out
 
@@ -95,7 +95,7 @@ def test_maintainer_path_keeps_every_label(tmp_path, capsys):
         spec = {"judges": [{"name": f"j{j}", "base_url": st.base_url, "model": f"m{j}", "api_key_env": None,
                             "max_retries": 0} for j, st in enumerate(stubs)]}
         (tmp_path / "judges.json").write_text(json.dumps(spec))
-        audit = ["audit", str(raw), "--judges", str(tmp_path / "judges.json"), "--cache", cache]
+        audit = ["audit", "--raw", str(raw), "--judges", str(tmp_path / "judges.json"), "--cache-dir", cache]
         assert main(audit) == 0
         assert [st.count for st in stubs] == [12, 12, 12]
         out = capsys.readouterr().out
@@ -114,7 +114,7 @@ def test_maintainer_path_keeps_every_label(tmp_path, capsys):
     finally:
         for st in stubs:
             st.stop()
-    assert main(["audit", str(raw), "--replay"]) == 0
+    assert main(["audit", "--raw", str(raw), "--replay"]) == 0
     recs = read_audit(raw / "audit.jsonl")
     got = {(int(sid.split(".seed-")[1].split(":")[0]), int(sid.split(":")[1])): r.status.value for sid, r in recs.items()}
     for key, status in EXPECTED.items():
@@ -147,7 +147,7 @@ def test_maintainer_path_keeps_every_label(tmp_path, capsys):
     gold = load_steps(str(tmp_path / "ds"), "som", "test")
     write_predictions(tmp_path / "preds.jsonl", heuristic_predictions(gold, "som", "A"))
     assert main(["score", "--predictions", str(tmp_path / "preds.jsonl"), "--dataset", str(tmp_path / "ds"),
-                 "--view", "som", "--contract", "A", "--output", str(tmp_path / "report.json")]) == 0
+                 "--view", "som", "--contract", "A", "--out", str(tmp_path / "report.json")]) == 0
     report = json.loads((tmp_path / "report.json").read_text())
     c = report["counts"]
     assert (c["steps"], c["disputed"], c["unmappable"], c["element_level_excluded"]) == (8, 1, 1, 2)

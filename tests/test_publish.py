@@ -36,7 +36,7 @@ def _files(folder: Path) -> list[str]:
 
 
 def test_dry_run_lists_exactly_the_built_files(built, capsys):
-    rc = main(["publish", "--repo-id", "mag/webmre", "--folder", str(built), "--dry-run", "--only", "dataset"])
+    rc = main(["publish", "--repo-id", "mag/webmre", "--dataset", str(built), "--dry-run", "--only", "dataset"])
     out = capsys.readouterr().out
     assert rc == 0
     listed = [line.split()[0] for line in out.splitlines() if line.startswith("  ")]
@@ -59,7 +59,7 @@ def test_hidden_files_are_never_uploaded(copy):
 def test_a_modified_build_is_refused(copy, capsys):
     shard = copy / "som" / "test-00000-of-00001.parquet"
     shard.write_bytes(shard.read_bytes() + b"\0")
-    rc = main(["publish", "--repo-id", "mag/webmre", "--folder", str(copy), "--dry-run"])
+    rc = main(["publish", "--repo-id", "mag/webmre", "--dataset", str(copy), "--dry-run"])
     assert rc == 2
     assert capsys.readouterr().err.strip() == (
         f"mag publish: error: {copy}: som/test-00000-of-00001.parquet does not match its sha256 in checksums.sha256"
@@ -74,7 +74,7 @@ def test_an_unlisted_file_is_refused(copy):
 
 def test_a_folder_that_is_not_a_build_is_refused(tmp_path, capsys):
     (tmp_path / "data.parquet").write_bytes(b"PAR1")
-    assert main(["publish", "--repo-id", "mag/webmre", "--folder", str(tmp_path), "--dry-run"]) == 2
+    assert main(["publish", "--repo-id", "mag/webmre", "--dataset", str(tmp_path), "--dry-run"]) == 2
     assert "is not a built dataset folder: README.md is missing (run `mag build` first)" in capsys.readouterr().err
 
 
@@ -87,7 +87,7 @@ def test_a_file_or_a_missing_folder_is_refused(tmp_path):
 
 
 def test_bad_repo_id(built, capsys):
-    assert main(["publish", "--repo-id", "webmre", "--folder", str(built), "--dry-run"]) == 2
+    assert main(["publish", "--repo-id", "webmre", "--dataset", str(built), "--dry-run"]) == 2
     assert "--repo-id must look like owner/name, got 'webmre'" in capsys.readouterr().err
 
 
@@ -95,7 +95,7 @@ def _publish_subprocess(folder: Path, tmp_path: Path, **env: str) -> subprocess.
     clean = {k: v for k, v in os.environ.items() if not k.startswith("HF_")}
     clean.update(HF_HOME=str(tmp_path / "hf-home"), **env)  # no stored credential there
     return subprocess.run(
-        [sys.executable, "-m", "mag_dataset.cli", "publish", "--repo-id", "mag/webmre", "--folder", str(folder)],
+        [sys.executable, "-m", "mag_dataset.cli", "publish", "--repo-id", "mag/webmre", "--dataset", str(folder)],
         env=clean,
         capture_output=True,
         text=True,
@@ -136,7 +136,7 @@ def test_library_call_without_token_raises_publish_error(built, monkeypatch, tmp
 
 def test_dry_run_into_a_new_folder_writes_the_bundled_build(tmp_path, capsys):
     target = tmp_path / "to-upload"
-    assert main(["publish", "--repo-id", "mag/webmre", "--folder", str(target), "--dry-run", "--only", "dataset"]) == 0
+    assert main(["publish", "--repo-id", "mag/webmre", "--dataset", str(target), "--dry-run", "--only", "dataset"]) == 0
     out = capsys.readouterr().out
     listed = [line.split()[0] for line in out.splitlines() if line.startswith("  ")]
     assert listed == _files(target) and len(listed) == 8
@@ -198,7 +198,7 @@ def _package_files() -> list[str]:
 def test_dry_run_lists_the_dataset_and_both_spaces(built, capsys):
     from mag_dataset.hub import repository_root
 
-    assert main(["publish", "--repo-id", "mag/webmre", "--folder", str(built), "--dry-run"]) == 0
+    assert main(["publish", "--repo-id", "mag/webmre", "--dataset", str(built), "--dry-run"]) == 0
     out = capsys.readouterr().out
     sections = _sections(out)
     assert list(sections) == [
@@ -319,7 +319,7 @@ def test_publish_sends_the_dataset_and_both_spaces_through_huggingface_hub(built
         hub.repos[("space", "mag/webmre_metric")] = FakeRepo(
             "space", "mag/webmre_metric", {}, files={"mag_dataset/gone.py": b"x = 1\n", "README.md": b"old"}
         )
-        r = _publish_to(hub, tmp_path, "--folder", str(built))
+        r = _publish_to(hub, tmp_path, "--dataset", str(built))
         assert r.returncode == 0, r.stderr
     assert all(hub.authorized) and len(hub.authorized) >= 10
     dataset = hub.repos[("dataset", "mag/webmre")]
@@ -345,7 +345,7 @@ def test_a_refused_eval_yaml_leaves_the_dataset_uploaded_and_says_why(built, tmp
     from _fake_hub import FakeHub
 
     with FakeHub(FAKE_TOKEN, reject={"eval.yaml": "Invalid eval.yaml: evaluation_framework 'webmre' is not supported"}) as hub:
-        r = _publish_to(hub, tmp_path, "--folder", str(built), "--only", "dataset")
+        r = _publish_to(hub, tmp_path, "--dataset", str(built), "--only", "dataset")
     assert r.returncode == 2
     err = r.stderr.strip()
     assert err.startswith(f"mag publish: error: the dataset is uploaded ({hub.endpoint}/datasets/mag/webmre/commit/")
@@ -358,7 +358,7 @@ def test_a_rejected_token_is_named_not_taken_for_a_network_failure(built, tmp_pa
     from _fake_hub import FakeHub
 
     with FakeHub(FAKE_TOKEN) as hub:
-        r = _publish_to(hub, tmp_path, "--folder", str(built), "--only", "dataset", token="hf_" + "w" * 34)
+        r = _publish_to(hub, tmp_path, "--dataset", str(built), "--only", "dataset", token="hf_" + "w" * 34)
     assert r.returncode == 2
     assert r.stderr.strip() == (
         "mag publish: error: the Hub rejected the token for mag/webmre (HTTP 401): check HF_TOKEN / `hf auth login`"

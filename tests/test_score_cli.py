@@ -46,7 +46,7 @@ def test_score_prints_a_table_and_writes_the_same_report_as_the_library(built, t
     preds = _heuristic_file(tmp_path / "p.jsonl", test_steps, view, "J")
     out = tmp_path / "reports" / "r.json"
     rc = main(["score", "--predictions", str(preds), "--dataset", str(built), "--view", view, "--contract", "J",
-               "--output", str(out)])
+               "--out", str(out)])
     assert rc == 0
     printed = capsys.readouterr().out
     for name in METRIC_NAMES:
@@ -63,7 +63,7 @@ def test_score_prints_a_table_and_writes_the_same_report_as_the_library(built, t
     # re-scoring gives identical bytes
     out2 = tmp_path / "r2.json"
     main(["score", "--predictions", str(preds), "--dataset", str(built), "--view", view, "--contract", "J",
-          "--output", str(out2)])
+          "--out", str(out2)])
     assert out2.read_bytes() == out.read_bytes()
 
 
@@ -75,7 +75,7 @@ def test_gold_predictions_score_one_through_the_cli(built, test_steps, tmp_path)
                                       [Prediction(s.step_id, render_target(s, view, contract)) for s in steps])
             out = tmp_path / f"{view}{contract}.json"
             assert main(["score", "--predictions", str(preds), "--dataset", str(built), "--view", view,
-                         "--contract", contract, "--output", str(out)]) == 0
+                         "--contract", contract, "--out", str(out)]) == 0
             report = json.loads(out.read_text("utf-8"))
             values = [report[m]["micro"] for m in METRIC_NAMES if report[m]["micro"] is not None]
             assert values and all(v == 1.0 for v in values), (view, contract, report)
@@ -89,7 +89,7 @@ def test_bad_predictions_file_is_one_clear_line_exit_2(built, test_steps, tmp_pa
     path.write_text("\n".join(lines) + "\n", "utf-8")
     out = tmp_path / "r.json"
     rc = main(["score", "--predictions", str(path), "--dataset", str(built), "--view", "som", "--contract", "A",
-               "--output", str(out)])
+               "--out", str(out)])
     err = capsys.readouterr().err
     assert rc == 2 and not out.exists()
     assert err.count("\n") == 1 and "line 4: duplicate step_id" in err and "(first on line 2)" in err
@@ -102,7 +102,7 @@ def test_missing_ids_need_allow_missing(built, test_steps, tmp_path, capsys):
     assert rc == 2 and "have no prediction" in capsys.readouterr().err
     out = tmp_path / "r.json"
     rc = main(["score", "--predictions", str(path), "--dataset", str(built), "--view", "som", "--contract", "A",
-               "--allow-missing", "--output", str(out), "--per-step"])
+               "--allow-missing", "--out", str(out), "--per-step"])
     report = json.loads(out.read_text("utf-8"))
     assert rc == 0 and report["counts"]["missing"] == 1 and report["counts"]["format_failures"] == 1
     assert len(report["steps"]) == len(steps)
@@ -117,7 +117,7 @@ def test_judges_file_enables_usefulness(built, test_steps, tmp_path):
     preds = write_predictions(tmp_path / "p.jsonl", [Prediction(s.step_id, render_target(s, "som", "G")) for s in steps])
     out = tmp_path / "r.json"
     assert main(["score", "--predictions", str(preds), "--dataset", str(built), "--view", "som", "--contract", "G",
-                 "--judges", str(judges), "--output", str(out)]) == 0
+                 "--verdicts", str(judges), "--out", str(out)]) == 0
     report = json.loads(out.read_text("utf-8"))
     assert report["usefulness"]["n"] == len(steps) and report["usefulness"]["micro"] == 1.0
     assert report["provenance"]["verdicts"]["judges"] == ["a", "b", "c"]
@@ -135,7 +135,7 @@ def test_user_errors(built, tmp_path, capsys):
     bad = tmp_path / "v.jsonl"
     bad.write_text('{"key": "x"}\n', "utf-8")
     assert main(["score", "--predictions", str(p), "--dataset", str(built), "--view", "som", "--contract", "G",
-                 "--judges", str(bad), "--allow-missing"]) == 2
+                 "--verdicts", str(bad), "--allow-missing"]) == 2
     assert "line 1" in capsys.readouterr().err
 
 
@@ -150,12 +150,12 @@ def test_unreachable_hub_repo_and_bad_output_path_are_user_errors(built, test_st
     folder = tmp_path / "reports"
     folder.mkdir()
     assert main(["score", "--predictions", str(preds), "--dataset", str(built), "--view", "som", "--contract", "A",
-                 "--output", str(folder)]) == 2
+                 "--out", str(folder)]) == 2
     assert "is a folder" in capsys.readouterr().err and list(folder.iterdir()) == []
     blocker = tmp_path / "file"
     blocker.write_text("x", "utf-8")
     assert main(["score", "--predictions", str(preds), "--dataset", str(built), "--view", "som", "--contract", "A",
-                 "--output", str(blocker / "r.json")]) == 2
+                 "--out", str(blocker / "r.json")]) == 2
     assert "cannot write the report" in capsys.readouterr().err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["file", "p.jsonl", "reports"]
 
@@ -181,7 +181,7 @@ def test_report_bytes_do_not_depend_on_the_process(built, test_steps, tmp_path):
         out = tmp_path / f"r{hash_seed}.json"
         env = dict(os.environ, PYTHONHASHSEED=hash_seed)
         r = subprocess.run([sys.executable, "-m", "mag_dataset.cli", "score", "--predictions", str(preds), "--dataset",
-                            str(built), "--view", "som", "--contract", "JG", "--output", str(out)],
+                            str(built), "--view", "som", "--contract", "JG", "--out", str(out)],
                            cwd=REPO, capture_output=True, text=True, env=env)
         assert r.returncode == 0, r.stderr
         outs.append(out.read_bytes())

@@ -59,7 +59,7 @@ def _episode(raw: Path):
 
 def _unify(raw: Path, capsys) -> str:
     capsys.readouterr()
-    assert main(["unify", str(raw)]) == 0
+    assert main(["unify", "--raw", str(raw)]) == 0
     return capsys.readouterr().out
 
 

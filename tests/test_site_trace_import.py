@@ -110,7 +110,7 @@ def test_trace_of_an_expert_episode_imports_builds_and_its_gold_echo_scores_one(
     assert clicks
     if click_view == "coord":  # mouse.click: coordinate-only steps, restored by mag unify
         assert all(s.action.element_id is None for s in clicks)
-        assert main(["unify", str(raw)]) == 0
+        assert main(["unify", "--raw", str(raw)]) == 0
         ep = read_episode(raw / "forum.trace-0")
         assert all(s.action.element_id is not None for s in ep.steps if s.action.type.value == "click")
     for st, bg in zip(ep.steps, actions):

@@ -144,7 +144,7 @@ def test_mag_score_prints_top_error_classes_and_per_step(tmp_path: Path, som):
                               for i, s in enumerate(som)])
     out = tmp_path / "r.json"
     r = subprocess.run([sys.executable, "-m", "mag_dataset.cli", "score", "--predictions", str(preds), "--dataset",
-                        "bundled", "--view", "som", "--contract", "A", "--per-step", "--output", str(out)],
+                        "bundled", "--view", "som", "--contract", "A", "--per-step", "--out", str(out)],
                        capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr
     assert "top error classes" in r.stdout and "format:wrong_keys" in r.stdout

@@ -148,13 +148,13 @@ def test_unify_keeps_audit_statuses(tmp_path):
 def test_cli(tmp_path, capsys):
     raw = tmp_path / "raw"
     hf.write(raw, coord_only_episode())
-    assert main(["unify", str(raw), "--dry-run"]) == 0
+    assert main(["unify", "--raw", str(raw), "--dry-run"]) == 0
     assert ("would change: 1 episodes, 4 steps: 2 coordinate-only (1 restored, 1 unrestorable, "
             "point_outside_candidates 1)") in capsys.readouterr().out
     assert read_episode(raw / "coord.seed-0").steps[2].action.element_id is None
-    assert main(["unify", str(raw)]) == 0
+    assert main(["unify", "--raw", str(raw)]) == 0
     assert read_episode(raw / "coord.seed-0").steps[2].action.element_id == "4"
-    assert main(["unify", str(tmp_path / "nope")]) == 2
+    assert main(["unify", "--raw", str(tmp_path / "nope")]) == 2
     assert "raw corpus folder not found" in capsys.readouterr().err
 
 
@@ -163,7 +163,7 @@ def test_missing_action_time_file_is_named(tmp_path, capsys):
     ep = hf.login_episode("bad.seed-0")
     st = dataclasses.replace(ep.steps[0], metadata={"action_time_screenshot": "gone.png"})
     hf.write(raw, dataclasses.replace(ep, steps=(st,) + ep.steps[1:]))
-    assert main(["unify", str(raw)]) == 2
+    assert main(["unify", "--raw", str(raw)]) == 2
     err = capsys.readouterr().err
     assert "bad.seed-0" in err and "step 0" in err and "action_time_screenshot" in err and "gone.png" in err
     assert not (raw / "audit.jsonl").exists()
@@ -172,7 +172,7 @@ def test_missing_action_time_file_is_named(tmp_path, capsys):
 @pytest.mark.parametrize("bad", [["--pixel-tolerance", "300"], ["--pixel-fraction", "2"]])
 def test_cli_rejects_bad_thresholds(tmp_path, bad, capsys):
     (tmp_path / "raw").mkdir()
-    assert main(["unify", str(tmp_path / "raw"), *bad]) == 2
+    assert main(["unify", "--raw", str(tmp_path / "raw"), *bad]) == 2
     assert "must be in" in capsys.readouterr().err
 
 

@@ -1,30 +1,37 @@
-"""``mag draft-guides RAW_DIR --base-url URL --model MODEL``: draft guides with an LLM (cached).
+"""``mag draft-guides``: draft guides with an LLM endpoint (answers cached).
+
+Examples::
+
+    mag draft-guides --raw RAW_DIR --base-url http://127.0.0.1:8000/v1 --model Qwen/Qwen3.5-9B --api-key-env none
+    mag draft-guides --raw RAW_DIR --base-url https://api.openai.com/v1 --model gpt-5.5 --sources template,llm
+    mag annotate --raw RAW_DIR     # then verify the drafts
 
 The prompt is :data:`mag_dataset.harness.annotate.DRAFT_SYSTEM_PROMPT` plus the step's
-Set-of-Mark screenshot and :func:`mag_dataset.harness.annotate.draft_user_text`. Verify the
-drafts with ``mag annotate RAW_DIR``.
+Set-of-Mark screenshot and :func:`mag_dataset.harness.annotate.draft_user_text`.
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
+
+from mag_dataset.commands import options
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("raw", type=Path, help="raw corpus folder")
+    options.add_raw(parser, "raw corpus folder")
     parser.add_argument("--base-url", required=True, help="OpenAI-compatible endpoint root, e.g. http://127.0.0.1:8000/v1")
     parser.add_argument("--model", required=True, help="model name")
     parser.add_argument("--api-key-env", default="OPENAI_API_KEY",
                         help="environment variable holding the API key ('none' for an endpoint without one)")
     parser.add_argument("--out", type=Path, default=None, help="drafts file (default: RAW/guide_drafts.jsonl)")
-    parser.add_argument("--cache", type=Path, default=None, help="answer cache folder (default: ~/.cache/mag_dataset/llm)")
+    options.add_cache_dir(parser, "answer cache folder (default: ~/.cache/mag_dataset/llm)", old="--cache", type=Path)
     parser.add_argument("--sources", default="template",
                         help="comma-separated guide sources to draft for (template, llm, human); default template")
     parser.add_argument("--concurrency", type=int, default=4, help="requests in flight")
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds per request attempt")
     parser.add_argument("--max-tokens", type=int, default=64, help="longest answer, in tokens")
+    options.add_no_progress(parser)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -34,8 +41,9 @@ def run(args: argparse.Namespace) -> int:
     from mag_dataset.llm_client import ChatClient, LLMConfigError
     from mag_dataset.schema import GuideSource
 
-    if not args.raw.is_dir():
-        raise UserError(f"raw corpus folder not found: {args.raw}")
+    raw = options.raw_folder(args)
+    if not raw.is_dir():
+        raise UserError(f"raw corpus folder not found: {raw}")
     sources = tuple(s.strip() for s in args.sources.split(",") if s.strip())
     bad = [s for s in sources if s not in {g.value for g in GuideSource}]
     if bad or not sources:
@@ -44,11 +52,11 @@ def run(args: argparse.Namespace) -> int:
         client = ChatClient(
             args.base_url, args.model,
             api_key_env=None if args.api_key_env.lower() == "none" else args.api_key_env,
-            timeout=args.timeout, cache_dir=args.cache or default_cache_dir(), concurrency=args.concurrency,
+            timeout=args.timeout, cache_dir=args.cache_dir or default_cache_dir(), concurrency=args.concurrency,
             default_params={"max_tokens": args.max_tokens},
         )
-        report = draft_guides(args.raw, client, out_path=args.out, sources=sources,
-                              progress=lambda line: print(line, file=sys.stderr))
+        report = draft_guides(raw, client, out_path=args.out, sources=sources,
+                              progress=options.progress_printer(args))
     except LLMConfigError as e:
         raise UserError(str(e)) from None
     except ValueError as e:

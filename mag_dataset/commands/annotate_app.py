@@ -1,4 +1,9 @@
-"""``mag annotate RAW_DIR``: the human verification and adjudication app (Gradio).
+"""``mag annotate``: the human verification and adjudication app (Gradio).
+
+Examples::
+
+    mag annotate --raw RAW_DIR                      # serves http://127.0.0.1:7861
+    mag annotate --raw RAW_DIR --annotator alice --port 7870
 
 See :mod:`mag_dataset.harness.annotate_app`. Decisions are kept in ``RAW/annotations.sqlite``
 (``--db``) and written back into the raw episodes as they are made; stop and restart the app
@@ -11,9 +16,11 @@ import argparse
 import getpass
 from pathlib import Path
 
+from mag_dataset.commands import options
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("raw", type=Path, help="raw corpus folder")
+    options.add_raw(parser, "raw corpus folder")
     parser.add_argument("--drafts", type=Path, default=None, help="drafts file (default: RAW/guide_drafts.jsonl if present)")
     parser.add_argument("--db", type=Path, default=None, help="decision database (default: RAW/annotations.sqlite)")
     parser.add_argument("--audit", type=Path, default=None, help="audit file for adjudication (default: RAW/audit.jsonl)")
@@ -26,6 +33,7 @@ def run(args: argparse.Namespace) -> int:
     from mag_dataset.cli import UserError
     from mag_dataset.harness.annotate_app import launch
 
+    args.raw = options.raw_folder(args)
     annotator = args.annotator
     if annotator is None:
         try:

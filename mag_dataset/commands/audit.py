@@ -1,4 +1,10 @@
-"""``mag audit RAW_DIR --judges JUDGES.yaml``: the three-judge label audit.
+"""``mag audit``: the three-judge label audit of a raw corpus.
+
+Examples::
+
+    mag audit --raw RAW_DIR --judges judges.yaml
+    mag audit --raw RAW_DIR --judges judges.yaml --select flagged --split test
+    mag audit --raw RAW_DIR --replay       # recompute the audit file from the verdict log
 
 The judges file lists three OpenAI-compatible endpoints::
 
@@ -7,10 +13,10 @@ The judges file lists three OpenAI-compatible endpoints::
       - {name: qwen, base_url: http://127.0.0.1:8000/v1, model: Qwen/Qwen3.5-9B, api_key_env: null}
       - {name: claude, base_url: https://example.invalid/v1, model: some-model, timeout: 120}
 
-``mag audit RAW_DIR --replay`` recomputes the audit file from the verdict log without any
-endpoint. The prompt, the answer format, the merge rule and the failure guard (a judge
-failing more than 20% of its calls stops the audit and writes nothing; ``--allow-partial``
-writes ``audit.partial.jsonl`` beside the audit file instead) are documented in
+``--replay`` recomputes the audit file from the verdict log without any endpoint. The
+prompt, the answer format, the merge rule and the failure guard (a judge failing more than
+20% of its calls stops the audit and writes nothing; ``--allow-partial`` writes
+``audit.partial.jsonl`` beside the audit file instead) are documented in
 :mod:`mag_dataset.harness.audit`. Verify guides (``mag annotate``) before the audit: the
 judges see the guides, so a guide changed later makes verdicts stale.
 """
@@ -21,17 +27,21 @@ import argparse
 import sys
 from pathlib import Path
 
+from mag_dataset.commands import options
+from mag_dataset.schema import Split
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("raw", type=Path, help="raw corpus folder")
+    options.add_raw(parser, "raw corpus folder")
     parser.add_argument("--judges", type=Path, help="YAML/JSON file listing the three judge endpoints")
     parser.add_argument("--out", type=Path, default=None, help="audit file to write (default: RAW/audit.jsonl)")
     parser.add_argument("--verdicts", type=Path, default=None,
                         help="verdict log (default: audit_verdicts.jsonl next to the audit file)")
-    parser.add_argument("--cache", type=Path, default=None, help="answer cache folder (default: ~/.cache/mag_dataset/llm)")
+    options.add_cache_dir(parser, "answer cache folder (default: ~/.cache/mag_dataset/llm)", old="--cache", type=Path)
     parser.add_argument("--select", choices=("all", "flagged"), default="all",
                         help="audit every targeted step, or only flagged ones (stale, coordinate-restored)")
-    parser.add_argument("--split", choices=("all", "train", "test"), default="all", help="only tasks of this split (corpus.json)")
+    parser.add_argument("--split", choices=("all", *(s.value for s in Split)), default="all",
+                        help="only tasks of this split (corpus.json)")
     parser.add_argument("--replay", action="store_true", help="recompute the audit file from the verdict log, no endpoint")
     parser.add_argument("--db", type=Path, default=None,
                         help="annotation database holding the adjudications (default: RAW/annotations.sqlite), "
@@ -39,6 +49,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--allow-partial", action="store_true",
                         help="when a judge failed too many calls, write audit.partial.jsonl beside the audit file "
                              "instead of stopping (the audit file is left as it is)")
+    options.add_no_progress(parser)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -46,23 +57,24 @@ def run(args: argparse.Namespace) -> int:
     from mag_dataset.harness import audit
     from mag_dataset.llm_client import LLMConfigError
 
-    if not args.raw.is_dir():
-        raise UserError(f"raw corpus folder not found: {args.raw}")
+    raw = options.raw_folder(args)
+    if not raw.is_dir():
+        raise UserError(f"raw corpus folder not found: {raw}")
     try:
         if args.replay:
-            out = args.out or args.raw / "audit.jsonl"
+            out = args.out or raw / "audit.jsonl"
             vpath = args.verdicts or out.with_name(audit.VERDICTS_FILE)
             if not vpath.is_file():
                 raise UserError(f"verdict log not found: {vpath} (run the audit with --judges first)")
-            report = audit.replay_audit(args.raw, vpath, out_path=args.out, db_path=args.db)
+            report = audit.replay_audit(raw, vpath, out_path=args.out, db_path=args.db)
         else:
             if args.judges is None:
                 raise UserError("--judges FILE is required (or --replay to recompute from the verdict log)")
             judges = audit.load_judges(args.judges)
             report = audit.run_audit(
-                args.raw, judges, out_path=args.out, verdicts_path=args.verdicts, cache_dir=args.cache,
+                raw, judges, out_path=args.out, verdicts_path=args.verdicts, cache_dir=args.cache_dir,
                 select=args.select, split=args.split, db_path=args.db, allow_partial=args.allow_partial,
-                progress=lambda line: print(line, file=sys.stderr),
+                progress=options.progress_printer(args),
             )
     except LLMConfigError as e:
         raise UserError(str(e)) from None
@@ -73,6 +85,6 @@ def run(args: argparse.Namespace) -> int:
     print(report.summary())
     print(f"wrote {report.audit_path}" + (f" and {report.verdicts_path}" if not args.replay else ""))
     if report.partial:
-        print(f"the audit file {args.out or args.raw / 'audit.jsonl'} was not changed; review {report.audit_path} "
+        print(f"the audit file {args.out or raw / 'audit.jsonl'} was not changed; review {report.audit_path} "
               "and move it into place, or rerun when the judges are back", file=sys.stderr)
     return 0

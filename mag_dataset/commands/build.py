@@ -1,14 +1,25 @@
-"""``mag build --out DIR [--raw RAW_DIR] [--audit FILE]``: raw episodes → Hub-ready dataset folder."""
+"""``mag build``: raw episodes → Hub-ready dataset folder (both views).
+
+Examples::
+
+    mag build --out DATASET_DIR                   # the bundled sample corpus
+    mag build --raw RAW_DIR --audit RAW_DIR/audit.jsonl --out DATASET_DIR
+    mag build --raw RUN_DIR/episodes --include-failed --out DATASET_DIR   # a live-eval run, for inspection
+
+The folder's layout and the build's guarantees are documented in :mod:`mag_dataset.builder`.
+"""
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
 
+from mag_dataset.commands import options
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--out", required=True, type=Path, help="dataset folder to write (an earlier build there is replaced)")
-    parser.add_argument("--raw", type=Path, default=None, help="raw corpus folder (default: the bundled sample corpus)")
+    options.add_out(parser, "dataset folder to write (an earlier build there is replaced)", required=True)
+    parser.add_argument("--raw", type=Path, default=None, metavar="RAW_DIR", help="raw corpus folder (default: the bundled sample corpus)")
     parser.add_argument("--audit", type=Path, default=None, help="audit file (default: RAW/audit.jsonl when present)")
     parser.add_argument("--include-failed", action="store_true",
                         help="also build episodes marked unsuccessful (e.g. a live-eval run, for inspection)")
@@ -18,7 +29,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--readme", type=Path, default=None,
                         help="also refresh the per-family statistics block of this README (between "
                              "<!-- corpus-stats:begin --> and <!-- corpus-stats:end -->)")
-    parser.add_argument("--no-progress", action="store_true", help="hide progress bars")
+    options.add_no_progress(parser)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -1,4 +1,9 @@
-"""``mag compact --raw DIR``: store a raw corpus compactly (lossless WebP, no stored SoM), in place.
+"""``mag compact``: store a raw corpus compactly (lossless WebP, no stored SoM), in place.
+
+Examples::
+
+    mag compact --raw RAW_DIR --dry-run    # encode and report the sizes, write nothing
+    mag compact --raw RAW_DIR --method 6 --workers 2
 
 The conversion and its settings are documented in :mod:`mag_dataset.compact`.
 """
@@ -12,7 +17,7 @@ from mag_dataset import compact as _compact
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--raw", required=True, type=Path, help="raw corpus folder (episodes are rewritten in place)")
+    parser.add_argument("--raw", required=True, type=Path, metavar="RAW_DIR", help="raw corpus folder (episodes are rewritten in place)")
     parser.add_argument("--method", type=int, default=_compact.WEBP_METHOD,
                         help="libwebp effort, 0 (fastest) .. 6 (smallest)")
     parser.add_argument("--quality", type=int, default=_compact.WEBP_QUALITY,

@@ -3,7 +3,7 @@
 Example::
 
     mag compare --dataset bundled --view som --baseline a.jsonl --contract-a A \\
-        --candidate j.jsonl --contract-b J --split test --output compare.json
+        --candidate j.jsonl --contract-b J --split test --out compare.json
 
 Each file may hold one or several seeds. Prints a table (difference B - A per metric with a
 paired task-bootstrap interval, exact McNemar / sign-flip p-values, Holm-adjusted) and
@@ -17,6 +17,8 @@ import sys
 from pathlib import Path
 
 from mag_dataset.actions import Contract, View
+from mag_dataset.commands import options
+from mag_dataset.commands.score import add_verdicts, add_view_contract_split
 from mag_dataset.fileio import atomic_write
 
 
@@ -24,19 +26,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from mag_dataset.compare import COMPARE_RESAMPLES, COMPARE_SEED
 
     parser.add_argument("--dataset", required=True, help="built dataset folder, Hub repo id, or 'bundled'")
-    parser.add_argument("--view", required=True, choices=[v.value for v in View])
+    add_view_contract_split(parser, contract=False)
     parser.add_argument("--baseline", required=True, type=Path, help="predictions JSONL of model A")
-    parser.add_argument("--contract-a", required=True, choices=[c.value for c in Contract])
+    parser.add_argument("--contract-a", required=True, choices=[c.value for c in Contract],
+                        help="output contract of model A's predictions")
     parser.add_argument("--candidate", required=True, type=Path, help="predictions JSONL of model B")
-    parser.add_argument("--contract-b", required=True, choices=[c.value for c in Contract])
-    parser.add_argument("--split", default="test", choices=["train", "test"])
+    parser.add_argument("--contract-b", required=True, choices=[c.value for c in Contract],
+                        help="output contract of model B's predictions")
     parser.add_argument("--coord-space-a", default=None, help="coord view: A's coordinate space (default: sidecar, else pixels)")
     parser.add_argument("--coord-space-b", default=None, help="coord view: B's coordinate space (default: sidecar, else pixels)")
-    parser.add_argument("--judges", type=Path, default=None, help="cached judge verdicts JSONL (enables usefulness)")
+    add_verdicts(parser)
     parser.add_argument("--resamples", type=int, default=COMPARE_RESAMPLES, help="bootstrap / sign-flip draws")
     parser.add_argument("--seed", type=int, default=COMPARE_SEED, help="seed of the draws")
     parser.add_argument("--allow-missing", action="store_true", help="score steps without a prediction as format failures")
-    parser.add_argument("--output", type=Path, default=None, help="write the comparison JSON here")
+    options.add_out(parser, "write the comparison JSON here", old="--output", default=None)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -50,8 +53,8 @@ def run(args: argparse.Namespace) -> int:
     for flag, path in (("--baseline", args.baseline), ("--candidate", args.candidate)):
         if not path.is_file():
             raise UserError(f"{flag} file not found: {path}")
-    if args.output is not None and args.output.is_dir():
-        raise UserError(f"--output {args.output} is a folder; give a file path for the comparison JSON")
+    if args.out is not None and args.out.is_dir():
+        raise UserError(f"--out {args.out} is a folder; give a file path for the comparison JSON")
     if not 1 <= args.resamples <= 100_000:
         raise UserError(f"--resamples must be between 1 and 100000, got {args.resamples}")
     coord = args.view == View.COORD.value
@@ -72,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
         try:
             menus = load_menus(args.dataset, args.view, contract, args.split)
             reports.append(score_file(
-                path, steps, args.view, contract, judges=args.judges, allow_missing=args.allow_missing,
+                path, steps, args.view, contract, verdicts=args.verdicts, allow_missing=args.allow_missing,
                 keep_steps=True, coord_space=space, coord_space_source=source, menus=menus,
             ))
         except PredictionsError as e:
@@ -89,10 +92,10 @@ def run(args: argparse.Namespace) -> int:
     for side, rep in zip("AB", reports):
         for w in rep.warnings:
             print(f"mag compare: warning ({side}): {w}", file=sys.stderr)
-    if args.output is not None:
+    if args.out is not None:
         try:
-            atomic_write(args.output, comp.to_json())
+            atomic_write(args.out, comp.to_json())
         except OSError as e:
-            raise UserError(f"cannot write the comparison to {args.output}: {e}") from None
-        print(f"\ncomparison written to {args.output}")
+            raise UserError(f"cannot write the comparison to {args.out}: {e}") from None
+        print(f"\ncomparison written to {args.out}")
     return 0

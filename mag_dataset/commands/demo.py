@@ -1,4 +1,9 @@
-"""``mag demo [--out DIR]``: build the bundled sample, load both views with ``datasets``, show statistics.
+"""``mag demo``: build the bundled sample, load both views with ``datasets``, show statistics.
+
+Examples::
+
+    mag demo                       # the cached build of the bundled corpus
+    mag demo --out /tmp/webmre     # a fresh build into this folder
 
 The demo runs as stages, each a plain function, so a stage can be added with one line in
 :func:`run`:
@@ -20,12 +25,11 @@ from pathlib import Path
 from typing import Any
 
 from mag_dataset.actions import View
+from mag_dataset.commands import options
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--out", type=Path, default=None, help="build into this folder (default: the cached build of the bundled corpus)"
-    )
+    options.add_out(parser, "build into this folder (default: the cached build of the bundled corpus)", default=None)
 
 
 def stage_build(out: Path | None) -> Path:

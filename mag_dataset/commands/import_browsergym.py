@@ -1,4 +1,10 @@
-"""``mag import-browsergym EXP_DIR... --out RAW_DIR``: BrowserGym/AgentLab runs → raw episodes.
+"""``mag import-browsergym``: BrowserGym/AgentLab runs → raw episodes.
+
+Examples::
+
+    mag import-browsergym agentlab_results/ --out RAW_DIR
+    mag import-browsergym runs/2026-05-01_webarena/ --out RAW_DIR --task-key template --keep best
+    mag unify --raw RAW_DIR                # then restore the mouse_click steps
 
 Only successful episodes are imported; see :mod:`mag_dataset.harness.importer` for the
 layout read, the action mapping and what makes an episode unimportable. Each experiment
@@ -7,16 +13,17 @@ be imported is skipped with its reason and the batch goes on. The summary is alw
 printed; the exit status is 0 when an episode was imported (or every folder was already
 imported), 1 when nothing could be imported, 2 for a usage error. Repeats of one task
 (``--task-key``) share a task key, so the default split keeps them together; ``--keep first``
-or ``--keep best`` imports one run per key. Follow with
-``mag unify RAW_DIR`` (restores ``mouse_click`` steps), ``mag audit`` and ``mag build``.
+or ``--keep best`` imports one run per key. Follow with ``mag unify`` (restores
+``mouse_click`` steps), ``mag audit`` and ``mag build``.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
+
+from mag_dataset.commands import options
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -27,6 +34,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--templates", type=Path, default=None,
                         help="JSON file mapping task names to intent template ids (e.g. WebArena's intent_template_id)")
     parser.add_argument("--overwrite", action="store_true", help="replace episodes that already exist in --out")
+    options.add_no_progress(parser)
     parser.add_argument("--task-key", choices=("task-seed", "task", "template"), default="task-seed",
                         help="which runs are repeats of one task, kept in one split: the same task name and seed "
                              "(default), the same task name (every seed), or the same intent template")
@@ -59,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"--memory-limit/--time-limit: {e}") from None
     try:
         report = import_experiments(args.exp_dirs, args.out, min_reward=args.min_reward, templates=templates,
-                                    overwrite=args.overwrite, progress=lambda line: print(line, file=sys.stderr),
+                                    overwrite=args.overwrite, progress=options.progress_printer(args),
                                     limits=limits, task_key=args.task_key, keep=args.keep)
     except FileNotFoundError as e:
         raise UserError(str(e)) from None

@@ -1,4 +1,10 @@
-"""``mag import-trace TRACE... --out RAW_DIR``: Playwright trace archives → raw episodes.
+"""``mag import-trace``: Playwright trace archives → raw episodes.
+
+Examples::
+
+    mag import-trace traces/ --out RAW_DIR --webarena-configs webarena/config_files
+    mag import-trace run.zip --out RAW_DIR --intent "Add a laptop to the cart"
+    mag unify --raw RAW_DIR                # then restore the clicks recorded at a point
 
 Reads archives written by ``context.tracing.start(screenshots=True, snapshots=True)`` ...
 ``stop(path=...)`` (the format of WebArena's published ``trace/*.zip`` execution traces); see
@@ -9,16 +15,17 @@ archive's file name (or name without ``.zip``) to ``{"intent": ..., "site", "int
 ``config_files`` folder (trace ``<id>.zip`` performs task ``<id>.json``: its intent, sites and
 template; the episode is ``webarena.<id>``). An archive that cannot be converted is
 skipped with its reason; the exit status is 0 when an episode was imported, 1 when none
-could be, 2 for a usage error. Follow with ``mag unify RAW_DIR`` (restores mouse clicks
-recorded at a point), ``mag audit`` and ``mag build``.
+could be, 2 for a usage error. Follow with ``mag unify`` (restores mouse clicks recorded
+at a point), ``mag audit`` and ``mag build``.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
+
+from mag_dataset.commands import options
 from typing import Any
 
 TASK_FIELDS = {"intent": str, "site": str, "intent_template_id": str, "task_id": str, "seed": int}
@@ -35,6 +42,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="WebArena's config_files folder: the task of trace <id>.zip is <id>.json "
                              "(intent, sites, intent_template_id)")
     parser.add_argument("--overwrite", action="store_true", help="replace episodes that already exist in --out")
+    options.add_no_progress(parser)
 
 
 def _read_tasks(path: Path) -> dict[str, dict[str, Any]]:
@@ -98,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         report = import_traces(args.traces, args.out, task_of, overwrite=args.overwrite,
-                               progress=lambda line: print(line, file=sys.stderr))
+                               progress=options.progress_printer(args))
     except FileNotFoundError as e:
         raise UserError(str(e)) from None
     print(report.summary())

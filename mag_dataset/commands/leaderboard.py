@@ -7,9 +7,9 @@ the options below override them.
 Examples::
 
     mag leaderboard                          # same as: mag leaderboard serve
-    mag leaderboard serve --port 7861 --dir ./board
-    mag leaderboard rescore --dir ./board    # exit 1 if any report differs (or its file is missing/altered)
-    mag leaderboard rescore --dir ./board --update   # after a deliberate scorer change
+    mag leaderboard serve --port 7861 --board-dir ./board
+    mag leaderboard rescore --board-dir ./board    # exit 1 if any report differs (or its file is missing/altered)
+    mag leaderboard rescore --board-dir ./board --update   # after a deliberate scorer change
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ import os
 from pathlib import Path
 
 from mag_dataset.cli import UserError
+from mag_dataset.commands import options
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -27,7 +28,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     serve = sub.add_parser("serve", help="start the Gradio leaderboard (the default)")
     rescore = sub.add_parser("rescore", help="re-score every stored submission; exit 1 if any report differs")
     for p in (parser, serve, rescore):
-        p.add_argument("--dir", type=Path, default=argparse.SUPPRESS, help="data folder (MAG_BOARD_DIR)")
+        p.add_argument("--board-dir", type=Path, default=argparse.SUPPRESS, metavar="DIR",
+                       help="the board's data folder (MAG_BOARD_DIR)")
+        options.deprecated_alias(p, "--dir", "--board-dir", "board_dir", type=Path)
         p.add_argument("--db", type=Path, default=argparse.SUPPRESS, help="database path (MAG_BOARD_DB)")
         p.add_argument("--gold", default=argparse.SUPPRESS,
                        help="gold dataset folder or Hub repo id (MAG_BOARD_GOLD; default: bundled sample)")
@@ -43,7 +46,7 @@ def _config(args: argparse.Namespace):
 
     try:
         return BoardConfig.from_env(
-            data_dir=getattr(args, "dir", None), db_path=getattr(args, "db", None), gold=getattr(args, "gold", None)
+            data_dir=getattr(args, "board_dir", None), db_path=getattr(args, "db", None), gold=getattr(args, "gold", None)
         )
     except ValueError as e:
         raise UserError(str(e)) from None
@@ -66,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
     if action == "rescore":
         return _rescore(args)
     config = _config(args)
-    for key, var in (("dir", "MAG_BOARD_DIR"), ("db", "MAG_BOARD_DB"), ("gold", "MAG_BOARD_GOLD")):
+    for key, var in (("board_dir", "MAG_BOARD_DIR"), ("db", "MAG_BOARD_DB"), ("gold", "MAG_BOARD_GOLD")):
         if getattr(args, key, None) is not None:
             os.environ[var] = str(getattr(args, key))
     del config  # validated above; the app reads the same variables

@@ -9,11 +9,28 @@ Examples::
     mag live-eval --agent openai:gpt-5.5@https://api.openai.com/v1 --tasks webarena.310 \\
         --episodes 1 --view som --contract A
     mag live-eval --agent heuristic --tasks 'sites.tracker.*' --episodes 3 --view som --contract J
-    mag live-eval --agent heuristic --tasks click-button,enter-text --episodes 50 --view som --contract J \
+    mag live-eval --agent heuristic --tasks click-button,enter-text --episodes 50 --view som --contract J \\
         --backend ray --ray-address auto          # one Ray task per episode, on a running cluster
 
 See :mod:`mag_dataset.harness.live_eval` for the protocol, the outcome definitions and the
-run folder layout (``report.json``, ``report.md``, ``episodes/`` in the raw episode format).
+run folder layout.
+
+Outputs (in ``--out``)::
+
+  report.json   strict success rate (MiniWoB raw reward == 1) with a 95% Wilson interval,
+                steps per episode, format-failure and invalid-action rates, per task and overall
+  report.md     the same as a table (also printed)
+  episodes/     one raw episode per run episode (screenshots of every step, the agent's
+                actions and guides; metadata.trajectory logs outputs, parse results, errors);
+                inspect it, or rebuild it into a dataset: mag build --raw OUT/episodes --include-failed --out DIR
+
+Other BrowserGym benchmarks::
+
+  MiniWoB++ runs offline (pages ship in pip miniwob). WebArena / VisualWebArena / WorkArena
+  task ids (webarena.310, workarena.servicenow.order-standard-laptop, ...) work once their
+  BrowserGym package is installed (pip install browsergym-webarena / browsergym-workarena)
+  and their servers are configured as BrowserGym documents (WA_SHOPPING, WA_REDDIT, ... for
+  WebArena; SNOW_INSTANCE_URL, SNOW_INSTANCE_UNAME, SNOW_INSTANCE_PWD for WorkArena).
 """
 
 from __future__ import annotations
@@ -22,53 +39,37 @@ import argparse
 import re
 from pathlib import Path
 
+from mag_dataset.actions import View
 from mag_dataset.cli import UserError
+from mag_dataset.commands import options
 
 
 def _tasks(text: str) -> list[str]:
     return [t for t in re.split(r"[,\s]+", text) if t]
 
 
-EPILOG = """\
-outputs (in --out):
-  report.json   strict success rate (MiniWoB raw reward == 1) with a 95% Wilson interval,
-                steps per episode, format-failure and invalid-action rates, per task and overall
-  report.md     the same as a table (also printed)
-  episodes/     one raw episode per run episode (screenshots of every step, the agent's
-                actions and guides; metadata.trajectory logs outputs, parse results, errors);
-                inspect it, or rebuild it into a dataset: mag build --raw OUT/episodes --include-failed --out DIR
-
-other BrowserGym benchmarks:
-  MiniWoB++ runs offline (pages ship in pip miniwob). WebArena / VisualWebArena / WorkArena
-  task ids (webarena.310, workarena.servicenow.order-standard-laptop, ...) work once their
-  BrowserGym package is installed (pip install browsergym-webarena / browsergym-workarena)
-  and their servers are configured as BrowserGym documents (WA_SHOPPING, WA_REDDIT, ... for
-  WebArena; SNOW_INSTANCE_URL, SNOW_INSTANCE_UNAME, SNOW_INSTANCE_PWD for WorkArena).
-"""
-
-
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.epilog = EPILOG
-    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    from mag_dataset.harness.live_eval import LIVE_CONTRACTS
+
     parser.add_argument("--agent", required=True,
                         help="'heuristic', a local checkpoint folder (hf:PATH), or openai:MODEL@BASE_URL")
     parser.add_argument("--tasks", required=True, action="append", type=_tasks, metavar="TASK_IDS",
                         help="BrowserGym task ids, comma-separated (miniwob.click-button or just click-button; "
                              "webarena.310 / workarena.* when installed); may be repeated")
     parser.add_argument("--episodes", type=int, default=1, help="episodes per task (seeds SEED..SEED+N-1)")
-    parser.add_argument("--view", required=True, choices=["som", "coord"], help="grounding view")
-    parser.add_argument("--contract", required=True, choices=["A", "J", "JG"], help="output contract")
+    parser.add_argument("--view", required=True, choices=[v.value for v in View], help="grounding view")
+    parser.add_argument("--contract", required=True, choices=[c.value for c in LIVE_CONTRACTS],
+                        help="output contract (those with an action to execute)")
     parser.add_argument("--max-steps", type=int, default=10, help="agent steps per episode (default 10)")
     parser.add_argument("--workers", type=int, default=1, help="worker processes running episodes in parallel")
-    parser.add_argument("--out", type=Path, default=None,
-                        help="run folder (default: live-eval/<agent>-<view>-<contract>)")
+    options.add_out(parser, "run folder (default: live-eval/<agent>-<view>-<contract>)", default=None)
     parser.add_argument("--seed", type=int, default=0, help="first task seed (default 0)")
     parser.add_argument("--overwrite", action="store_true", help="replace an existing run in --out")
     parser.add_argument("--max-new-tokens", type=int, default=256, help="generation budget per step (model agents)")
     parser.add_argument("--api-key-env", default="OPENAI_API_KEY", help="variable holding the endpoint's API key")
-    parser.add_argument("--cache-dir", default=None, help="response cache folder for an OpenAI-compatible agent")
+    options.add_cache_dir(parser, "response cache folder for an OpenAI-compatible agent")
     parser.add_argument("--device", default=None, help="torch device of a checkpoint agent (default: cuda if available)")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    options.add_no_progress(parser)
     from mag_dataset.harness.ray_backend import add_ray_arguments
 
     add_ray_arguments(parser, "--workers processes")
@@ -78,6 +79,7 @@ def run(args: argparse.Namespace) -> int:
     from mag_dataset.harness.agents import AgentSpec, AgentSpecError
     from mag_dataset.harness.live_eval import LiveEvalConfig, LiveEvalError, format_table, run_live_eval
     from mag_dataset.harness.ray_backend import RayBackendError, ray_options_from_args
+    from mag_dataset.llm_client import LLMConfigError
 
     try:
         ray_options = ray_options_from_args(args)
@@ -110,15 +112,8 @@ def run(args: argparse.Namespace) -> int:
 
         with served(sites):  # sites not already running are served for the run and stopped after it
             report = run_live_eval(config)
-    except (LiveEvalError, SiteError) as e:
+    except (LiveEvalError, SiteError, LLMConfigError) as e:  # LLMConfigError: no API key, a bad URL
         raise UserError(str(e)) from None
-    except Exception as e:
-        # The OpenAI client's typed errors (no key, bad URL) are a user's mistake, not a bug.
-        from mag_dataset.llm_client import LLMConfigError
-
-        if isinstance(e, LLMConfigError):
-            raise UserError(str(e)) from None
-        raise
     print(format_table(report))
     print(f"Run folder: {out} (report.json, report.md, episodes/ in the raw episode format)")
     return 0

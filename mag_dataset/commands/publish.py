@@ -1,5 +1,11 @@
-"""``mag publish --repo-id mag/webmre [--folder DIR] [--only KIND ...] [--dry-run]``: upload the
-dataset (with its ``eval.yaml``), the ``evaluate`` metric Space and the leaderboard Space.
+"""``mag publish``: upload the dataset (with its ``eval.yaml``), the ``evaluate`` metric Space
+and the leaderboard Space.
+
+Examples::
+
+    mag publish --repo-id mag/webmre --dry-run          # list every file, upload nothing
+    mag publish --repo-id mag/webmre --dataset DATASET_DIR --only dataset
+    mag publish --repo-id mag/webmre --private
 
 The Spaces default to ``<owner>/webmre_metric`` and ``<owner>/webmre-leaderboard`` (the owner
 of ``--repo-id``); ``--only dataset`` (or ``metric``, ``leaderboard``, repeatable) publishes a
@@ -12,18 +18,22 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from mag_dataset.commands import options
+
 KINDS = ("dataset", "metric", "leaderboard")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--repo-id", required=True, help="Hub dataset repo, e.g. mag/webmre")
     parser.add_argument(
-        "--folder",
+        "--dataset",
         type=Path,
         default=None,
-        help="built dataset folder; a new or empty one gets a build of the bundled sample corpus "
+        metavar="DATASET_DIR",
+        help="built dataset folder to upload; a new or empty one gets a build of the bundled sample corpus "
         "(default: the cached build of the bundled sample)",
     )
+    options.deprecated_alias(parser, "--folder", "--dataset", "dataset", type=Path)
     parser.add_argument("--metric-space", default=None, help="the metric Space repo (default: <owner>/webmre_metric)")
     parser.add_argument(
         "--leaderboard-space", default=None, help="the leaderboard Space repo (default: <owner>/webmre-leaderboard)"
@@ -64,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
         "metric": _repo_id(args.metric_space or f"{owner}/{SPACES['metric'][1]}", "--metric-space"),
         "leaderboard": _repo_id(args.leaderboard_space or f"{owner}/{SPACES['leaderboard'][1]}", "--leaderboard-space"),
     }
-    folder = args.folder
+    folder = args.dataset
     if "dataset" in kinds:
         try:
             if folder is None:
@@ -77,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
 
                 print(f"building the bundled sample corpus into {folder}")
                 folder = build_dataset(bundled_raw_dir(), folder, progress=False)
-        except (BuildError, OSError) as e:  # no bundled corpus, an unwritable --folder
+        except (BuildError, OSError) as e:  # no bundled corpus, an unwritable --dataset
             raise UserError(str(e)) from None
     try:
         # every plan is checked before anything is uploaded

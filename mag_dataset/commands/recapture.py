@@ -1,8 +1,8 @@
 """``mag recapture``: re-render site episodes by replaying them on a site that has moved on.
 
-    mag recapture --raw RAW --share 0.3 --seed 0
-    mag recapture --raw RAW --per-template 1       # one episode of every template
-    mag unify RAW          # then flags the recaptured steps that no longer match as stale
+    mag recapture --raw RAW_DIR --share 0.3 --seed 0
+    mag recapture --raw RAW_DIR --per-template 1       # one episode of every template
+    mag unify --raw RAW_DIR    # then flags the recaptured steps that no longer match as stale
 
 See :mod:`mag_dataset.live.recapture` for the path and why it produces stale screenshots.
 The sites the chosen episodes need are served for the run (and stopped after it) when
@@ -12,20 +12,21 @@ they are not running already.
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 from mag_dataset.cli import UserError
+from mag_dataset.commands import options
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--raw", required=True, type=Path, help="raw corpus folder (updated in place)")
+    parser.add_argument("--raw", required=True, type=Path, metavar="RAW_DIR", help="raw corpus folder (updated in place)")
     which = parser.add_mutually_exclusive_group(required=True)
     which.add_argument("--share", type=float, help="share of the site episodes to recapture (0-1)")
     which.add_argument("--per-template", type=int, metavar="N", help="recapture N episodes of every template")
     parser.add_argument("--seed", type=int, default=0, help="picks which episodes (default: %(default)s)")
     parser.add_argument("--no-reset", action="store_true",
                         help="replay on each site as it is now, without resetting it before its first episode")
+    options.add_no_progress(parser)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -40,14 +41,14 @@ def run(args: argparse.Namespace) -> int:
     if args.per_template is not None and args.per_template < 1:
         raise UserError(f"--per-template must be at least 1, got {args.per_template}")
     share = 0.0 if args.share is None else args.share
-    if not args.raw.is_dir():
-        raise UserError(f"--raw {args.raw}: no such folder")
+    raw = args.raw
+    if not raw.is_dir():
+        raise UserError(f"--raw {raw}: no such folder")
     try:
-        chosen = choose_episodes(list(read_corpus(args.raw)), share, args.seed, args.per_template)
+        chosen = choose_episodes(list(read_corpus(raw)), share, args.seed, args.per_template)
         sites = [site_class(n)() for n in dict.fromkeys(e.site for e in chosen)]
         with served(sites):
-            report = recapture_corpus(args.raw, share, args.seed,
-                                      log=lambda m: print(m, file=sys.stderr, flush=True),
+            report = recapture_corpus(raw, share, args.seed, log=options.progress_printer(args),
                                       reset_first=not args.no_reset, per_template=args.per_template)
     except (RawDataError, SiteError, LiveEnvError) as e:
         raise UserError(str(e)) from None

@@ -21,16 +21,16 @@ from __future__ import annotations
 
 import argparse
 import shutil
-import sys
 from pathlib import Path
 
 from mag_dataset.cli import UserError
+from mag_dataset.commands import options
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from mag_dataset.live.recorder import BUNDLED_EPISODES, BUNDLED_SEED, BUNDLED_TASKS, HELD_OUT_TEMPLATES
 
-    parser.add_argument("--out", required=True, type=Path, help="new (or empty) folder for the raw episodes")
+    options.add_out(parser, "new (or empty) folder for the raw episodes", required=True)
     parser.add_argument("--tasks", nargs="+", default=list(BUNDLED_TASKS), metavar="TASK",
                         help="MiniWoB++ task names or site task ids/patterns such as 'sites.shop.*' "
                         f"(default: the {len(BUNDLED_TASKS)} tasks of the bundled corpus)")
@@ -45,6 +45,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="task types kept out of train, among --tasks (default: two templates per site family, "
                         "miniwob counting as one family, drawn with --seed; e.g. "
                         f"{' '.join(HELD_OUT_TEMPLATES)} for the bundled MiniWoB++ tasks)")
+    options.add_no_progress(parser)
     from mag_dataset.harness.ray_backend import add_ray_arguments
 
     add_ray_arguments(parser, "one browser per task", unit="recording attempt")
@@ -102,7 +103,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         with served(sites):
             results = record_corpus(tmp, args.tasks, args.episodes, args.seed,
-                                    log=lambda m: print(m, file=sys.stderr, flush=True),
+                                    log=options.progress_printer(args),
                                     point_only_share=args.point_only_share, ray=ray_options)
         kept = [r for r in results if r.ok]
         if not kept:

@@ -3,7 +3,8 @@
 Example::
 
     mag score --predictions preds.jsonl --dataset mag/webmre --view som --contract J \\
-        --split test --judges verdicts.jsonl --output report.json
+        --split test --verdicts verdicts.jsonl --out report.json
+    mag score --predictions preds.jsonl --dataset bundled --view coord --contract A --coord-space norm1000
 
 ``--dataset bundled`` scores against the bundled sample corpus. In the coord view the
 points' space comes from ``--coord-space``, else the ``coord_space`` field of the
@@ -20,17 +21,17 @@ from pathlib import Path
 from typing import Any
 
 from mag_dataset.actions import Contract, View
+from mag_dataset.commands import options
 from mag_dataset.fileio import atomic_write
+from mag_dataset.schema import Split
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--predictions", required=True, type=Path, help="predictions JSONL (step_id, output[, seed])")
     parser.add_argument("--dataset", required=True, help="built dataset folder, Hub repo id, or 'bundled'")
-    parser.add_argument("--view", required=True, choices=[v.value for v in View])
-    parser.add_argument("--contract", required=True, choices=[c.value for c in Contract])
-    parser.add_argument("--split", default="test", choices=["train", "test"])
-    parser.add_argument("--judges", type=Path, default=None, help="cached judge verdicts JSONL (enables usefulness)")
-    parser.add_argument("--output", type=Path, default=None, help="write the report JSON here")
+    add_view_contract_split(parser)
+    add_verdicts(parser)
+    options.add_out(parser, "write the report JSON here", old="--output", default=None)
     parser.add_argument(
         "--allow-missing", action="store_true", help="score steps without a prediction as format failures"
     )
@@ -73,6 +74,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     hub.add_argument("--source-url", default=None, help=".eval_results: a link to the logs or predictions behind the result")
     hub.add_argument("--source-name", default=None, help=".eval_results: the display name of --source-url")
+
+
+def add_view_contract_split(parser: argparse.ArgumentParser, *, contract: bool = True) -> None:
+    """``--view``, ``--contract`` and ``--split``, their choices read from the enums."""
+    parser.add_argument("--view", required=True, choices=[v.value for v in View],
+                        help="grounding view of the gold: som (element ids) or coord (pixel points)")
+    if contract:
+        parser.add_argument("--contract", required=True, choices=[c.value for c in Contract],
+                            help="output contract the predictions follow: A (action), G (guide), J, JG (both)")
+    parser.add_argument("--split", default=Split.TEST.value, choices=[s.value for s in Split],
+                        help="dataset split to score against (default: %(default)s)")
+
+
+def add_verdicts(parser: argparse.ArgumentParser) -> None:
+    """``--verdicts FILE`` (``--judges`` kept as a hidden alias for a release)."""
+    parser.add_argument("--verdicts", type=Path, default=None, metavar="FILE",
+                        help="cached judge verdicts JSONL (enables usefulness)")
+    options.deprecated_alias(parser, "--judges", "--verdicts", "verdicts", type=Path)
 
 
 def load_gold(dataset: str, view: View | str, split: str) -> list[Any]:
@@ -141,7 +160,7 @@ def score_file(
     view: View | str,
     contract: Contract | str,
     *,
-    judges: Path | None = None,
+    verdicts: Path | None = None,
     allow_missing: bool = False,
     max_lines: int | None = None,
     keep_steps: bool = False,
@@ -154,12 +173,12 @@ def score_file(
     from mag_dataset.scoring import score_predictions
     from mag_dataset.verdicts import read_verdicts
 
-    verdicts = read_verdicts(judges) if judges is not None else None
+    cached = read_verdicts(verdicts) if verdicts is not None else None
     stream = iter_predictions(
         predictions, [s.step_id for s in steps], allow_missing=allow_missing, max_lines=max_lines
     )
     return score_predictions(
-        stream, steps, view, contract, verdicts=verdicts, allow_missing=allow_missing, keep_steps=keep_steps,
+        stream, steps, view, contract, verdicts=cached, allow_missing=allow_missing, keep_steps=keep_steps,
         coord_space=coord_space, coord_space_source=coord_space_source, menus=menus,
     )
 
@@ -174,8 +193,8 @@ def run(args: argparse.Namespace) -> int:
     if not args.predictions.is_file():
         raise UserError(f"predictions file not found: {args.predictions}")
     hub_target = _check_hub_flags(args)
-    if args.output is not None and args.output.is_dir():
-        raise UserError(f"--output {args.output} is a folder; give a file path for the report JSON")
+    if args.out is not None and args.out.is_dir():
+        raise UserError(f"--out {args.out} is a folder; give a file path for the report JSON")
     try:
         steps = load_gold(args.dataset, args.view, args.split)
     except (OSError, ValueError, SchemaError) as e:  # OSError: missing folder, Hub unreachable offline
@@ -197,7 +216,7 @@ def run(args: argparse.Namespace) -> int:
             steps,
             args.view,
             args.contract,
-            judges=args.judges,
+            verdicts=args.verdicts,
             allow_missing=args.allow_missing,
             max_lines=args.max_lines,
             keep_steps=args.per_step or args.eee is not None,
@@ -212,12 +231,12 @@ def run(args: argparse.Namespace) -> int:
     print(format_report(report))
     for w in report.warnings:
         print(f"mag score: warning: {w}", file=sys.stderr)
-    if args.output is not None:
+    if args.out is not None:
         try:
-            atomic_write(args.output, report.to_json(include_steps=args.per_step))
+            atomic_write(args.out, report.to_json(include_steps=args.per_step))
         except OSError as e:
-            raise UserError(f"cannot write the report to {args.output}: {e}") from None
-        print(f"\nreport written to {args.output}")
+            raise UserError(f"cannot write the report to {args.out}: {e}") from None
+        print(f"\nreport written to {args.out}")
     if hub_target is not None:
         _write_hub_results(args, report, steps, *hub_target)
     return 0

@@ -1,11 +1,14 @@
 """``mag sites``: set up, serve, check, reset and stop the real web applications.
 
-    mag sites setup [--site NAME ...] [--force]   # install, create the databases, seed, snapshot
-    mag sites serve [--site NAME ...] [--wait]    # start in the background (--wait: until Ctrl-C)
-    mag sites status [--site NAME ...]            # URL, port, PID, health
-    mag sites reset [--site NAME ...]             # back to the seeded state (~1 s)
-    mag sites stop [--site NAME ...]              # stop by PID (the whole process group)
-    mag sites tasks [PATTERN ...]                 # list the task ids (sites.<site>.<template>)
+Examples::
+
+    mag sites setup                         # install, create the databases, seed, snapshot
+    mag sites setup --site forum --force    # set one site up again from nothing
+    mag sites serve --site shop wiki        # start in the background (--wait: until Ctrl-C)
+    mag sites status                        # URL, port, PID, health
+    mag sites reset --site tracker          # back to the seeded state (~1 s)
+    mag sites stop                          # stop by PID (the whole process group)
+    mag sites tasks 'sites.shop.*'          # list the task ids (sites.<site>.<template>)
 
 Without ``--site`` every site is meant. Installs live under ``$MAG_SITES_HOME`` (default
 ``~/.cache/mag_dataset/sites``); ports are ``MAG_SITE_<NAME>_PORT`` or each site's default.

@@ -1,4 +1,9 @@
-"""``mag unify RAW_DIR``: restore coordinate-only steps and flag stale screenshots, in place.
+"""``mag unify``: restore coordinate-only steps and flag stale screenshots, in place.
+
+Examples::
+
+    mag unify --raw RAW_DIR --dry-run      # report what would change
+    mag unify --raw RAW_DIR
 
 The rules are documented in :mod:`mag_dataset.harness.unify`.
 """
@@ -8,11 +13,12 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from mag_dataset.commands import options
 from mag_dataset.harness import unify as _rules
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("raw", type=Path, help="raw corpus folder (episode folders are updated in place)")
+    options.add_raw(parser, "raw corpus folder (episode folders are updated in place)")
     parser.add_argument("--audit", type=Path, default=None, help="audit file to merge the flags into (default: RAW/audit.jsonl)")
     parser.add_argument("--dry-run", action="store_true", help="only report what would change")
     parser.add_argument("--pixel-tolerance", type=int, default=_rules.PIXEL_TOLERANCE,
@@ -27,15 +33,16 @@ def run(args: argparse.Namespace) -> int:
     from mag_dataset.cli import UserError
     from mag_dataset.raw import RawDataError
 
-    if not args.raw.is_dir():
-        raise UserError(f"raw corpus folder not found: {args.raw}")
+    raw = options.raw_folder(args)
+    if not raw.is_dir():
+        raise UserError(f"raw corpus folder not found: {raw}")
     if not 0 <= args.pixel_tolerance <= 255:
         raise UserError(f"--pixel-tolerance must be in 0..255, got {args.pixel_tolerance}")
     if not 0 <= args.pixel_fraction <= 1:
         raise UserError(f"--pixel-fraction must be in 0..1, got {args.pixel_fraction}")
     try:
         report = _rules.unify_corpus(
-            args.raw,
+            raw,
             dry_run=args.dry_run,
             audit_path=args.audit,
             pixel_tolerance=args.pixel_tolerance,

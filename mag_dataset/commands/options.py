@@ -1,0 +1,104 @@
+"""The CLI's vocabulary: one spelling per concept, shared by every ``mag`` command.
+
+One name per concept, whichever command takes it:
+
+- ``--out``: what a command writes (a report, a run folder, a raw corpus, a dataset folder);
+- ``--raw``: a raw corpus folder the command reads (or updates in place);
+- ``--verdicts``: a verdicts file (JSONL); ``--judges``: judge *endpoints* only (``mag audit``);
+- ``--cache-dir``: the LLM answer cache folder;
+- ``--no-progress``: silence the progress lines a long command prints on stderr.
+
+Spellings used before this vocabulary (``--output``, ``--folder``, ``--dir``, ``--cache``,
+``score --judges``, a positional raw folder) still parse for a release as hidden aliases
+that print a one-line note on stderr. This module holds only these shared flags and that
+alias mechanism; each command's own flags and logic stay in its module.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any, Callable
+
+
+class DeprecatedAlias(argparse.Action):
+    """A hidden old spelling: stores like the new flag and says so on stderr, once per use."""
+
+    def __init__(self, option_strings: list[str], dest: str, *, new: str, old: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, **kwargs)
+        self.new, self.old = new, old
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        print(f"{parser.prog}: note: {self.old} is deprecated and will be removed; use {self.new}", file=sys.stderr)
+        setattr(namespace, self.dest, values)
+
+
+def deprecated_alias(parser: argparse.ArgumentParser, old: str, new: str, dest: str, **kwargs: Any) -> None:
+    """Keep ``old`` (an option string) working as a hidden alias of ``new`` for a release.
+
+    Args:
+        parser: the command's parser.
+        old: the old option string, e.g. ``--output``.
+        new: the option users should write instead, named in the note.
+        dest: the attribute the new option stores into.
+        **kwargs: ``type`` and the like, as the new option has them.
+    """
+    parser.add_argument(old, dest=dest, action=DeprecatedAlias, new=new, old=old,
+                        default=argparse.SUPPRESS, help=argparse.SUPPRESS, **kwargs)
+
+
+def add_out(parser: argparse.ArgumentParser, help: str, *, old: str | None = None, **kwargs: Any) -> None:
+    """``--out PATH`` (what the command writes), with ``old`` as a hidden alias when given."""
+    parser.add_argument("--out", type=Path, help=help, **kwargs)
+    if old is not None:
+        deprecated_alias(parser, old, "--out", "out", type=Path)
+
+
+def add_raw(parser: argparse.ArgumentParser, help: str) -> None:
+    """``--raw RAW_DIR``, with the positional raw folder of earlier releases as a hidden alias.
+
+    The command reads the folder with :func:`raw_folder`, which says when it is missing.
+    """
+    parser.add_argument("--raw", type=Path, default=None, metavar="RAW_DIR", help=f"{help} (required)")
+    # no type=: argparse would turn the SUPPRESS default into a Path and report a folder never given
+    parser.add_argument("raw_positional", nargs="?", action=DeprecatedAlias, new="--raw RAW_DIR",
+                        old="a positional raw folder", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+
+
+def raw_folder(args: argparse.Namespace) -> Path:
+    """The raw corpus folder of :func:`add_raw`'s flags.
+
+    Raises:
+        UserError: no folder given, or given twice (``--raw`` and the old positional).
+    """
+    from mag_dataset.cli import UserError
+
+    positional = getattr(args, "raw_positional", None)
+    positional = None if positional is None else Path(positional)
+    if positional is not None and args.raw is not None and positional != args.raw:
+        raise UserError(f"two raw corpus folders given ({positional} and --raw {args.raw}); give one with --raw")
+    raw = args.raw if args.raw is not None else positional
+    if raw is None:
+        raise UserError("the raw corpus folder is required: --raw RAW_DIR")
+    return raw
+
+
+def add_cache_dir(parser: argparse.ArgumentParser, help: str, *, old: str | None = None, **kwargs: Any) -> None:
+    """``--cache-dir DIR`` (the LLM answer cache), with ``old`` as a hidden alias when given."""
+    parser.add_argument("--cache-dir", default=None, metavar="DIR", help=help, **kwargs)
+    if old is not None:
+        deprecated_alias(parser, old, "--cache-dir", "cache_dir", **kwargs)
+
+
+def add_no_progress(parser: argparse.ArgumentParser) -> None:
+    """``--no-progress``: hide the progress lines (stderr); the result and warnings still print."""
+    parser.add_argument("--no-progress", action="store_true", help="hide the progress output (stderr)")
+
+
+def progress_printer(args: argparse.Namespace) -> Callable[[str], None] | None:
+    """The progress callback of a command: a line to stderr, or None under ``--no-progress``."""
+    if args.no_progress:
+        return None
+    return lambda line: print(line, file=sys.stderr, flush=True)
