@@ -42,8 +42,6 @@ def run(args: argparse.Namespace) -> int:
     from mag_dataset.schema import GuideSource
 
     raw = options.raw_folder(args)
-    if not raw.is_dir():
-        raise UserError(f"raw corpus folder not found: {raw}")
     sources = tuple(s.strip() for s in args.sources.split(",") if s.strip())
     bad = [s for s in sources if s not in {g.value for g in GuideSource}]
     if bad or not sources:

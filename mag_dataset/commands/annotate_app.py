@@ -33,7 +33,7 @@ def run(args: argparse.Namespace) -> int:
     from mag_dataset.cli import UserError
     from mag_dataset.harness.annotate_app import launch
 
-    args.raw = options.raw_folder(args)
+    args.raw = options.raw_folder(args, must_exist=False)
     annotator = args.annotator
     if annotator is None:
         try:

@@ -58,8 +58,6 @@ def run(args: argparse.Namespace) -> int:
     from mag_dataset.llm_client import LLMConfigError
 
     raw = options.raw_folder(args)
-    if not raw.is_dir():
-        raise UserError(f"raw corpus folder not found: {raw}")
     try:
         if args.replay:
             out = args.out or raw / "audit.jsonl"

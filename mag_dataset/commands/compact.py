@@ -14,6 +14,7 @@ import argparse
 from pathlib import Path
 
 from mag_dataset import compact as _compact
+from mag_dataset.commands import options
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -30,12 +31,11 @@ def run(args: argparse.Namespace) -> int:
     from mag_dataset.cli import UserError
     from mag_dataset.raw import RawDataError
 
-    if not args.raw.is_dir():
-        raise UserError(f"raw corpus folder not found: {args.raw}")
+    raw = options.raw_folder(args)
     if args.workers is not None and args.workers < 1:
         raise UserError(f"--workers must be at least 1, got {args.workers}")
     try:
-        report = _compact.compact_corpus(args.raw, method=args.method, quality=args.quality, workers=args.workers,
+        report = _compact.compact_corpus(raw, method=args.method, quality=args.quality, workers=args.workers,
                                          dry_run=args.dry_run)
     except (RawDataError, ValueError, OSError) as e:
         raise UserError(str(e)) from None

@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+from typing import Any
 
 from mag_dataset.commands import options
 
@@ -71,9 +72,21 @@ def run(args: argparse.Namespace) -> int:
                                     limits=limits, task_key=args.task_key, keep=args.keep)
     except FileNotFoundError as e:
         raise UserError(str(e)) from None
+    return import_exit_status(report, "BrowserGym experiment directory (summary_info.json / step_0.pkl.gz)",
+                              args.exp_dirs)
+
+
+def import_exit_status(report: Any, what: str, paths: list[Path]) -> int:
+    """Print an import's summary; 0 when an episode was imported (or all were already), 1 when none could be.
+
+    Raises:
+        UserError: nothing to import was found under ``paths`` (``what`` names what was looked for).
+    """
+    from mag_dataset.cli import UserError
+
     print(report.summary())
     if report.found == 0:
-        raise UserError(f"no BrowserGym experiment directory (summary_info.json / step_0.pkl.gz) under {', '.join(map(str, args.exp_dirs))}")
+        raise UserError(f"no {what} under {', '.join(map(str, paths))}")
     if not report.imported and any(not r.startswith("already imported") for _, r in report.skipped):
         return 1  # nothing could be imported
     return 0

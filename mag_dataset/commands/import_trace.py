@@ -26,6 +26,7 @@ import json
 from pathlib import Path
 
 from mag_dataset.commands import options
+from mag_dataset.commands.import_browsergym import import_exit_status
 from typing import Any
 
 TASK_FIELDS = {"intent": str, "site": str, "intent_template_id": str, "task_id": str, "seed": int}
@@ -109,9 +110,4 @@ def run(args: argparse.Namespace) -> int:
                                progress=options.progress_printer(args))
     except FileNotFoundError as e:
         raise UserError(str(e)) from None
-    print(report.summary())
-    if report.found == 0:
-        raise UserError(f"no trace archive (.zip) under {', '.join(map(str, args.traces))}")
-    if not report.imported and any(not r.startswith("already imported") for _, r in report.skipped):
-        return 1
-    return 0
+    return import_exit_status(report, "trace archive (.zip)", args.traces)

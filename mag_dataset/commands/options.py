@@ -67,11 +67,15 @@ def add_raw(parser: argparse.ArgumentParser, help: str) -> None:
                         old="a positional raw folder", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
 
 
-def raw_folder(args: argparse.Namespace) -> Path:
-    """The raw corpus folder of :func:`add_raw`'s flags.
+def raw_folder(args: argparse.Namespace, *, must_exist: bool = True) -> Path:
+    """The raw corpus folder of :func:`add_raw`'s flags (or of a plain ``--raw``).
+
+    Args:
+        args: the parsed flags.
+        must_exist: say so when the folder does not exist (``mag annotate``'s app reports it itself).
 
     Raises:
-        UserError: no folder given, or given twice (``--raw`` and the old positional).
+        UserError: no folder given, given twice (``--raw`` and the old positional), or not found.
     """
     from mag_dataset.cli import UserError
 
@@ -82,6 +86,8 @@ def raw_folder(args: argparse.Namespace) -> Path:
     raw = args.raw if args.raw is not None else positional
     if raw is None:
         raise UserError("the raw corpus folder is required: --raw RAW_DIR")
+    if must_exist and not raw.is_dir():
+        raise UserError(f"raw corpus folder not found: {raw}")
     return raw
 
 

@@ -34,8 +34,6 @@ def run(args: argparse.Namespace) -> int:
     from mag_dataset.raw import RawDataError
 
     raw = options.raw_folder(args)
-    if not raw.is_dir():
-        raise UserError(f"raw corpus folder not found: {raw}")
     if not 0 <= args.pixel_tolerance <= 255:
         raise UserError(f"--pixel-tolerance must be in 0..255, got {args.pixel_tolerance}")
     if not 0 <= args.pixel_fraction <= 1:
