@@ -43,15 +43,22 @@ from dataclasses import dataclass
 from typing import Any
 
 from mag_dataset.schema import Step
-from mag_dataset.scoring import ALL_METRICS, BREAKDOWNS, REPORT_DECIMALS, SCORER_VERSION, Report, dataset_fingerprint
+from mag_dataset.scoring import (
+    ALL_METRICS,
+    BREAKDOWNS,
+    MCNEMAR_METRICS,
+    SCORER_VERSION,
+    Report,
+    dataset_fingerprint,
+    round_value as _r,
+)
 
 #: Bumped whenever a comparison could change for the same inputs.
 COMPARE_VERSION = "1.0.0"
 
-#: Per-step binary metrics: tested with the exact McNemar test.
-BINARY_METRICS: frozenset[str] = frozenset(
-    {"ofcr", "action_type_acc", "target_acc", "saa", "guide_action_consistency", "joint_step_acc"}
-)
+#: Per-step binary metrics: tested with the exact McNemar test (each metric's ``test`` in
+#: :data:`mag_dataset.scoring.METRIC_TABLE`).
+BINARY_METRICS: frozenset[str] = MCNEMAR_METRICS
 
 #: Metrics compared within each breakdown group (those that apply to both sides).
 BREAKDOWN_METRICS: tuple[str, ...] = ("saa", "bleu1")
@@ -94,13 +101,6 @@ class Comparison:
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), ensure_ascii=False, indent=2) + "\n"
-
-
-def _r(x: float | None) -> float | None:
-    if x is None:
-        return None
-    v = round(x, REPORT_DECIMALS)
-    return 0.0 if v == 0 else v
 
 
 def mcnemar_exact(a_only: int, b_only: int) -> float:
@@ -186,6 +186,22 @@ def _cached_draws(T: int, resamples: int, seed: int) -> tuple[Any, Any]:
     return mult, signs
 
 
+def _interval(boot_d: Any, boot_n: Any, np: Any) -> list[float] | None:
+    """The 2.5 / 97.5 percentiles of the resampled mean difference (None: no resample drew a step)."""
+    ok = boot_n > 0
+    if not ok.any():  # no resample drew a task of this group (only with very few resamples)
+        return None
+    lo, hi = np.percentile(boot_d[ok] / boot_n[ok], [2.5, 97.5])
+    return [_r(float(lo)), _r(float(hi))]
+
+
+def _sign_flip_p(flip: Any, total: float, resamples: int, np: Any) -> float:
+    """Sign-flip p-value of a summed difference; ties within float noise count as extreme
+    (identical inputs give p = 1)."""
+    extreme = int((np.abs(flip) >= abs(total) - 1e-9).sum())
+    return (1 + extreme) / (1 + resamples)
+
+
 def paired_test(
     a: Sequence[float | None],
     b: Sequence[float | None],
@@ -241,19 +257,148 @@ def paired_test(
         # the same einsum as compare_reports (one column), so the sums run in the same order
         boot_d = np.einsum("bt,tc->bc", mult, TD[:, None])[:, 0]
         boot_n = np.einsum("bt,tc->bc", mult, TN[:, None])[:, 0]
-        ok = boot_n > 0
-        if ok.any():
-            lo, hi = np.percentile(boot_d[ok] / boot_n[ok], [2.5, 97.5])
-            ci = [_r(float(lo)), _r(float(hi))]
+        ci = _interval(boot_d, boot_n, np)
     if binary:
         a_only = int((m & (av > 0.5) & (bv < 0.5)).sum())
         b_only = int((m & (av < 0.5) & (bv > 0.5)).sum())
         p = mcnemar_exact(a_only, b_only)
     else:
-        flip = np.einsum("bt,tc->bc", signs, TD[:, None])[:, 0]
-        extreme = int((np.abs(flip) >= abs(total) - 1e-9).sum())
-        p = (1 + extreme) / (1 + resamples)
+        p = _sign_flip_p(np.einsum("bt,tc->bc", signs, TD[:, None])[:, 0], total, resamples, np)
     return {"diff": _r(total / n), "ci95": ci, "p_value": _r(p), "n_steps": n, "test": test}
+
+
+def _check_comparable(report_a: Report, report_b: Report, steps: Sequence[Step], resamples: int) -> str:
+    """The gold's fingerprint, once both reports are known to be comparable on it."""
+    if report_a.steps is None or report_b.steps is None:
+        raise CompareError("both reports need their per-step scores (score with keep_steps=True)")
+    if resamples < 1:
+        raise CompareError("resamples must be at least 1")
+    pa, pb = report_a.provenance, report_b.provenance
+    fp = dataset_fingerprint(steps)
+    for side, p in (("A", pa), ("B", pb)):
+        if p["dataset_fingerprint"] != fp:
+            raise CompareError(f"report {side} was scored against other gold steps (dataset fingerprint differs)")
+    if pa["view"] != pb["view"]:
+        raise CompareError(f"the reports are of different views ({pa['view']} vs {pb['view']})")
+    return fp
+
+
+def _not_compared(A: _Side, B: _Side, compared: list[int]) -> dict[str, str]:
+    """Why each metric that is not compared is not (it applies to one side, or to neither)."""
+    out: dict[str, str] = {}
+    for k, name in enumerate(ALL_METRICS):
+        if k in compared:
+            continue
+        ina, inb = bool((A.cnt[:, k] > 0).any()), bool((B.cnt[:, k] > 0).any())
+        out[name] = (
+            "scored for A only" if ina and not inb else "scored for B only" if inb and not ina
+            else "no step scored for both" if ina and inb else "applies to neither"
+        )
+    return out
+
+
+#: A compared column: (None for a headline metric, else (dimension, group, metric)), the
+#: metric's index in ALL_METRICS, and the breakdown group's step mask (None: every step).
+_Column = tuple["tuple[str, str, str] | None", int, Any]
+
+
+def _columns(ordered: list[Step], paired: Any, compared: list[int], breakdown_metrics: Sequence[str],
+             np: Any) -> list[_Column]:
+    """The headline metrics first, then each breakdown group x breakdown metric with a paired step."""
+    columns: list[_Column] = [(None, k, None) for k in compared]
+    keys = {
+        "site": [s.site for s in ordered],
+        "action_type": [s.action.type.value for s in ordered],
+        "stale": ["true" if s.stale else "false" for s in ordered],
+        "unseen_template": ["true" if s.unseen_template else "false" for s in ordered],
+    }
+    groups: dict[tuple[str, str], Any] = {}
+    for dim in BREAKDOWNS:
+        for key in sorted(set(keys[dim])):
+            groups[(dim, key)] = np.array([v == key for v in keys[dim]])
+    bmetrics = [ALL_METRICS.index(m) for m in breakdown_metrics if m in ALL_METRICS and ALL_METRICS.index(m) in compared]
+    for (dim, key), mask in groups.items():
+        for k in bmetrics:
+            if (paired[:, k] & mask).any():
+                columns.append(((dim, key, ALL_METRICS[k]), k, mask))
+    return columns
+
+
+class _Cells:
+    """Every column's statistics from per-task sums and the shared draws."""
+
+    def __init__(self, A: _Side, B: _Side, paired: Any, columns: list[_Column], step_task: Any, T: int,
+                 resamples: int, seed: int, np: Any) -> None:
+        S, C = paired.shape[0], len(columns)
+        self.A, self.B, self.columns, self.resamples, self.np = A, B, columns, resamples, np
+        self.n_col = np.zeros((S, C))
+        d_col = np.zeros((S, C))
+        for c, (_, k, mask) in enumerate(columns):
+            m = paired[:, k] if mask is None else paired[:, k] & mask
+            self.n_col[:, c] = m
+            d_col[:, c] = np.where(m, B.mean[:, k] - A.mean[:, k], 0.0)
+        # per task sums (T x C): a fixed-order accumulation, so results are reproducible
+        self.TD = np.zeros((T, C))
+        self.TN = np.zeros((T, C))
+        np.add.at(self.TD, step_task, d_col)
+        np.add.at(self.TN, step_task, self.n_col)
+        mult, signs = _draws(T, resamples, seed, np)
+        # einsum without optimize=: numpy's own C loop, sums in a fixed order on every run
+        self.boot_d = np.einsum("bt,tc->bc", mult, self.TD)
+        self.boot_n = np.einsum("bt,tc->bc", mult, self.TN)
+        self.flip_d = np.einsum("bt,tc->bc", signs, self.TD)
+
+    def cell(self, c: int) -> dict[str, Any]:
+        """One column: means, difference, interval, test, p-values."""
+        A, B, np = self.A, self.B, self.np
+        _, k, _mask = self.columns[c]
+        m = self.n_col[:, c] > 0
+        n = int(m.sum())
+        total = float(self.TD[:, c].sum())
+        p_flip = _sign_flip_p(self.flip_d[:, c], total, self.resamples, np)
+        out: dict[str, Any] = {
+            "a": _r(float(A.mean[m, k].sum() / n)),
+            "b": _r(float(B.mean[m, k].sum() / n)),
+            "diff": _r(total / n),
+            "ci95": _interval(self.boot_d[:, c], self.boot_n[:, c], np),
+            "n_steps": n,
+            "n_tasks": int((self.TN[:, c] > 0).sum()),
+        }
+        if ALL_METRICS[k] in BINARY_METRICS:
+            # majority of seeds per step; an even split on either side drops the step
+            ra, rb = 2 * A.right[m, k] - A.cnt[m, k], 2 * B.right[m, k] - B.cnt[m, k]
+            tie = (ra == 0) | (rb == 0)
+            a_only = int(((ra > 0) & (rb < 0)).sum())
+            b_only = int(((ra < 0) & (rb > 0)).sum())
+            out["test"] = "mcnemar_exact"
+            out["p_value"] = _r(mcnemar_exact(a_only, b_only))
+            out["mcnemar"] = {"a_only": a_only, "b_only": b_only, "ties_dropped": int(tie.sum())}
+        else:
+            out["test"] = "task_sign_flip"
+            out["p_value"] = _r(p_flip)
+        out["p_sign_flip"] = _r(p_flip)
+        return out
+
+
+def _provenance(pa: dict[str, Any], pb: dict[str, Any], fp: str, resamples: int, seed: int) -> dict[str, Any]:
+    return {
+        "compare_version": COMPARE_VERSION,
+        "scorer_version": SCORER_VERSION,
+        "dataset_fingerprint": fp,
+        "view": pa["view"],
+        "contract_a": pa["contract"],
+        "contract_b": pb["contract"],
+        "coord_space_a": (pa.get("coord_space") or {}).get("space"),
+        "coord_space_b": (pb.get("coord_space") or {}).get("space"),
+        "bootstrap": {"unit": "task", "paired": True, "resamples": resamples, "seed": seed, "interval": 0.95},
+        "tests": {
+            "binary": "exact McNemar (two-sided binomial, p = 1/2, on discordant steps); seeds: majority "
+                      "per step, steps whose seeds split evenly are dropped",
+            "other": f"task-level sign-flip randomisation, {resamples} draws",
+            "correction": "Holm across the headline metrics; Holm across all breakdown comparisons",
+        },
+        "seeds": "per-step mean over each side's seeds",
+    }
 
 
 def compare_reports(
@@ -284,155 +429,35 @@ def compare_reports(
     """
     import numpy as np
 
-    if report_a.steps is None or report_b.steps is None:
-        raise CompareError("both reports need their per-step scores (score with keep_steps=True)")
-    if resamples < 1:
-        raise CompareError("resamples must be at least 1")
-    pa, pb = report_a.provenance, report_b.provenance
-    fp = dataset_fingerprint(steps)
-    for side, p in (("A", pa), ("B", pb)):
-        if p["dataset_fingerprint"] != fp:
-            raise CompareError(f"report {side} was scored against other gold steps (dataset fingerprint differs)")
-    if pa["view"] != pb["view"]:
-        raise CompareError(f"the reports are of different views ({pa['view']} vs {pb['view']})")
-
+    fp = _check_comparable(report_a, report_b, steps, resamples)
     ordered = sorted(steps, key=lambda s: s.step_id)
     index = {s.step_id: i for i, s in enumerate(ordered)}
     task_ids = sorted({s.task_id for s in ordered})
     tindex = {t: j for j, t in enumerate(task_ids)}
     step_task = np.array([tindex[s.task_id] for s in ordered], dtype=np.int64)
-    T, S = len(task_ids), len(ordered)
     A, B = _Side(report_a, index, np), _Side(report_b, index, np)
-
-    # columns: (label, metric k, step mask); headline metrics first, then breakdown groups
-    K = len(ALL_METRICS)
     paired = (A.cnt > 0) & (B.cnt > 0)  # S x K
-    compared = [k for k in range(K) if paired[:, k].any()]
-    not_compared: dict[str, str] = {}
-    for k, name in enumerate(ALL_METRICS):
-        if k in compared:
-            continue
-        ina, inb = bool((A.cnt[:, k] > 0).any()), bool((B.cnt[:, k] > 0).any())
-        not_compared[name] = (
-            "scored for A only" if ina and not inb else "scored for B only" if inb and not ina
-            else "no step scored for both" if ina and inb else "applies to neither"
-        )
-    columns: list[tuple[tuple[str, str, str] | None, int, Any]] = [(None, k, None) for k in compared]
-    groups: dict[tuple[str, str], Any] = {}
-    keys = {
-        "site": [s.site for s in ordered],
-        "action_type": [s.action.type.value for s in ordered],
-        "stale": ["true" if s.stale else "false" for s in ordered],
-        "unseen_template": ["true" if s.unseen_template else "false" for s in ordered],
-    }
-    for dim in BREAKDOWNS:
-        for key in sorted(set(keys[dim])):
-            groups[(dim, key)] = np.array([v == key for v in keys[dim]])
-    bmetrics = [ALL_METRICS.index(m) for m in breakdown_metrics if m in ALL_METRICS and ALL_METRICS.index(m) in compared]
-    for (dim, key), mask in groups.items():
-        for k in bmetrics:
-            if (paired[:, k] & mask).any():
-                columns.append(((dim, key, ALL_METRICS[k]), k, mask))
-
-    C = len(columns)
-    n_col = np.zeros((S, C))
-    d_col = np.zeros((S, C))
-    for c, (_, k, mask) in enumerate(columns):
-        m = paired[:, k] if mask is None else paired[:, k] & mask
-        n_col[:, c] = m
-        d_col[:, c] = np.where(m, B.mean[:, k] - A.mean[:, k], 0.0)
-    # per task sums (T x C): a fixed-order accumulation, so results are reproducible
-    TD = np.zeros((T, C))
-    TN = np.zeros((T, C))
-    np.add.at(TD, step_task, d_col)
-    np.add.at(TN, step_task, n_col)
-
-    mult, signs = _draws(T, resamples, seed, np)
-    # einsum without optimize=: numpy's own C loop, sums in a fixed order on every run
-    boot_d = np.einsum("bt,tc->bc", mult, TD)
-    boot_n = np.einsum("bt,tc->bc", mult, TN)
-    flip_d = np.einsum("bt,tc->bc", signs, TD)
-
-    def cell(c: int) -> dict[str, Any]:
-        _, k, mask = columns[c]
-        m = n_col[:, c] > 0
-        n = int(m.sum())
-        a_mean = float(A.mean[m, k].sum() / n)
-        b_mean = float(B.mean[m, k].sum() / n)
-        total = float(TD[:, c].sum())
-        diff = total / n
-        ok = boot_n[:, c] > 0
-        if ok.any():
-            lo, hi = np.percentile(boot_d[ok, c] / boot_n[ok, c], [2.5, 97.5])
-            ci = [_r(float(lo)), _r(float(hi))]
-        else:  # no resample drew a task of this group (only with very few resamples)
-            ci = None
-        # ties within float noise count as extreme (identical inputs give p = 1)
-        extreme = int((np.abs(flip_d[:, c]) >= abs(total) - 1e-9).sum())
-        p_flip = (1 + extreme) / (1 + resamples)
-        out: dict[str, Any] = {
-            "a": _r(a_mean),
-            "b": _r(b_mean),
-            "diff": _r(diff),
-            "ci95": ci,
-            "n_steps": n,
-            "n_tasks": int((TN[:, c] > 0).sum()),
-        }
-        name = ALL_METRICS[k]
-        if name in BINARY_METRICS:
-            # majority of seeds per step; an even split on either side drops the step
-            ra, rb = 2 * A.right[m, k] - A.cnt[m, k], 2 * B.right[m, k] - B.cnt[m, k]
-            tie = (ra == 0) | (rb == 0)
-            a_only = int(((ra > 0) & (rb < 0)).sum())
-            b_only = int(((ra < 0) & (rb > 0)).sum())
-            out["test"] = "mcnemar_exact"
-            out["p_value"] = _r(mcnemar_exact(a_only, b_only))
-            out["mcnemar"] = {"a_only": a_only, "b_only": b_only, "ties_dropped": int(tie.sum())}
-        else:
-            out["test"] = "task_sign_flip"
-            out["p_value"] = _r(p_flip)
-        out["p_sign_flip"] = _r(p_flip)
-        return out
-
-    cells = [cell(c) for c in range(C)]
-    head = [c for c in range(C) if columns[c][0] is None]
-    rest = [c for c in range(C) if columns[c][0] is not None]
+    compared = [k for k in range(len(ALL_METRICS)) if paired[:, k].any()]
+    columns = _columns(ordered, paired, compared, breakdown_metrics, np)
+    stats = _Cells(A, B, paired, columns, step_task, len(task_ids), resamples, seed, np)
+    cells = [stats.cell(c) for c in range(len(columns))]
+    head = [c for c in range(len(columns)) if columns[c][0] is None]
+    rest = [c for c in range(len(columns)) if columns[c][0] is not None]
     for family in (head, rest):
         adj = holm([cells[c]["p_value"] for c in family])
         for c, p in zip(family, adj):
             cells[c]["p_holm"] = _r(p)
-    metrics = {ALL_METRICS[columns[c][1]]: cells[c] for c in head}
     breakdowns: dict[str, dict[str, dict[str, dict[str, Any]]]] = {dim: {} for dim in BREAKDOWNS}
     for c in rest:
         dim, key, name = columns[c][0]  # type: ignore[misc]
         breakdowns[dim].setdefault(key, {})[name] = cells[c]
-    counts = {
-        "steps": S,
-        "tasks": T,
-        "seeds_a": A.seeds,
-        "seeds_b": B.seeds,
-        "breakdown_tests": len(rest),
-    }
-    provenance = {
-        "compare_version": COMPARE_VERSION,
-        "scorer_version": SCORER_VERSION,
-        "dataset_fingerprint": fp,
-        "view": pa["view"],
-        "contract_a": pa["contract"],
-        "contract_b": pb["contract"],
-        "coord_space_a": (pa.get("coord_space") or {}).get("space"),
-        "coord_space_b": (pb.get("coord_space") or {}).get("space"),
-        "bootstrap": {"unit": "task", "paired": True, "resamples": resamples, "seed": seed, "interval": 0.95},
-        "tests": {
-            "binary": "exact McNemar (two-sided binomial, p = 1/2, on discordant steps); seeds: majority "
-                      "per step, steps whose seeds split evenly are dropped",
-            "other": f"task-level sign-flip randomisation, {resamples} draws",
-            "correction": "Holm across the headline metrics; Holm across all breakdown comparisons",
-        },
-        "seeds": "per-step mean over each side's seeds",
-    }
-    return Comparison(metrics=metrics, not_compared=not_compared, breakdowns=breakdowns, counts=counts,
-                      provenance=provenance)
+    counts = {"steps": len(ordered), "tasks": len(task_ids), "seeds_a": A.seeds, "seeds_b": B.seeds,
+              "breakdown_tests": len(rest)}
+    return Comparison(
+        metrics={ALL_METRICS[columns[c][1]]: cells[c] for c in head}, not_compared=_not_compared(A, B, compared),
+        breakdowns=breakdowns, counts=counts,
+        provenance=_provenance(report_a.provenance, report_b.provenance, fp, resamples, seed),
+    )
 
 
 def _f(v: float | None, signed: bool = False) -> str:

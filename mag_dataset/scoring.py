@@ -59,6 +59,7 @@ from mag_dataset.scorer.aggregate import (
     Aggregator,
     Report,
     aggregate,
+    round_value,
 )
 from mag_dataset.scorer.fingerprint import dataset_fingerprint
 from mag_dataset.scorer.metrics import (
@@ -231,6 +232,7 @@ __all__ = [
     "metric_table_rst",
     "normalize_arg",
     "rouge_l",
+    "round_value",
     "score_parsed",
     "score_predictions",
     "score_step",

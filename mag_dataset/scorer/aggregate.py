@@ -49,11 +49,15 @@ REPORT_DECIMALS = 6
 _VALUES = operator.attrgetter(*ALL_METRICS)
 
 
-def _r(x: float | None) -> float | None:
+def round_value(x: float | None) -> float | None:
+    """A report float: rounded to :data:`REPORT_DECIMALS` places, never ``-0.0``."""
     if x is None:
         return None
     v = round(x, REPORT_DECIMALS)
     return 0.0 if v == 0 else v  # no "-0.0"
+
+
+_r = round_value
 
 
 class _Sums:
@@ -425,4 +429,4 @@ def aggregate(
 
 
 __all__ = ["Aggregator", "BOOTSTRAP_RESAMPLES", "BOOTSTRAP_SEED", "BREAKDOWNS", "NEAR_MISS_PX", "REPORT_DECIMALS", "Report",
-           "aggregate"]
+           "aggregate", "round_value"]
