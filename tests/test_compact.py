@@ -148,12 +148,12 @@ def test_compact_never_overwrites_a_file_with_the_webp_name(raw):
 
 
 def test_rendering_threads_do_not_change_the_bytes(raw, tmp_path, monkeypatch):
-    import mag_dataset.builder as builder
+    import mag_dataset.builder.hf_builder as hf_builder
 
     compact_corpus(raw)
     built = {}
     for n in (1, 4):
-        monkeypatch.setattr(builder.os, "cpu_count", lambda n=n: n)
+        monkeypatch.setattr(hf_builder.os, "cpu_count", lambda n=n: n)
         out = build_dataset(raw, tmp_path / f"cpus{n}", progress=False)
         built[n] = {p.relative_to(out): p.read_bytes() for p in out.rglob("*.parquet")}
     assert len(built[1]) == 4 and built[1] == built[4]
