@@ -20,13 +20,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable
 
 from mag_dataset.actions import View
+from mag_dataset.cache import CACHE_ENV, default_cache_dir  # noqa: F401 (re-exported: the one cache rule)
 from mag_dataset.schema import Action, Candidate, SchemaError, Step
 
 if TYPE_CHECKING:
     import datasets
-
-#: Environment variable overriding the cache folder of :func:`bundled_dataset`.
-CACHE_ENV = "MAG_CACHE_DIR"
 
 #: Step columns kept in a gold record (everything but the screenshot and split_seed).
 _STEP_FIELDS: tuple[str, ...] = (
@@ -61,14 +59,6 @@ def bundled_raw_dir() -> Path:
     return Path(__file__).resolve().parent / "data" / "raw"
 
 
-def default_cache_dir() -> Path:
-    """``$MAG_CACHE_DIR``, else ``$XDG_CACHE_HOME/mag_dataset``, else ``~/.cache/mag_dataset``."""
-    if os.environ.get(CACHE_ENV):
-        return Path(os.environ[CACHE_ENV])
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "mag_dataset"
-
-
 def bundled_dataset(cache_dir: str | os.PathLike | None = None) -> Path:
     """Build the bundled sample corpus once and return its Hub-ready folder.
 
@@ -78,7 +68,7 @@ def bundled_dataset(cache_dir: str | os.PathLike | None = None) -> Path:
     first finished rename wins.
 
     Args:
-        cache_dir: where built folders live; default :func:`default_cache_dir`.
+        cache_dir: where built folders live; default :func:`mag_dataset.cache.default_cache_dir`.
 
     Returns:
         The built folder, loadable with ``datasets.load_dataset(folder, "som")``.

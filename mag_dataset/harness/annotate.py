@@ -19,8 +19,9 @@ Drafting (``mag draft-guides``)
 
 Verification (``mag annotate``)
     Decisions live in a SQLite database (``RAW/annotations.sqlite`` by default), one row per
-    step, so the app can be closed and resumed at any time. :func:`apply_decisions` writes
-    them back into the raw episodes:
+    step, so the app can be closed and resumed at any time
+    (:mod:`mag_dataset.harness.annotation_store`, whose names are re-exported here).
+    :func:`apply_decisions` writes them back into the raw episodes:
 
     * accept → the draft becomes the guide, ``guide_source = "llm"`` (a step without an LLM
       draft shows its current guide; accepting it keeps its source);
@@ -41,15 +42,22 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import sqlite3
-import threading
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from mag_dataset.actions import ACTION_SPACE
 from mag_dataset.fileio import atomic_write_jsonl
+from mag_dataset.harness.annotation_store import (  # noqa: F401 (re-exported: the store's public names)
+    DEFAULT_DB,
+    VERIFICATION_DECISIONS,
+    Adjudication,
+    AnnotationStore,
+    Decision,
+    decision_counts,
+)
+from mag_dataset.harness.audit_rules import make_record
+from mag_dataset.harness.llm_batch import ask_batch, som_messages
 from mag_dataset.harness.preflight import (
     MAX_FAILED_SHARE,
     EndpointFailedError,
@@ -57,10 +65,8 @@ from mag_dataset.harness.preflight import (
     check_failures,
     check_images,
     describe,
-    probe,
-    raise_if_fatal,
 )
-from mag_dataset.llm_client import ChatClient, LLMError, image_part
+from mag_dataset.llm_client import ChatClient, LLMError
 from mag_dataset.raw import (
     AUDIT_FILE,
     RawEpisode,
@@ -78,7 +84,6 @@ from mag_dataset.schema import AuditStatus, GuideSource
 
 PROMPT_VERSION = 1
 DRAFTS_FILE = "guide_drafts.jsonl"
-DEFAULT_DB = "annotations.sqlite"
 MAX_DRAFT_CHARS = 300
 
 DRAFT_SYSTEM_PROMPT = """\
@@ -90,9 +95,6 @@ the user must take now (with the element it acts on).
 Write the guide for this action: one imperative sentence of about 8 to 20 words that names the \
 target the way it reads on screen (its label or visible text), includes any text to type or option \
 to choose, and says nothing about element ids, boxes or coordinates. Answer with the sentence only."""
-
-VERIFICATION_DECISIONS = ("accept", "edit", "reject")
-
 
 def _action_text(step: RawStep) -> str:
     a = step.action
@@ -138,10 +140,7 @@ def draft_user_text(episode: RawEpisode, step: RawStep) -> str:
 
 def draft_messages(episode: RawEpisode, step: RawStep, som_png: bytes) -> list[dict[str, Any]]:
     """The chat messages sent to draft one step's guide."""
-    return [
-        {"role": "system", "content": DRAFT_SYSTEM_PROMPT},
-        {"role": "user", "content": [image_part(som_png), {"type": "text", "text": draft_user_text(episode, step)}]},
-    ]
+    return som_messages(DRAFT_SYSTEM_PROMPT, som_png, draft_user_text(episode, step))
 
 
 def clean_draft(text: str) -> str | None:
@@ -248,11 +247,7 @@ def draft_guides(
     """
     raw_dir = Path(raw_dir)
     out = Path(out_path) if out_path is not None else raw_dir / DRAFTS_FILE
-    wanted = {GuideSource(s) for s in sources}
-    items: list[tuple[str, RawEpisode, RawStep, Path]] = []
-    for folder in iter_episode_dirs(raw_dir):
-        ep = read_episode(folder)
-        items.extend((step_id(ep.task_id, st.step_index), ep, st, folder) for st in ep.steps if st.guide_source in wanted)
+    items = _draft_items(raw_dir, sources)
     if items:
         check_images(som_image_path(folder, st) for _, _, st, folder in items)
         check_endpoints([("drafting endpoint", client)])
@@ -263,19 +258,12 @@ def draft_guides(
         _, ep, st, folder = items[k]
         return draft_messages(ep, st, som_image_bytes(folder, st))  # recorded, or rendered (raw format v2)
 
-    answers: list[Any] = [None] * len(items)
-    probed = probe(client, (lambda k=k: messages(k) for k in range(len(items))))
-    if probed is not None:
-        answers[probed[0]] = probed[1]
-        raise_if_fatal(probed[1])
-        if isinstance(probed[1], LLMError):
-            raise DraftingFailedError(f"the drafting endpoint is down: its first request failed ({describe(probed[1])}); "
-                                      f"no other request was sent and {out.name} was not written")
-    for start in range(0, len(items), chunk_size):  # never every base64 screenshot in memory at once
-        todo = [k for k in range(start, min(start + chunk_size, len(items))) if probed is None or k != probed[0]]
-        for k, ans in zip(todo, client.map([messages(k) for k in todo], return_exceptions=True)):
-            raise_if_fatal(ans)
-            answers[k] = ans
+    def down(_: str, e: LLMError) -> DraftingFailedError:
+        return DraftingFailedError(f"the drafting endpoint is down: its first request failed ({describe(e)}); "
+                                   f"no other request was sent and {out.name} was not written")
+
+    answers = ask_batch([("drafter", client)], len(items), messages, who=lambda _: None, down=down,
+                        chunk_size=chunk_size)["drafter"]
     failures = [describe(a) for a in answers if isinstance(a, LLMError)]
     problem = check_failures("drafting endpoint", failures, len(items))
     if problem:
@@ -283,16 +271,7 @@ def draft_guides(
                                   "Answers received are cached: rerun when the endpoint is back")
     drafts = read_drafts(out) if out.is_file() else {}
     report = DraftReport(steps=len(items), path=out)
-    for (sid, *_), ans in zip(items, answers):
-        if isinstance(ans, LLMError):
-            report.failed += 1
-            continue
-        text = clean_draft(ans)
-        if text is None:
-            report.empty += 1
-            continue
-        drafts[sid] = Draft(sid, text, client.model)
-        report.drafted += 1
+    _add_drafts(drafts, report, [sid for sid, *_ in items], answers, client.model)
     if items and not report.drafted:
         first = f" (first failure: {failures[0]})" if failures else ""
         raise DraftingFailedError(f"no usable draft for any of the {len(items)} steps: {report.empty} empty answers, "
@@ -303,168 +282,28 @@ def draft_guides(
     return report
 
 
-# -- decisions ----------------------------------------------------------------------------
+def _draft_items(raw_dir: Path, sources: tuple[str, ...]) -> list[tuple[str, RawEpisode, RawStep, Path]]:
+    """``(step_id, episode, step, folder)`` of every step whose guide comes from one of ``sources``."""
+    wanted = {GuideSource(s) for s in sources}
+    items: list[tuple[str, RawEpisode, RawStep, Path]] = []
+    for folder in iter_episode_dirs(raw_dir):
+        ep = read_episode(folder)
+        items.extend((step_id(ep.task_id, st.step_index), ep, st, folder) for st in ep.steps if st.guide_source in wanted)
+    return items
 
 
-@dataclass(frozen=True)
-class Decision:
-    step_id: str
-    decision: str
-    guide: str
-    draft: str
-    annotator: str
-    decided_at: str
-    draft_source: str = "llm"
-
-
-@dataclass(frozen=True)
-class Adjudication:
-    step_id: str
-    status: AuditStatus
-    element_id: str | None
-    annotator: str
-    note: str
-    decided_at: str
-
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS decisions (
-    step_id TEXT PRIMARY KEY,
-    decision TEXT NOT NULL CHECK (decision IN ('accept', 'edit', 'reject')),
-    guide TEXT NOT NULL,
-    draft TEXT NOT NULL,
-    annotator TEXT NOT NULL,
-    decided_at TEXT NOT NULL,
-    draft_source TEXT NOT NULL DEFAULT 'llm'
-);
-CREATE TABLE IF NOT EXISTS originals (
-    step_id TEXT PRIMARY KEY,
-    guide TEXT NOT NULL,
-    guide_source TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS adjudications (
-    step_id TEXT PRIMARY KEY,
-    status TEXT NOT NULL CHECK (status IN ('confirmed', 'remapped', 'unmappable')),
-    element_id TEXT,
-    annotator TEXT NOT NULL,
-    note TEXT NOT NULL DEFAULT '',
-    decided_at TEXT NOT NULL
-);
-"""
-
-
-class AnnotationStore:
-    """The SQLite store of verification decisions and adjudications (thread-safe).
-
-    Args:
-        path: the database file (created with its tables when missing).
-    """
-
-    def __init__(self, path: str | os.PathLike):
-        self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._lock = threading.Lock()
-        try:
-            self._db = sqlite3.connect(self.path, check_same_thread=False)
-            self._db.executescript(_SCHEMA)
-        except sqlite3.DatabaseError as e:
-            raise ValueError(f"{self.path}: not an annotation database ({e})") from None
-
-    def close(self) -> None:
-        self._db.close()
-
-    def __enter__(self) -> "AnnotationStore":
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
-
-    def _rows(self, sql: str, args: tuple = ()) -> list[tuple]:
-        with self._lock:
-            return list(self._db.execute(sql, args))
-
-    def decide(self, sid: str, decision: str, guide: str, draft: str, annotator: str, original: tuple[str, str],
-               draft_source: str = "llm") -> Decision:
-        """Record (or replace) the decision on one step.
-
-        Args:
-            sid: the step id.
-            decision: ``accept``, ``edit`` or ``reject``.
-            guide: the resulting guide text (the draft, the edit, or the original).
-            draft: the draft shown.
-            annotator: who decided (required).
-            original: the step's ``(guide, guide_source)`` before any decision; stored once.
-            draft_source: where the draft came from: ``llm`` (a drafted guide) or the step's
-                own source when it had no draft (accepting a template keeps it ``template``).
-        """
-        draft_source = GuideSource(draft_source).value
-        if decision not in VERIFICATION_DECISIONS:
-            raise ValueError(f"decision must be one of {VERIFICATION_DECISIONS}, got {decision!r}")
-        if not annotator or not annotator.strip():
-            raise ValueError("an annotator name is required")
-        guide = " ".join(guide.split())
-        if decision == "edit" and not guide:
-            raise ValueError("an edited guide cannot be empty")
-        now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-        with self._lock, self._db:
-            self._db.execute("INSERT OR IGNORE INTO originals VALUES (?, ?, ?)", (sid, original[0], original[1]))
-            self._db.execute(
-                "INSERT OR REPLACE INTO decisions VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (sid, decision, guide, draft, annotator.strip(), now, draft_source),
-            )
-        return Decision(sid, decision, guide, draft, annotator.strip(), now, draft_source)
-
-    def decisions(self) -> dict[str, Decision]:
-        return {r[0]: Decision(*r) for r in self._rows("SELECT * FROM decisions ORDER BY step_id")}
-
-    def originals(self) -> dict[str, tuple[str, str]]:
-        return {r[0]: (r[1], r[2]) for r in self._rows("SELECT * FROM originals")}
-
-    def adjudicate(self, sid: str, status: AuditStatus | str, element_id: str | None, annotator: str, note: str = "") -> Adjudication:
-        """Record (or replace) the human resolution of a disputed step."""
-        status = AuditStatus(status)
-        if status not in (AuditStatus.CONFIRMED, AuditStatus.REMAPPED, AuditStatus.UNMAPPABLE):
-            raise ValueError(f"an adjudication resolves to confirmed, remapped or unmappable, got {status.value}")
-        if status is AuditStatus.REMAPPED and not element_id:
-            raise ValueError("a remap needs the element id")
-        if not annotator or not annotator.strip():
-            raise ValueError("an annotator name is required")
-        element_id = element_id if status is AuditStatus.REMAPPED else None
-        now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-        with self._lock, self._db:
-            self._db.execute(
-                "INSERT OR REPLACE INTO adjudications VALUES (?, ?, ?, ?, ?, ?)",
-                (sid, status.value, element_id, annotator.strip(), note, now),
-            )
-        return Adjudication(sid, status, element_id, annotator.strip(), note, now)
-
-    def adjudications(self) -> dict[str, Adjudication]:
-        return {
-            r[0]: Adjudication(r[0], AuditStatus(r[1]), r[2], r[3], r[4], r[5])
-            for r in self._rows("SELECT * FROM adjudications ORDER BY step_id")
-        }
-
-
-def decision_counts(db: str | os.PathLike, step_ids: set[str]) -> int:
-    """How many verification decisions and adjudications ``db`` holds for ``step_ids``.
-
-    Opens the file read-only and creates nothing; a file that is not an annotation
-    database counts 0.
-    """
-    try:
-        con = sqlite3.connect(f"file:{Path(db).resolve()}?mode=ro", uri=True)
-    except sqlite3.Error:
-        return 0
-    try:
-        n = 0
-        for table in ("decisions", "adjudications"):
-            try:
-                n += sum(r[0] in step_ids for r in con.execute(f"SELECT step_id FROM {table}"))  # noqa: S608 (fixed names)
-            except sqlite3.Error:
-                pass
-        return n
-    finally:
-        con.close()
+def _add_drafts(drafts: dict[str, Draft], report: DraftReport, step_ids: list[str], answers: list[Any], model: str) -> None:
+    """Clean each answer into ``drafts`` and count drafted / empty / failed steps into ``report``."""
+    for sid, ans in zip(step_ids, answers):
+        if isinstance(ans, LLMError):
+            report.failed += 1
+            continue
+        text = clean_draft(ans)
+        if text is None:
+            report.empty += 1
+            continue
+        drafts[sid] = Draft(sid, text, model)
+        report.drafted += 1
 
 
 def _steps(raw_dir: Path) -> Iterator[tuple[Path, RawEpisode]]:
@@ -519,8 +358,6 @@ def apply_adjudications(raw_dir: str | os.PathLike, store: AnnotationStore, audi
         ValueError: an adjudicated step is not in the corpus, or its remap target is not
             in the step's candidate menu.
     """
-    from mag_dataset.harness.audit import make_record
-
     raw_dir = Path(raw_dir)
     path = Path(audit_path) if audit_path is not None else raw_dir / AUDIT_FILE
     adj = store.adjudications()
