@@ -21,10 +21,7 @@ ROOT = Path(mag_dataset.__file__).resolve().parent
 
 #: Cycles owned by another engineer of issue 15, tolerated (xfail) until they land: a cycle
 #: all of whose modules are in one entry is pending. Empty once every room has landed.
-PENDING: dict[frozenset[str], str] = {
-    frozenset({"mag_dataset.harness.live_eval", "mag_dataset.harness.ray_backend", "mag_dataset.live.recorder"}):
-        "engineer C1, issue 15",
-}
+PENDING: dict[frozenset[str], str] = {}
 
 
 def _pending(modules: set[str]) -> str | None:
