@@ -2,7 +2,8 @@
 
 WebMRE (arXiv 2609.27353) rates a guide useful when the majority of three judges say so;
 usefulness is the share of steps whose guide the majority rated useful. The scorer never
-calls a model: it reads verdicts that a judging run cached earlier.
+calls a model: it reads verdicts that a judging run cached earlier. (The label audit's
+judge answers are another kind of verdict: :mod:`mag_dataset.harness.audit_rules`.)
 
 A verdict file is JSONL, one verdict per line::
 
@@ -43,8 +44,9 @@ def verdict_key(step_id: str, guide: str, judge: str) -> str:
 
 
 @dataclass(frozen=True)
-class Verdict:
-    """One judge's rating of one guide for one step."""
+class UsefulnessVerdict:
+    """One judge's rating of one guide for one step (not a label-audit verdict:
+    :class:`mag_dataset.harness.audit_rules.AuditVerdict`)."""
 
     step_id: str
     guide: str
@@ -92,7 +94,7 @@ class Verdicts:
         return "sha256:" + h.hexdigest()
 
     @classmethod
-    def from_verdicts(cls, verdicts: Iterable[Verdict]) -> "Verdicts":
+    def from_verdicts(cls, verdicts: Iterable[UsefulnessVerdict]) -> "Verdicts":
         table: dict[str, bool] = {}
         judges: set[str] = set()
         for v in verdicts:
@@ -101,8 +103,8 @@ class Verdicts:
         return cls(tuple(sorted(judges)), table)
 
 
-def read_verdicts(path: str | os.PathLike) -> Verdicts:
-    """Read a verdict file.
+def read_usefulness_verdicts(path: str | os.PathLike) -> Verdicts:
+    """Read a usefulness verdict file.
 
     Raises:
         VerdictsError: naming the line and the problem (bad JSON, missing or mistyped
@@ -145,9 +147,17 @@ def read_verdicts(path: str | os.PathLike) -> Verdicts:
         raise VerdictsError(f"{path}: {e}") from None
 
 
-def write_verdicts(path: str | os.PathLike, verdicts: Iterable[Verdict]) -> Path:
+def write_verdicts(path: str | os.PathLike, verdicts: Iterable[UsefulnessVerdict]) -> Path:
     """Write verdicts as JSONL, atomically."""
     return atomic_write(path, (v.to_json() + "\n" for v in verdicts))
 
 
-__all__ = ["NUM_JUDGES", "Verdict", "Verdicts", "VerdictsError", "read_verdicts", "verdict_key", "write_verdicts"]
+#: Former names, kept for user code and the scorer's callers: :class:`UsefulnessVerdict`
+#: and :func:`read_usefulness_verdicts`.
+Verdict = UsefulnessVerdict
+read_verdicts = read_usefulness_verdicts
+
+__all__ = [
+    "NUM_JUDGES", "UsefulnessVerdict", "Verdict", "Verdicts", "VerdictsError", "read_usefulness_verdicts",
+    "read_verdicts", "verdict_key", "write_verdicts",
+]
