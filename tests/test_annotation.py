@@ -206,6 +206,95 @@ def test_store_rejects_bad_input(tmp_path):
         AnnotationStore(tmp_path / "junk.sqlite")
 
 
+#: The annotation database as the code of 960d8f3 created it: no draft_source column, no
+#: user_version (``git log -p mag_dataset/harness/annotate.py``).
+_SCHEMA_BEFORE_DRAFT_SOURCE = """
+CREATE TABLE IF NOT EXISTS decisions (
+    step_id TEXT PRIMARY KEY,
+    decision TEXT NOT NULL CHECK (decision IN ('accept', 'edit', 'reject')),
+    guide TEXT NOT NULL,
+    draft TEXT NOT NULL,
+    annotator TEXT NOT NULL,
+    decided_at TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS originals (
+    step_id TEXT PRIMARY KEY,
+    guide TEXT NOT NULL,
+    guide_source TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS adjudications (
+    step_id TEXT PRIMARY KEY,
+    status TEXT NOT NULL CHECK (status IN ('confirmed', 'remapped', 'unmappable')),
+    element_id TEXT,
+    annotator TEXT NOT NULL,
+    note TEXT NOT NULL DEFAULT '',
+    decided_at TEXT NOT NULL
+);
+"""
+
+
+def test_a_database_of_the_previous_schema_opens_and_takes_a_new_decision(tmp_path):
+    import sqlite3
+
+    from mag_dataset.harness.annotation_store import SCHEMA_VERSION
+
+    raw = tmp_path / "raw"
+    hf.make_corpus(raw, 1)
+    db = raw / "annotations.sqlite"
+    con = sqlite3.connect(db)
+    con.executescript(_SCHEMA_BEFORE_DRAFT_SOURCE)
+    con.execute("INSERT INTO decisions VALUES ('login.seed-0:0', 'accept', 'Old draft.', 'Old draft.', 'ann', "
+                "'2026-11-01T00:00:00Z')")
+    con.execute("INSERT INTO originals VALUES ('login.seed-0:0', 'Type ''ann'' into the Username field.', 'template')")
+    con.execute("INSERT INTO adjudications VALUES ('login.seed-0:1', 'unmappable', NULL, 'bob', '', '2026-11-01T00:00:00Z')")
+    con.commit()
+    assert con.execute("PRAGMA user_version").fetchone()[0] == 0
+    con.close()
+    with AnnotationStore(db) as store:
+        old = store.decisions()["login.seed-0:0"]
+        assert (old.guide, old.annotator, old.draft_source) == ("Old draft.", "ann", "llm")  # drafts were LLM drafts then
+        store.decide("login.seed-0:3", "accept", "Click the 'Submit' button.", "Click the 'Submit' button.", "cy",
+                     ("Click the 'Submit' button.", "template"), draft_source="template")
+        assert set(store.decisions()) == {"login.seed-0:0", "login.seed-0:3"}
+        assert store.adjudications()["login.seed-0:1"].status is AuditStatus.UNMAPPABLE
+        assert apply_decisions(raw, store) == 1
+    steps = read_episode(raw / "login.seed-0").steps
+    assert (steps[0].guide, steps[0].guide_source) == ("Old draft.", GuideSource.LLM)
+    assert (steps[3].guide, steps[3].guide_source, steps[3].metadata["verified_by"]) == \
+        ("Click the 'Submit' button.", GuideSource.TEMPLATE, "cy")
+    con = sqlite3.connect(db)
+    assert con.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 2
+    assert [r[1] for r in con.execute("PRAGMA table_info(decisions)")][-1] == "draft_source"
+    con.close()
+    with AnnotationStore(db) as store:  # reopening an up-to-date database changes nothing
+        assert len(store.decisions()) == 2
+
+
+def test_a_database_of_the_unversioned_current_schema_and_of_a_newer_one(tmp_path):
+    import sqlite3
+
+    # made by the code between the draft_source column and the migrations: the column, version 0
+    db = tmp_path / "a.sqlite"
+    con = sqlite3.connect(db)
+    con.executescript(_SCHEMA_BEFORE_DRAFT_SOURCE.replace(
+        "decided_at TEXT NOT NULL\n);\nCREATE TABLE IF NOT EXISTS originals",
+        "decided_at TEXT NOT NULL,\n    draft_source TEXT NOT NULL DEFAULT 'llm'\n);\nCREATE TABLE IF NOT EXISTS originals", 1))
+    con.execute("INSERT INTO decisions VALUES ('x:0', 'edit', 'G.', 'D.', 'ann', '2026-11-30T00:00:00Z', 'template')")
+    con.commit()
+    con.close()
+    with AnnotationStore(db) as store:
+        assert store.decisions()["x:0"].draft_source == "template"
+        store.decide("x:1", "reject", "O.", "D.", "ann", ("O.", "human"))
+    # a database written by a newer mag_dataset is refused and left as it is
+    con = sqlite3.connect(db)
+    con.execute("PRAGMA user_version = 99")
+    con.close()
+    before = db.read_bytes()
+    with pytest.raises(ValueError, match="schema version 99, newer than"):
+        AnnotationStore(db)
+    assert db.read_bytes() == before
+
+
 def test_adjudication_updates_audit_and_survives_a_rerun(tmp_path):
     from mag_dataset.harness.audit import JudgeConfig, run_audit
 
