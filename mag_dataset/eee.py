@@ -32,8 +32,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from mag_dataset.actions import View
-from mag_dataset.hub_eval import DEFAULT_DATASET_ID, task_for
+from mag_dataset.hub_eval import DEFAULT_DATASET_ID, BenchmarkTask, task_for
+from mag_dataset.scoring import METRIC_TABLE
 
 #: The Every Eval Ever schema version the copied schemas declare.
 SCHEMA_VERSION = "0.3.0"
@@ -46,20 +46,9 @@ _UUID4 = r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}"
 _BAD_COMPONENT = re.compile(r'[<>:"\\|?*\x00-\x1f/]')
 _RESERVED = {"CON", "PRN", "AUX", "NUL", *(f"COM{i}" for i in range(1, 10)), *(f"LPT{i}" for i in range(1, 10))}
 
-#: Metric descriptions for the aggregate records (report key -> (display name, kind)).
-_METRICS: dict[str, tuple[str, str]] = {
-    "ofcr": ("output format compliance rate (OFCR)", "pass_rate"),
-    "action_type_acc": ("action type accuracy", "accuracy"),
-    "target_acc": ("target accuracy", "accuracy"),
-    "text_f1": ("typed-text token F1", "f1"),
-    "saa": ("step action accuracy (SAA)", "accuracy"),
-    "bleu1": ("guide BLEU-1", "bleu"),
-    "bleu4": ("guide BLEU-4", "bleu"),
-    "rouge_l": ("guide ROUGE-L", "rouge"),
-    "usefulness": ("judge-rated guide usefulness", "pass_rate"),
-    "guide_action_consistency": ("guide-action consistency", "accuracy"),
-    "joint_step_acc": ("joint step accuracy", "accuracy"),
-}
+#: Metric descriptions for the aggregate records: report key -> (display name, kind), read
+#: from each metric's ``label`` and ``kind`` in :data:`mag_dataset.scoring.METRIC_TABLE`.
+_METRICS: dict[str, tuple[str, str]] = {m.name: (m.label, m.kind) for m in METRIC_TABLE}
 
 
 class EEEError(ValueError):
@@ -163,21 +152,15 @@ def build_records(
         EEEError: a bad model id, a report without per-step scores, or a record that
             breaks the schema (naming the field).
     """
-    from mag_dataset import __version__
-    from mag_dataset.prompts import render_target, user_text
-
     developer, model = path_components(model_id)
     if report.steps is None:
         raise EEEError("the report has no per-step scores (score with keep_steps=True)")
     prov = report.provenance
     task = task_for(prov["view"], prov["contract"])
-    view = View(prov["view"])
-    report_json = report.to_json()
-    uid = _stable_uuid4(BENCHMARK, model_id, dataset_id, split, report_json)
+    uid = _stable_uuid4(BENCHMARK, model_id, dataset_id, split, report.to_json())
     stamp = retrieved_timestamp or _timestamp()
     evaluation_id = f"{BENCHMARK}_{task.id}/{model_id}/{stamp}"
     base = f"data/{BENCHMARK}/{developer}/{model}/{uid}"
-    by_id = {s.step_id: s for s in steps}
     source = {
         "dataset_name": "WebMRE",
         "source_type": "hf_dataset",
@@ -185,11 +168,71 @@ def build_records(
         "hf_split": split,
         "samples_number": report.counts["steps"],
         "additional_details": {
-            "config": view.value,
+            "config": task.view.value,
             "gold_fingerprint": _fmt(prov.get("dataset_fingerprint")),
             **({"revision": dataset_revision} if dataset_revision else {}),
         },
     }
+    results = _results(report, task, source, split)
+    samples = _samples(report, task, steps, outputs, evaluation_id=evaluation_id, model_id=model_id)
+    aggregate = _aggregate(report, task, results, samples, evaluation_id=evaluation_id, stamp=stamp, model_id=model_id,
+                           developer=developer, organization=organization,
+                           evaluator_relationship=evaluator_relationship, samples_path=f"{base}_samples.jsonl")
+    problems = validate_records(aggregate, samples, f"{base}.json")
+    if problems:
+        raise EEEError("the Every Eval Ever record is invalid: " + "; ".join(problems[:5]))
+    return uid, aggregate, samples
+
+
+def _aggregate(report: Any, task: BenchmarkTask, results: list[dict[str, Any]], samples: list[dict[str, Any]], *,
+               evaluation_id: str, stamp: str, model_id: str, developer: str, organization: str,
+               evaluator_relationship: str, samples_path: str) -> dict[str, Any]:
+    """The aggregate record: source, library, model, the results and the samples file's checksum."""
+    from mag_dataset import __version__
+
+    prov = report.provenance
+    samples_text = "".join(json.dumps(r, ensure_ascii=False, sort_keys=True) + "\n" for r in samples)
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "evaluation_id": evaluation_id,
+        "retrieved_timestamp": stamp,
+        "source_metadata": {
+            "source_name": "mag score (mag_dataset)",
+            "source_type": "evaluation_run",
+            "source_organization_name": organization,
+            "evaluator_relationship": evaluator_relationship,
+        },
+        "eval_library": {
+            "name": "mag_dataset",
+            "version": __version__,
+            "additional_details": {
+                "scorer_version": _fmt(prov.get("scorer_version")),
+                "prompt_version": _fmt(prov.get("prompt_version")),
+                "view": task.view.value,
+                "contract": task.contract.value,
+                "seeds": ",".join(str(s) for s in prov.get("seeds") or []),
+            },
+        },
+        "model_info": {
+            "name": model_id,
+            "id": model_id,
+            "developer": developer,
+            "additional_details": {"deployment_type": "unknown", "model_availability": "unknown"},
+        },
+        "evaluation_results": results,
+        "detailed_evaluation_results": {
+            "format": "jsonl",
+            "file_path": samples_path,
+            "hash_algorithm": "sha256",
+            "checksum": hashlib.sha256(samples_text.encode("utf-8")).hexdigest(),
+            "total_rows": len(samples),
+        },
+    }
+
+
+def _results(report: Any, task: BenchmarkTask, source: dict[str, Any], split: str) -> list[dict[str, Any]]:
+    """One aggregate result per metric the report has a value for (the micro mean)."""
+    prov = report.provenance
     results = []
     for name, (title, kind) in _METRICS.items():
         m = report.metrics.get(name) or {}
@@ -223,15 +266,24 @@ def build_records(
             },
             "score_details": score,
         })
+    return results
+
+
+def _samples(report: Any, task: BenchmarkTask, steps: Iterable[Any], outputs: Mapping[tuple[str, int], str], *,
+             evaluation_id: str, model_id: str) -> list[dict[str, Any]]:
+    """One sample row per (seed, step) where the task's headline metric applies."""
+    from mag_dataset.prompts import render_target, user_text
+
+    by_id = {s.step_id: s for s in steps}
+    multi_seed = len(report.provenance.get("seeds") or []) > 1
     samples = []
-    multi_seed = len(prov.get("seeds") or []) > 1
     for sc in report.steps:
         value = sc.metric(task.metric)
         if value is None:  # not applicable (disputed step, no guide...): no sample row
             continue
         step = by_id[sc.step_id]
-        raw_in = user_text(step, view)
-        reference = render_target(step, view, task.contract)
+        raw_in = user_text(step, task.view)
+        reference = render_target(step, task.view, task.contract)
         out = outputs.get((sc.step_id, sc.seed), "")
         samples.append({
             "schema_version": SCHEMA_VERSION,
@@ -253,47 +305,7 @@ def build_records(
             }],
             "evaluation": {"score": value, "is_correct": value == 1.0},
         })
-    samples_text = "".join(json.dumps(r, ensure_ascii=False, sort_keys=True) + "\n" for r in samples)
-    aggregate = {
-        "schema_version": SCHEMA_VERSION,
-        "evaluation_id": evaluation_id,
-        "retrieved_timestamp": stamp,
-        "source_metadata": {
-            "source_name": "mag score (mag_dataset)",
-            "source_type": "evaluation_run",
-            "source_organization_name": organization,
-            "evaluator_relationship": evaluator_relationship,
-        },
-        "eval_library": {
-            "name": "mag_dataset",
-            "version": __version__,
-            "additional_details": {
-                "scorer_version": _fmt(prov.get("scorer_version")),
-                "prompt_version": _fmt(prov.get("prompt_version")),
-                "view": view.value,
-                "contract": task.contract.value,
-                "seeds": ",".join(str(s) for s in prov.get("seeds") or []),
-            },
-        },
-        "model_info": {
-            "name": model_id,
-            "id": model_id,
-            "developer": developer,
-            "additional_details": {"deployment_type": "unknown", "model_availability": "unknown"},
-        },
-        "evaluation_results": results,
-        "detailed_evaluation_results": {
-            "format": "jsonl",
-            "file_path": f"{base}_samples.jsonl",
-            "hash_algorithm": "sha256",
-            "checksum": hashlib.sha256(samples_text.encode("utf-8")).hexdigest(),
-            "total_rows": len(samples),
-        },
-    }
-    problems = validate_records(aggregate, samples, f"{base}.json")
-    if problems:
-        raise EEEError("the Every Eval Ever record is invalid: " + "; ".join(problems[:5]))
-    return uid, aggregate, samples
+    return samples
 
 
 def validate_records(aggregate: Mapping[str, Any], samples: list[Mapping[str, Any]], repo_path: str) -> list[str]:

@@ -42,6 +42,7 @@ from typing import Any
 import yaml
 
 from mag_dataset.actions import Contract, View
+from mag_dataset.scoring import METRIC_BY_NAME
 
 #: The file at the root of the built folder that registers the benchmark on the Hub.
 EVAL_FILE = "eval.yaml"
@@ -66,8 +67,8 @@ HEADLINE_METRIC: dict[Contract, str] = {
     Contract.JG: "saa",
 }
 
-#: Display names of the headline metrics.
-METRIC_TITLE: dict[str, str] = {"saa": "step action accuracy (SAA)", "bleu1": "guide BLEU-1"}
+#: Display names of the headline metrics (their labels in :data:`mag_dataset.scoring.METRIC_TABLE`).
+METRIC_TITLE: dict[str, str] = {name: METRIC_BY_NAME[name].label for name in dict.fromkeys(HEADLINE_METRIC.values())}
 
 _NAME = "WebMRE"
 _DESCRIPTION = (
