@@ -33,7 +33,7 @@ Task parameters (``-T name=value``): ``view`` (``som`` | ``coord``), ``contract`
 
 Per-sample values and the aggregate micro means equal ``mag score`` on a predictions file
 holding the same outputs (seed = the task's ``seed``). Judge-rated usefulness needs cached
-verdicts and is not computed here (use ``mag score --judges``). ``inspect`` itself is an
+verdicts and is not computed here (use ``mag score --verdicts``). ``inspect`` itself is an
 optional dependency (extra ``inspect``); importing this module without it fails with one
 line saying so.
 """
