@@ -292,3 +292,28 @@ def test_image_part_and_fill_images(stub):
     c = client(stub)
     c.complete(oa)
     assert stub.requests[0]["messages"][1]["content"][0]["image_url"]["url"].startswith("data:image/png;base64,")
+
+
+def test_one_cache_directory_rule(monkeypatch, tmp_path):
+    import warnings
+    from pathlib import Path
+
+    from mag_dataset import cache, dataset
+    from mag_dataset.harness import audit
+
+    for var in ("MAG_CACHE_DIR", "MAG_CACHE", "XDG_CACHE_HOME"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    home = tmp_path / "home" / ".cache" / "mag_dataset"
+    # one function: the built sample and the LLM answers share a root, the answers in llm/
+    assert dataset.default_cache_dir is cache.default_cache_dir and dataset.CACHE_ENV == "MAG_CACHE_DIR"
+    assert cache.default_cache_dir() == home and cache.llm_cache_dir() == audit.default_cache_dir() == home / "llm"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert cache.llm_cache_dir() == tmp_path / "xdg" / "mag_dataset" / "llm"
+    monkeypatch.setenv("MAG_CACHE", str(tmp_path / "old"))  # the audit's former variable: still honoured, with a warning
+    with pytest.warns(DeprecationWarning, match="MAG_CACHE is deprecated: set MAG_CACHE_DIR"):
+        assert cache.llm_cache_dir() == tmp_path / "old" / "llm"
+    monkeypatch.setenv("MAG_CACHE_DIR", str(tmp_path / "new"))  # the one variable wins, silently
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert cache.default_cache_dir() == Path(tmp_path / "new") and audit.default_cache_dir() == tmp_path / "new" / "llm"
