@@ -321,3 +321,79 @@ def test_shared_statistics_bleu_equals_two_sentence_bleu_calls(hyp, ref):
     b4 = sacrebleu.sentence_bleu(hyp, [ref], lowercase=True)
     assert bleu_1_4(hyp, ref) == (round(b1.score / 100, 10), round(b4.score / 100, 10))
     assert bleu_1_4(hyp, ref) == (bleu(hyp, ref, 1), bleu(hyp, ref, 4))
+
+
+# --------------------------------------------------------------------------- the metric declaration
+
+
+def test_every_metric_is_declared_once_and_the_derived_names_read_the_table():
+    import dataclasses
+
+    import mag_dataset.scoring as scoring_module
+    from mag_dataset.scoring import (
+        ALL_METRICS,
+        BOARD_COLUMNS,
+        EXTENSION_METRICS,
+        MCNEMAR_METRICS,
+        METRIC_BY_NAME,
+        METRIC_TABLE,
+        METRICS,
+        StepScore,
+    )
+
+    names = [m.name for m in METRIC_TABLE]
+    assert len(names) == len(set(names)) == 11
+    assert ALL_METRICS == tuple(names) and METRIC_NAMES + EXTENSION_METRICS == ALL_METRICS
+    assert EXTENSION_METRICS == ("guide_action_consistency", "joint_step_acc")
+    assert list(METRICS) == list(METRIC_NAMES) and all(METRICS[n] is METRIC_BY_NAME[n].rule for n in METRICS)
+    # StepScore: identity fields, then one field per declared metric in table order, then the taxonomy
+    fields = [f.name for f in dataclasses.fields(StepScore)]
+    assert fields[10:21] == names and fields[21:] == ["error", "pred_type", "box_distance"]
+    assert dataclasses.is_dataclass(StepScore) and StepScore.__module__ == "mag_dataset.scorer.step"
+    # the board's columns (the leaderboard's order) and the paired tests of mag compare
+    assert list(BOARD_COLUMNS.items()) == [
+        ("saa", "SAA"), ("target_acc", "target acc"), ("action_type_acc", "type acc"), ("text_f1", "text F1"),
+        ("ofcr", "OFCR"), ("bleu1", "BLEU-1"), ("bleu4", "BLEU-4"), ("rouge_l", "ROUGE-L"), ("usefulness", "usefulness"),
+    ]
+    assert MCNEMAR_METRICS == {"ofcr", "action_type_acc", "target_acc", "saa", "guide_action_consistency", "joint_step_acc"}
+    for m in METRIC_TABLE:
+        assert m.title and m.label and m.applies and m.definition.endswith(".") and m.kind
+        assert f"``{m.name}``" in scoring_module.__doc__ and m.definition in scoring_module.__doc__  # its table
+
+
+def test_a_step_score_pickles_and_round_trips():
+    import pickle
+
+    from mag_dataset.scoring import StepScore
+
+    sc = score_step(render_target(STEPS[0], "som", "J"), STEPS[0], "som", "J")
+    assert pickle.loads(pickle.dumps(sc)) == sc
+    assert StepScore(**sc.to_dict()) == sc and sc.metric("saa") == sc.saa == 1.0
+
+
+def test_metric_rules_read_the_declared_rule_not_a_copy(monkeypatch):
+    """The scorer runs each row's rule: a row whose rule is replaced changes that metric only."""
+    import mag_dataset.scorer.step as step_mod
+
+    rules = tuple((name, (lambda x, done: 0.25) if name == "text_f1" else rule) for name, rule in step_mod._RULES)
+    monkeypatch.setattr(step_mod, "_RULES", rules)
+    typed = next(s for s in STEPS if s.action.type.value == "type")
+    sc = score_step(render_target(typed, "som", "A"), typed, "som", "A")
+    assert sc.text_f1 == 0.25 and sc.saa == 1.0 and sc.ofcr == 1.0
+
+
+@pytest.mark.parametrize("doc", ["README.md", "loaders/webmre_metric/README.md"])
+def test_docs_metric_tables_are_generated_from_the_declaration(doc):
+    from pathlib import Path
+
+    from mag_dataset.scoring import METRIC_TABLE, metric_table_markdown
+
+    text = (Path(__file__).resolve().parents[1] / doc).read_text("utf-8")
+    start = "<!-- metric table: generated from METRIC_TABLE (metric_table_markdown()); a test checks it -->\n"
+    assert text.count(start) == 1, f"{doc} has no generated metric table"
+    table = text.split(start, 1)[1].split("\n<!-- end of metric table -->", 1)[0]
+    assert table == metric_table_markdown(), (
+        f"{doc}: the metric table is stale; paste the output of python -c 'from mag_dataset.scoring import "
+        "metric_table_markdown as t; print(t())'"
+    )
+    assert table.count("\n| `") == len(METRIC_TABLE)
