@@ -3,8 +3,8 @@
 The MiniWoB++/site recorder (:mod:`mag_dataset.live.recorder`), live evaluation
 (:mod:`mag_dataset.harness.live_eval`) and the importers (:mod:`mag_dataset.harness.importer`,
 :mod:`mag_dataset.harness.trace_import`) all write raw episodes step by step from what they
-observed. This module holds what they share: the step files' naming rule
-(:func:`step_image_names`) and :func:`step_from_page`. It holds no browser code (the
+observed. This module holds what they share: the naming rules (:func:`episode_id_for`,
+:func:`site_and_template`, :func:`step_image_names`) and :func:`step_from_page`. It holds no browser code (the
 observation itself is :mod:`mag_dataset.live.observe`'s) and no file I/O (episodes are
 written by :func:`mag_dataset.raw.write_episode`).
 """
@@ -16,6 +16,25 @@ from typing import Any, Protocol, Sequence
 
 from mag_dataset.raw import RawStep
 from mag_dataset.schema import Action, Candidate, GuideSource
+
+
+def site_and_template(task_id: str) -> tuple[str, str]:
+    """``(site, intent_template_id)`` of a recorded task: a MiniWoB++ task (``click-button`` or
+    ``miniwob.click-button``) is its own site and template; a site task ``sites.shop.buy``
+    is site ``shop``, template ``shop.buy``; any other BrowserGym id is both."""
+    if task_id.startswith("miniwob."):
+        name = task_id.split(".", 1)[1]
+        return name, name
+    if task_id.startswith("sites."):
+        _, site, template = task_id.split(".", 2)
+        return site, f"{site}.{template}"
+    return task_id, task_id
+
+
+def episode_id_for(task_id: str, seed: int) -> str:
+    """The episode (folder) id of ``task_id`` at ``seed``: ``click-button.seed-3``,
+    ``sites.shop.buy.seed-3`` (the recorder's and live evaluation's one rule)."""
+    return f"{task_id if task_id.startswith('sites.') else site_and_template(task_id)[0]}.seed-{seed}"
 
 
 def step_image_names(index: int) -> tuple[str, str]:

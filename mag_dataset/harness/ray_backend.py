@@ -33,11 +33,17 @@ How episodes run:
   where ``127.0.0.1`` reaches the site. MiniWoB++ and other tasks run fully in parallel.
 * **Same results as the local backend.** Episodes depend only on their task and seed; the
   report and the recorded corpus are put in the local backend's order, so completion order
-  changes nothing (``mag record`` also tries the same seeds: see :func:`record_corpus_ray`).
+  changes nothing (``mag record`` also tries the same seeds: see
+  :func:`mag_dataset.live.recorder.record_corpus_ray`).
 * **Environment.** Workers get the driver's ``MAG_*`` variables (sites home and ports,
   Chromium path), ``HF_HUB_OFFLINE`` / ``HF_HOME``, and the agent's API-key variable, through
   Ray's ``runtime_env``; every node needs this package (``pip install "mag_dataset[live,ray]"``)
   and Chromium installed.
+
+This module is the scheduling layer only (options and flags, the session, the
+:class:`Dispatcher`, moving episode folders between worker and driver); it imports neither
+driver. The drivers are :func:`mag_dataset.harness.live_eval.run.run_live_episodes` and
+:func:`mag_dataset.live.recorder.record_corpus_ray`, each with its task body next to it.
 
 Ray is an optional dependency (``pip install "mag_dataset[ray]"``); importing this module
 does not import it.
@@ -47,8 +53,7 @@ from __future__ import annotations
 
 import argparse
 import os
-import tempfile
-from collections.abc import Callable, Hashable, Iterator
+from collections.abc import Hashable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -242,6 +247,10 @@ class Crashed:
 
     reason: str
 
+    def message(self, max_retries: int) -> str:
+        """The error a driver reports for the call (its worker died ``max_retries + 1`` times)."""
+        return f"worker crashed {max_retries + 1} time(s): {self.reason}"
+
 
 class Dispatcher:
     """Submit Ray tasks, at most one in flight per *exclusive* key, and yield them as they finish.
@@ -326,41 +335,12 @@ class Dispatcher:
             yield key, value
 
 
-# ----------------------------------------------------------------------------- worker side
-
-_AGENTS: dict[Any, Any] = {}
+# ----------------------------------------------------------------------------- helpers for drivers
 
 
-def _worker_agent(spec: Any) -> Any:
-    """The agent of ``spec``, made once per worker process (one model copy for its episodes)."""
-    if spec not in _AGENTS:
-        from mag_dataset.harness.live_eval import _make_agent_or_fail
-
-        _AGENTS[spec] = _make_agent_or_fail(spec)
-    return _AGENTS[spec]
-
-
-def _read_folder(folder: Path) -> dict[str, bytes]:
+def read_folder(folder: Path) -> dict[str, bytes]:
+    """The files of an episode folder a worker wrote, to send back to the driver."""
     return {p.name: p.read_bytes() for p in sorted(folder.iterdir()) if p.is_file()}
-
-
-def live_episode_task(config: Any, task_id: str, seed: int) -> tuple[Any, dict[str, bytes]]:
-    """Ray task body: one live-eval episode in its own browser; returns (result, episode files)."""
-    from mag_dataset.harness.live_eval import run_episode
-
-    agent = _worker_agent(config.agent)
-    with tempfile.TemporaryDirectory(prefix="mag-ray-episode-") as tmp:
-        result = run_episode(agent, task_id, seed, config, Path(tmp))
-        folder = Path(tmp) / result.episode_id
-        files = _read_folder(folder) if folder.is_dir() else {}
-    return result, files
-
-
-def record_attempt_task(task: str, seed: int, point_only_share: float) -> Any:
-    """Ray task body: one recording attempt (its own browser); returns the RecordResult."""
-    from mag_dataset.live.recorder import record_episode
-
-    return record_episode(task, seed, point_only_share=point_only_share)
 
 
 def write_files(root: Path, name: str, files: dict[str, bytes]) -> Path:
@@ -383,92 +363,7 @@ def write_files(root: Path, name: str, files: dict[str, bytes]) -> Path:
     return final
 
 
-def _exclusive(task_id: str) -> str | None:
-    """The site a task's episodes must not share (``sites.forum.x`` -> ``forum``), else None."""
+def site_lock(task_id: str) -> str | None:
+    """The site a task's episodes must not share (``sites.forum.x`` -> ``forum``), else None:
+    the ``exclusive`` key of :meth:`Dispatcher.submit`."""
     return task_id.split(".")[1] if task_id.startswith("sites.") else None
-
-
-# ----------------------------------------------------------------------------- live-eval
-
-
-def run_live_episodes(config: Any, done: Callable[[Any], None]) -> None:
-    """Run every episode of a live-eval ``config`` as Ray tasks; ``done(result)`` as each ends.
-
-    Episode folders are written under ``config.out_dir / "episodes"`` by the driver. An
-    episode whose worker died on every try is reported as an error (no folder).
-
-    Raises:
-        RayBackendError: Ray missing or unreachable.
-        mag_dataset.harness.agents.AgentConfigError: the agent cannot run at all (wrong key).
-    """
-    from mag_dataset.harness.live_eval import EpisodeResult, episode_id_for
-
-    options = config.ray
-    env = forwarded_env((config.agent.api_key_env,) if config.agent.kind == "openai" else ())
-    episodes_dir = config.out_dir / "episodes"
-    with ray_session(options.address) as ray:
-        dispatcher = Dispatcher(ray.remote(live_episode_task), options, env)
-        for task_id, seed in config.jobs():
-            dispatcher.submit((task_id, seed), (config, task_id, seed), _exclusive(task_id))
-        for (task_id, seed), value in dispatcher.completed():
-            if isinstance(value, Crashed):
-                result = EpisodeResult(
-                    task=task_id, seed=seed, episode_id=episode_id_for(task_id, seed), success=False,
-                    raw_reward=0.0, steps=0, format_failures=0, invalid_actions=0, ended_by="error", seconds=0.0,
-                    error=f"worker crashed {options.max_retries + 1} time(s): {value.reason}",
-                )
-            else:
-                result, files = value
-                if files:
-                    write_files(episodes_dir, result.episode_id, files)
-            done(result)
-
-
-# ----------------------------------------------------------------------------- record
-
-
-def record_corpus_ray(out_dir: str | Path, tasks: list[str], episodes: int, seed: int, *, max_attempts: int,
-                      log: Callable[[str], None] | None, point_only_share: float,
-                      options: RayOptions) -> list[Any]:
-    """:func:`mag_dataset.live.recorder.record_corpus` with one Ray task per attempt.
-
-    The local recorder tries attempt ``k = 0, 1, ...`` of a task (seed ``episode_seed(task,
-    k, seed)``) until ``episodes`` succeeded or ``max_attempts`` were made. Here attempt ``k``
-    is submitted only while the task's successes plus its attempts in flight are fewer than
-    ``episodes``: every attempt made here is one the local recorder makes too, and vice versa,
-    so both write the same episodes. Returns every attempt's RecordResult in the local order
-    (task, then attempt).
-    """
-    from mag_dataset.live.recorder import RecordResult, attempt_log_line, episode_seed
-    from mag_dataset.raw import write_episode
-
-    state = {t: {"next": 0, "ok": 0, "flight": 0} for t in tasks}
-    results: dict[tuple[str, int], Any] = {}
-
-    def top_up(dispatcher: Dispatcher, task: str) -> None:
-        s = state[task]
-        while s["ok"] + s["flight"] < episodes and s["next"] < max_attempts:
-            k = s["next"]
-            s["next"] += 1
-            s["flight"] += 1
-            dispatcher.submit((task, k), (task, episode_seed(task, k, seed), point_only_share), _exclusive(task))
-
-    with ray_session(options.address) as ray:
-        dispatcher = Dispatcher(ray.remote(record_attempt_task), options, forwarded_env())
-        for task in tasks:
-            top_up(dispatcher, task)
-        for (task, k), value in dispatcher.completed():
-            s = state[task]
-            s["flight"] -= 1
-            if isinstance(value, Crashed):
-                value = RecordResult(task=task, seed=episode_seed(task, k, seed), ok=False,
-                                     reason=f"worker crashed {options.max_retries + 1} time(s): {value.reason}")
-            if value.ok:
-                write_episode(out_dir, value.episode, value.images)
-                s["ok"] += 1
-            results[(task, k)] = value
-            if log:
-                log(attempt_log_line(value))
-            top_up(dispatcher, task)
-    order = {t: i for i, t in enumerate(tasks)}
-    return [results[key] for key in sorted(results, key=lambda key: (order[key[0]], key[1]))]

@@ -18,6 +18,11 @@ episodes that end with MiniWoB's raw reward exactly 1 are kept.
 Determinism: episode ``k`` of task ``T`` under corpus seed ``S`` uses the MiniWoB seed
 ``episode_seed(T, k, S)``; experts are pure functions of the observation, so the same seeds
 give the same tasks, actions, candidates and guides (pixels may differ across Chromium builds).
+
+This module records episodes and corpora (here, or one Ray task per attempt:
+:func:`record_corpus_ray`); the experts are :mod:`mag_dataset.live.experts`, the page
+observation :mod:`mag_dataset.live.observe`, and the train/test split of a recorded corpus
+:mod:`mag_dataset.live.splits` (its names are importable from here too).
 """
 
 from __future__ import annotations
@@ -31,8 +36,18 @@ from typing import Any, Callable
 
 from mag_dataset.actions import ACTION_SPACE, ActionType, View
 from mag_dataset.guides import template_guide
-from mag_dataset.raw import RawEpisode, RawStep
-from mag_dataset.recording import step_from_page
+from mag_dataset.live.splits import (  # noqa: F401 (re-exported: the split rules lived here)
+    HELD_OUT_PER_FAMILY,
+    HELD_OUT_TEMPLATES,
+    TEST_FRACTION,
+    choose_held_out,
+    params_key,
+    site_family,
+    split_tasks,
+    write_corpus_manifest,
+)
+from mag_dataset.raw import RawEpisode, RawStep, write_episode
+from mag_dataset.recording import episode_id_for, site_and_template, step_from_page
 from mag_dataset.schema import Action, GuideSource, box_center, point_in_box
 
 #: Most steps an expert may take before the episode is abandoned.
@@ -139,11 +154,31 @@ def point_only_click(task: str, seed: int, index: int, box: tuple[float, float, 
     return None
 
 
+class _Abandoned(Exception):
+    """The expert's episode cannot be kept; the message is the attempt's reason."""
+
+
+@dataclass
+class _Recording:
+    """What one recording attempt accumulates, step by step."""
+
+    task: str
+    seed: int
+    site_task: bool
+    point_only_share: float
+    viewport: tuple[int, int] | None
+    goal: str
+    memory: dict[str, Any] = field(default_factory=dict)  # the expert's own
+    steps: list[RawStep] = field(default_factory=list)
+    images: dict[str, bytes] = field(default_factory=dict)
+    contexts: list[Any] = field(default_factory=list)  # site tasks: where each step happens, for its context guide
+    last: tuple[Any, ...] | None = None
+
+
 def _record(task: str, seed: int, env: Any, expert: Callable | None, max_steps: int,
             result: RecordResult, point_only_share: float = 0.0) -> RecordResult:
-    from mag_dataset.live.env import is_site_task, page_task_info, raw_reward, strict_success
+    from mag_dataset.live.env import is_site_task
     from mag_dataset.live.execute import to_browsergym_action
-    from mag_dataset.live.experts import ExpertError
     from mag_dataset.live.observe import observe, observe_page
 
     site_task = is_site_task(task)
@@ -153,109 +188,132 @@ def _record(task: str, seed: int, env: Any, expert: Callable | None, max_steps: 
         expert = expert or task_obj.expert
         max_steps = max(max_steps, SITE_MAX_STEPS)
     assert expert is not None
-    memory: dict[str, Any] = {}
-    steps: list[RawStep] = []
-    images: dict[str, bytes] = {}
-    goal = str(obs.get("goal") or "")
+    rec = _Recording(task, seed, site_task, point_only_share, capture_viewport(env), str(obs.get("goal") or ""))
     done = False
-    last: tuple[Any, ...] | None = None
-    contexts: list[Any] = []  # site tasks: where each step happens, for its context guide
-    viewport = capture_viewport(env)
-    for index in range(max_steps):
-        ob = observe_page(obs) if site_task else observe(obs)
-        try:
-            decision = expert(ob, memory)
-        except (ExpertError, IndexError, ValueError) as e:
-            result.reason = f"step {index}: expert failed: {e}"
-            return result
-        if decision is None:
-            result.reason = f"step {index}: expert has no action"
-            return result
-        if (decision, tuple(ob.candidates)) == last and decision.type not in (ActionType.SCROLL, ActionType.PRESS):
-            # the same action on an unchanged page: the previous one had no effect
-            result.reason = f"step {index}: repeated {decision.type.value} had no effect"
-            return result
-        last = (decision, tuple(ob.candidates))
-        targeted = ACTION_SPACE[decision.type].targeted
-        target = ob.candidate(decision.bid) if decision.bid is not None else None
-        if targeted and target is None:
-            result.reason = f"step {index}: target {decision.bid!r} is not a visible candidate"
-            return result
-        point = _gold_point(target.bbox) if target is not None else None
-        human_point = (point_only_click(task, seed, index, target.bbox, point_only_share)
-                       if site_task and target is not None and decision.type is ActionType.CLICK else None)
-        action = Action(
-            type=decision.type,
-            element_id=target.id if target is not None and human_point is None else None,
-            coordinate=human_point or point,
-            text=decision.text,
-            value=decision.value,
-            key=decision.key,
-            direction=decision.direction,
-            url=decision.url,
-            answer=decision.answer,
-        )
-        # clicks run at the gold coordinate (proves it hits), the rest on the element id
-        view = View.COORD if action.type is ActionType.CLICK else View.SOM
-        bg_action = to_browsergym_action(action, view, ob.conv)
-        if site_task:
-            from mag_dataset.page_guides import guide_context
-
-            contexts.append(guide_context(ob.elements, target.id if target is not None else None))
-        steps.append(step_from_page(
-            ob, images, step_index=index, action=action,
-            # a point-only click keeps no box either: `mag unify` restores both from the point
-            target_bbox=target.bbox if target is not None and human_point is None else None,
-            guide=template_guide(action, target), guide_source=GuideSource.TEMPLATE, url=_short_url(ob.url),
-            # capture geometry (raw format v2): the page's CSS viewport, screenshot px per CSS px
-            viewport=viewport, device_pixel_ratio=ob.conv.scale,
-            metadata={"conversion": ob.conv.to_dict(), "browsergym_action": bg_action,
-                      **({"recorded_as": "point_only", "expert_element_id": target.id} if human_point else {}),
-                      **({"viewport": [ob.width, ob.height], "page_url": ob.url} if site_task else {})},
-        ))
-        obs, reward, terminated, truncated, info = env.step(bg_action)
-        if site_task:
-            if obs.get("last_action_error"):
-                result.reason = f"step {index}: action failed: {obs['last_action_error'][:200]}"
-                return result
-            if terminated or truncated:
-                done = True
+    try:
+        for index in range(max_steps):
+            ob = observe_page(obs) if site_task else observe(obs)
+            decision, target = _expert_step(rec, ob, index, expert)
+            action, human_point = _gold_action(rec, index, decision, target)
+            # clicks run at the gold coordinate (proves it hits), the rest on the element id
+            bg_action = to_browsergym_action(action, View.COORD if action.type is ActionType.CLICK else View.SOM, ob.conv)
+            _keep_step(rec, ob, index, action, target, human_point, bg_action)
+            obs, reward, terminated, truncated, info = env.step(bg_action)
+            done, info = _after_step(env, rec, obs, info, terminated or truncated, index)
+            if done:
                 break
-            continue
-        if terminated or truncated:
-            info = page_task_info(env)
-            terminated = terminated or bool(info["task_info"].get("DONE_GLOBAL"))
-        if obs.get("last_action_error"):
-            result.reason = f"step {index}: action failed: {obs['last_action_error'][:200]}"
-            return result
-        if terminated or truncated:
-            done = True
-            break
+    except _Abandoned as e:
+        result.reason = str(e)
+        return result
     if not done:
         result.reason = f"not done after {max_steps} steps"
         return result
     if site_task:
-        return _site_episode(task, seed, goal, _context_guides(task, seed, steps, contexts), images, info, result,
-                             params=dict(getattr(task_obj, "params", {}) or {}))
+        return _site_episode(task, seed, rec.goal, _context_guides(task, seed, rec.steps, rec.contexts), rec.images,
+                             info, result, params=dict(getattr(task_obj, "params", {}) or {}))
+    return _miniwob_episode(rec, info, result)
+
+
+def _expert_step(rec: _Recording, ob: Any, index: int, expert: Callable) -> tuple[Any, Any]:
+    """The expert's decision at step ``index`` and its target candidate (None for an untargeted action).
+
+    Raises:
+        _Abandoned: the expert failed, had no action, repeated an action that had no effect,
+            or named an element that is not a visible candidate.
+    """
+    from mag_dataset.live.experts import ExpertError
+
+    try:
+        decision = expert(ob, rec.memory)
+    except (ExpertError, IndexError, ValueError) as e:
+        raise _Abandoned(f"step {index}: expert failed: {e}") from None
+    if decision is None:
+        raise _Abandoned(f"step {index}: expert has no action")
+    if (decision, tuple(ob.candidates)) == rec.last and decision.type not in (ActionType.SCROLL, ActionType.PRESS):
+        # the same action on an unchanged page: the previous one had no effect
+        raise _Abandoned(f"step {index}: repeated {decision.type.value} had no effect")
+    rec.last = (decision, tuple(ob.candidates))
+    target = ob.candidate(decision.bid) if decision.bid is not None else None
+    if ACTION_SPACE[decision.type].targeted and target is None:
+        raise _Abandoned(f"step {index}: target {decision.bid!r} is not a visible candidate")
+    return decision, target
+
+
+def _gold_action(rec: _Recording, index: int, decision: Any, target: Any) -> tuple[Action, tuple[float, float] | None]:
+    """The gold action of a decision, with both its element id and its coordinate (the target's
+    box centre); a site click drawn as point-only (:func:`point_only_click`) keeps only its point."""
+    point = _gold_point(target.bbox) if target is not None else None
+    human_point = (point_only_click(rec.task, rec.seed, index, target.bbox, rec.point_only_share)
+                   if rec.site_task and target is not None and decision.type is ActionType.CLICK else None)
+    action = Action(
+        type=decision.type,
+        element_id=target.id if target is not None and human_point is None else None,
+        coordinate=human_point or point,
+        text=decision.text,
+        value=decision.value,
+        key=decision.key,
+        direction=decision.direction,
+        url=decision.url,
+        answer=decision.answer,
+    )
+    return action, human_point
+
+
+def _keep_step(rec: _Recording, ob: Any, index: int, action: Action, target: Any,
+               human_point: tuple[float, float] | None, bg_action: str) -> None:
+    """Record step ``index`` from the observation before its action."""
+    if rec.site_task:
+        from mag_dataset.page_guides import guide_context
+
+        rec.contexts.append(guide_context(ob.elements, target.id if target is not None else None))
+    rec.steps.append(step_from_page(
+        ob, rec.images, step_index=index, action=action,
+        # a point-only click keeps no box either: `mag unify` restores both from the point
+        target_bbox=target.bbox if target is not None and human_point is None else None,
+        guide=template_guide(action, target), guide_source=GuideSource.TEMPLATE, url=_short_url(ob.url),
+        # capture geometry (raw format v2): the page's CSS viewport, screenshot px per CSS px
+        viewport=rec.viewport, device_pixel_ratio=ob.conv.scale,
+        metadata={"conversion": ob.conv.to_dict(), "browsergym_action": bg_action,
+                  **({"recorded_as": "point_only", "expert_element_id": target.id} if human_point else {}),
+                  **({"viewport": [ob.width, ob.height], "page_url": ob.url} if rec.site_task else {})},
+    ))
+
+
+def _after_step(env: Any, rec: _Recording, obs: dict[str, Any], info: dict[str, Any], ended: bool,
+                index: int) -> tuple[bool, dict[str, Any]]:
+    """``(done, info)`` after the expert's action; MiniWoB's outcome is read from the page.
+
+    Raises:
+        _Abandoned: BrowserGym reported an error executing the action.
+    """
+    if ended and not rec.site_task:
+        from mag_dataset.live.env import page_task_info
+
+        info = page_task_info(env)
+    if obs.get("last_action_error"):
+        raise _Abandoned(f"step {index}: action failed: {obs['last_action_error'][:200]}")
+    return bool(ended), info
+
+
+def _miniwob_episode(rec: _Recording, info: dict[str, Any], result: RecordResult) -> RecordResult:
+    """Finish recording a MiniWoB++ task: kept only when MiniWoB's raw reward is exactly 1."""
+    from mag_dataset.live.env import raw_reward, strict_success
+
     if not strict_success(info):
         result.reason = f"raw reward {raw_reward(info)} != 1"
         return result
-    episode_id = f"{task}.seed-{seed}"
-    result.episode = RawEpisode(
-        episode_id=episode_id,
-        task_id=episode_id,
-        site=task,
-        intent=goal,
-        intent_template_id=task,
-        steps=tuple(steps),
-        source="miniwob",
-        seed=seed,
-        reward=raw_reward(info),
-        success=True,
-        metadata=_provenance(task),
+    site, template = site_and_template(rec.task)
+    episode_id = episode_id_for(rec.task, rec.seed)
+    episode = RawEpisode(
+        episode_id=episode_id, task_id=episode_id, site=site, intent=rec.goal, intent_template_id=template,
+        steps=tuple(rec.steps), source="miniwob", seed=rec.seed, reward=raw_reward(info), success=True,
+        metadata=_provenance(rec.task),
     )
-    result.images = images
-    result.ok = True
+    return _kept(result, episode, rec.images)
+
+
+def _kept(result: RecordResult, episode: RawEpisode, images: dict[str, bytes]) -> RecordResult:
+    result.episode, result.images, result.ok = episode, images, True
     return result
 
 
@@ -294,26 +352,16 @@ def _site_episode(task: str, seed: int, goal: str, steps: list[RawStep], images:
     if not task_info.get("success"):
         result.reason = f"state check failed: {task_info.get('reason') or 'no finish'}"
         return result
-    _, site, template = task.split(".", 2)
-    episode_id = f"{task}.seed-{seed}"
-    result.episode = RawEpisode(
-        episode_id=episode_id,
-        task_id=episode_id,
-        site=site,
-        intent=goal,
-        intent_template_id=f"{site}.{template}",
-        steps=tuple(steps),
-        source="sites",
-        seed=seed,
-        reward=1.0,
-        success=True,
+    site, template = site_and_template(task)
+    episode_id = episode_id_for(task, seed)
+    episode = RawEpisode(
+        episode_id=episode_id, task_id=episode_id, site=site, intent=goal, intent_template_id=template,
+        steps=tuple(steps), source="sites", seed=seed, reward=1.0, success=True,
         # params: the template's parameters, so splits can keep one template+parameters pair in one split
         metadata={**_provenance(task), "check": str(task_info.get("reason") or ""),
                   "params": json.loads(json.dumps(params, sort_keys=True, default=str))},
     )
-    result.images = images
-    result.ok = True
-    return result
+    return _kept(result, episode, images)
 
 
 def _short_url(url: str) -> str:
@@ -352,19 +400,16 @@ def record_corpus(out_dir: str | Path, tasks: list[str], episodes: int, seed: in
     Args:
         ray: :class:`~mag_dataset.harness.ray_backend.RayOptions` to run one Ray task per
             attempt (same attempts, same episodes, see
-            :func:`~mag_dataset.harness.ray_backend.record_corpus_ray`); None: here, one
+            :func:`record_corpus_ray`); None: here, one
             browser per task.
 
     Returns:
         Every attempt's :class:`RecordResult`, in order.
     """
     from mag_dataset.live.env import make_task_env
-    from mag_dataset.raw import write_episode
 
     max_attempts = max_attempts or episodes * 3
     if ray is not None:
-        from mag_dataset.harness.ray_backend import record_corpus_ray
-
         return record_corpus_ray(out_dir, tasks, episodes, seed, max_attempts=max_attempts, log=log,
                                  point_only_share=point_only_share, options=ray)
     results: list[RecordResult] = []
@@ -387,6 +432,59 @@ def record_corpus(out_dir: str | Path, tasks: list[str], episodes: int, seed: in
     return results
 
 
+def record_attempt_task(task: str, seed: int, point_only_share: float) -> RecordResult:
+    """Ray task body: one recording attempt (its own browser); returns the RecordResult."""
+    return record_episode(task, seed, point_only_share=point_only_share)
+
+
+def record_corpus_ray(out_dir: str | Path, tasks: list[str], episodes: int, seed: int, *, max_attempts: int,
+                      log: Callable[[str], None] | None, point_only_share: float, options: Any) -> list[RecordResult]:
+    """:func:`record_corpus` with one Ray task per attempt (:mod:`mag_dataset.harness.ray_backend`).
+
+    The local recorder tries attempt ``k = 0, 1, ...`` of a task (seed ``episode_seed(task,
+    k, seed)``) until ``episodes`` succeeded or ``max_attempts`` were made. Here attempt ``k``
+    is submitted only while the task's successes plus its attempts in flight are fewer than
+    ``episodes``: every attempt made here is one the local recorder makes too, and vice versa,
+    so both write the same episodes. Returns every attempt's RecordResult in the local order
+    (task, then attempt).
+
+    Args:
+        options: the :class:`~mag_dataset.harness.ray_backend.RayOptions` of the run.
+    """
+    from mag_dataset.harness.ray_backend import Crashed, Dispatcher, forwarded_env, ray_session, site_lock
+
+    state = {t: {"next": 0, "ok": 0, "flight": 0} for t in tasks}
+    results: dict[tuple[str, int], RecordResult] = {}
+
+    def top_up(dispatcher: Dispatcher, task: str) -> None:
+        s = state[task]
+        while s["ok"] + s["flight"] < episodes and s["next"] < max_attempts:
+            k = s["next"]
+            s["next"] += 1
+            s["flight"] += 1
+            dispatcher.submit((task, k), (task, episode_seed(task, k, seed), point_only_share), site_lock(task))
+
+    with ray_session(options.address) as ray:
+        dispatcher = Dispatcher(ray.remote(record_attempt_task), options, forwarded_env())
+        for task in tasks:
+            top_up(dispatcher, task)
+        for (task, k), value in dispatcher.completed():
+            s = state[task]
+            s["flight"] -= 1
+            if isinstance(value, Crashed):
+                value = RecordResult(task=task, seed=episode_seed(task, k, seed), ok=False,
+                                     reason=value.message(options.max_retries))
+            if value.ok:
+                write_episode(out_dir, value.episode, value.images)
+                s["ok"] += 1
+            results[(task, k)] = value
+            if log:
+                log(attempt_log_line(value))
+            top_up(dispatcher, task)
+    order = {t: i for i, t in enumerate(tasks)}
+    return [results[key] for key in sorted(results, key=lambda key: (order[key[0]], key[1]))]
+
+
 #: The bundled sample corpus: tasks, successful episodes per task, seeds, held-out templates.
 BUNDLED_TASKS: tuple[str, ...] = (
     "click-button", "click-link", "click-dialog", "enter-text", "enter-password", "login-user",
@@ -396,155 +494,3 @@ BUNDLED_TASKS: tuple[str, ...] = (
 )
 BUNDLED_EPISODES = 10
 BUNDLED_SEED = 0
-#: Templates kept out of train entirely, so test has ``unseen_template`` steps.
-HELD_OUT_TEMPLATES: tuple[str, ...] = ("login-user-popup", "click-tab-2")
-#: Share of each seen template's tasks assigned to test.
-TEST_FRACTION = 0.3
-
-
-#: Templates held out of train per site family when ``corpus.json`` is written without an
-#: explicit list (fewer when a family has fewer than three templates: one stays in train).
-HELD_OUT_PER_FAMILY = 2
-
-
-def site_family(source: str, site: str) -> str:
-    """The site family of an episode, the unit of held-out templates and statistics: the
-    episode's site (shop, tracker, wiki, forum, ...), except that every MiniWoB++ episode
-    (``source == "miniwob"``) is in the one family ``miniwob``."""
-    return "miniwob" if source == "miniwob" else site
-
-
-def params_key(template: str, params: Any) -> str | None:
-    """The (template, parameters) pair of a site episode as one string, or None without
-    parameters (``metadata["params"]``, written by the site recorder)."""
-    if not isinstance(params, dict):
-        return None
-    return f"{template}|{json.dumps(params, sort_keys=True, separators=(',', ':'), default=str)}"
-
-
-def choose_held_out(template_families: dict[str, str], split_seed: int,
-                    per_family: int = HELD_OUT_PER_FAMILY) -> list[str]:
-    """Templates kept out of train: ``per_family`` of each site family, drawn by seed.
-
-    A family's templates are sorted and sampled with ``random.Random(f"{split_seed}:held-out:{family}")``;
-    a family with ``n <= per_family`` templates gives ``n - 1`` (one template stays in train).
-
-    Args:
-        template_families: intent_template_id -> site family.
-        split_seed: the corpus' split seed.
-        per_family: templates to hold out per family.
-
-    Returns:
-        The held-out templates, sorted.
-    """
-    import random
-
-    by_family: dict[str, list[str]] = {}
-    for template, family in template_families.items():
-        by_family.setdefault(family, []).append(template)
-    held: list[str] = []
-    for family in sorted(by_family):
-        templates = sorted(set(by_family[family]))
-        k = min(per_family, len(templates) - 1)
-        if k > 0:
-            held.extend(random.Random(f"{split_seed}:held-out:{family}").sample(templates, k))
-    return sorted(held)
-
-
-def split_tasks(task_templates: dict[str, str], split_seed: int, held_out: tuple[str, ...] | list[str],
-                test_fraction: float = TEST_FRACTION, task_groups: dict[str, str] | None = None) -> dict[str, str]:
-    """Assign every task to train or test, by task, with a fixed seed.
-
-    Tasks of a held-out template all go to test. Every other template's tasks are split
-    in *groups*: tasks with the same template and parameters (``task_groups``) form one
-    group, so a (template, parameters) pair never lands in both splits; without
-    ``task_groups`` each task is its own group. A template's groups are sorted, shuffled
-    with ``random.Random(f"{split_seed}:{template}")`` and the first
-    ``ceil(n_groups * test_fraction)`` go to test, keeping at least one group in train
-    when there are two or more (a single group stays in train).
-
-    Args:
-        task_templates: task_id -> intent_template_id.
-        split_seed: the corpus' split seed.
-        held_out: templates that never appear in train.
-        test_fraction: share of a seen template's groups put in test.
-        task_groups: task_id -> group key (e.g. :func:`params_key`); tasks absent or
-            mapped to None are their own group.
-
-    Returns:
-        task_id -> "train" | "test".
-    """
-    import math
-    import random
-
-    groups = {t: (task_groups or {}).get(t) or f"task|{t}" for t in task_templates}
-    by_template: dict[str, dict[str, list[str]]] = {}
-    for task_id, template in task_templates.items():
-        by_template.setdefault(template, {}).setdefault(groups[task_id], []).append(task_id)
-    splits: dict[str, str] = {}
-    for template in sorted(by_template):
-        members = by_template[template]
-        if template in held_out:
-            splits.update({t: "test" for ids in members.values() for t in ids})
-            continue
-        keys = sorted(members)
-        if all(k == f"task|{members[k][0]}" for k in keys):
-            keys = sorted(keys, key=lambda k: members[k][0])  # plain tasks: the task id order
-        random.Random(f"{split_seed}:{template}").shuffle(keys)
-        n_test = math.ceil(len(keys) * test_fraction)
-        n_test = min(n_test, len(keys) - 1) if len(keys) >= 2 else 0
-        for i, k in enumerate(keys):
-            splits.update({t: "test" if i < n_test else "train" for t in members[k]})
-    return dict(sorted(splits.items()))
-
-
-def write_corpus_manifest(root: str | Path, split_seed: int, held_out: tuple[str, ...] | list[str] | None = None,
-                          test_fraction: float = TEST_FRACTION, held_out_per_family: int = HELD_OUT_PER_FAMILY) -> Path:
-    """Write ``corpus.json`` (split seed, held-out templates, split per task) for a raw corpus.
-
-    Reads (and validates) every episode under ``root``; written atomically. The split is
-    :func:`split_tasks` with tasks grouped by (template, parameters) (:func:`params_key`);
-    the held-out templates are ``held_out`` (those present in the corpus) when given, else
-    :func:`choose_held_out` by site family (:func:`site_family`).
-
-    Args:
-        root: the raw corpus folder.
-        split_seed: the split seed (stored).
-        held_out: templates to keep out of train; None: ``held_out_per_family`` per family, by seed.
-        test_fraction: share of each seen template's groups put in test.
-        held_out_per_family: see :func:`choose_held_out`.
-
-    Returns:
-        The path of ``corpus.json``.
-    """
-    from mag_dataset.fileio import atomic_write
-    from mag_dataset.raw import CORPUS_FILE, CORPUS_FORMAT, FORMAT_VERSION, read_corpus
-
-    root = Path(root)
-    templates: dict[str, str] = {}
-    families: dict[str, str] = {}
-    groups: dict[str, str] = {}
-    for ep in read_corpus(root):
-        templates[ep.task_id] = ep.intent_template_id
-        families[ep.intent_template_id] = site_family(ep.source, ep.site)
-        key = params_key(ep.intent_template_id, ep.metadata.get("params"))
-        if key is not None:
-            groups[ep.task_id] = key
-    if held_out is None:
-        held = choose_held_out(families, split_seed, held_out_per_family)
-        chosen_by = "seed"
-    else:
-        held = sorted(t for t in held_out if t in families)
-        chosen_by = "given"
-    manifest = {
-        "format": CORPUS_FORMAT,
-        "format_version": FORMAT_VERSION,
-        "split_seed": split_seed,
-        "test_fraction": test_fraction,
-        "held_out_templates": held,
-        "held_out_chosen_by": chosen_by,
-        "held_out_per_family": held_out_per_family if held_out is None else None,
-        "families": {f: sorted(t for t, fam in families.items() if fam == f) for f in sorted(set(families.values()))},
-        "splits": split_tasks(templates, split_seed, held, test_fraction, groups),
-    }
-    return atomic_write(root / CORPUS_FILE, json.dumps(manifest, indent=1, sort_keys=True) + "\n")
