@@ -164,3 +164,12 @@ def test_step_from_page_names_images_once_and_copies_the_page(tmp_path):
     ep = RawEpisode(episode_id="e", task_id="e", site="s", intent="i", intent_template_id="t", steps=(a, b))
     assert read_episode(write_episode(tmp_path, ep, images)).steps == (a, b)  # valid raw data, files present
 
+
+
+def test_strict_success_outside_miniwob_is_reward_exactly_one():
+    from mag_dataset.harness.live_eval import task_outcome
+
+    assert task_outcome(None, "webarena.310", 1.0, {}, True, False) == (True, True, 1.0)
+    assert task_outcome(None, "assistantbench.x", 0.5, {}, True, False) == (True, False, 0.5)  # partial credit
+    assert task_outcome(None, "webarena.310", 2.0, {}, True, False) == (True, False, 2.0)  # == 1, as reported
+    assert task_outcome(None, "webarena.310", 1.0, {}, False, False) == (False, False, 1.0)  # not terminated

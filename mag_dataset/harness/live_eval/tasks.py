@@ -114,7 +114,8 @@ def task_outcome(env: Any, task_id: str, reward: float, info: dict[str, Any], te
 
     MiniWoB++: MiniWoB's own raw reward == 1 (read from the page when BrowserGym terminates,
     see :func:`mag_dataset.live.env.episode_outcome`). Other benchmarks: BrowserGym's
-    reward >= 1 at termination.
+    reward == 1 at termination (strict, as the report states: AssistantBench's partial
+    credit in (0, 1) is not a success).
     """
     if task_id.startswith("miniwob."):
         from mag_dataset.live.env import episode_outcome
@@ -122,4 +123,4 @@ def task_outcome(env: Any, task_id: str, reward: float, info: dict[str, Any], te
         done, success, raw = episode_outcome(env, info, terminated)
         return done or truncated, success, raw
     done = bool(terminated or truncated)
-    return done, bool(terminated and reward >= 1.0), float(reward)
+    return done, bool(terminated and reward == 1.0), float(reward)
