@@ -13,7 +13,7 @@ from mag_dataset.actions import Contract, View
 from mag_dataset.dataset import step_from_record
 from mag_dataset.predictions import Prediction
 from mag_dataset.schema import Candidate
-from mag_dataset.scoring import SCORER_VERSION, score_predictions
+from mag_dataset.scoring import EXTENSION_METRICS, METRIC_NAMES, METRIC_TABLE, SCORER_VERSION, score_predictions
 from mag_dataset.verdicts import read_verdicts
 
 _CITATION = """\
@@ -35,11 +35,9 @@ environment and no live judge: the same inputs always give the same numbers.
 
 Each output must be one JSON object in the output contract (A: "action"; G: "guide";
 J: "action" then "guide"; JG: "guide" then "action"); outputs that fail this format gate
-count in every denominator and score 0. Metrics: ofcr (format compliance), action_type_acc,
-target_acc (element id in the som view, point in the gold box in the coord view; disputed
-and unmappable steps excluded), text_f1 (typed text, SQuAD-style), saa (step action
-accuracy), bleu1/bleu4 (sacrebleu, lowercase), rouge_l (rouge-score rougeL F), and
-usefulness (majority of three cached judge verdicts, only with a verdict file).
+count in every denominator and score 0. Metrics (each declared once, with its exact rule, in
+mag_dataset.scoring.METRIC_TABLE): {metrics}; extensions, not metrics of the papers:
+{extensions}.
 """
 
 _KWARGS_DESCRIPTION = """
@@ -57,9 +55,8 @@ Args:
         {id, role, text, bbox}); enables the guide-action consistency extension there.
 
 Returns:
-    dict: the full report: top-level keys ofcr, action_type_acc, target_acc, text_f1, saa,
-    bleu1, bleu4, rouge_l, usefulness (each with micro, macro, n, n_tasks, std, ci95,
-    per_seed), then extensions (guide_action_consistency, joint_step_acc: not metrics of
+    dict: the full report: top-level keys {metric_keys} (each with micro, macro, n,
+    n_tasks, std, ci95, per_seed), then extensions ({extension_keys}: not metrics of
     the papers), counts (with the error taxonomy), breakdowns, provenance and warnings.
     Metrics that do not apply are None.
 
@@ -92,6 +89,14 @@ Examples:
     >>> results["bleu4"]["micro"] is None, results["action_type_acc"]["micro"]
     (True, 1.0)
 """
+
+
+_DESCRIPTION = _DESCRIPTION.replace(
+    "{metrics}", "; ".join(f"{m.name}: {m.label}" for m in METRIC_TABLE if not m.extension)
+).replace("{extensions}", "; ".join(f"{m.name}: {m.label}" for m in METRIC_TABLE if m.extension))
+_KWARGS_DESCRIPTION = _KWARGS_DESCRIPTION.replace("{metric_keys}", ", ".join(METRIC_NAMES)).replace(
+    "{extension_keys}", ", ".join(EXTENSION_METRICS)
+)
 
 
 def _as_json(reference):
