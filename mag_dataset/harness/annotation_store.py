@@ -1,9 +1,11 @@
 """The SQLite store of human decisions: guide verifications and audit adjudications.
 
 Holds the database (``RAW/annotations.sqlite`` by default; one row per step, so the app
-can be closed and resumed at any time), its schema and its migrations, and nothing that
-reads or writes a raw corpus: :mod:`mag_dataset.harness.annotate` writes decisions back
-into episodes and into the audit file.
+can be closed and resumed at any time), its schema and its migrations, and which database
+a command reads (:func:`stored_adjudications`) or should be told about
+(:func:`other_decision_dbs`). Nothing here reads or writes a raw corpus:
+:mod:`mag_dataset.harness.annotate` writes decisions back into episodes and into the
+audit file.
 
 Schema versions (``PRAGMA user_version``)
     A database is brought to :data:`SCHEMA_VERSION` when it is opened, by the steps of
@@ -27,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+from mag_dataset.harness.audit_rules import Adjudications
 from mag_dataset.schema import AuditStatus, GuideSource
 
 DEFAULT_DB = "annotations.sqlite"
@@ -258,7 +261,45 @@ def decision_counts(db: str | os.PathLike, step_ids: set[str]) -> int:
         con.close()
 
 
+# -- the databases next to a corpus --------------------------------------------------------
+
+
+def stored_adjudications(raw_dir: str | os.PathLike, db_path: str | os.PathLike | None = None) -> Adjudications:
+    """Adjudications of the annotation database ``db_path`` (default ``raw_dir/annotations.sqlite``).
+
+    Raises:
+        ValueError: an explicit ``db_path`` that does not exist.
+    """
+    db = Path(db_path) if db_path is not None else Path(raw_dir) / DEFAULT_DB
+    if not db.is_file():
+        if db_path is not None:
+            raise ValueError(f"annotation database not found: {db}")
+        return {}
+    with AnnotationStore(db) as store:
+        return {sid: (a.status, a.element_id, a.annotator) for sid, a in store.adjudications().items()}
+
+
+def other_decision_dbs(raw_dir: str | os.PathLike, db_path: str | os.PathLike | None, step_ids: set[str],
+                       *folders: Path) -> list[str]:
+    """Warnings for SQLite files beside the corpus (or in ``folders``), other than the database
+    in use, that hold decisions for ``step_ids``: decisions a command would otherwise ignore."""
+    raw_dir = Path(raw_dir)
+    used = (Path(db_path) if db_path is not None else raw_dir / DEFAULT_DB).resolve()
+    out = []
+    seen = set()
+    for folder in (raw_dir, *folders):
+        for db in sorted(Path(folder).glob("*.sqlite")):
+            if db.resolve() in seen or db.resolve() == used:
+                continue
+            seen.add(db.resolve())
+            n = decision_counts(db, step_ids)
+            if n:
+                out.append(f"{db} holds {n} decisions for these steps but is not the database in use "
+                           f"({used}); pass --db {db} to use it")
+    return out
+
+
 __all__ = [
     "DEFAULT_DB", "MIGRATIONS", "SCHEMA_VERSION", "VERIFICATION_DECISIONS", "Adjudication", "AnnotationStore",
-    "Decision", "decision_counts", "migrate",
+    "Decision", "decision_counts", "migrate", "other_decision_dbs", "stored_adjudications",
 ]

@@ -67,7 +67,6 @@ command warns when another database next to the corpus holds decisions for its s
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 import os
 from collections import defaultdict
@@ -78,7 +77,16 @@ from typing import Any, Callable, Iterable, Sequence
 from mag_dataset.actions import ACTION_SPACE
 from mag_dataset.cache import llm_cache_dir
 from mag_dataset.fileio import atomic_write_jsonl
-from mag_dataset.harness.annotation_store import DEFAULT_DB, AnnotationStore, decision_counts
+from mag_dataset.harness.annotation_store import (  # noqa: F401 (other_decision_dbs re-exported)
+    other_decision_dbs,
+    stored_adjudications,
+)
+from mag_dataset.harness.audit_prompt import (  # noqa: F401 (re-exported: the prompt this runner sends)
+    JUDGE_SYSTEM_PROMPT,
+    judge_messages,
+    judge_user_text,
+    prompt_key,
+)
 from mag_dataset.harness.audit_rules import (  # noqa: F401 (re-exported: the rules this runner applies)
     DECIDED,
     PANEL_SIZE,
@@ -97,7 +105,7 @@ from mag_dataset.harness.audit_rules import (  # noqa: F401 (re-exported: the ru
     tally,
 )
 from mag_dataset.harness.judges import JudgeConfig, load_judges  # noqa: F401 (re-exported)
-from mag_dataset.harness.llm_batch import ask_batch, som_messages
+from mag_dataset.harness.llm_batch import ask_batch
 from mag_dataset.harness.preflight import (
     FATAL_STATUSES,  # noqa: F401 (re-exported: part of this module's documented rules)
     MAX_FAILED_SHARE,
@@ -118,7 +126,6 @@ from mag_dataset.llm_client import (
 from mag_dataset.raw import (
     AUDIT_FILE,
     CORPUS_FILE,
-    RawEpisode,
     RawStep,
     iter_episode_dirs,
     read_audit,
@@ -132,20 +139,6 @@ from mag_dataset.schema import AuditStatus  # noqa: F401 (re-exported: the outco
 
 VERDICTS_FILE = "audit_verdicts.jsonl"
 
-JUDGE_SYSTEM_PROMPT = """\
-You audit the gold labels of a web-agent benchmark. You see a screenshot of a web page on which every \
-candidate element carries a numbered Set-of-Mark box, the user's task, the guides written for the \
-earlier steps, the action that was recorded at this step and the candidate menu (id, role, text and \
-box in screenshot pixels of every labelled element).
-
-Decide whether the recorded element is the element this action should act on, on this screenshot.
-Answer with exactly one JSON object and nothing else:
-{"verdict": "confirm"}  - the recorded element is right;
-{"verdict": "remap", "element": "<id>"}  - the action belongs to another element of the menu; give its id;
-{"verdict": "unmappable"}  - no element of the menu fits the action (the target is not visible, not \
-listed, or the screenshot does not show the state the action was taken in).
-You may add a short "reason" string to the object."""
-
 
 class NoVotesError(EndpointFailedError):
     """Not one judge answered usably on any step: the endpoints are down or all misbehave."""
@@ -153,46 +146,6 @@ class NoVotesError(EndpointFailedError):
 
 class JudgeDownError(EndpointFailedError):
     """A judge failed its first request, or more than MAX_FAILED_SHARE of its calls; nothing was written."""
-
-
-
-# -- prompts ------------------------------------------------------------------------------
-
-def _cand_line(c: Any) -> str:
-    box = ", ".join(f"{v:g}" for v in c.bbox)
-    return f"[{c.id}] {c.role} {json.dumps(c.text, ensure_ascii=False)} [{box}]"
-
-
-def judge_user_text(episode: RawEpisode, step: RawStep) -> str:
-    """The text part of a judge's user message for one step."""
-    a = step.action
-    rec = {k: v for k, v in a.to_dict().items() if v is not None}
-    target = next((c for c in step.candidates if c.id == a.element_id), None)
-    previous = [s.guide for s in episode.steps[: step.step_index]]
-    lines = [
-        f"Task: {episode.intent}",
-        f"Step {step.step_index + 1} of {len(episode.steps)}.",
-        "Guides of the earlier steps:" if previous else "Guides of the earlier steps: (none, this is the first step)",
-        *[f"- {g}" for g in previous],
-        f"Recorded action: {json.dumps(rec, ensure_ascii=False)}",
-        "Recorded element: " + (_cand_line(target) if target is not None else "none (the action was recorded as a point only)"),
-        f"Recorded guide: {step.guide}",
-        f"Candidate menu ({len(step.candidates)} elements):",
-        *[_cand_line(c) for c in step.candidates],
-        "Answer with one JSON object.",
-    ]
-    return "\n".join(lines)
-
-
-def judge_messages(episode: RawEpisode, step: RawStep, som_png: bytes) -> list[dict[str, Any]]:
-    """The chat messages sent to every judge for one step."""
-    return som_messages(JUDGE_SYSTEM_PROMPT, som_png, judge_user_text(episode, step))
-
-
-def prompt_key(messages: Sequence[dict[str, Any]]) -> str:
-    """sha256 hex of a step's judge messages: equal exactly when every judge would be asked the
-    same thing (the same screenshot, intent, guides, action and menu)."""
-    return hashlib.sha256(json.dumps(messages, sort_keys=True, ensure_ascii=False).encode("utf-8")).hexdigest()
 
 
 # -- steps --------------------------------------------------------------------------------
@@ -586,38 +539,3 @@ def audit_staleness(
         else:
             calls += sum(v.failed for v in row)
     return Staleness(tuple(stale), calls)
-
-
-def stored_adjudications(raw_dir: str | os.PathLike, db_path: str | os.PathLike | None = None) -> Adjudications:
-    """Adjudications of the annotation database ``db_path`` (default ``raw_dir/annotations.sqlite``).
-
-    Raises:
-        ValueError: an explicit ``db_path`` that does not exist.
-    """
-    db = Path(db_path) if db_path is not None else Path(raw_dir) / DEFAULT_DB
-    if not db.is_file():
-        if db_path is not None:
-            raise ValueError(f"annotation database not found: {db}")
-        return {}
-    with AnnotationStore(db) as store:
-        return {sid: (a.status, a.element_id, a.annotator) for sid, a in store.adjudications().items()}
-
-
-def other_decision_dbs(raw_dir: str | os.PathLike, db_path: str | os.PathLike | None, step_ids: set[str],
-                       *folders: Path) -> list[str]:
-    """Warnings for SQLite files beside the corpus (or in ``folders``), other than the database
-    in use, that hold decisions for ``step_ids``: decisions a command would otherwise ignore."""
-    raw_dir = Path(raw_dir)
-    used = (Path(db_path) if db_path is not None else raw_dir / DEFAULT_DB).resolve()
-    out = []
-    seen = set()
-    for folder in (raw_dir, *folders):
-        for db in sorted(Path(folder).glob("*.sqlite")):
-            if db.resolve() in seen or db.resolve() == used:
-                continue
-            seen.add(db.resolve())
-            n = decision_counts(db, step_ids)
-            if n:
-                out.append(f"{db} holds {n} decisions for these steps but is not the database in use "
-                           f"({used}); pass --db {db} to use it")
-    return out
