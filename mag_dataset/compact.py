@@ -110,46 +110,33 @@ def _webp_name(name: str) -> str:
     return f"{stem}.webp"
 
 
-def compact_episode(
-    folder: Path, report: CompactReport, *, method: int = WEBP_METHOD, quality: int = WEBP_QUALITY,
-    workers: int = 1, dry_run: bool = False,
-) -> bool:
-    """Compact one episode folder in place (atomically). Returns whether it changed."""
-    ep = read_episode(folder)
-    report.episodes += 1
-    before = _folder_bytes(folder)
-    report.bytes_before += before
-    # every image a step references: the screenshot and the recapture's action-time screenshot
+def _step_sources(ep: RawEpisode) -> set[str]:
+    """Every image a step references: the screenshot and the recapture's action-time screenshot."""
     sources: set[str] = set()
     for st in ep.steps:
         sources.add(st.screenshot)
         at = st.metadata.get("action_time_screenshot")
         if isinstance(at, str) and at:
             sources.add(at)
-    todo = sorted(n for n in sources if image_format((folder / n).read_bytes()) == "png")
+    return sources
+
+
+def _encode_pngs(folder: Path, names: list[str], method: int, quality: int, workers: int) -> dict[str, bytes | None]:
+    """``{name: lossless WebP bytes}`` of each PNG; None where it does not round-trip or is not smaller."""
 
     def convert(name: str) -> tuple[str, bytes | None]:
         png = (folder / name).read_bytes()
         webp = to_lossless_webp(png, method, quality)
         return name, webp if webp is not None and len(webp) < len(png) else None
 
-    if workers > 1 and len(todo) > 1:
+    if workers > 1 and len(names) > 1:
         with ThreadPoolExecutor(max_workers=workers) as pool:
-            results = dict(pool.map(convert, todo))
-    else:
-        results = dict(convert(n) for n in todo)
-    # a WebP name another referenced file already has (step_000.png beside step_000.webp) keeps the PNG
-    taken = sources | {p.name for p in folder.iterdir()}
-    renamed = {n: _webp_name(n) for n, data in results.items() if data is not None and _webp_name(n) not in taken}
-    results = {n: (data if n in renamed else None) for n, data in results.items()}
-    for n, data in results.items():
-        if data is None:
-            report.kept_png += 1
-            report.not_round_trip.append(f"{ep.episode_id}/{n}")
-    report.converted += len(renamed)
-    dropped = sorted({st.som_screenshot for st in ep.steps if st.som_screenshot})
-    report.som_dropped += len(dropped)
+            return dict(pool.map(convert, names))
+    return dict(convert(n) for n in names)
 
+
+def _compacted_steps(ep: RawEpisode, renamed: dict[str, str]) -> list[RawStep]:
+    """The steps with renamed screenshots, no Set-of-Mark file and their capture geometry."""
     steps: list[RawStep] = []
     for st in ep.steps:
         vw, vh, dpr = capture_geometry(st, ep.source)
@@ -161,17 +148,14 @@ def compact_episode(
             st, screenshot=renamed.get(st.screenshot, st.screenshot), som_screenshot="", metadata=meta,
             viewport_width=vw, viewport_height=vh, device_pixel_ratio=dpr,
         ))
-    new = dataclasses.replace(ep, steps=tuple(steps))
-    old_text = (folder / EPISODE_FILE).read_text("utf-8")
-    new_text = _episode_text(new)
-    if not renamed and not dropped and new_text == old_text:
-        report.bytes_after += before
-        return False
-    report.changed_episodes += 1
-    if dry_run:
-        report.bytes_after += before - sum((folder / n).stat().st_size for n in [*renamed, *dropped]) + sum(
-            len(results[n]) for n in renamed)  # type: ignore[arg-type]
-        return True
+    return steps
+
+
+def _swap_in(
+    folder: Path, steps: list[RawStep], new_text: str, renamed: dict[str, str], webps: dict[str, bytes | None],
+    dropped: list[str],
+) -> None:
+    """Write the compacted episode under a hidden temp name, validate it, and swap it in for ``folder``."""
     tmp = folder.with_name(f".{folder.name}.compact-tmp")
     if tmp.exists():
         shutil.rmtree(tmp)
@@ -185,7 +169,7 @@ def compact_episode(
         if p.name in referenced or not p.name.startswith("step_"):
             shutil.copy2(p, tmp / p.name)  # untouched images and any other file the episode keeps
     for n, webp_name in renamed.items():
-        (tmp / webp_name).write_bytes(results[n])  # type: ignore[arg-type]
+        (tmp / webp_name).write_bytes(webps[n])  # type: ignore[arg-type]
     (tmp / EPISODE_FILE).write_text(new_text, "utf-8")
     read_episode(tmp)  # validate before swapping in (names, sizes, references)
     old = folder.with_name(f".{folder.name}.compact-old")
@@ -194,12 +178,45 @@ def compact_episode(
     folder.rename(old)
     tmp.rename(folder)
     shutil.rmtree(old)
+
+
+def compact_episode(
+    folder: Path, report: CompactReport, *, method: int = WEBP_METHOD, quality: int = WEBP_QUALITY,
+    workers: int = 1, dry_run: bool = False,
+) -> bool:
+    """Compact one episode folder in place (atomically). Returns whether it changed."""
+    ep = read_episode(folder)
+    report.episodes += 1
+    before = _folder_bytes(folder)
+    report.bytes_before += before
+    sources = _step_sources(ep)
+    todo = sorted(n for n in sources if image_format((folder / n).read_bytes()) == "png")
+    results = _encode_pngs(folder, todo, method, quality, workers)
+    # a WebP name another referenced file already has (step_000.png beside step_000.webp) keeps the PNG
+    taken = sources | {p.name for p in folder.iterdir()}
+    renamed = {n: _webp_name(n) for n, data in results.items() if data is not None and _webp_name(n) not in taken}
+    results = {n: (data if n in renamed else None) for n, data in results.items()}
+    for n, data in results.items():
+        if data is None:
+            report.kept_png += 1
+            report.not_round_trip.append(f"{ep.episode_id}/{n}")
+    report.converted += len(renamed)
+    dropped = sorted({st.som_screenshot for st in ep.steps if st.som_screenshot})
+    report.som_dropped += len(dropped)
+
+    steps = _compacted_steps(ep, renamed)
+    new_text = episode_text(dataclasses.replace(ep, steps=tuple(steps)))
+    if not renamed and not dropped and new_text == (folder / EPISODE_FILE).read_text("utf-8"):
+        report.bytes_after += before
+        return False
+    report.changed_episodes += 1
+    if dry_run:
+        report.bytes_after += before - sum((folder / n).stat().st_size for n in [*renamed, *dropped]) + sum(
+            len(results[n]) for n in renamed)  # type: ignore[arg-type]
+        return True
+    _swap_in(folder, steps, new_text, renamed, results, dropped)
     report.bytes_after += _folder_bytes(folder)
     return True
-
-
-def _episode_text(ep: RawEpisode) -> str:
-    return episode_text(ep)
 
 
 def compact_corpus(
