@@ -200,13 +200,34 @@ def _history(rng: random.Random, infobox: str, intro: str, sections: list[tuple[
 
 
 # ----------------------------------------------------------------------------- the world
-@functools.lru_cache(maxsize=1)
-def world() -> World:
-    """The whole seed data (deterministic; cached)."""
-    rng = random.Random(SEED)
-    used: set[str] = set()
-    arts: dict[str, Article] = {}
+class _Writer:
+    """Writes articles with their histories on one running clock, from the world's one ``rng``."""
 
+    def __init__(self, rng: random.Random) -> None:
+        self.rng = rng
+        self.arts: dict[str, Article] = {}
+        # timestamps: one running clock, 1-3 days (and some hours) between article histories
+        self.clock = datetime(2023, 2, 1, 9, 0, 0, tzinfo=timezone.utc)
+
+    def add(self, title: str, kind: str, box: dict[str, str], template: str, intro: str,
+            sections: list[tuple[str, str]], cats: list[str], links: list[str], extra: str = "",
+            old: tuple[dict[str, str], str] | None = None) -> None:
+        rng = self.rng
+        ib = _infobox(template, box) if template else ""
+        old_fields = (_infobox(template, old[0]), old[1]) if old else None
+        hist = _history(rng, ib, intro, sections, cats, extra, old_fields)
+        users = rng.sample(EDITORS, min(len(hist), len(EDITORS)))
+        revs = []
+        t = self.clock
+        for i, (comment, text) in enumerate(hist):
+            user = users[i % len(users)]
+            revs.append(Revision(user, _ts(t), comment, text))
+            t += timedelta(days=rng.randint(3, 40), hours=rng.randint(0, 23), minutes=rng.randint(0, 59))
+        self.clock += timedelta(days=rng.randint(1, 3), hours=rng.randint(1, 20), minutes=rng.randint(0, 59))
+        self.arts[title] = Article(title, kind, dict(box), tuple(cats), tuple(h for h, _ in sections), tuple(links), revs)
+
+
+def _draw_cities(rng: random.Random, used: set[str]) -> dict[str, list[dict]]:
     cities: dict[str, list[dict]] = {c: [] for c in COUNTRIES}
     for country in COUNTRIES:
         for j in range(6):
@@ -219,8 +240,11 @@ def world() -> World:
                 "river": rng.choice(_RIVERS), "industry": rng.sample(_INDUSTRIES, 2),
                 "festival": rng.choice(_FESTIVALS),
             })
-    all_cities = [c for cs in cities.values() for c in cs]
+    return cities
 
+
+def _draw_people(rng: random.Random, used: set[str], all_cities: list[dict]) -> list[dict]:
+    """Twenty people born in the cities; then every city's mayor (a name, drawn after them)."""
     people: list[dict] = []
     for i in range(20):
         name = _uniq_name(rng, lambda: f"{rng.choice(_FIRST)} {rng.choice(_LAST)}", used)
@@ -231,7 +255,10 @@ def world() -> World:
                        "occupation": occ})
     for c in all_cities:  # every city has a mayor (a person article when one was born there)
         c["mayor"] = f"{rng.choice(_FIRST)} {rng.choice(_LAST)}"
+    return people
 
+
+def _draw_species(rng: random.Random, used: set[str]) -> list[dict]:
     species: list[dict] = []
     for i in range(16):
         cls = SPECIES_CLASSES[i % len(SPECIES_CLASSES)]
@@ -240,34 +267,11 @@ def world() -> World:
                         "status": rng.choice(STATUSES), "length": rng.randint(2, 180),
                         "country": rng.choice(COUNTRIES), "river": rng.choice(_RIVERS),
                         "lifespan": rng.randint(1, 40)})
+    return species
 
-    # timestamps: one running clock, 1-3 days (and some hours) between article histories
-    clock = datetime(2023, 2, 1, 9, 0, 0, tzinfo=timezone.utc)
 
-    def add(title: str, kind: str, box: dict[str, str], template: str, intro: str,
-            sections: list[tuple[str, str]], cats: list[str], links: list[str], extra: str = "",
-            old: tuple[dict[str, str], str] | None = None) -> None:
-        nonlocal clock
-        ib = _infobox(template, box) if template else ""
-        old_fields = (_infobox(template, old[0]), old[1]) if old else None
-        hist = _history(rng, ib, intro, sections, cats, extra, old_fields)
-        users = rng.sample(EDITORS, min(len(hist), len(EDITORS)))
-        revs = []
-        t = clock
-        for i, (comment, text) in enumerate(hist):
-            user = users[i % len(users)]
-            revs.append(Revision(user, _ts(t), comment, text))
-            t += timedelta(days=rng.randint(3, 40), hours=rng.randint(0, 23), minutes=rng.randint(0, 59))
-        clock += timedelta(days=rng.randint(1, 3), hours=rng.randint(1, 20), minutes=rng.randint(0, 59))
-        arts[title] = Article(title, kind, dict(box), tuple(cats), tuple(h for h, _ in sections), tuple(links), revs)
-
-    born_in: dict[str, list[dict]] = {}
-    for p in people:
-        born_in.setdefault(p["city"]["name"], []).append(p)
-    native: dict[str, list[dict]] = {}
-    for s in species:
-        native.setdefault(s["country"], []).append(s)
-
+def _country_articles(w: _Writer, cities: dict[str, list[dict]], native: dict[str, list[dict]]) -> None:
+    rng = w.rng
     for country in COUNTRIES:
         cap = cities[country][0]
         pop = sum(c["population"] for c in cities[country]) * 3 + rng.randint(0, 99999)
@@ -285,9 +289,12 @@ def world() -> World:
                                                          or "many birds of the coast") + "."),
                 ("Cities", "\n".join(f"* [[{c['name']}]] (population {_fmt_int(c['population'])})"
                                      for c in cities[country]))]
-        add(country, "country", box, "Infobox country", intro, secs, ["Countries"],
-            [c["name"] for c in cities[country]])
+        w.add(country, "country", box, "Infobox country", intro, secs, ["Countries"],
+              [c["name"] for c in cities[country]])
 
+
+def _city_articles(w: _Writer, all_cities: list[dict], born_in: dict[str, list[dict]]) -> None:
+    rng = w.rng
     for c in all_cities:
         natives = born_in.get(c["name"], [])
         box = {"name": c["name"], "country": f"[[{c['country']}]]", "population": _fmt_int(c["population"]),
@@ -315,9 +322,12 @@ def world() -> World:
         if rng.random() < 0.3:  # an early revision had a wrong population that a later one corrected
             wrong = dict(box, population=_fmt_int(c["population"] - rng.randint(1000, 9000)))
             old = (wrong, "Corrected population figure (census)")
-        add(c["name"], "city", box, "Infobox settlement", intro, secs, cats,
-            [c["country"]] + [p["name"] for p in natives] + [t["name"] for t in twins], old=old)
+        w.add(c["name"], "city", box, "Infobox settlement", intro, secs, cats,
+              [c["country"]] + [p["name"] for p in natives] + [t["name"] for t in twins], old=old)
 
+
+def _person_articles(w: _Writer, people: list[dict], all_cities: list[dict]) -> None:
+    rng = w.rng
     for p in people:
         city = p["city"]
         box = {"name": p["name"], "birth_date": p["born"].strftime("%-d %B %Y"), "birth_place": f"[[{city['name']}]], "
@@ -330,9 +340,12 @@ def world() -> World:
                            f"worked for {rng.randint(8, 40)} years on {_FIELDS[p['occupation']]}."),
                 ("Legacy", f"A {rng.choice(('statue', 'street', 'school', 'prize'))} in [[{city['name']}]] is "
                            f"named after {p['name'].split()[1]}.")]
-        add(p["name"], "person", box, "Infobox person", intro, secs, ["People", p["occupation"] + "s"],
-            [city["name"], city["country"]])
+        w.add(p["name"], "person", box, "Infobox person", intro, secs, ["People", p["occupation"] + "s"],
+              [city["name"], city["country"]])
 
+
+def _species_articles(w: _Writer, species: list[dict]) -> None:
+    rng = w.rng
     for s in species:
         box = {"name": s["name"], "binomial": f"''{s['latin']}''", "class": s["class"][:-1] if s["class"] != "Fish"
                else "Fish", "family": _FAMILIES[s["class"]], "status": s["status"], "length_cm": str(s["length"]),
@@ -345,12 +358,38 @@ def world() -> World:
                             f" of [[{s['country']}]]."),
                 ("Conservation", f"The species is listed as ''{s['status']}''.")]
         cats = ["Species", s["class"]] + (["Endangered species"] if s["status"] in STATUSES[3:] else [])
-        add(s["name"], "species", box, "Infobox species", intro, secs, cats, [s["country"]])
+        w.add(s["name"], "species", box, "Infobox species", intro, secs, cats, [s["country"]])
 
-    _templates(arts, clock)
-    _category_pages(arts)
-    _main_page(arts, cities, people, species)
-    return World(arts)
+
+@functools.lru_cache(maxsize=1)
+def world() -> World:
+    """The whole seed data (deterministic; cached).
+
+    Every draw comes from one ``random.Random(SEED)`` in a fixed order (cities, people and
+    mayors, species, then the articles of countries, cities, people and species), so the
+    steps below must keep their order.
+    """
+    rng = random.Random(SEED)
+    used: set[str] = set()
+    cities = _draw_cities(rng, used)
+    all_cities = [c for cs in cities.values() for c in cs]
+    people = _draw_people(rng, used, all_cities)
+    species = _draw_species(rng, used)
+    born_in: dict[str, list[dict]] = {}
+    for p in people:
+        born_in.setdefault(p["city"]["name"], []).append(p)
+    native: dict[str, list[dict]] = {}
+    for s in species:
+        native.setdefault(s["country"], []).append(s)
+    w = _Writer(rng)
+    _country_articles(w, cities, native)
+    _city_articles(w, all_cities, born_in)
+    _person_articles(w, people, all_cities)
+    _species_articles(w, species)
+    _templates(w.arts, w.clock)
+    _category_pages(w.arts)
+    _main_page(w.arts, cities, people, species)
+    return World(w.arts)
 
 
 def _templates(arts: dict[str, Article], clock: datetime) -> None:
