@@ -1,4 +1,4 @@
-"""The human verification and adjudication app (Gradio), ``mag annotate RAW_DIR``.
+"""The human verification and adjudication app (Gradio), ``mag annotate --raw RAW_DIR``.
 
 MAG (arXiv 2607.10079) verifies LLM-drafted guides by hand; WebMRE (arXiv 2609.27353)
 resolves disputed audit steps by hand. Both happen here, on top of
@@ -364,101 +364,121 @@ def _warn(text: str) -> str:
     return f"⚠️ {text}" if text else ""
 
 
+#: The warning when a decision is made without an annotator name.
+_NAME_FIRST = "Enter your name in 'Annotator' (top of the page) first."
+
+
+def _as_sentence(e: ValueError) -> str:
+    """An input mistake's message as the warning shown next to the buttons."""
+    return str(e)[:1].upper() + str(e)[1:] + "."
+
+
 def build_app(session: Session, annotator: str = "") -> Any:
     """The Gradio Blocks of the app (launch it with ``.launch(js=SHORTCUTS_JS)``)."""
     import gradio as gr
-
-    def show(i: int) -> tuple:
-        v = session.view(i)
-        return i, v["status"], v["image"], v["context"], v["guides"], v["audit"], v["guide"], ""
-
-    def act(decision: str):
-        def handler(i: int, text: str, who: str) -> tuple:
-            if not who or not who.strip():
-                return (*[gr.skip()] * 7, _warn("Enter your name in 'Annotator' (top of the page) first."))
-            try:
-                session.decide(i, decision, text, who)
-            except ValueError as e:  # an input mistake: a warning next to the buttons, no error overlay
-                return (*[gr.skip()] * 7, _warn(str(e)[:1].upper() + str(e)[1:] + "."))
-            return show(min(i + 1, len(session.refs) - 1))
-        return handler
 
     with gr.Blocks(title="MAG annotation") as app:
         gr.Markdown("# MAG guide verification\nShortcuts: **a** accept · **e** save edit · **r** reject · "
                     "**n** / **p** next / previous (Alt+key anywhere; Ctrl+Enter in the guide box saves the edit).")
         who = gr.Textbox(label="Annotator", value=annotator, elem_id="mag-annotator", max_lines=1)
         with gr.Tab("Verify"):
-            idx = gr.State(0)
-            status = gr.Markdown(elem_id="mag-status")
-            with gr.Row():
-                image = gr.Image(label="Set-of-Mark screenshot", type="pil", format="png", interactive=False, elem_id="mag-image")
-                with gr.Column():
-                    context = gr.Markdown(elem_id="mag-context")
-                    audit_md = gr.Markdown(elem_id="mag-audit")
-                    guides = gr.Markdown(elem_id="mag-guides")
-                    guide = gr.Textbox(label="Guide (edit, then 'Save edit')", lines=3, elem_id="mag-guide")
-                    with gr.Row():
-                        accept = gr.Button("Accept (a)", variant="primary", elem_id="mag-accept")
-                        edit = gr.Button("Save edit (e)", elem_id="mag-edit")
-                        reject = gr.Button("Reject (r)", variant="stop", elem_id="mag-reject")
-                    warning = gr.Markdown(elem_id="mag-warning")
-                    with gr.Row():
-                        prev = gr.Button("← Previous (p)", elem_id="mag-prev")
-                        nxt = gr.Button("Next (n) →", elem_id="mag-next")
-            outs = [idx, status, image, context, guides, audit_md, guide, warning]
-            accept.click(act("accept"), [idx, guide, who], outs)
-            edit.click(act("edit"), [idx, guide, who], outs)
-            reject.click(act("reject"), [idx, guide, who], outs)
-            prev.click(lambda i: show(max(0, i - 1)), [idx], outs)
-            nxt.click(lambda i: show(min(len(session.refs) - 1, i + 1)), [idx], outs)
-            # every page load (a reload too) opens on the first undecided step
-            app.load(lambda: show(session.first_undecided()), None, outs)
+            _verify_tab(gr, app, session, who)
         with gr.Tab("Adjudicate", elem_id="mag-adj-tab") as adj_tab:
-            with gr.Row():
-                with gr.Column():
-                    steps = gr.Dropdown(label="Disputed step", choices=[], value=None, elem_id="mag-adj-step")
-                    outcome = gr.Radio(["confirmed", "remapped", "unmappable"], label="Resolution", elem_id="mag-adj-outcome")
-                    element = gr.Dropdown(label="Element (for remapped)", choices=[], value=None, elem_id="mag-adj-element")
-                    note = gr.Textbox(label="Note", max_lines=1, elem_id="mag-adj-note")
-                    resolve = gr.Button("Resolve", variant="primary", elem_id="mag-adj-resolve")
-                    adj_warning = gr.Markdown(elem_id="mag-adj-warning")
-                    adj_info = gr.Markdown(elem_id="mag-adj-info")
-                adj_image = gr.Image(label="Set-of-Mark screenshot", type="pil", format="png", interactive=False,
-                                     elem_id="mag-adj-image")
-
-            def pick(sid: str | None):
-                # a new step: every per-step control starts empty (no note or resolution carried over)
-                if not sid:
-                    return None, "No disputed step to adjudicate.", None, gr.update(choices=[], value=None), "", ""
-                v = session.adjudication_view(sid)
-                return v["image"], v["info"], None, gr.update(choices=v["ids"], value=None), "", ""
-
-            def refresh(current: str | None):
-                ids = session.disputed()
-                value = current if current in ids else session.first_open() or (ids[0] if ids else None)
-                return gr.update(choices=session.disputed_choices(), value=value)
-
-            def do_resolve(sid: str | None, out: str | None, el: str | None, n: str, person: str):
-                keep = [gr.skip()] * 6
-                if not sid:
-                    return (*keep, _warn("Pick a disputed step first."))
-                if not out:
-                    return (*keep, _warn("Pick a resolution: confirmed, remapped or unmappable."))
-                if not person or not person.strip():
-                    return (*keep, _warn("Enter your name in 'Annotator' (top of the page) first."))
-                try:
-                    session.adjudicate(sid, out, el, person, n or "")
-                except ValueError as e:
-                    return (*keep, _warn(str(e)[:1].upper() + str(e)[1:] + "."))
-                v = session.adjudication_view(sid)
-                return (gr.update(choices=session.disputed_choices(), value=sid), v["image"], v["info"], None,
-                        gr.update(choices=v["ids"], value=None), "", "")
-
-            pick_outs = [adj_image, adj_info, outcome, element, note, adj_warning]
-            steps.change(pick, [steps], pick_outs)
-            resolve.click(do_resolve, [steps, outcome, element, note, who], [steps, *pick_outs])
-            adj_tab.select(refresh, [steps], [steps])
+            _adjudicate_tab(gr, adj_tab, session, who)
     return app
+
+
+def _verify_tab(gr: Any, app: Any, session: Session, who: Any) -> None:
+    """The Verify tab's controls and handlers (inside ``gr.Tab``)."""
+
+    def show(i: int) -> tuple:
+        v = session.view(i)
+        return i, v["status"], v["image"], v["context"], v["guides"], v["audit"], v["guide"], ""
+
+    def act(decision: str):
+        def handler(i: int, text: str, person: str) -> tuple:
+            if not person or not person.strip():
+                return (*[gr.skip()] * 7, _warn(_NAME_FIRST))
+            try:
+                session.decide(i, decision, text, person)
+            except ValueError as e:  # an input mistake: a warning next to the buttons, no error overlay
+                return (*[gr.skip()] * 7, _warn(_as_sentence(e)))
+            return show(min(i + 1, len(session.refs) - 1))
+        return handler
+
+    idx = gr.State(0)
+    status = gr.Markdown(elem_id="mag-status")
+    with gr.Row():
+        image = gr.Image(label="Set-of-Mark screenshot", type="pil", format="png", interactive=False, elem_id="mag-image")
+        with gr.Column():
+            context = gr.Markdown(elem_id="mag-context")
+            audit_md = gr.Markdown(elem_id="mag-audit")
+            guides = gr.Markdown(elem_id="mag-guides")
+            guide = gr.Textbox(label="Guide (edit, then 'Save edit')", lines=3, elem_id="mag-guide")
+            with gr.Row():
+                accept = gr.Button("Accept (a)", variant="primary", elem_id="mag-accept")
+                edit = gr.Button("Save edit (e)", elem_id="mag-edit")
+                reject = gr.Button("Reject (r)", variant="stop", elem_id="mag-reject")
+            warning = gr.Markdown(elem_id="mag-warning")
+            with gr.Row():
+                prev = gr.Button("← Previous (p)", elem_id="mag-prev")
+                nxt = gr.Button("Next (n) →", elem_id="mag-next")
+    outs = [idx, status, image, context, guides, audit_md, guide, warning]
+    accept.click(act("accept"), [idx, guide, who], outs)
+    edit.click(act("edit"), [idx, guide, who], outs)
+    reject.click(act("reject"), [idx, guide, who], outs)
+    prev.click(lambda i: show(max(0, i - 1)), [idx], outs)
+    nxt.click(lambda i: show(min(len(session.refs) - 1, i + 1)), [idx], outs)
+    # every page load (a reload too) opens on the first undecided step
+    app.load(lambda: show(session.first_undecided()), None, outs)
+
+
+def _adjudicate_tab(gr: Any, tab: Any, session: Session, who: Any) -> None:
+    """The Adjudicate tab's controls and handlers (inside ``gr.Tab``, which is ``tab``)."""
+    with gr.Row():
+        with gr.Column():
+            steps = gr.Dropdown(label="Disputed step", choices=[], value=None, elem_id="mag-adj-step")
+            outcome = gr.Radio(["confirmed", "remapped", "unmappable"], label="Resolution", elem_id="mag-adj-outcome")
+            element = gr.Dropdown(label="Element (for remapped)", choices=[], value=None, elem_id="mag-adj-element")
+            note = gr.Textbox(label="Note", max_lines=1, elem_id="mag-adj-note")
+            resolve = gr.Button("Resolve", variant="primary", elem_id="mag-adj-resolve")
+            adj_warning = gr.Markdown(elem_id="mag-adj-warning")
+            adj_info = gr.Markdown(elem_id="mag-adj-info")
+        adj_image = gr.Image(label="Set-of-Mark screenshot", type="pil", format="png", interactive=False,
+                             elem_id="mag-adj-image")
+
+    def pick(sid: str | None):
+        # a new step: every per-step control starts empty (no note or resolution carried over)
+        if not sid:
+            return None, "No disputed step to adjudicate.", None, gr.update(choices=[], value=None), "", ""
+        v = session.adjudication_view(sid)
+        return v["image"], v["info"], None, gr.update(choices=v["ids"], value=None), "", ""
+
+    def refresh(current: str | None):
+        ids = session.disputed()
+        value = current if current in ids else session.first_open() or (ids[0] if ids else None)
+        return gr.update(choices=session.disputed_choices(), value=value)
+
+    def do_resolve(sid: str | None, out: str | None, el: str | None, n: str, person: str):
+        keep = [gr.skip()] * 6
+        if not sid:
+            return (*keep, _warn("Pick a disputed step first."))
+        if not out:
+            return (*keep, _warn("Pick a resolution: confirmed, remapped or unmappable."))
+        if not person or not person.strip():
+            return (*keep, _warn(_NAME_FIRST))
+        try:
+            session.adjudicate(sid, out, el, person, n or "")
+        except ValueError as e:
+            return (*keep, _warn(_as_sentence(e)))
+        v = session.adjudication_view(sid)
+        return (gr.update(choices=session.disputed_choices(), value=sid), v["image"], v["info"], None,
+                gr.update(choices=v["ids"], value=None), "", "")
+
+    pick_outs = [adj_image, adj_info, outcome, element, note, adj_warning]
+    steps.change(pick, [steps], pick_outs)
+    resolve.click(do_resolve, [steps, outcome, element, note, who], [steps, *pick_outs])
+    tab.select(refresh, [steps], [steps])
 
 
 def launch(raw_dir: str | os.PathLike, *, drafts_path=None, db_path=None, audit_path=None, annotator: str = "",

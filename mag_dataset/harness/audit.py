@@ -56,7 +56,7 @@ Caching, replay and the verify-before-audit order
     guides before the audit**. A guide changed after the audit makes the verdicts of its
     step and of the later steps of its episode *stale* (:func:`audit_staleness`: their
     logged ``prompt_sha256`` differs from the current prompt); the app and
-    ``mag audit --replay`` say how many, and how many calls the next audit will make.
+    ``mag audit --raw RAW --replay`` say how many, and how many calls the next audit will make.
 
 Human adjudication (the ``mag annotate`` app) resolves disputed steps. A resolution is
 stored in the annotation database and in the audit record itself (``adjudicated_by``),
