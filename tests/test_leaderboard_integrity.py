@@ -216,9 +216,10 @@ def test_a_database_from_before_v2_gains_the_columns_and_its_rows_are_filled_laz
     cfg = BoardConfig(data_dir=tmp_path / "old", daily_cap=100)
     first = submit(Board(cfg, gold=hand_gold()), jsonl(tag="a"), model_name="a")
     second = submit(Board(cfg, gold=hand_gold()), jsonl(tag="b", perfect_every=1), model_name="b")
-    with sqlite3.connect(cfg.db_path) as con:  # what a schema-1 database looks like
+    with sqlite3.connect(cfg.db_path) as con:  # what a schema-1 database looks like (written before migrations)
         con.execute("ALTER TABLE submissions DROP COLUMN content_sha256")
         con.execute("ALTER TABLE submissions DROP COLUMN step_values_json")
+        con.execute("PRAGMA user_version=0")
     board = Board(cfg, gold=hand_gold())  # a restart with the new code
     # 12 of 12 vs 6 of 12 right: McNemar on 6 discordant steps, p = 2 / 2**6 < 0.05
     assert [(r.rank, r.submission.id) for r in board.ranking("som", "J")] == [(1, second.id), (2, first.id)]
