@@ -1,0 +1,107 @@
+"""``mag_dataset.board`` as a package: the old import surface, room sizes, the one ranking
+rule, the metric columns read from the scorer's declaration, and the one scoring path
+(the isolated child's task and a rescore of the stored file give the same bytes)."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import json
+from pathlib import Path
+
+import pytest
+
+import mag_dataset.board as board
+from mag_dataset.actions import Contract, View
+from mag_dataset.board.columns import RANK_COLUMNS, metric_value, ranking_metric
+from mag_dataset.board.grading import isolated_score, report_columns
+from mag_dataset.board.ranking import rank_key
+from test_leaderboard_board import gold, jsonl
+
+PACKAGE = Path(board.__file__).parent
+
+#: Every public name the single-module ``mag_dataset/board.py`` defined (0b1e889).
+OLD_PUBLIC_NAMES = (
+    "BIDI_CONTROLS", "Board", "BoardConfig", "EXTENSIONS", "Gold", "MAX_FORMAT_FAILURE_RATE", "MAX_LINK_CHARS",
+    "MAX_NAME_CHARS", "METRIC_COLUMNS", "MIN_GROUP_STEPS", "PARQUET_BATCH_ROWS", "PROVENANCE_TAGS", "RANK_ALPHA",
+    "Ranked", "RescoreResult", "Submission", "SubmissionRejected", "check_characters", "check_integrity",
+    "clean_link", "clean_text", "coarsen_breakdown", "coarsen_comparison", "content_sha256", "decode_upload",
+    "file_extension", "format_gate_counts", "isolated_score", "metric_value", "public_report", "rank_key",
+    "ranking_metric", "report_fingerprint", "restore_from_folder", "restore_from_hub", "step_values",
+    "summary_from_report", "validation_summary",
+)
+
+
+def test_every_old_public_name_is_importable_from_the_package() -> None:
+    missing = [n for n in OLD_PUBLIC_NAMES if not hasattr(board, n)]
+    assert missing == []
+    assert set(board.__all__) == set(OLD_PUBLIC_NAMES) | {"RANK_COLUMNS"}
+
+
+def test_the_isolated_task_resolves_to_the_grading_room() -> None:
+    from mag_dataset.isolation import TASKS
+
+    module, _, name = TASKS["board.score"].partition(":")
+    assert getattr(importlib.import_module(module), name) is isolated_score
+
+
+def test_rooms_are_small_and_documented() -> None:
+    modules = sorted(PACKAGE.glob("*.py"))
+    assert len(modules) >= 14, [p.name for p in modules]
+    for path in modules:
+        tree = ast.parse(path.read_text("utf-8"))
+        assert ast.get_docstring(tree), f"{path.name} has no module docstring"
+        assert len(path.read_text("utf-8").splitlines()) <= 600, path.name
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                assert node.end_lineno - node.lineno + 1 <= 80, f"{path.name}:{node.name}"
+
+
+def test_metric_columns_come_from_the_scorer_declaration() -> None:
+    from mag_dataset.scoring import BOARD_COLUMNS
+
+    assert board.METRIC_COLUMNS == BOARD_COLUMNS and list(board.METRIC_COLUMNS)[0] == "saa"
+
+
+def test_one_ranking_rule_orders_by_the_contract_columns() -> None:
+    assert {c: ranking_metric(c) for c in Contract} == {Contract.A: "saa", Contract.G: "bleu1", Contract.J: "saa",
+                                                          Contract.JG: "saa"}
+    assert all(ranking_metric(c) == RANK_COLUMNS[c][0] for c in Contract)
+    assert set(RANK_COLUMNS[Contract.G]) <= set(board.METRIC_COLUMNS)
+
+    def sub(i: int, contract: str, **summary: float | None) -> board.Submission:
+        return board.Submission(i, "2026-12-01T00:00:00Z", "s", f"m{i}", "", "", "self-reported", "som", contract,
+                                "test", "0" * 64, ".jsonl", 1, 1, "x", "f", dict(summary), "{}")
+
+    subs = [sub(1, "J", saa=0.5, target_acc=0.6), sub(2, "J", saa=0.5, target_acc=0.7), sub(3, "J", saa=None),
+            sub(4, "J", saa=0.9), sub(5, "J", saa=0.5, target_acc=0.7)]
+    assert [s.id for s in sorted(subs, key=rank_key)] == [4, 2, 5, 1, 3]
+    g = [sub(6, "G", bleu1=0.2, saa=0.9), sub(7, "G", bleu1=0.3)]
+    assert [s.id for s in sorted(g, key=rank_key)] == [7, 6]
+
+
+def test_headline_numbers_are_read_from_the_keys_the_scorer_writes() -> None:
+    assert metric_value({"micro": 0.25, "macro": 0.5}) == 0.25  # a report's metric block
+    assert metric_value({"value": 0.75, "n": 12}) == 0.75  # a breakdown cell
+    assert metric_value(0.5) == 0.5 and metric_value(None) is None and metric_value(True) is None
+    # keys the scorer never wrote are not read
+    assert metric_value({"mean": 0.5}) is None and metric_value({"score": 0.5}) is None
+    with pytest.raises(ValueError, match="no dataset fingerprint"):
+        board.report_fingerprint({"provenance": {"gold_fingerprint": "abc"}})
+
+
+def test_the_child_task_and_a_rescore_are_one_scoring_path(tmp_path: Path) -> None:
+    g = gold()
+    steps = g.steps[View.SOM]
+    data = jsonl(contract=Contract.J)
+    request = {"data": data, "filename": "p.jsonl", "view": "som", "contract": "J", "steps": steps, "verdicts": None,
+               "max_bytes": 16384, "max_lines": 50, "max_seeds": 10, "mode": "score", "menus": g.menus("som", "J"),
+               "max_format_failure_rate": 0.5}
+    child = isolated_score(dict(request))
+    b = board.Board(board.BoardConfig(data_dir=tmp_path / "b"), gold=g)
+    sub = b.submit(data=data, filename="p.jsonl", model_name="m", view="som", contract="J")
+    assert sub.report_json == child["report_json"] == b._rescore(sub).to_json()
+    stored = {"scorer_version": sub.scorer_version, "gold_fingerprint": sub.gold_fingerprint,
+              "summary_json": json.dumps(sub.summary, sort_keys=True), "report_json": sub.report_json}
+    assert report_columns(child["report_json"]) == stored
+    assert b.step_values(sub) == child["step_values"] and len(child["step_values"]) == len(steps)
