@@ -4,6 +4,7 @@ Every output the package writes (predictions, reports, audit and verdict files, 
 goes through :func:`atomic_write`: the data lands in a uniquely named temporary file in the
 destination folder, which is then renamed over the destination. Unique names keep
 concurrent writers (threads, worker processes) from clobbering each other's temp file.
+:func:`read_jsonl` reads a JSONL file back, naming the line of a bad entry.
 """
 
 from __future__ import annotations
@@ -11,9 +12,11 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 #: The process umask, read once (os.umask can only be read by setting it).
 _UMASK = os.umask(0o022)
@@ -69,3 +72,22 @@ def atomic_write_jsonl(path: str | os.PathLike, rows: Iterable[Any], **dumps_kwa
 def atomic_write_json(path: str | os.PathLike, obj: Any) -> Path:
     """Write indented, key-sorted JSON with a final newline, atomically."""
     return atomic_write(path, json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+
+
+def read_jsonl(path: str | os.PathLike, parse: Callable[[Any], T], what: str) -> list[T]:
+    """``parse`` of every non-blank line's JSON value, in file order.
+
+    Raises:
+        ValueError: ``{path}:{line}: bad {what} entry: {error}`` for a line that is not JSON or
+            that ``parse`` rejects (KeyError, TypeError or ValueError).
+    """
+    out = []
+    with open(path, encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                out.append(parse(json.loads(line)))
+            except (KeyError, TypeError, ValueError) as e:  # json.JSONDecodeError is a ValueError
+                raise ValueError(f"{path}:{n}: bad {what} entry: {e}") from None
+    return out

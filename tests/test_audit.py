@@ -557,3 +557,21 @@ def test_round_trip_on_recorded_episodes(tmp_path):
                 assert rows[sid]["action"]["element_id"] == rec.element_id
         counts = {s: sum(r["audit_status"] == s for r in rows.values()) for s in ("confirmed", "remapped", "unmappable", "disputed")}
         assert all(n > 0 for n in counts.values()), counts
+
+
+@pytest.mark.parametrize("line", ['{"judge": "a", "vote": "confirm"}', "[1, 2]", "not json", '{"step_id": "s:0", "judge": "a", "vote": "maybe"}'])
+def test_a_bad_line_of_a_verdict_log_or_drafts_file_is_named(tmp_path, line):
+    from mag_dataset.harness.annotate import read_drafts
+
+    good_verdict = json.dumps({"step_id": "s:0", "judge": "a", "vote": "confirm"})
+    (tmp_path / "v.jsonl").write_text(f"{good_verdict}\n\n{line}\n")
+    with pytest.raises(ValueError, match=r"v\.jsonl:3: bad verdict entry: "):
+        read_verdicts(tmp_path / "v.jsonl")
+    good_draft = json.dumps({"step_id": "s:0", "draft": "Click OK.", "model": "m"})
+    (tmp_path / "d.jsonl").write_text(f"{good_draft}\n{line.replace('vote', 'prompt_version')}\n")
+    with pytest.raises(ValueError, match=r"d\.jsonl:2: bad draft entry: "):
+        read_drafts(tmp_path / "d.jsonl")
+    (tmp_path / "d.jsonl").write_text(f"{good_draft}\n")
+    assert read_drafts(tmp_path / "d.jsonl")["s:0"].draft == "Click OK."
+    (tmp_path / "v.jsonl").write_text(f"{good_verdict}\n")
+    assert read_verdicts(tmp_path / "v.jsonl")["s:0"][0].vote is Vote.CONFIRM

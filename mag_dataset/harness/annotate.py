@@ -47,7 +47,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from mag_dataset.actions import ACTION_SPACE
-from mag_dataset.fileio import atomic_write_jsonl
+from mag_dataset.fileio import atomic_write_jsonl, read_jsonl
 from mag_dataset.harness.annotation_store import (  # noqa: F401 (re-exported: the store's public names)
     DEFAULT_DB,
     VERIFICATION_DECISIONS,
@@ -177,17 +177,9 @@ def read_drafts(path: str | os.PathLike) -> dict[str, Draft]:
     Raises:
         ValueError: naming the line of a malformed entry.
     """
-    out: dict[str, Draft] = {}
-    with open(path, encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                d = json.loads(line)
-                out[d["step_id"]] = Draft(d["step_id"], str(d["draft"]), str(d.get("model", "")), int(d.get("prompt_version", 0)))
-            except (json.JSONDecodeError, KeyError, TypeError, ValueError) as e:
-                raise ValueError(f"{path}:{n}: bad draft entry: {e}") from None
-    return out
+    drafts = read_jsonl(path, lambda d: Draft(d["step_id"], str(d["draft"]), str(d.get("model", "")),
+                                              int(d.get("prompt_version", 0))), "draft")
+    return {d.step_id: d for d in drafts}
 
 
 def write_drafts(path: str | os.PathLike, drafts: dict[str, Draft]) -> None:

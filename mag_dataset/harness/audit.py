@@ -76,7 +76,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 from mag_dataset.actions import ACTION_SPACE
 from mag_dataset.cache import llm_cache_dir
-from mag_dataset.fileio import atomic_write_jsonl
+from mag_dataset.fileio import atomic_write_jsonl, read_jsonl
 from mag_dataset.harness.annotation_store import (  # noqa: F401 (other_decision_dbs re-exported)
     other_decision_dbs,
     stored_adjudications,
@@ -409,17 +409,9 @@ def read_audit_verdicts(path: str | os.PathLike) -> dict[str, list[AuditVerdict]
         ValueError: naming the line of a malformed entry.
     """
     out: dict[str, list[AuditVerdict]] = defaultdict(list)
-    with open(path, encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                d = json.loads(line)
-                out[d["step_id"]].append(AuditVerdict.from_json(d))
-            except (json.JSONDecodeError, KeyError, ValueError, TypeError) as e:
-                raise ValueError(f"{path}:{n}: bad verdict entry: {e}") from None
+    for sid, v in read_jsonl(path, lambda d: (d["step_id"], AuditVerdict.from_json(d)), "verdict"):
+        out[sid].append(v)
     return dict(out)
-
 
 
 #: The former name of :func:`read_audit_verdicts` (not :func:`mag_dataset.verdicts.read_usefulness_verdicts`).
@@ -428,6 +420,7 @@ read_verdicts = read_audit_verdicts
 #: The LLM answer cache (``llm/`` below :func:`mag_dataset.cache.default_cache_dir`); kept
 #: under its former name for ``mag draft-guides`` and user code.
 default_cache_dir = llm_cache_dir
+
 
 def partial_path(path: Path) -> Path:
     """Where a partial audit goes: ``audit.jsonl`` → ``audit.partial.jsonl`` (same folder)."""
