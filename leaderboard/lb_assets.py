@@ -1,0 +1,119 @@
+"""The leaderboard page's own CSS and JavaScript (the rendered HTML is in ``lb_tables.py``).
+
+:data:`TABLE_JS` sorts a ranked table by a header click and opens a row's Details;
+:data:`CSS` styles the tables, bars, banner and Result box; :func:`upload_note_js` keeps the
+upload cap's note visible when a file over the cap is refused. Plain strings: no Gradio here.
+"""
+
+from __future__ import annotations
+
+#: The ranked tables: sorting by a header click, row click opens Details (see TABLE_JS).
+TABLE_JS = r"""
+element.addEventListener('click', (ev) => {
+  const th = ev.target.closest('th[data-col]');
+  if (th) {
+    const table = th.closest('table'), tb = table.tBodies[0], i = +th.dataset.col;
+    const desc = th.getAttribute('aria-sort') !== 'descending';
+    const val = (tr) => { const c = tr.cells[i]; return c.dataset.v !== undefined ? c.dataset.v : c.textContent; };
+    const rows = [...tb.rows];
+    rows.sort((a, b) => {
+      const x = val(a), y = val(b);
+      if (x === '' && y !== '') return 1;
+      if (y === '' && x !== '') return -1;
+      const nx = parseFloat(x), ny = parseFloat(y);
+      const d = (isNaN(nx) || isNaN(ny)) ? String(x).localeCompare(String(y)) : nx - ny;
+      return desc ? -d : d;
+    });
+    rows.forEach((r) => tb.appendChild(r));
+    table.querySelectorAll('th[data-col]').forEach((h) => h.removeAttribute('aria-sort'));
+    th.setAttribute('aria-sort', desc ? 'descending' : 'ascending');
+    return;
+  }
+  const tr = ev.target.closest('tr[data-id]');
+  if (tr) trigger('select', {index: [tr.rowIndex, 0], value: tr.dataset.id, selected: true});
+});
+element.addEventListener('keydown', (ev) => {
+  if (ev.key !== 'Enter' && ev.key !== ' ') return;
+  const t = ev.target.closest('th[data-col], tr[data-id]');
+  if (t) { ev.preventDefault(); t.click(); }
+});
+"""
+
+#: The page's stylesheet (``launch(css=...)``): tables, bars, the gold banner, the Result box.
+CSS = r"""
+.mag-table-wrap { overflow-x: auto; max-width: 100%; border: 1px solid var(--border-color-primary);
+  border-radius: 6px; background: linear-gradient(to right, var(--background-fill-primary) 30%, transparent),
+  linear-gradient(to left, var(--background-fill-primary) 30%, transparent) right,
+  radial-gradient(farthest-side at 100% 50%, rgba(0,0,0,.25), transparent) right;
+  background-repeat: no-repeat; background-size: 0 100%, 40px 100%, 14px 100%; background-attachment: local, local, scroll; }
+table.mag-rank { border-collapse: separate; border-spacing: 0; width: max-content; min-width: 100%; font-size: 14px; }
+table.mag-rank th, table.mag-rank td { padding: 6px 10px; border-bottom: 1px solid var(--border-color-primary);
+  white-space: nowrap; text-align: right; background: var(--background-fill-primary); }
+table.mag-rank th { cursor: pointer; user-select: none; position: sticky; top: 0; z-index: 2;
+  background: var(--background-fill-secondary); }
+table.mag-rank th::after { content: ' \2195'; opacity: .35; }
+table.mag-rank th[aria-sort=descending]::after { content: ' \25BC'; opacity: 1; }
+table.mag-rank th[aria-sort=ascending]::after { content: ' \25B2'; opacity: 1; }
+table.mag-rank td.txt, table.mag-rank th.txt { text-align: left; }
+table.mag-rank tbody tr { cursor: pointer; }
+table.mag-rank tbody tr:hover td { background: var(--background-fill-secondary); }
+/* the three sticky columns have fixed widths, so each starts where the previous ends */
+table.mag-rank .c-rank, table.mag-rank .c-model { box-sizing: border-box; }
+table.mag-rank .c-rank { position: sticky; left: 0; z-index: 1; width: 4.2em; min-width: 4.2em; max-width: 4.2em;
+  padding-left: 4px; padding-right: 6px; }
+table.mag-rank .c-model { position: sticky; left: 4.2em; z-index: 1; width: 10em; min-width: 10em; max-width: 10em;
+  white-space: normal; overflow-wrap: anywhere; }
+table.mag-rank .c-head { position: sticky; left: 14.2em; z-index: 1; font-weight: 600;
+  border-right: 2px solid var(--border-color-primary); }
+table.mag-rank th.c-rank, table.mag-rank th.c-model, table.mag-rank th.c-head { z-index: 3; }
+.mag-scroll-cue { display: none; font-size: 13px; opacity: .8; margin: 2px 0 4px; }
+.mag-contract small { font-weight: 400; opacity: .85; }
+@media (max-width: 900px) { .mag-scroll-cue { display: block; }
+  table.mag-rank .c-model { width: 7em; min-width: 7em; max-width: 7em; }
+  table.mag-rank .c-head { left: 11.2em; } .mag-contract small { display: block; } }
+.mag-contract { margin: 14px 0 4px; font-weight: 600; }
+.mag-note { font-size: 13px; opacity: .85; }
+.mag-gold { padding: 8px 12px; border-radius: 6px; border: 1px solid var(--border-color-primary); }
+.mag-gold.public { background: #fff4e5; color: #5f370e; border-color: #f0b36b; }
+.mag-gold.hidden { background: #e8f4fd; color: #0b3c61; border-color: #8cc4ef; }
+.mag-bars-wrap { overflow-x: auto; max-width: 100%; }
+table.mag-bars { border-collapse: collapse; font-size: 14px; margin-bottom: 12px; }
+table.mag-bars th[scope=row] { max-width: 16em; white-space: normal; }
+small.mag-pooled { font-weight: 400; font-size: 12px; opacity: .8; }
+table.mag-bars th, table.mag-bars td { padding: 4px 8px; border-bottom: 1px solid var(--border-color-primary); text-align: left; }
+.mag-bar { display: flex; align-items: center; gap: 6px; min-width: 9em; }
+.mag-bar span.b { display: inline-block; height: 12px; background: #4f6bed; border-radius: 2px; }
+.mag-bar span.v { font-variant-numeric: tabular-nums; min-width: 2.6em; }
+.mag-upload-note { font-size: 14px; padding: 6px 10px; border-radius: 6px; }
+.mag-upload-note.too-big { background: #fdecea; color: #8a1c14; border: 2px solid #d93025; font-weight: 600; }
+#compare-out textarea { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; font-size: 13px;
+  white-space: pre; overflow-x: auto; }
+.status-accepted textarea { background: #e6f4ea !important; color: #0d5223 !important; border: 2px solid #1e8e3e !important; font-weight: 600; }
+.status-rejected textarea { background: #fdecea !important; color: #8a1c14 !important; border: 2px solid #d93025 !important; font-weight: 600; }
+"""
+
+
+def upload_note_js(cap: int) -> str:
+    """JS for the note under the file field: a file over the cap is refused by Gradio with a
+    toast that fades; this note keeps saying why (the cap in MiB) until another file is chosen."""
+    mib = cap / (1024 * 1024)
+    return (
+        "const cap = %d, capText = '%s MiB';\n"
+        "const base = element.innerHTML;\n"
+        "const check = (files) => {\n"
+        "  const big = [...(files || [])].find((f) => f.size > cap);\n"
+        "  const box = element.querySelector('.mag-upload-note') || element;\n"
+        "  if (big) {\n"
+        "    box.classList.add('too-big');\n"
+        "    box.textContent = `Not uploaded: ${big.name} is ${(big.size / 1048576).toFixed(1)} MiB, over the ` +\n"
+        "      `upload cap of ${capText}. Compress it as .jsonl.gz or .parquet (the decoded text is capped at ` +\n"
+        "      `${capText} too), or split its seeds into several files.`;\n"
+        "  } else if (files && files.length) { element.innerHTML = base; }\n"
+        "};\n"
+        "document.addEventListener('change', (ev) => {\n"
+        "  if (ev.target && ev.target.matches && ev.target.matches('#predictions input[type=file]')) check(ev.target.files);\n"
+        "}, true);\n"
+        "document.addEventListener('drop', (ev) => {\n"
+        "  if (ev.target && ev.target.closest && ev.target.closest('#predictions') && ev.dataTransfer) check(ev.dataTransfer.files);\n"
+        "}, true);\n"
+    ) % (cap, f"{mib:g}")
