@@ -1,0 +1,102 @@
+"""Import BrowserGym / AgentLab experiment directories as raw episodes.
+
+WebMRE (arXiv 2609.27353) is built from successful WebArena trajectories. Those runs are
+usually BrowserGym/AgentLab experiment directories; this importer turns the successful
+ones into raw episodes (:mod:`mag_dataset.raw`) that the builder reads.
+
+Input layout (written by ``browsergym.experiments.loop``; one directory per episode)::
+
+    <date>_<agent>_on_<task_name>_<seed>/
+        exp_args.pkl                  # pickled ExpArgs (env_args.task_name, task_seed, ...)
+        summary_info.json             # n_steps, cum_reward, err_msg, terminated, truncated, ...
+        step_0.pkl.gz, step_1.pkl.gz  # gzip-pickled StepInfo: obs, action, reward, ...
+        screenshot_step_0.png         # obs["screenshot"], saved apart from the pickle
+        screenshot_som_step_0.png     # optional (save_som=True)
+        goal_object.pkl.gz            # optional: obs["goal_object"] saved once
+
+``StepInfo.action`` of step *i* is the action chosen on the observation of step *i*; the
+last step has no action.
+
+Hostile runs
+    Every experiment folder is converted in a child process with a memory and a time limit
+    (:mod:`mag_dataset.isolation`, :data:`IMPORT_LIMITS`), so even an unknown bomb costs one
+    skipped folder, never the batch. Pickles are read with a restricted unpickler that
+    resolves exact ``(module, name)`` pairs only (:data:`_ALLOWED`: numpy's array
+    reconstruction and a few containers); other names of numpy, builtins and the standard
+    library's object machinery are refused, and any other class (BrowserGym's, AgentLab's)
+    loads as an inert :class:`Record`. Numpy dtypes must be plain and their pickled state
+    must match what a plain dtype pickles; arrays are rebuilt here from their raw bytes
+    after their size is checked (at most :data:`MAX_ARRAY_BYTES`); no builtin allocates
+    from a size the pickle chooses. Observations are type-checked before use, the DOM
+    snapshot walked iteratively with cycle detection (:func:`check_dom`); images pass a
+    pixel cap (:data:`MAX_PIXELS`) before decoding; gzip files are decompressed in bounded
+    chunks; a file that is a symlink leading outside the experiment folder is refused; a
+    non-finite ``cum_reward`` is a failure.
+
+What is imported
+    An episode is imported when ``summary_info.json`` reports no error and
+    ``cum_reward >= min_reward`` (default 1.0: strict success). BrowserGym's MiniWoB++
+    reward is 1 for any positive raw reward (partial credit), so a MiniWoB++ episode must
+    also have MiniWoB's own raw reward (``task_info["RAW_REWARD_GLOBAL"]`` of its last
+    step that stores one) ``>= min_reward``. Each step with an action
+    becomes a raw step: the screenshot (cropped to MiniWoB's task area, whole otherwise),
+    the candidate menu and Set-of-Mark screenshot — with :func:`mag_dataset.live.observe.observe`
+    when the observation holds the DOM snapshot, else from the accessibility tree and
+    BrowserGym's element properties (elements BrowserGym marks for set-of-marks) — the
+    action mapped onto the benchmark action space, and a template guide
+    (:func:`mag_dataset.guides.template_guide`). ``noop()`` steps are dropped. An episode
+    with an action that has no benchmark equivalent (several actions in one step,
+    ``keyboard_type`` without a focused element, drag and drop, file upload...) is skipped
+    as a whole, with the reason reported, because dropping a step would break the
+    trajectory. ``mouse_click(x, y)`` becomes a coordinate-only click with a point-sized
+    target box; run ``mag unify`` afterwards to restore its element.
+
+Sites and templates
+    MiniWoB++: the site and template are the task name (``click-button``). WebArena: the
+    site comes from the port of the first URL (WebArena's standard ports, :data:`WEBARENA_PORTS`),
+    the template is the task name unless ``templates`` maps task names to template ids.
+
+Rooms
+    This package is the facade: every name below is importable from it. :mod:`.limits`
+    (hostile-input caps and observation checks), :mod:`.unpickle` (the restricted
+    unpickler), :mod:`.folders` (reading one experiment folder), :mod:`.observation` (one
+    observation's screenshot, Set-of-Mark image and menu), :mod:`.actions` (BrowserGym
+    actions onto the benchmark action space), :mod:`.convert` (one folder into one raw
+    episode, in a child process) and :mod:`.batch` (many folders into a corpus: repeats,
+    limits, writing). What it shares with the Playwright trace importer is
+    :mod:`mag_dataset.harness.importing`'s.
+"""
+
+from __future__ import annotations
+
+from mag_dataset.harness.importer.actions import map_action, parse_action_calls
+from mag_dataset.harness.importer.batch import KEEP_CHOICES, TASK_KEYS, ImportReport, import_experiments
+from mag_dataset.harness.importer.convert import WEBARENA_PORTS, convert_experiment, isolated_convert
+from mag_dataset.harness.importer.folders import TIKTOKEN_CRASH, find_experiments
+from mag_dataset.harness.importer.limits import (
+    IMPORT_LIMITS,
+    MAX_ACTION_CHARS,
+    MAX_ARRAY_BYTES,
+    MAX_DOM_CHARS,
+    MAX_DOM_DEPTH,
+    MAX_DOM_NODES,
+    MAX_PICKLE_BYTES,
+    MAX_PIXELS,
+    MAX_STEP_FILE_BYTES,
+    ImportErrorForEpisode,
+    check_dom,
+    check_image_array,
+    check_observation,
+)
+from mag_dataset.harness.importer.observation import MINIWOB_SCALE, OBSERVATION_KEYS, _View, process_observation
+from mag_dataset.harness.importer.unpickle import Record, UnsafePickle, load_pickle
+from mag_dataset.harness.importing import MULTI_OPTION_SEPARATOR
+
+__all__ = [
+    "IMPORT_LIMITS", "KEEP_CHOICES", "MAX_ACTION_CHARS", "MAX_ARRAY_BYTES", "MAX_DOM_CHARS", "MAX_DOM_DEPTH",
+    "MAX_DOM_NODES", "MAX_PICKLE_BYTES", "MAX_PIXELS", "MAX_STEP_FILE_BYTES", "MINIWOB_SCALE",
+    "MULTI_OPTION_SEPARATOR", "OBSERVATION_KEYS", "TASK_KEYS", "TIKTOKEN_CRASH", "WEBARENA_PORTS",
+    "ImportErrorForEpisode", "ImportReport", "Record", "UnsafePickle", "_View", "check_dom", "check_image_array",
+    "check_observation", "convert_experiment", "find_experiments", "import_experiments", "isolated_convert",
+    "load_pickle", "map_action", "parse_action_calls", "process_observation",
+]
