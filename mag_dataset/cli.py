@@ -44,7 +44,8 @@ class UserError(Exception):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="mag", description="WebMRE / MAG benchmark tools")
+    parser = argparse.ArgumentParser(prog="mag", description="WebMRE / MAG benchmark tools",
+                                     epilog="Run 'mag COMMAND --help' for a command's flags and examples.")
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, (_, help_text) in COMMANDS.items():
@@ -59,9 +60,9 @@ def _version() -> str:
 
 
 def help_epilog(doc: str | None) -> str:
-    """A command module's docstring as plain text for ``--help`` (reST markup dropped).
+    """A command module's docstring as plain text for ``--help``.
 
-    ``Example::`` becomes ``Example:``, ````code```` and ``:mod:`x``` become ``code`` and ``x``;
+    reST roles and double backquotes are dropped and a closing ``::`` becomes ``:``;
     indentation is kept, so example blocks stay blocks under the raw formatter.
     """
     text = inspect.cleandoc(doc or "")
@@ -85,6 +86,7 @@ def command_parser(name: str) -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run ``mag`` with ``argv`` (default: the process's arguments); returns the exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
     top = build_parser()
     if not argv or argv[0] not in COMMANDS:
@@ -97,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"mag {name}: this command needs an optional dependency that is not installed ({e}).\n"
               f"Install it with: pip install 'mag_dataset[all]'", file=sys.stderr)
         return 2
-    module = importlib.import_module(COMMANDS[name][0])
+    module = importlib.import_module(COMMANDS[name][0])  # already imported by command_parser
     args = parser.parse_args(argv[1:])
     try:
         return int(module.run(args) or 0)

@@ -30,10 +30,16 @@ from mag_dataset.commands import options
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     options.add_out(parser, "build into this folder (default: the cached build of the bundled corpus)", default=None)
+    options.add_no_progress(parser)
 
 
-def stage_build(out: Path | None) -> Path:
-    """Build the bundled corpus (both views) and return the dataset folder."""
+def stage_build(out: Path | None, progress: bool = True) -> Path:
+    """Build the bundled corpus (both views) and return the dataset folder.
+
+    Args:
+        out: a folder to build into; None for the cached build (made quietly when missing).
+        progress: show the build's progress bars (a build into ``out`` only).
+    """
     from mag_dataset.builder import build_dataset
     from mag_dataset.dataset import bundled_dataset, bundled_raw_dir
 
@@ -41,7 +47,7 @@ def stage_build(out: Path | None) -> Path:
     if out is None:
         folder = bundled_dataset()
     else:
-        folder = build_dataset(bundled_raw_dir(), out, progress=True)
+        folder = build_dataset(bundled_raw_dir(), out, progress=progress)
     print(f"[build] {folder} ({time.perf_counter() - start:.1f} s)")
     return folder
 
@@ -108,9 +114,13 @@ def run(args: argparse.Namespace) -> int:
     from mag_dataset.raw import RawDataError
 
     try:
-        folder = stage_build(args.out)
+        folder = stage_build(args.out, progress=not args.no_progress)
     except (RawDataError, BuildError, OSError) as e:  # OSError: an unwritable --out, unreadable raw files
         raise UserError(str(e)) from None
+    if args.no_progress:  # loading a fresh build makes `datasets` prepare its splits, with bars
+        import datasets
+
+        datasets.utils.logging.disable_progress_bar()
     loaded = stage_load(folder)
     stage_statistics(loaded)
     stage_scores(loaded)
