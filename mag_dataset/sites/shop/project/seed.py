@@ -49,24 +49,34 @@ def _image(colour: str, title: str) -> bytes:
     return buf.getvalue()
 
 
-def main(path: str, port: str) -> dict:
-    data = json.loads(open(path).read())
+def _site(port: str) -> Site:
     site = Site.objects.get(pk=1)
     site.domain, site.name = f"127.0.0.1:{port}", "MAG Shop"
     site.save()
+    return site
+
+
+def _countries() -> dict:
     countries = {}
     for code, name in (("GB", "United Kingdom"), ("IE", "Ireland"), ("FR", "France"), ("DE", "Germany"),
                        ("US", "United States")):
         countries[code] = Country.objects.create(iso_3166_1_a2=code, name=name, printable_name=name,
                                                  is_shipping_country=True, display_order=0)
-    goods = ProductClass.objects.create(name="Goods", requires_shipping=True, track_stock=True)
+    return countries
+
+
+def _categories(data: dict) -> dict:
     cats = {}
     for c in data["categories"]:
         if c["parent"] is None:
             cats[c["name"]] = Category.add_root(name=c["name"], is_public=True)
         else:
             cats[c["name"]] = cats[c["parent"]].add_child(name=c["name"], is_public=True)
-    partners = {name: Partner.objects.create(name=name) for name in data["partners"]}
+    return cats
+
+
+def _products(data: dict, goods: ProductClass, cats: dict, partners: dict) -> tuple[dict, dict]:
+    """Products with category, stock record and image, one hour apart: ``({upc: product}, {upc: stock})``."""
     created = dt.datetime(2023, 5, 1, 8, 0, tzinfo=dt.timezone.utc)
     products, stock = {}, {}
     for i, p in enumerate(data["products"]):
@@ -82,6 +92,11 @@ def main(path: str, port: str) -> dict:
         img.original.save(f"{p['upc'].lower()}.png", ContentFile(_image(p["colour"], p["title"])), save=False)
         img.save()
         products[p["upc"]] = prod
+    return products, stock
+
+
+def _users(data: dict, countries: dict) -> dict:
+    """The staff account and the customers with their default address: ``{email: user}`` of customers."""
     hashes = {}
     users = {}
     staff = data["staff"]
@@ -101,6 +116,10 @@ def main(path: str, port: str) -> dict:
                                    country=countries[a["country"]], is_default_for_shipping=True,
                                    is_default_for_billing=True)
         users[c["email"]] = u
+    return users
+
+
+def _orders(data: dict, site: Site, users: dict, countries: dict, partners: dict, stock: dict, products: dict) -> None:
     for o in data["orders"]:
         a = o["address"]
         ship = ShippingAddress.objects.create(first_name=a["first_name"], last_name=a["last_name"],
@@ -121,6 +140,9 @@ def main(path: str, port: str) -> dict:
                                 line_price_before_discounts_incl_tax=price, line_price_before_discounts_excl_tax=price,
                                 unit_price_incl_tax=unit, unit_price_excl_tax=unit, status=o["status"],
                                 num_allocated=ln["quantity"])
+
+
+def _offers_and_vouchers(data: dict, cats: dict) -> None:
     offers = {}
     for k, off in enumerate(data["offers"]):
         rng = Range.objects.create(name=off["range"], includes_all_products=not off["categories"])
@@ -136,6 +158,19 @@ def main(path: str, port: str) -> dict:
                                     start_datetime=dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc),
                                     end_datetime=dt.datetime(2030, 12, 31, tzinfo=dt.timezone.utc))
         vo.offers.add(offers[v["offer"]])
+
+
+def main(path: str, port: str) -> dict:
+    data = json.loads(open(path).read())
+    site = _site(port)
+    countries = _countries()
+    goods = ProductClass.objects.create(name="Goods", requires_shipping=True, track_stock=True)
+    cats = _categories(data)
+    partners = {name: Partner.objects.create(name=name) for name in data["partners"]}
+    products, stock = _products(data, goods, cats, partners)
+    users = _users(data, countries)
+    _orders(data, site, users, countries, partners, stock, products)
+    _offers_and_vouchers(data, cats)
     # Oscar numbers an order 100000 + its basket's id: start new baskets above the seeded numbers
     with connection.cursor() as cur:
         cur.execute("DELETE FROM sqlite_sequence WHERE name = 'basket_basket'")
