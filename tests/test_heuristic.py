@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from _c_steps import MENU, gold_steps, make_step
+from hand_built_steps import MENU, gold_steps, make_step
 from mag_dataset.actions import Contract, View
 from mag_dataset.heuristic import choose_action, heuristic_output, heuristic_predictions, heuristic_reports
 from mag_dataset.parsing import parse_output

@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from _c_steps import gold_steps
+from hand_built_steps import gold_steps
 from mag_dataset.predictions import (
     Prediction,
     PredictionsError,

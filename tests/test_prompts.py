@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from _c_steps import gold_steps
+from hand_built_steps import gold_steps
 from mag_dataset.actions import ACTION_SPACE, CONTRACT_KEYS, GROUNDING_KEY, Contract, View
 from mag_dataset.parsing import parse_output
 from mag_dataset.prompts import build_messages, render_target, system_prompt, user_text
@@ -114,7 +114,7 @@ def test_render_target_passes_the_gate_for_every_gold_step(view, contract):
 
 
 def test_coord_target_of_an_id_only_gold_is_the_box_centre():
-    from _c_steps import MENU, make_step
+    from hand_built_steps import MENU, make_step
     from mag_dataset.schema import Action
     from mag_dataset.scoring import score_step
 

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from rouge_score import rouge_scorer
 
-from _c_steps import gold_steps, make_step
+from hand_built_steps import gold_steps, make_step
 from mag_dataset.actions import Contract, View
 from mag_dataset.predictions import Prediction
 from mag_dataset.prompts import render_output, render_target

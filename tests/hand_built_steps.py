@@ -1,4 +1,4 @@
-"""Hand-built gold steps for the scorer, parser and prompt tests (engineer C).
+"""Hand-built gold steps for the scorer, parser, prompt, heuristic and exploit tests.
 
 One step per kind of gold action the scorer treats differently: targeted with text
 (type), targeted with a value (select), plain targeted (click), untargeted with an
