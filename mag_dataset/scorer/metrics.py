@@ -36,9 +36,12 @@ from mag_dataset.scorer.text import bleu_1_4, normalize_arg, normalize_url, roug
 SCORER_VERSION = "1.1.1"
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class StepInput:
-    """What a rule sees: one parsed output on one gold step, in one condition.
+    """What a rule sees: one parsed output on one gold step, in one condition (read only).
+
+    Not frozen: one is built per scored step, and a frozen dataclass's ``__init__`` costs
+    several times more (``object.__setattr__`` per field); no rule writes to it.
 
     Attributes:
         parsed: the output after the format gate, its point in screenshot pixels.
