@@ -83,7 +83,9 @@ Storage: one SQLite database in WAL mode, one row per accepted submission, each 
 short ``BEGIN IMMEDIATE`` transaction (scoring happens before it, outside any lock on the
 database). A row keeps the report JSON exactly as the scorer wrote it, the scorer
 version, the gold fingerprint, the SHA-256 of the uploaded bytes and its extension; the
-bytes live in ``files/<sha[:2]>/<sha><ext>``. A rejected file stores nothing.
+bytes live in ``files/<sha[:2]>/<sha><ext>``. A rejected file stores nothing. The schema's
+version is ``PRAGMA user_version``; a board opens an older database by running the missing
+steps of :data:`mag_dataset.board.storage.MIGRATIONS` at start-up.
 
 Layout (one room, one reason to change; :class:`Board` is the facade that wires them):
 

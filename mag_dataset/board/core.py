@@ -31,7 +31,7 @@ from mag_dataset.board.grading import (
 from mag_dataset.board.granularity import coarsen_comparison, public_report
 from mag_dataset.board.hub import push_to_hub, restore_from_hub
 from mag_dataset.board.integrity import content_sha256
-from mag_dataset.board.ranking import Ranked, rank_key, rank_table
+from mag_dataset.board.ranking import Ranked, rank_key, rank_table, ranking_metric
 from mag_dataset.board.records import RescoreResult, Submission
 from mag_dataset.board.storage import Store
 from mag_dataset.board.upload import check_upload_envelope, file_extension
@@ -339,7 +339,7 @@ class Board:
         cached = self._rank_cache.get(key)
         if cached is not None:
             return cached
-        binary = group[0].metric in BINARY_METRICS
+        binary = ranking_metric(contract) in BINARY_METRICS
         values = {s.id: self.step_values(s) for s in group}
         tasks = [s.task_id for s in self.gold.steps[view]]
 
