@@ -57,6 +57,7 @@ if TYPE_CHECKING:  # ``openai`` takes seconds to import: loaded by the first Cha
 
 __all__ = [
     "CACHE_FORMAT_VERSION",
+    "FATAL_STATUSES",
     "ChatClient",
     "LLMConfigError",
     "LLMError",
@@ -71,6 +72,10 @@ __all__ = [
 
 #: Bumped when the cache layout or key changes, so old entries are never misread.
 CACHE_FORMAT_VERSION = 1
+
+#: HTTP statuses that mean the endpoint is misconfigured (wrong key, host or model name), not
+#: flaky: every later call would fail alike, so a batch stops at once.
+FATAL_STATUSES = frozenset({401, 403, 404})
 
 
 class LLMError(Exception):

@@ -23,14 +23,11 @@ import io
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
-from mag_dataset.llm_client import ChatClient, LLMConfigError, LLMError, LLMHTTPError
+from mag_dataset.llm_client import FATAL_STATUSES, ChatClient, LLMConfigError, LLMError, LLMHTTPError
 
 #: An endpoint whose calls failed (no answer after retries) on more than this share of the
 #: steps stops the run, which then writes nothing.
 MAX_FAILED_SHARE = 0.2
-
-#: HTTP statuses that mean the endpoint is misconfigured, not flaky: the run stops at once.
-FATAL_STATUSES = frozenset({401, 403, 404})
 
 
 class PreflightError(ValueError):
