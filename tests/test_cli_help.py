@@ -93,8 +93,8 @@ def test_one_spelling_per_concept(label, parser):
 
 
 def test_the_shared_flags_are_where_the_issue_asks():
-    long_running = ("build", "record", "live-eval", "audit", "draft-guides", "import-browsergym", "import-trace",
-                    "recapture")
+    long_running = ("demo", "build", "record", "live-eval", "audit", "draft-guides", "import-browsergym",
+                    "import-trace", "recapture")
     found = {name for name in COMMANDS if "--no-progress" in _visible_options(command_parser(name))}
     assert set(long_running) <= found
     raw_readers = {name for name in COMMANDS if "--raw" in _visible_options(command_parser(name))}

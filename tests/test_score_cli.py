@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from mag_dataset.builder import build_dataset
 from mag_dataset.cli import main
 from mag_dataset.dataset import load_steps
 from mag_dataset.heuristic import heuristic_predictions
@@ -17,16 +16,8 @@ from mag_dataset.predictions import Prediction, write_predictions
 from mag_dataset.prompts import render_target
 from mag_dataset.scoring import METRIC_NAMES, score_predictions
 from mag_dataset.verdicts import Verdict, write_verdicts
-from synthetic_raw import make_corpus
 
 REPO = Path(__file__).resolve().parents[1]
-
-
-@pytest.fixture(scope="module")
-def built(tmp_path_factory) -> Path:
-    raw = tmp_path_factory.mktemp("raw") / "raw"
-    make_corpus(raw)
-    return build_dataset(raw, tmp_path_factory.mktemp("built") / "webmre", progress=False)
 
 
 @pytest.fixture(scope="module")
@@ -109,18 +100,26 @@ def test_missing_ids_need_allow_missing(built, test_steps, tmp_path, capsys):
     assert report["ofcr"]["micro"] == pytest.approx((len(steps) - 1) / len(steps), abs=1e-6)
 
 
-def test_judges_file_enables_usefulness(built, test_steps, tmp_path):
+def test_verdicts_file_enables_usefulness(built, test_steps, tmp_path, capsys):
     steps = test_steps["som"]
     verdicts = [Verdict(s.step_id, s.guide, j, useful=(i % 2 == 0) or j != "c")
                 for i, s in enumerate(steps) for j in ("a", "b", "c")]
     judges = write_verdicts(tmp_path / "v.jsonl", verdicts)
     preds = write_predictions(tmp_path / "p.jsonl", [Prediction(s.step_id, render_target(s, "som", "G")) for s in steps])
     out = tmp_path / "r.json"
-    assert main(["score", "--predictions", str(preds), "--dataset", str(built), "--view", "som", "--contract", "G",
-                 "--verdicts", str(judges), "--out", str(out)]) == 0
+    base = ["score", "--predictions", str(preds), "--dataset", str(built), "--view", "som", "--contract", "G"]
+    assert main([*base, "--verdicts", str(judges), "--out", str(out)]) == 0
     report = json.loads(out.read_text("utf-8"))
     assert report["usefulness"]["n"] == len(steps) and report["usefulness"]["micro"] == 1.0
     assert report["provenance"]["verdicts"]["judges"] == ["a", "b", "c"]
+    assert capsys.readouterr().err == ""
+    # the spellings of earlier releases still work for one release: the same bytes, one note per old flag
+    old = tmp_path / "old.json"
+    assert main([*base, "--judges", str(judges), "--output", str(old)]) == 0
+    assert old.read_bytes() == out.read_bytes()
+    notes = capsys.readouterr().err.splitlines()
+    assert notes == ["mag score: note: --judges is deprecated and will be removed; use --verdicts",
+                     "mag score: note: --output is deprecated and will be removed; use --out"]
 
 
 def test_user_errors(built, tmp_path, capsys):
