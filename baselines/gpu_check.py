@@ -246,21 +246,17 @@ def run(args: GPUCheckArguments) -> dict[str, Any]:
     return result
 
 
-def pipeline(args: GPUCheckArguments) -> dict[str, Any]:
-    """One SFT step, one MG-GRPO step and a vLLM pass through the baselines' entry points.
+def _check_pipeline(args: GPUCheckArguments) -> bool:
+    """Refuse what the pipeline cannot run here; returns whether vLLM is installed.
 
     Raises:
-        mag_dataset.cli.UserError: the real shape without a CUDA GPU, or a vLLM pass asked
-            for (``--backend vllm``, or the real shape) without vLLM installed.
+        mag_dataset.cli.UserError: the real shape without a CUDA GPU, a vLLM pass without
+            vLLM, or fewer than two GRPO generations.
     """
-    import gc
     import importlib.util
-    import shutil
 
     import torch
-    from trl import GRPOConfig, ModelConfig, SFTConfig
 
-    from baselines import mg_grpo, sft
     from mag_dataset.cli import UserError
 
     if not args.tiny and not torch.cuda.is_available():
@@ -270,6 +266,110 @@ def pipeline(args: GPUCheckArguments) -> dict[str, Any]:
         raise UserError("the pipeline's vLLM pass needs vLLM (pip install vllm)")
     if args.grpo_generations < 2:
         raise UserError("--grpo_generations must be >= 2 (GRPO compares samples of one prompt)")
+    return has_vllm
+
+
+def _release() -> None:
+    """Free the previous stage's memory before the next one loads the model again."""
+    import gc
+
+    import torch
+
+    gc.collect()
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()
+        torch.cuda.empty_cache()
+
+
+def _sft_stage(args: GPUCheckArguments, work: str, margs: Any, common_kw: dict[str, Any], size: tuple[int, int],
+               on_gpu: bool) -> dict[str, Any]:
+    """One SFT step through :func:`baselines.sft.train` (contract JG)."""
+    import shutil
+
+    import torch
+    from trl import SFTConfig
+
+    from baselines import sft
+
+    start = time.perf_counter()
+    trainer = sft.train(
+        sft.SFTScriptArguments(contract="JG"),
+        SFTConfig(output_dir=f"{work}/sft", per_device_train_batch_size=args.sft_batch_size, learning_rate=1e-5,
+                  max_length=None, **common_kw),
+        margs, examples=synthetic_examples(args.sft_batch_size, *size))
+    losses = [h["loss"] for h in trainer.state.log_history if "loss" in h]
+    stage = {"global_steps": trainer.state.global_step, "loss": losses[-1] if losses else None,
+             "seconds": round(time.perf_counter() - start, 2)}
+    if torch.cuda.is_available() and on_gpu:
+        stage["peak_memory_gib"] = round(torch.cuda.max_memory_allocated() / 2**30, 1)
+    del trainer
+    _release()
+    shutil.rmtree(f"{work}/sft", ignore_errors=True)
+    return stage
+
+
+def _grpo_stage(args: GPUCheckArguments, work: str, margs: Any, common_kw: dict[str, Any],
+                size: tuple[int, int]) -> dict[str, Any]:
+    """One MG-GRPO step through :func:`baselines.mg_grpo.train` (mediated reward, expert answer mixed in)."""
+    import shutil
+
+    from trl import GRPOConfig
+
+    from baselines import mg_grpo
+
+    start = time.perf_counter()
+    arms = dict(mg_grpo.ARMS)  # random weights never write a parsable guide: mix the expert answer in
+    mg_grpo.ARMS["mediated"] = mg_grpo.Arm(reward="mediated", expert=True, episodes=False)
+    try:
+        n_prompts = 2
+        trainer = mg_grpo.train(
+            mg_grpo.GRPOScriptArguments(arm="mediated", num_prompts=None, reward_max_new_tokens=args.max_new_tokens,
+                                        reward_batch_size=n_prompts * args.grpo_generations),
+            GRPOConfig(output_dir=f"{work}/grpo", per_device_train_batch_size=n_prompts * args.grpo_generations,
+                       num_generations=args.grpo_generations, max_completion_length=args.max_new_tokens,
+                       beta=0.0, num_iterations=1, learning_rate=1e-6, use_vllm=False, **common_kw),
+            margs, examples=synthetic_examples(n_prompts, *size))
+    finally:
+        mg_grpo.ARMS.clear()
+        mg_grpo.ARMS.update(arms)
+    reward = trainer.reward_funcs[0]
+    stage = {"global_steps": trainer.state.global_step, "reward_decode_calls": reward.decode_calls,
+             "forced_decodes": sum(d is not None for _, d in reward.last),
+             "seconds": round(time.perf_counter() - start, 2)}
+    del trainer, reward
+    _release()
+    shutil.rmtree(f"{work}/grpo", ignore_errors=True)
+    return stage
+
+
+def _vllm_stage(args: GPUCheckArguments, folder: str, size: tuple[int, int], on_gpu: bool) -> dict[str, Any]:
+    """A greedy pass of ``--infer_steps`` steps through :class:`baselines.common.VLLMBackend`."""
+    backend = common.VLLMBackend(folder, dtype="bfloat16" if on_gpu else "float32",
+                                 max_new_tokens=args.max_new_tokens, max_model_len=8192, ignore_eos=True,
+                                 gpu_memory_utilization=args.vllm_gpu_memory_utilization)
+    examples = synthetic_examples(args.infer_steps, *size)
+    prompts = [backend.prompt(e.step, "som", "J") for e in examples]
+    start = time.perf_counter()
+    decoded = backend.generate(prompts, [e.image for e in examples])
+    dt = time.perf_counter() - start
+    return {"steps": len(decoded), "seconds": round(dt, 3), "steps_per_s": round(len(decoded) / dt, 3),
+            "generated_tokens_per_s": round(sum(d.n_tokens for d in decoded) / dt, 1)}
+
+
+def pipeline(args: GPUCheckArguments) -> dict[str, Any]:
+    """One SFT step, one MG-GRPO step and a vLLM pass through the baselines' entry points.
+
+    Raises:
+        mag_dataset.cli.UserError: the real shape without a CUDA GPU, or a vLLM pass asked
+            for (``--backend vllm``, or the real shape) without vLLM installed.
+    """
+    import gc
+    import shutil
+
+    import torch
+    from trl import ModelConfig
+
+    has_vllm = _check_pipeline(args)
     on_gpu = not args.tiny
     t0 = time.perf_counter()
     work = tempfile.mkdtemp(prefix="mag-gpu-pipeline-")
@@ -285,65 +385,9 @@ def pipeline(args: GPUCheckArguments) -> dict[str, Any]:
         margs = ModelConfig(model_name_or_path=folder, dtype="bfloat16" if on_gpu else "float32")
         common_kw = dict(bf16=on_gpu, activation_checkpointing=on_gpu, use_cpu=not on_gpu, report_to="none",
                          save_strategy="no", logging_steps=1, seed=0, dataloader_num_workers=0, max_steps=1)
-        stages: dict[str, Any] = {}
-
-        def release() -> None:
-            gc.collect()
-            if torch.cuda.is_available():
-                torch.cuda.synchronize()
-                torch.cuda.empty_cache()
-
-        start = time.perf_counter()
-        trainer = sft.train(
-            sft.SFTScriptArguments(contract="JG"),
-            SFTConfig(output_dir=f"{work}/sft", per_device_train_batch_size=args.sft_batch_size, learning_rate=1e-5,
-                      max_length=None, **common_kw),
-            margs, examples=synthetic_examples(args.sft_batch_size, *size))
-        losses = [h["loss"] for h in trainer.state.log_history if "loss" in h]
-        stages["sft"] = {"global_steps": trainer.state.global_step, "loss": losses[-1] if losses else None,
-                         "seconds": round(time.perf_counter() - start, 2)}
-        if torch.cuda.is_available() and on_gpu:
-            stages["sft"]["peak_memory_gib"] = round(torch.cuda.max_memory_allocated() / 2**30, 1)
-        del trainer
-        release()
-        shutil.rmtree(f"{work}/sft", ignore_errors=True)
-
-        start = time.perf_counter()
-        arms = dict(mg_grpo.ARMS)  # random weights never write a parsable guide: mix the expert answer in
-        mg_grpo.ARMS["mediated"] = mg_grpo.Arm(reward="mediated", expert=True, episodes=False)
-        try:
-            n_prompts = 2
-            trainer = mg_grpo.train(
-                mg_grpo.GRPOScriptArguments(arm="mediated", num_prompts=None, reward_max_new_tokens=args.max_new_tokens,
-                                            reward_batch_size=n_prompts * args.grpo_generations),
-                GRPOConfig(output_dir=f"{work}/grpo", per_device_train_batch_size=n_prompts * args.grpo_generations,
-                           num_generations=args.grpo_generations, max_completion_length=args.max_new_tokens,
-                           beta=0.0, num_iterations=1, learning_rate=1e-6, use_vllm=False, **common_kw),
-                margs, examples=synthetic_examples(n_prompts, *size))
-        finally:
-            mg_grpo.ARMS.clear()
-            mg_grpo.ARMS.update(arms)
-        reward = trainer.reward_funcs[0]
-        stages["mg_grpo"] = {"global_steps": trainer.state.global_step, "reward_decode_calls": reward.decode_calls,
-                             "forced_decodes": sum(d is not None for _, d in reward.last),
-                             "seconds": round(time.perf_counter() - start, 2)}
-        del trainer, reward
-        release()
-        shutil.rmtree(f"{work}/grpo", ignore_errors=True)
-
-        if has_vllm:
-            backend = common.VLLMBackend(folder, dtype="bfloat16" if on_gpu else "float32",
-                                         max_new_tokens=args.max_new_tokens, max_model_len=8192, ignore_eos=True,
-                                         gpu_memory_utilization=args.vllm_gpu_memory_utilization)
-            examples = synthetic_examples(args.infer_steps, *size)
-            prompts = [backend.prompt(e.step, "som", "J") for e in examples]
-            start = time.perf_counter()
-            decoded = backend.generate(prompts, [e.image for e in examples])
-            dt = time.perf_counter() - start
-            stages["vllm"] = {"steps": len(decoded), "seconds": round(dt, 3), "steps_per_s": round(len(decoded) / dt, 3),
-                              "generated_tokens_per_s": round(sum(d.n_tokens for d in decoded) / dt, 1)}
-        else:
-            stages["vllm"] = {"skipped": "vLLM is not installed"}
+        stages: dict[str, Any] = {"sft": _sft_stage(args, work, margs, common_kw, size, on_gpu),
+                                  "mg_grpo": _grpo_stage(args, work, margs, common_kw, size)}
+        stages["vllm"] = _vllm_stage(args, folder, size, on_gpu) if has_vllm else {"skipped": "vLLM is not installed"}
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return {

@@ -50,12 +50,15 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from baselines import common
+from mag_dataset.actions import Contract
 from mag_dataset.fileio import atomic_write, atomic_write_json
 
 #: rows of the table: the free decoding, then the four forced-guide conditions
 CONDITIONS: tuple[str, ...] = ("free", "own", "gold", "other", "paraphrase")
 FORCED: tuple[str, ...] = CONDITIONS[1:]
 OTHER_SCOPES: tuple[str, ...] = ("task", "step")
+#: the contract of every condition: the guide first, so that a forced guide is a decoding prefix
+CONTRACT = Contract.JG
 
 
 @dataclass
@@ -197,22 +200,16 @@ def own_vs_free(free: Sequence[str], own: Sequence[str], forced: Sequence[int], 
             "same_text_rate": same_text / n if n else None, "same_action_rate": same_action / n if n else None}
 
 
-def run(args: MediationArguments, examples: Sequence[common.Example] | None = None,
-        backend: Any = None) -> list[dict[str, Any]]:
-    """Score the free decoding and the four forced conditions; write predictions and the table.
+#: The paraphrase row when no paraphrase file is given: in the table, marked not run.
+NOT_RUN_ROW: dict[str, Any] = {"condition": "paraphrase", "steps": 0, "forced": 0, "saa": None, "target_acc": None,
+                               "ofcr": None}
 
-    Returns:
-        One row per condition of :data:`CONDITIONS` (``paraphrase`` with n/a values when no
-        paraphrase file is given).
-    """
-    from mag_dataset.actions import Contract
+
+def _inputs(args: MediationArguments, examples: Sequence[common.Example] | None):
+    """The view, the examples and their steps, and the paraphrases; every argument checked before a model loads."""
     from mag_dataset.cli import UserError
-    from mag_dataset.parsing import parse_output
-    from mag_dataset.predictions import Prediction, write_predictions
-    from mag_dataset.scoring import score_predictions
 
-    view, _ = common.view_and_contract(args.view, "JG")
-    contract = Contract.JG
+    view, _ = common.view_and_contract(args.view, CONTRACT.value)
     if args.other_scope not in OTHER_SCOPES:
         raise UserError(f"unknown other_scope {args.other_scope!r}; choose one of {list(OTHER_SCOPES)}")
     if examples is None:
@@ -225,68 +222,55 @@ def run(args: MediationArguments, examples: Sequence[common.Example] | None = No
         other_step_guides(steps, args.seed, args.other_scope)
     except ValueError as e:
         raise UserError(str(e)) from None
-    if backend is None:
-        backend = common.make_backend(
-            args.backend, args.model_name_or_path, revision=args.model_revision, dtype=args.dtype,
-            device=args.device, batch_size=args.batch_size, max_new_tokens=args.max_new_tokens, seed=args.seed,
-            tensor_parallel_size=args.tensor_parallel_size, data_parallel_size=args.data_parallel_size,
-        )
-    processor = getattr(backend, "processor", None)
-    if processor is not None and steps:
-        common.check_guide_prefix_alignment(processor.tokenizer, steps[0], view)
-    prompts = [backend.prompt(e.step, view, contract) for e in examples]
-    chunk = max(1, args.batch_size)
+    return view, examples, steps, paraphrases
 
-    def generate(idx: list[int], prefixes: list[str] | None) -> list[common.Decoded]:
-        # screenshots are decoded chunk by chunk, never the whole split at once
-        out: list[common.Decoded] = []
-        for k in range(0, len(idx), chunk):
-            part = idx[k : k + chunk]
-            out += backend.generate([prompts[i] for i in part], [examples[i].image for i in part],
-                                    None if prefixes is None else prefixes[k : k + chunk])
-        return out
 
-    meter = common.Throughput()
-    free = [d.text for d in generate(list(range(len(examples))), None)]
-    meter.add(len(examples))
+def _backend(args: MediationArguments) -> Any:
+    return common.make_backend(
+        args.backend, args.model_name_or_path, revision=args.model_revision, dtype=args.dtype,
+        device=args.device, batch_size=args.batch_size, max_new_tokens=args.max_new_tokens, seed=args.seed,
+        tensor_parallel_size=args.tensor_parallel_size, data_parallel_size=args.data_parallel_size,
+    )
+
+
+def _generate(backend: Any, prompts: list[str], examples: Sequence[common.Example], chunk: int, idx: list[int],
+              prefixes: list[str] | None) -> list[common.Decoded]:
+    """Decode the steps ``idx`` (with their forced ``prefixes``), ``chunk`` at a time: screenshots
+    are decoded chunk by chunk, never the whole split at once."""
+    out: list[common.Decoded] = []
+    for k in range(0, len(idx), chunk):
+        part = idx[k : k + chunk]
+        out += backend.generate([prompts[i] for i in part], [examples[i].image for i in part],
+                                None if prefixes is None else prefixes[k : k + chunk])
+    return out
+
+
+def _own_guides(free: Sequence[str], view: Any) -> list[str | None]:
+    """The guide of each free output that passes the format gate (else ``None``: nothing to force)."""
+    from mag_dataset.parsing import parse_output
+
     own = []
     for text in free:
-        parsed = parse_output(text, view, contract)
+        parsed = parse_output(text, view, CONTRACT)
         own.append(parsed.guide if parsed.ok and parsed.guide else None)
-    out_dir = Path(args.output_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    rows = []
-    decoded_log: dict[str, list[dict[str, Any]]] = {}
-    outputs_by: dict[str, list[str]] = {}
+    return own
 
-    def score(condition: str, outputs: list[str], n_forced: int) -> None:
-        preds = [Prediction(s.step_id, o, 0) for s, o in zip(steps, outputs)]
-        write_predictions(out_dir / f"{condition}.jsonl", preds)
-        report = score_predictions(preds, steps, view, contract, bootstrap_resamples=0)
-        rows.append({"condition": condition, "steps": len(steps), "forced": n_forced,
-                     "saa": report.value("saa"), "target_acc": report.value("target_acc"),
-                     "ofcr": report.value("ofcr")})
-        outputs_by[condition] = outputs
 
-    score("free", free, 0)
-    conditions = forced_guides(steps, own, paraphrases, args.seed, args.other_scope)
-    for condition, guides in conditions.items():
-        idx = [i for i, g in enumerate(guides) if g is not None]
-        decoded = generate(idx, [common.guide_prefix(guides[i]) for i in idx])
-        meter.add(len(idx))
-        outputs = list(free)  # steps without a guide to force keep their free output
-        for i, d in zip(idx, decoded):
-            outputs[i] = d.text
-        score(condition, outputs, len(idx))
-        decoded_log[condition] = [{"step_id": steps[i].step_id, "prefix": d.prefix, "generated": d.generated}
-                                  for i, d in zip(idx, decoded)]
-    if paraphrases is None:  # the row stays in the table, marked not run
-        rows.append({"condition": "paraphrase", "steps": 0, "forced": 0, "saa": None, "target_acc": None,
-                     "ofcr": None})
-    agreement = own_vs_free(free, outputs_by["own"], [i for i, g in enumerate(own) if g is not None], view)
-    meter.report("mediation")
-    table = format_table(rows, agreement)
-    print(table)
+def _score(out_dir: Path, condition: str, outputs: list[str], steps: Sequence[Any], view: Any,
+           n_forced: int) -> dict[str, Any]:
+    """Write one condition's predictions and score them (contract JG): its row of the table."""
+    from mag_dataset.predictions import Prediction, write_predictions
+    from mag_dataset.scoring import score_predictions
+
+    preds = [Prediction(s.step_id, o, 0) for s, o in zip(steps, outputs)]
+    write_predictions(out_dir / f"{condition}.jsonl", preds)
+    report = score_predictions(preds, steps, view, CONTRACT, bootstrap_resamples=0)
+    return {"condition": condition, "steps": len(steps), "forced": n_forced,
+            "saa": report.value("saa"), "target_acc": report.value("target_acc"), "ofcr": report.value("ofcr")}
+
+
+def _write_results(args: MediationArguments, out_dir: Path, view: Any, rows: list[dict[str, Any]],
+                   agreement: dict[str, Any], decoded_log: dict[str, list[dict[str, Any]]], table: str) -> None:
     atomic_write_json(out_dir / "mediation.json", {
         "kind": "mag-mediation",
         "model": args.model_name_or_path,
@@ -294,7 +278,7 @@ def run(args: MediationArguments, examples: Sequence[common.Example] | None = No
         "dataset": args.dataset,
         "split": args.split,
         "view": view.value,
-        "contract": contract.value,
+        "contract": CONTRACT.value,
         "seed": args.seed,
         "other_scope": args.other_scope,
         "paraphrases": args.paraphrases,
@@ -304,6 +288,51 @@ def run(args: MediationArguments, examples: Sequence[common.Example] | None = No
         "environment": common.environment(),
     })
     atomic_write(out_dir / "mediation.txt", table + "\n")
+
+
+def run(args: MediationArguments, examples: Sequence[common.Example] | None = None,
+        backend: Any = None) -> list[dict[str, Any]]:
+    """Score the free decoding and the four forced conditions; write predictions and the table.
+
+    Returns:
+        One row per condition of :data:`CONDITIONS` (``paraphrase`` with n/a values when no
+        paraphrase file is given).
+    """
+    view, examples, steps, paraphrases = _inputs(args, examples)
+    if backend is None:
+        backend = _backend(args)
+    processor = getattr(backend, "processor", None)
+    if processor is not None and steps:
+        common.check_guide_prefix_alignment(processor.tokenizer, steps[0], view)
+    prompts = [backend.prompt(e.step, view, CONTRACT) for e in examples]
+    chunk = max(1, args.batch_size)
+    meter = common.Throughput()
+    free = [d.text for d in _generate(backend, prompts, examples, chunk, list(range(len(examples))), None)]
+    meter.add(len(examples))
+    own = _own_guides(free, view)
+    out_dir = Path(args.output_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    rows = [_score(out_dir, "free", free, steps, view, 0)]
+    decoded_log: dict[str, list[dict[str, Any]]] = {}
+    outputs_by: dict[str, list[str]] = {"free": free}
+    for condition, guides in forced_guides(steps, own, paraphrases, args.seed, args.other_scope).items():
+        idx = [i for i, g in enumerate(guides) if g is not None]
+        decoded = _generate(backend, prompts, examples, chunk, idx, [common.guide_prefix(guides[i]) for i in idx])
+        meter.add(len(idx))
+        outputs = list(free)  # steps without a guide to force keep their free output
+        for i, d in zip(idx, decoded):
+            outputs[i] = d.text
+        rows.append(_score(out_dir, condition, outputs, steps, view, len(idx)))
+        outputs_by[condition] = outputs
+        decoded_log[condition] = [{"step_id": steps[i].step_id, "prefix": d.prefix, "generated": d.generated}
+                                  for i, d in zip(idx, decoded)]
+    if paraphrases is None:
+        rows.append(dict(NOT_RUN_ROW))
+    agreement = own_vs_free(free, outputs_by["own"], [i for i, g in enumerate(own) if g is not None], view)
+    meter.report("mediation")
+    table = format_table(rows, agreement)
+    print(table)
+    _write_results(args, out_dir, view, rows, agreement, decoded_log, table)
     return rows
 
 

@@ -335,6 +335,53 @@ def make_trainer_class() -> type:
     return MagGRPOTrainer
 
 
+def _checked_arm(script_args: GRPOScriptArguments, training_args: Any) -> Arm:
+    """The chosen arm, after refusing the settings it cannot train with.
+
+    Raises:
+        mag_dataset.cli.UserError: an unknown arm, or (expert arm) vLLM importance-sampling
+            correction, more than one update per generation batch, or ``expert_gamma <= 0``.
+    """
+    from mag_dataset.cli import UserError
+
+    if script_args.arm not in ARMS:
+        raise UserError(f"unknown arm {script_args.arm!r}; choose one of {sorted(ARMS)}")
+    arm = ARMS[script_args.arm]
+    if arm.expert:
+        if training_args.use_vllm and training_args.vllm_importance_sampling_correction:
+            raise UserError("--arm expert_trajectories with vLLM needs vllm_importance_sampling_correction: false "
+                            "(expert tokens carry their own LUFFY importance weight)")
+        if training_args.num_iterations != 1 or training_args.gradient_accumulation_steps % (
+                training_args.steps_per_generation or training_args.gradient_accumulation_steps):
+            raise UserError("--arm expert_trajectories needs one update per generation batch (num_iterations: 1, "
+                            "steps_per_generation dividing gradient_accumulation_steps): the expert tokens' "
+                            "importance weight is taken against the policy that generated the batch")
+        if not script_args.expert_gamma > 0:
+            raise UserError(f"expert_gamma must be > 0, got {script_args.expert_gamma}")
+    return arm
+
+
+def _write_run_record(trainer: Any, script_args: GRPOScriptArguments, training_args: Any, model_args: Any, arm: Arm,
+                      contract: Any, chosen: Sequence[common.Example], from_dataset: bool) -> None:
+    """``mag_grpo_run.json`` beside the saved model: the arm, data, sizes and environment of the run."""
+    atomic_write_json(Path(training_args.output_dir) / "mag_grpo_run.json", {
+        "kind": "mag-grpo-run",
+        "script": asdict(script_args),
+        "arm": asdict(arm),
+        "dataset_revision": common.dataset_revision(script_args.dataset) if from_dataset else None,
+        "contract": contract.value,
+        "model": model_args.model_name_or_path,
+        "prompts": len(chosen),
+        "episodes": len({e.step.task_id for e in chosen}),
+        "global_steps": trainer.state.global_step,
+        "beta": training_args.beta,
+        "num_generations": training_args.num_generations,
+        "processes": trainer.accelerator.num_processes,
+        "seed": training_args.seed,
+        "environment": common.environment(),
+    })
+
+
 def train(
     script_args: GRPOScriptArguments,
     training_args: Any,
@@ -356,21 +403,8 @@ def train(
     from mag_dataset.cli import UserError
     from mag_dataset.prompts import render_target
 
-    if script_args.arm not in ARMS:
-        raise UserError(f"unknown arm {script_args.arm!r}; choose one of {sorted(ARMS)}")
-    arm = ARMS[script_args.arm]
+    arm = _checked_arm(script_args, training_args)
     view, contract = common.view_and_contract(script_args.view, CONTRACT)
-    if arm.expert:
-        if training_args.use_vllm and training_args.vllm_importance_sampling_correction:
-            raise UserError("--arm expert_trajectories with vLLM needs vllm_importance_sampling_correction: false "
-                            "(expert tokens carry their own LUFFY importance weight)")
-        if training_args.num_iterations != 1 or training_args.gradient_accumulation_steps % (
-                training_args.steps_per_generation or training_args.gradient_accumulation_steps):
-            raise UserError("--arm expert_trajectories needs one update per generation batch (num_iterations: 1, "
-                            "steps_per_generation dividing gradient_accumulation_steps): the expert tokens' "
-                            "importance weight is taken against the policy that generated the batch")
-        if not script_args.expert_gamma > 0:
-            raise UserError(f"expert_gamma must be > 0, got {script_args.expert_gamma}")
     from_dataset = examples is None
     if from_dataset:
         examples = common.load_examples(script_args.dataset, view, script_args.split)
@@ -408,22 +442,7 @@ def train(
     trainer.save_model(training_args.output_dir)
     if trainer.accelerator.is_main_process:
         processor.save_pretrained(training_args.output_dir)
-        atomic_write_json(Path(training_args.output_dir) / "mag_grpo_run.json", {
-            "kind": "mag-grpo-run",
-            "script": asdict(script_args),
-            "arm": asdict(arm),
-            "dataset_revision": common.dataset_revision(script_args.dataset) if from_dataset else None,
-            "contract": contract.value,
-            "model": model_args.model_name_or_path,
-            "prompts": len(chosen),
-            "episodes": len({s.task_id for s in steps.values()}),
-            "global_steps": trainer.state.global_step,
-            "beta": training_args.beta,
-            "num_generations": training_args.num_generations,
-            "processes": trainer.accelerator.num_processes,
-            "seed": training_args.seed,
-            "environment": common.environment(),
-        })
+        _write_run_record(trainer, script_args, training_args, model_args, arm, contract, chosen, from_dataset)
     return trainer
 
 
