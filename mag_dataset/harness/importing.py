@@ -13,6 +13,8 @@ room reads no source format and holds no limits of hostile input (each importer'
 
 from __future__ import annotations
 
+import math
+import numbers
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +25,11 @@ from mag_dataset.raw import RawDataError, RawEpisode, parse_step, write_episode
 #: How a multi-option ``select_option(bid, [a, b])`` is stored: one ``select`` action whose
 #: value is the options in the order given, joined by this separator.
 MULTI_OPTION_SEPARATOR = ", "
+
+
+def is_finite_number(x: object) -> bool:
+    """A real number that is finite and not a bool (untrusted JSON and pickles say ``true`` and ``NaN``)."""
+    return isinstance(x, numbers.Real) and not isinstance(x, bool) and math.isfinite(float(x))
 
 
 def episode_id_from(name: str) -> str:

@@ -11,10 +11,9 @@ It reads no file and unpickles nothing: the restricted unpickler is
 
 from __future__ import annotations
 
-import math
-import numbers
 from typing import Any
 
+from mag_dataset.harness.importing import is_finite_number
 from mag_dataset.isolation import Limits
 
 
@@ -41,10 +40,6 @@ def _a(value: Any) -> str:
     """``value``'s type with its article: "an int", "a list"."""
     name = type(value).__name__
     return f"{'an' if name[:1] in 'aeiou' else 'a'} {name}"
-
-
-def _is_number(x: Any) -> bool:
-    return isinstance(x, numbers.Real) and not isinstance(x, bool) and math.isfinite(float(x))
 
 
 def _int_list(value: Any, what: str, lo: int, hi: int, length: int | None = None) -> list[int]:
@@ -192,9 +187,9 @@ def check_observation(obs: Any, n: int) -> None:
         if not isinstance(pr, dict):
             raise ImportErrorForEpisode(f"{where}: extra_element_properties[{str(bid)[:40]!r}] is not an object")
         bb = pr.get("bbox")
-        if bb is not None and not (isinstance(bb, (list, tuple)) and len(bb) == 4 and all(_is_number(x) for x in bb)):
+        if bb is not None and not (isinstance(bb, (list, tuple)) and len(bb) == 4 and all(is_finite_number(x) for x in bb)):
             raise ImportErrorForEpisode(f"{where}: the bbox of element {str(bid)[:40]!r} is not four finite numbers")
-        if pr.get("visibility") is not None and not _is_number(pr["visibility"]):
+        if pr.get("visibility") is not None and not is_finite_number(pr["visibility"]):
             raise ImportErrorForEpisode(f"{where}: the visibility of element {str(bid)[:40]!r} is not a number")
     for i, part in enumerate(obs.get("goal_object") or ()):
         if isinstance(part, dict) and part.get("text") is not None and not isinstance(part["text"], str):
