@@ -185,98 +185,110 @@ def _clip(box: tuple[float, float, float, float], w: int, h: int) -> tuple[float
     return (round(x0, 2), round(y0, 2), round(x1, 2), round(y1, 2))
 
 
+class _Document:
+    """One document of a DOMSnapshot, indexed for the walk over its elements."""
+
+    def __init__(self, doc: dict[str, Any], strings: list[str]):
+        nodes = doc["nodes"]
+        self.strings = strings
+        self.parents: list[int] = nodes["parentIndex"]
+        self.types: list[int] = nodes["nodeType"]
+        self.names: list[int] = nodes["nodeName"]
+        n = len(self.parents)
+        self.values: list[int] = nodes.get("nodeValue", [-1] * n)
+        s = self.s
+        self.attrs = [dict(zip([s(a) for a in al[0::2]], [s(a) for a in al[1::2]])) for al in nodes["attributes"]]
+        self.input_value = dict(zip(nodes.get("inputValue", {}).get("index", []), nodes.get("inputValue", {}).get("value", [])))
+        # textareas report their current text in textValue, not inputValue
+        self.input_value.update(zip(nodes.get("textValue", {}).get("index", []), nodes.get("textValue", {}).get("value", [])))
+        self.checked = set(nodes.get("inputChecked", {}).get("index", []))
+        self.children: list[list[int]] = [[] for _ in range(n)]
+        for i, p in enumerate(self.parents):
+            if p >= 0:
+                self.children[p].append(i)
+        self.rendered = set(doc.get("layout", {}).get("nodeIndex", []))
+        self.bid_of = [self.attrs[i].get("bid") for i in range(n)]
+        self._memo: dict[tuple[int, bool], str] = {}
+
+    def s(self, i: int) -> str:
+        return self.strings[i] if i >= 0 else ""
+
+    def full_text(self, i: int, only_rendered: bool) -> str:
+        """The text under node ``i`` (only rendered nodes, or all), scripts and styles left out."""
+        key = (i, only_rendered)
+        if key in self._memo:
+            return self._memo[key]
+        if only_rendered and i not in self.rendered:
+            out = ""
+        elif self.types[i] == 3:
+            out = self.s(self.values[i])
+        elif self.s(self.names[i]).lower() in ("script", "style", "head"):
+            out = ""
+        else:
+            out = " ".join(t for t in (self.full_text(c, only_rendered) for c in self.children[i]) if t.strip())
+        self._memo[key] = out
+        return out
+
+    def element(self, i: int, ax: dict[str, Any], pr: dict[str, Any]) -> Element:
+        """The element of node ``i`` (which has a bid), with its AX node and extra properties."""
+        s, bid = self.s, self.bid_of[i]
+        p = self.parents[i]
+        while p >= 0 and not self.bid_of[p]:
+            p = self.parents[p]
+        box = pr.get("bbox")
+        own = " ".join(s(self.values[c]) for c in self.children[i] if self.types[c] == 3)
+        val = self.input_value.get(i)
+        return Element(
+            bid=bid,
+            tag=s(self.names[i]).lower(),
+            attrs={k: v for k, v in self.attrs[i].items() if not k.startswith("browsergym")},
+            parent=self.bid_of[p] if p >= 0 else None,
+            text=_norm(self.full_text(i, True)),
+            all_text=_norm(self.full_text(i, False)),
+            own_text=_norm(own),
+            role=str((ax.get("role") or {}).get("value") or ""),
+            name=_norm(str((ax.get("name") or {}).get("value") or "")),
+            bbox=(box[0], box[1], box[0] + box[2], box[1] + box[3]) if box else None,
+            visibility=float(pr.get("visibility") or 0.0),
+            clickable=bool(pr.get("clickable")),
+            som=bool(pr.get("set_of_marks")),
+            value=s(val) if isinstance(val, int) else None,
+            checked=(i in self.checked) if s(self.names[i]).lower() == "input" else None,
+        )
+
+
 def parse_elements(obs: dict[str, Any]) -> dict[str, Element]:
     """Merge the DOM snapshot, the AX tree and the extra properties per BrowserGym bid."""
     dom = obs["dom_object"]
-    strings = dom["strings"]
     props = obs.get("extra_element_properties") or {}
-
-    def s(i: int) -> str:
-        return strings[i] if i >= 0 else ""
-
     ax_by_bid: dict[str, dict[str, Any]] = {}
     for node in (obs.get("axtree_object") or {}).get("nodes", []):
         bid = node.get("browsergym_id")
         if bid is not None and bid not in ax_by_bid:
             ax_by_bid[str(bid)] = node
-
     elements: dict[str, Element] = {}
-    for doc in dom["documents"]:
-        nodes = doc["nodes"]
-        parents = nodes["parentIndex"]
-        types = nodes["nodeType"]
-        names = nodes["nodeName"]
-        values = nodes.get("nodeValue", [-1] * len(parents))
-        n = len(parents)
-        attrs = [dict(zip([s(a) for a in al[0::2]], [s(a) for a in al[1::2]])) for al in nodes["attributes"]]
-        input_value = dict(zip(nodes.get("inputValue", {}).get("index", []), nodes.get("inputValue", {}).get("value", [])))
-        # textareas report their current text in textValue, not inputValue
-        input_value.update(zip(nodes.get("textValue", {}).get("index", []), nodes.get("textValue", {}).get("value", [])))
-        checked = set(nodes.get("inputChecked", {}).get("index", []))
-        children: list[list[int]] = [[] for _ in range(n)]
-        for i, p in enumerate(parents):
-            if p >= 0:
-                children[p].append(i)
-        rendered = set(doc.get("layout", {}).get("nodeIndex", []))
-        memo: dict[tuple[int, bool], str] = {}
-
-        def full_text(i: int, only_rendered: bool) -> str:
-            key = (i, only_rendered)
-            if key in memo:
-                return memo[key]
-            if only_rendered and i not in rendered:
-                out = ""
-            elif types[i] == 3:
-                out = s(values[i])
-            elif s(names[i]).lower() in ("script", "style", "head"):
-                out = ""
-            else:
-                out = " ".join(t for t in (full_text(c, only_rendered) for c in children[i]) if t.strip())
-            memo[key] = out
-            return out
-
-        bid_of = [attrs[i].get("bid") for i in range(n)]
-        for i in range(n):
-            bid = bid_of[i]
-            if types[i] != 1 or not bid:
-                continue
-            p = parents[i]
-            while p >= 0 and not bid_of[p]:
-                p = parents[p]
-            ax = ax_by_bid.get(bid, {})
-            pr = props.get(bid, {})
-            box = pr.get("bbox")
-            own = " ".join(s(values[c]) for c in children[i] if types[c] == 3)
-            val = input_value.get(i)
-            elements[bid] = Element(
-                bid=bid,
-                tag=s(names[i]).lower(),
-                attrs={k: v for k, v in attrs[i].items() if not k.startswith("browsergym")},
-                parent=bid_of[p] if p >= 0 else None,
-                text=_norm(full_text(i, True)),
-                all_text=_norm(full_text(i, False)),
-                own_text=_norm(own),
-                role=str((ax.get("role") or {}).get("value") or ""),
-                name=_norm(str((ax.get("name") or {}).get("value") or "")),
-                bbox=(box[0], box[1], box[0] + box[2], box[1] + box[3]) if box else None,
-                visibility=float(pr.get("visibility") or 0.0),
-                clickable=bool(pr.get("clickable")),
-                som=bool(pr.get("set_of_marks")),
-                value=s(val) if isinstance(val, int) else None,
-                checked=(i in checked) if s(names[i]).lower() == "input" else None,
-            )
+    for raw_doc in dom["documents"]:
+        doc = _Document(raw_doc, dom["strings"])
+        for i, bid in enumerate(doc.bid_of):
+            if doc.types[i] == 1 and bid:
+                elements[bid] = doc.element(i, ax_by_bid.get(bid, {}), props.get(bid, {}))
     for el in elements.values():
         if el.parent in elements:
             elements[el.parent].children.append(el.bid)
-    # <label for=ID>: the label of the field with that id, wherever the label sits (Magento's
-    # and WorkArena's forms put it in another cell than the field)
+    _label_fields(elements)
+    return elements
+
+
+def _label_fields(elements: dict[str, Element]) -> None:
+    """Give form fields their ``field_label``. A ``<label for=ID>`` labels the field with that
+    id wherever the label sits (Magento's and WorkArena's forms put it in another cell than
+    the field); an unnamed field otherwise gets :func:`_field_label`."""
     label_for = {el.attrs["for"]: el.text for el in elements.values() if el.tag == "label" and el.attrs.get("for") and el.text}
     for el in elements.values():
         if el.tag in ("input", "textarea", "select") and el.attrs.get("id") in label_for:
             el.field_label = label_for[el.attrs["id"]]
         elif el.tag in ("input", "textarea", "select") and not el.name and el.parent in elements:
             el.field_label = _field_label(elements, el)
-    return elements
 
 
 def _field_label(elements: dict[str, Element], el: Element) -> str:
