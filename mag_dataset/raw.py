@@ -219,16 +219,32 @@ def write_episode(root: str | os.PathLike, episode: RawEpisode, images: dict[str
     eid = episode.episode_id
     if not eid or eid.startswith(".") or "/" in eid or "\\" in eid:
         raise ValueError(f"episode_id {eid!r} must be a plain folder name (no '/', no leading '.')")
+    return write_folder(root, eid, {**images, EPISODE_FILE: episode_text(episode).encode("utf-8")})
+
+
+def write_folder(root: str | os.PathLike, name: str, files: dict[str, bytes]) -> Path:
+    """Write the folder ``root/name`` holding ``files`` atomically: a temp folder ``.name.tmp``
+    (hidden from readers), then a rename over any previous folder of that name.
+
+    Used for episode folders, by :func:`write_episode` and by the Ray drivers writing what a
+    worker sent back.
+
+    Raises:
+        ValueError: a folder or file name that is not plain (a ``/``, or a leading ``.``).
+    """
+    if not name or name.startswith(".") or "/" in name or "\\" in name:
+        raise ValueError(f"episode folder {name!r} must be a plain folder name (no '/', no leading '.')")
+    for fname in files:
+        if "/" in fname or "\\" in fname or fname.startswith("."):
+            raise ValueError(f"unexpected file name {fname!r} in episode {name}")
     root = Path(root)
     root.mkdir(parents=True, exist_ok=True)
-    final = root / episode.episode_id
-    tmp = root / f".{episode.episode_id}.tmp"
+    final, tmp = root / name, root / f".{name}.tmp"
     if tmp.exists():
         _rmtree(tmp)
     tmp.mkdir()
-    for name, data in sorted(images.items()):
-        (tmp / name).write_bytes(data)
-    (tmp / EPISODE_FILE).write_text(episode_text(episode), "utf-8")
+    for fname, data in sorted(files.items()):
+        (tmp / fname).write_bytes(data)
     if final.exists():
         _rmtree(final)
     tmp.rename(final)
@@ -302,15 +318,7 @@ def parse_step(d: Any, episode: str, folder: Path | None) -> RawStep:
     for key, name in shots.items():
         if name and folder is not None and not (folder / name).is_file():
             raise RawDataError(episode, idx, key, f"missing image file {name!r}")
-    geometry: dict[str, Any] = {}
-    for key in GEOMETRY_FIELDS:
-        v = d.get(key)
-        if v is None:
-            continue
-        kind = float if key == "device_pixel_ratio" else int
-        if isinstance(v, bool) or not isinstance(v, (int, float) if kind is float else int) or not v > 0 or not math.isfinite(v):
-            raise RawDataError(episode, idx, key, f"expected a positive {kind.__name__}, got {v!r}")
-        geometry[key] = kind(v)
+    geometry = _parse_geometry(d, episode, idx)
     raw_action = _req(d, "action", episode, idx, dict)
     atype = raw_action.get("type")
     if not isinstance(atype, str) or atype not in {t.value for t in ActionType}:
@@ -326,7 +334,43 @@ def parse_step(d: Any, episode: str, folder: Path | None) -> RawStep:
     ids = [c.id for c in candidates]
     if len(set(ids)) != len(ids):
         raise RawDataError(episode, idx, "candidates", "duplicate candidate ids")
-    bbox = d.get("target_bbox")
+    bbox = _parse_target(d.get("target_bbox"), action, ids, (w, h), episode, idx)
+    guide = _req(d, "guide", episode, idx, str)
+    return RawStep(
+        step_index=idx,
+        screenshot=shots["screenshot"],
+        som_screenshot=shots["som_screenshot"],
+        image_width=w,
+        image_height=h,
+        candidates=candidates,
+        action=action,
+        target_bbox=bbox,
+        guide=guide,
+        **_parse_step_extras(d, episode, idx),
+        **geometry,
+    )
+
+
+def _parse_geometry(d: dict[str, Any], episode: str, idx: int) -> dict[str, Any]:
+    """The capture-geometry fields a step gives (format v2), checked positive and finite."""
+    geometry: dict[str, Any] = {}
+    for key in GEOMETRY_FIELDS:
+        v = d.get(key)
+        if v is None:
+            continue
+        kind = float if key == "device_pixel_ratio" else int
+        if isinstance(v, bool) or not isinstance(v, (int, float) if kind is float else int) or not v > 0 or not math.isfinite(v):
+            raise RawDataError(episode, idx, key, f"expected a positive {kind.__name__}, got {v!r}")
+        geometry[key] = kind(v)
+    return geometry
+
+
+def _parse_target(bbox: Any, action: Action, ids: list[str], size: tuple[int, int], episode: str,
+                  idx: int) -> tuple[float, float, float, float] | None:
+    """The step's target box, checked against its action: inside the image, present exactly
+    when the action is targeted (a point-only click awaits ``mag unify`` for its box), around
+    the gold coordinate; the gold element id must be in the candidate menu."""
+    w, h = size
     targeted = ACTION_SPACE[action.type].targeted
     if bbox is not None:
         try:
@@ -336,7 +380,7 @@ def parse_step(d: Any, episode: str, folder: Path | None) -> RawStep:
         if not box_inside_image(bbox, w, h):
             raise RawDataError(episode, idx, "target_bbox", f"box {list(bbox)} outside the {w}x{h} image")
     point_only = targeted and action.element_id is None and action.coordinate is not None
-    if targeted and bbox is None and not point_only:  # a point-only click awaits `mag unify` for its box
+    if targeted and bbox is None and not point_only:
         raise RawDataError(episode, idx, "target_bbox", f"missing for a {action.type.value} action")
     if not targeted and bbox is not None:
         raise RawDataError(episode, idx, "target_bbox", f"given for {action.type.value}, which has no target")
@@ -344,9 +388,13 @@ def parse_step(d: Any, episode: str, folder: Path | None) -> RawStep:
         raise RawDataError(
             episode, idx, "action.coordinate", f"gold coordinate {list(action.coordinate)} outside target box {list(bbox)}"
         )
-    if targeted and action.element_id is not None and candidates and action.element_id not in ids:
+    if targeted and action.element_id is not None and ids and action.element_id not in ids:
         raise RawDataError(episode, idx, "action.element_id", f"{action.element_id!r} is not in the candidate menu")
-    guide = _req(d, "guide", episode, idx, str)
+    return bbox
+
+
+def _parse_step_extras(d: dict[str, Any], episode: str, idx: int) -> dict[str, Any]:
+    """``url``, ``stale``, ``metadata`` and ``guide_source`` of a step, type-checked."""
     url = d.get("url") or ""
     if not isinstance(url, str):
         raise RawDataError(episode, idx, "url", f"expected str, got {type(url).__name__}")
@@ -360,22 +408,7 @@ def parse_step(d: Any, episode: str, folder: Path | None) -> RawStep:
         source = GuideSource(d.get("guide_source", "template"))
     except ValueError:
         raise RawDataError(episode, idx, "guide_source", f"unknown guide source {d.get('guide_source')!r}") from None
-    return RawStep(
-        step_index=idx,
-        screenshot=shots["screenshot"],
-        som_screenshot=shots["som_screenshot"],
-        image_width=w,
-        image_height=h,
-        candidates=candidates,
-        action=action,
-        target_bbox=bbox,
-        guide=guide,
-        guide_source=source,
-        url=url,
-        stale=stale,
-        metadata=metadata,
-        **geometry,
-    )
+    return {"url": url, "stale": stale, "metadata": metadata, "guide_source": source}
 
 
 def read_episode(folder: str | os.PathLike) -> RawEpisode:

@@ -344,23 +344,10 @@ def read_folder(folder: Path) -> dict[str, bytes]:
 
 
 def write_files(root: Path, name: str, files: dict[str, bytes]) -> Path:
-    """Write an episode folder the worker sent back, atomically (temp folder, then rename)."""
-    import shutil
+    """Write an episode folder the worker sent back, atomically (:func:`mag_dataset.raw.write_folder`)."""
+    from mag_dataset.raw import write_folder
 
-    if not name or name.startswith(".") or "/" in name or "\\" in name:
-        raise ValueError(f"episode folder {name!r} must be a plain folder name")
-    final, tmp = root / name, root / f".{name}.tmp"
-    if tmp.exists():
-        shutil.rmtree(tmp)
-    tmp.mkdir(parents=True)
-    for fname, data in files.items():
-        if "/" in fname or fname.startswith("."):
-            raise ValueError(f"unexpected file name {fname!r} in episode {name}")
-        (tmp / fname).write_bytes(data)
-    if final.exists():
-        shutil.rmtree(final)
-    tmp.rename(final)
-    return final
+    return write_folder(root, name, files)
 
 
 def site_lock(task_id: str) -> str | None:
