@@ -4,9 +4,9 @@ The MiniWoB++/site recorder (:mod:`mag_dataset.live.recorder`), live evaluation
 (:mod:`mag_dataset.harness.live_eval`) and the importers (:mod:`mag_dataset.harness.importer`,
 :mod:`mag_dataset.harness.trace_import`) all write raw episodes step by step from what they
 observed. This module holds what they share: the naming rules (:func:`episode_id_for`,
-:func:`site_and_template`, :func:`step_image_names`) and :func:`step_from_page`. It holds no browser code (the
-observation itself is :mod:`mag_dataset.live.observe`'s) and no file I/O (episodes are
-written by :func:`mag_dataset.raw.write_episode`).
+:func:`site_and_template`, :func:`step_image_names`) and :func:`step_from_page`. It holds
+no browser code (the observation itself is :mod:`mag_dataset.live.observe`'s) and no file
+I/O (episodes are written by :func:`mag_dataset.raw.write_episode`).
 """
 
 from __future__ import annotations

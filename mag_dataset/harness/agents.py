@@ -232,10 +232,10 @@ class OpenAIAgent(Agent):
         )
 
     def act(self, step: Step, view: View, contract: Contract, screenshot_png: bytes) -> str:
+        from mag_dataset.harness.preflight import FATAL_STATUSES
+        from mag_dataset.llm_client import LLMConfigError, LLMHTTPError
         from mag_dataset.llm_client import fill_images as openai_messages
         from mag_dataset.prompts import build_messages
-
-        from mag_dataset.llm_client import LLMConfigError, LLMHTTPError
 
         messages = openai_messages(build_messages(step, view, contract), [screenshot_png])
         try:
@@ -243,7 +243,7 @@ class OpenAIAgent(Agent):
         except LLMConfigError as e:
             raise AgentConfigError(str(e)) from None
         except LLMHTTPError as e:
-            if e.status in (401, 403, 404):  # wrong key or model name: every step would fail alike
+            if e.status in FATAL_STATUSES:  # wrong key or model name: every step would fail alike
                 raise AgentConfigError(f"{self.spec.label} at {self.spec.base_url}: {e}") from None
             raise
 

@@ -39,7 +39,7 @@ Usage::
 
     mag recapture --raw RAW --share 0.3 --seed 0     # recapture ~30% of the site episodes
     mag recapture --raw RAW --per-template 1         # or one episode of every template
-    mag unify RAW                                     # flags stale steps from the evidence
+    mag unify --raw RAW                               # flags stale steps from the evidence
 """
 
 from __future__ import annotations
