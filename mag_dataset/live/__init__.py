@@ -8,8 +8,14 @@ execution, scripted experts and the recorder of the bundled sample corpus.
   menu (ids = BrowserGym bids), exact screenshot<->page ``Conversion``.
 * :mod:`mag_dataset.live.execute` — ``to_browsergym_action(action, view, conv)``.
 * :mod:`mag_dataset.live.experts` — ``EXPERTS``: closed-loop scripted experts per task.
-* :mod:`mag_dataset.live.recorder` — ``record_episode``, ``record_corpus``,
-  ``write_corpus_manifest`` (what ``mag record`` runs).
+* :mod:`mag_dataset.live.recorder` — ``record_episode``, ``record_corpus`` (here, or one Ray
+  task per attempt: ``record_corpus_ray``): what ``mag record`` runs.
+* :mod:`mag_dataset.live.splits` — held-out templates, the train/test split by task, and
+  ``write_corpus_manifest`` (``corpus.json``).
+* :mod:`mag_dataset.live.recapture` — re-render site episodes on a site that has moved on.
+
+A recorded step is built from an observation by :func:`mag_dataset.recording.step_from_page`
+(shared with live evaluation and the importers).
 
 Playwright objects are bound to the thread that created them: create, step and close an env
 from one thread. Importing this package imports nothing heavy; the submodules import
