@@ -4,11 +4,12 @@
 :mod:`mag_dataset.harness.trace_import` (Playwright trace archives) each read their own
 format into raw episodes (:mod:`mag_dataset.raw`); from there on they do the same things,
 written once here: the episode id made from a name, the scroll direction and multi-option
-rules of the benchmark action space, the check of a converted episode against the raw
-format before anything is written, and a batch's bookkeeping (skipped with a reason, not
-overwritten unless asked, written atomically, one progress line per source). Building a
-raw step from an observed page is :func:`mag_dataset.recording.step_from_page`'s. This
-room reads no source format and holds no limits of hostile input (each importer's own).
+rules of the benchmark action space, decoding an untrusted screenshot under one pixel cap,
+the check of a converted episode against the raw format before anything is written, and a
+batch's bookkeeping (skipped with a reason, not overwritten unless asked, written
+atomically, one progress line per source). Building a raw step from an observed page is
+:func:`mag_dataset.recording.step_from_page`'s. This room reads no source format; the
+other limits of hostile input are each importer's own.
 """
 
 from __future__ import annotations
@@ -18,9 +19,13 @@ import numbers
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import IO, Any, Callable
 
 from mag_dataset.raw import RawDataError, RawEpisode, parse_step, write_episode
+
+#: The most pixels an imported screenshot may have, checked from its header before a pixel is
+#: decoded (a WebArena screenshot has about a million).
+MAX_IMAGE_PIXELS = 25_000_000
 
 #: How a multi-option ``select_option(bid, [a, b])`` is stored: one ``select`` action whose
 #: value is the options in the order given, joined by this separator.
@@ -43,6 +48,29 @@ def scroll_direction(dx: float, dy: float) -> str | None:
     if dx == 0 and dy == 0:
         return None
     return ("down" if dy > 0 else "up") if abs(dy) >= abs(dx) else ("right" if dx > 0 else "left")
+
+
+def open_image(source: str | Path | IO[bytes], name: str, error: type[Exception],
+               max_pixels: int = MAX_IMAGE_PIXELS) -> Any:
+    """An untrusted screenshot file decoded as an RGB ``PIL.Image``, its size checked first.
+
+    Raises:
+        error: ``name`` is over ``max_pixels`` pixels, truncated or not an image (why).
+    """
+    from PIL import Image
+
+    try:
+        img = Image.open(source)  # reads the header only
+    except (OSError, ValueError, Image.DecompressionBombError) as e:  # not an image, or a bomb PIL refuses
+        raise error(f"{name} cannot be read: {type(e).__name__}: {e}") from None
+    with img:
+        w, h = img.size
+        if w * h > max_pixels:  # checked before a pixel is decoded
+            raise error(f"{name} is {w}x{h} pixels, over the cap of {max_pixels:,} pixels")
+        try:
+            return img.convert("RGB")
+        except (OSError, ValueError, Image.DecompressionBombError) as e:  # truncated
+            raise error(f"{name} cannot be read: {type(e).__name__}: {e}") from None
 
 
 def check_converted(ep: RawEpisode, error: type[Exception]) -> None:

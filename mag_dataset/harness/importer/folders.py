@@ -29,6 +29,7 @@ from mag_dataset.harness.importer.limits import (
     _a,
 )
 from mag_dataset.harness.importer.unpickle import UnsafePickle, load_pickle
+from mag_dataset.harness.importing import open_image
 
 
 def find_experiments(paths: Iterable[str | os.PathLike]) -> list[Path]:
@@ -159,20 +160,11 @@ def _goal_text(obs: dict[str, Any], exp: Path) -> str:
 
 def _screenshot(exp: Path, i: int) -> Any:
     import numpy as np
-    from PIL import Image
 
     for ext in ("png", "jpg"):
         p = exp / f"screenshot_step_{i}.{ext}"
         if p.is_file() or p.is_symlink():
-            real = _inside(exp, p)
-            try:
-                with Image.open(real) as img:  # reads the header only
-                    w, h = img.size
-                    if w * h > MAX_PIXELS:  # checked before a pixel is decoded
-                        raise ImportErrorForEpisode(f"{p.name} is {w}x{h} pixels, over the cap of {MAX_PIXELS:,} pixels")
-                    return np.asarray(img.convert("RGB"))
-            except (OSError, ValueError, Image.DecompressionBombError) as e:  # truncated or not an image
-                raise ImportErrorForEpisode(f"{p.name} cannot be read: {type(e).__name__}: {e}") from None
+            return np.asarray(open_image(_inside(exp, p), p.name, ImportErrorForEpisode, MAX_PIXELS))
     return None
 
 

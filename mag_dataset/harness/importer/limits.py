@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mag_dataset.harness.importing import is_finite_number
+from mag_dataset.harness.importing import MAX_IMAGE_PIXELS, is_finite_number
 from mag_dataset.isolation import Limits
 
 
@@ -25,7 +25,7 @@ class ImportErrorForEpisode(ValueError):
 MAX_ARRAY_BYTES = 256 * 1024 * 1024
 MAX_PICKLE_BYTES = 256 * 1024 * 1024
 MAX_STEP_FILE_BYTES = 256 * 1024 * 1024
-MAX_PIXELS = 25_000_000
+MAX_PIXELS = MAX_IMAGE_PIXELS
 MAX_ACTION_CHARS = 100_000
 MAX_DOM_NODES = 500_000
 MAX_DOM_DEPTH = 1000  # the DOM reader (live.observe) recurses per level: see isolated_convert
