@@ -25,6 +25,7 @@ from mag_dataset.harness.importing import (
     check_converted,
     episode_id_from,
     is_finite_number,
+    open_image,
     scroll_direction,
 )
 from mag_dataset.harness.trace_import.archive import Call, Trace, TraceImportError, _size, read_trace
@@ -148,8 +149,6 @@ def _convert_call(trace: Trace, renderer: SnapshotRenderer, call: Call, snap: di
                   images: dict[str, bytes]) -> RawStep | None:
     """Page action ``call`` as raw step ``k`` (its screenshot goes into ``images``); None when
     it does nothing (a wheel call without a delta)."""
-    from PIL import Image
-
     from mag_dataset.live.observe import encode_png
 
     frame = _frame_before(trace, call)
@@ -159,8 +158,7 @@ def _convert_call(trace: Trace, renderer: SnapshotRenderer, call: Call, snap: di
     viewport = _size(snap.get("viewport")) or trace.viewport
     if viewport is None:
         raise TraceImportError("the trace records no viewport size")
-    with Image.open(io.BytesIO(trace.resource(frame[0]))) as im:
-        shot = im.convert("RGB")
+    shot = open_image(io.BytesIO(trace.resource(frame[0])), f"resources/{frame[0]}", TraceImportError)
     fw, fh = shot.size
     screen = _Screen(fw, fh, fw / viewport[0], fh / viewport[1])
     ob = renderer.observe(snap, viewport)
