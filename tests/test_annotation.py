@@ -522,7 +522,7 @@ def test_adjudication_in_a_real_browser(tmp_path, chromium):
     from playwright.sync_api import expect, sync_playwright
 
     from mag_dataset.harness.annotate_app import launch
-    from mag_dataset.harness.audit import Verdict, Vote
+    from mag_dataset.harness.audit import AuditVerdict as Verdict, Vote
 
     raw = tmp_path / "raw"
     hf.make_corpus(raw, 1)

@@ -16,14 +16,14 @@ from mag_dataset.harness.audit import (
     JudgeDownError,
     NoVotesError,
     JUDGE_SYSTEM_PROMPT,
+    AuditVerdict,
     JudgeConfig,
-    Verdict,
     Vote,
     judge_user_text,
     load_judges,
     merge_verdicts,
     parse_verdict,
-    read_verdicts,
+    read_audit_verdicts,
     replay_audit,
     run_audit,
     select_steps,
@@ -37,7 +37,7 @@ C, R, U = Vote.CONFIRM, Vote.REMAP, Vote.UNMAPPABLE
 
 
 def V(vote, el=None, judge="j"):
-    return Verdict(judge, vote, element_id=el, error=None if vote else "timeout")
+    return AuditVerdict(judge, vote, element_id=el, error=None if vote else "timeout")
 
 
 @pytest.mark.parametrize(
@@ -187,7 +187,7 @@ def test_audit_end_to_end_with_three_stub_judges(tmp_path, judges):
     assert report.agreement == {"judge1~judge2": (6, 8), "judge1~judge3": (1, 4), "judge2~judge3": (1, 4)}
     assert "agreement judge1~judge2: 6/8 = 0.75" in report.summary()
     # the verdict log keeps every answer and why a vote is missing
-    log = read_verdicts(raw / "audit_verdicts.jsonl")
+    log = read_audit_verdicts(raw / "audit_verdicts.jsonl")
     assert len(log) == 8 and all(len(v) == 3 for v in log.values())
     assert log["ep-b.seed-0:0"][2].error == "timeout" and log["ep-b.seed-0:1"][2].answer.startswith("Sure!")
     # what the judges saw: the SoM screenshot, the menu, the recorded action
@@ -300,7 +300,7 @@ def test_a_failed_call_below_the_limit_keeps_the_earlier_outcome(tmp_path, judge
     assert report.kept == 1 and report.votes["judge2"]["no_vote:http 503"] == 1
     rec = read_audit(raw / "audit.jsonl")["ep-a.seed-0:1"]
     assert (rec.status, rec.element_id) == (AuditStatus.REMAPPED, "1")  # not disputed
-    log = read_verdicts(raw / "audit_verdicts.jsonl")["ep-a.seed-0:1"][1]
+    log = read_audit_verdicts(raw / "audit_verdicts.jsonl")["ep-a.seed-0:1"][1]
     assert log.error == "http 503" and "HTTP 503: busy" in log.reason
 
 
@@ -566,7 +566,7 @@ def test_a_bad_line_of_a_verdict_log_or_drafts_file_is_named(tmp_path, line):
     good_verdict = json.dumps({"step_id": "s:0", "judge": "a", "vote": "confirm"})
     (tmp_path / "v.jsonl").write_text(f"{good_verdict}\n\n{line}\n")
     with pytest.raises(ValueError, match=r"v\.jsonl:3: bad verdict entry: "):
-        read_verdicts(tmp_path / "v.jsonl")
+        read_audit_verdicts(tmp_path / "v.jsonl")
     good_draft = json.dumps({"step_id": "s:0", "draft": "Click OK.", "model": "m"})
     (tmp_path / "d.jsonl").write_text(f"{good_draft}\n{line.replace('vote', 'prompt_version')}\n")
     with pytest.raises(ValueError, match=r"d\.jsonl:2: bad draft entry: "):
@@ -574,4 +574,42 @@ def test_a_bad_line_of_a_verdict_log_or_drafts_file_is_named(tmp_path, line):
     (tmp_path / "d.jsonl").write_text(f"{good_draft}\n")
     assert read_drafts(tmp_path / "d.jsonl")["s:0"].draft == "Click OK."
     (tmp_path / "v.jsonl").write_text(f"{good_verdict}\n")
-    assert read_verdicts(tmp_path / "v.jsonl")["s:0"][0].vote is Vote.CONFIRM
+    assert read_audit_verdicts(tmp_path / "v.jsonl")["s:0"][0].vote is Vote.CONFIRM
+
+
+def test_one_name_per_verdict_meaning_and_the_old_names_still_import():
+    from mag_dataset import verdicts
+    from mag_dataset.harness import annotate, audit, audit_rules, preflight
+    from mag_dataset.llm_client import FATAL_STATUSES
+
+    # a label-audit verdict and a usefulness verdict are two types with two names
+    assert AuditVerdict is audit_rules.AuditVerdict and verdicts.UsefulnessVerdict is not AuditVerdict
+    assert {AuditVerdict.__name__, verdicts.UsefulnessVerdict.__name__} == {"AuditVerdict", "UsefulnessVerdict"}
+    # the former names are aliases, so user code and other rooms keep working
+    assert audit.Verdict is AuditVerdict and audit.read_verdicts is read_audit_verdicts
+    assert verdicts.Verdict is verdicts.UsefulnessVerdict and verdicts.read_verdicts is verdicts.read_usefulness_verdicts
+    for name in ("make_record", "merge_verdicts", "parse_verdict", "pairwise_agreement", "AuditReport", "AuditItem",
+                 "JUDGE_SYSTEM_PROMPT", "judge_messages", "prompt_key", "JudgeConfig", "load_judges",
+                 "stored_adjudications", "other_decision_dbs", "FATAL_STATUSES", "default_cache_dir"):
+        assert hasattr(audit, name), name
+    for name in ("AnnotationStore", "Decision", "Adjudication", "DEFAULT_DB", "decision_counts", "VERIFICATION_DECISIONS"):
+        assert hasattr(annotate, name), name
+    assert preflight.FATAL_STATUSES is FATAL_STATUSES == frozenset({401, 403, 404})
+
+
+def test_the_audit_rules_module_is_pure():
+    """The rules do no I/O: no file, network, clock, randomness, thread or client module is imported."""
+    import ast
+    from pathlib import Path
+
+    from mag_dataset.harness import audit_rules
+
+    tree = ast.parse(Path(audit_rules.__file__).read_text("utf-8"))
+    imported = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    imported |= {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
+    assert imported, "no import found: the check would be vacuous"
+    forbidden = {"os", "io", "socket", "sqlite3", "threading", "time", "random", "urllib", "shutil", "subprocess",
+                 "mag_dataset.llm_client", "mag_dataset.fileio", "mag_dataset.harness.preflight"}
+    assert not imported & forbidden, imported & forbidden
+    assert not {m for m in imported if m.startswith("mag_dataset.") and m != "mag_dataset.schema"} - {"mag_dataset.raw"}
+    assert "open(" not in Path(audit_rules.__file__).read_text("utf-8")

@@ -56,6 +56,7 @@ from mag_dataset.harness.annotate import (
     describe_action,
     read_drafts,
 )
+from mag_dataset.harness.audit import VERDICTS_FILE, AuditItem, audit_staleness, read_audit_verdicts
 from mag_dataset.raw import (
     AUDIT_FILE,
     RawEpisode,
@@ -191,18 +192,14 @@ class Session:
     # -- audit state --------------------------------------------------------------------
 
     def _verdicts(self) -> dict:
-        from mag_dataset.harness.audit import VERDICTS_FILE, read_verdicts
-
         path = self.audit_path.with_name(VERDICTS_FILE)
         mtime = path.stat().st_mtime if path.is_file() else -1.0
         if self._log is None or self._log[0] != mtime:  # the audit ran again: reread, recompute
-            self._log = (mtime, read_verdicts(path) if mtime >= 0 else {})
+            self._log = (mtime, read_audit_verdicts(path) if mtime >= 0 else {})
             self._next_calls = None
         return self._log[1]
 
     def _step_calls(self, sid: str) -> tuple[bool, int]:
-        from mag_dataset.harness.audit import AuditItem, audit_staleness
-
         verdicts = self._verdicts()
         if self._next_calls is None:
             self._next_calls = {}
