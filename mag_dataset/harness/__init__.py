@@ -2,10 +2,20 @@
 
 Modules (each imported only by the command that needs it):
 
-* :mod:`~mag_dataset.harness.annotate` — LLM-assisted guide drafting (cached drafts).
+* :mod:`~mag_dataset.harness.annotate` — LLM-assisted guide drafting (cached drafts) and
+  writing human decisions back into episodes and the audit file.
+* :mod:`~mag_dataset.harness.annotation_store` — the SQLite store of human decisions
+  (verifications, adjudications) and its schema migrations.
 * :mod:`~mag_dataset.harness.annotate_app` — the Gradio human verification and
   adjudication app.
-* :mod:`~mag_dataset.harness.audit` — the three-judge label audit and its merge rule.
+* :mod:`~mag_dataset.harness.audit` — the three-judge label audit's runner (requests,
+  cache, verdict log, audit file, replay, staleness).
+* :mod:`~mag_dataset.harness.audit_rules` — the audit's pure rules: answer parser, merge
+  rule, records, agreement.
+* :mod:`~mag_dataset.harness.audit_prompt` / :mod:`~mag_dataset.harness.judges` — what a
+  judge is asked; the judges file.
+* :mod:`~mag_dataset.harness.llm_batch` — one batch of Set-of-Mark requests to LLM
+  endpoints (lone probe, chunks), shared by drafting and the audit.
 * :mod:`~mag_dataset.harness.preflight` — checks before the first LLM request and the
   failed-call limit (audit and drafting).
 * :mod:`~mag_dataset.harness.unify` — coordinate-only step restoration and stale flags.
