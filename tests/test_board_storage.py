@@ -1,7 +1,8 @@
 """Board storage migrations (``PRAGMA user_version``) on real SQLite files written by earlier
 board code: the committed data folder ``tests/golden/board_schema1`` (written by the
 pre-package board of 0b1e889, see its README) and a database of the very first schema,
-before ``content_sha256`` and ``step_values_json`` existed, made here from that DDL.
+before ``content_sha256`` and ``step_values_json`` existed (that folder with the two
+columns dropped again).
 
 Each old database must open, keep its rows byte for byte, rank and re-score them, and take
 a new submission.
@@ -22,35 +23,6 @@ from mag_dataset.board.storage import MIGRATIONS, SCHEMA_VERSION
 from test_leaderboard_board import gold, jsonl
 
 FIXTURE = Path(__file__).parent / "golden" / "board_schema1"
-
-#: The board's DDL as it stood before migrations (0b1e889 and every earlier version since
-#: 28caae9): what ``Board()`` ran at each start-up, before adding the two later columns.
-LEGACY_DDL = """
-CREATE TABLE IF NOT EXISTS submissions (
-    id               INTEGER PRIMARY KEY AUTOINCREMENT,
-    created_at       TEXT    NOT NULL,
-    submitter        TEXT    NOT NULL,
-    model_name       TEXT    NOT NULL,
-    organisation     TEXT    NOT NULL DEFAULT '',
-    link             TEXT    NOT NULL DEFAULT '',
-    provenance_tag   TEXT    NOT NULL,
-    view             TEXT    NOT NULL,
-    contract         TEXT    NOT NULL,
-    split            TEXT    NOT NULL,
-    file_sha256      TEXT    NOT NULL,
-    file_ext         TEXT    NOT NULL,
-    file_size        INTEGER NOT NULL,
-    seeds            INTEGER NOT NULL,
-    scorer_version   TEXT    NOT NULL,
-    gold_fingerprint TEXT    NOT NULL,
-    summary_json     TEXT    NOT NULL,
-    report_json      TEXT    NOT NULL,
-    UNIQUE (file_sha256, view, contract)
-);
-CREATE INDEX IF NOT EXISTS submissions_by_submitter ON submissions (submitter, created_at);
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', '1');
-"""
 
 CLOCK = lambda: datetime(2026, 12, 1, 9, 0, tzinfo=timezone.utc)  # noqa: E731
 
@@ -122,16 +94,13 @@ def test_a_database_of_the_first_schema_gains_the_later_columns(tmp_path: Path) 
     migration adds them, the duplicate check fills the content hash from the stored file,
     and the rank re-scores the per-step values once."""
     data_dir = tmp_path / "board"
-    shutil.copytree(FIXTURE / "files", data_dir / "files")
+    shutil.copytree(FIXTURE, data_dir)
     db = data_dir / "board.sqlite"
-    con = sqlite3.connect(db)
-    con.executescript(LEGACY_DDL)
-    src = sqlite3.connect(FIXTURE / "board.sqlite")
-    legacy = [r[:18] for r in src.execute("SELECT * FROM submissions ORDER BY id")]
-    src.close()
-    con.executemany(f"INSERT INTO submissions VALUES ({', '.join('?' * 18)})", legacy)
-    con.commit()
-    con.close()
+    with sqlite3.connect(db) as con:  # the fixture's own DDL, as the first board code created it
+        con.execute("ALTER TABLE submissions DROP COLUMN content_sha256")
+        con.execute("ALTER TABLE submissions DROP COLUMN step_values_json")
+    legacy = _rows(db)
+    assert len(legacy[0]) == 18 and _pragma(db, "user_version") == 0
     board = _board(data_dir)
     columns = [r[1] for r in sqlite3.connect(db).execute("PRAGMA table_info(submissions)")]
     assert columns[-2:] == ["content_sha256", "step_values_json"] and len(columns) == 20
