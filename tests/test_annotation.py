@@ -295,6 +295,32 @@ def test_a_database_of_the_unversioned_current_schema_and_of_a_newer_one(tmp_pat
     assert db.read_bytes() == before
 
 
+def test_a_failed_migration_step_changes_nothing(tmp_path):
+    import sqlite3
+
+    from mag_dataset.sqlite_migrations import Migration, apply_migrations, schema_version
+
+    def broken(con):
+        con.execute("ALTER TABLE t ADD COLUMN b TEXT")
+        raise sqlite3.OperationalError("disk on fire")
+
+    steps = (Migration("t", lambda con: con.execute("CREATE TABLE t (a TEXT)")), Migration("t.b", broken))
+    con = sqlite3.connect(tmp_path / "m.sqlite")
+    con.execute("BEGIN IMMEDIATE")
+    with pytest.raises(sqlite3.OperationalError, match="disk on fire"):
+        apply_migrations(con, steps, ValueError)
+    con.rollback()
+    assert schema_version(con) == 0 and not list(con.execute("SELECT name FROM sqlite_master"))
+    con.execute("BEGIN IMMEDIATE")
+    assert apply_migrations(con, steps[:1], ValueError) == 0
+    con.commit()
+    assert schema_version(con) == 1
+    with pytest.raises(ValueError) as e:
+        apply_migrations(con, (), lambda v: ValueError(f"version {v}"))
+    assert str(e.value) == "version 1"
+    con.close()
+
+
 def test_adjudication_updates_audit_and_survives_a_rerun(tmp_path):
     from mag_dataset.harness.audit import JudgeConfig, run_audit
 

@@ -9,7 +9,8 @@ audit file.
 
 Schema versions (``PRAGMA user_version``)
     A database is brought to :data:`SCHEMA_VERSION` when it is opened, by the steps of
-    :data:`MIGRATIONS` it lacks, all in one transaction (a failed step changes nothing):
+    :data:`MIGRATIONS` it lacks, all in one transaction (a failed step changes nothing;
+    the rule is :mod:`mag_dataset.sqlite_migrations`'):
 
     1. the ``decisions``, ``originals`` and ``adjudications`` tables (a database made
        before versioning is at version 0 and already has them);
@@ -21,16 +22,17 @@ Schema versions (``PRAGMA user_version``)
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import threading
 import time
-import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from mag_dataset.harness.audit_rules import Adjudications
 from mag_dataset.schema import AuditStatus, GuideSource
+from mag_dataset.sqlite_migrations import Migration, apply_migrations, schema_version
 
 DEFAULT_DB = "annotations.sqlite"
 VERIFICATION_DECISIONS = ("accept", "edit", "reject")
@@ -98,45 +100,37 @@ def _add_draft_source(db: sqlite3.Connection) -> None:
         db.execute("ALTER TABLE decisions ADD COLUMN draft_source TEXT NOT NULL DEFAULT 'llm'")
 
 
-#: ``(version, step)``: ``step`` brings a database from the version before to ``version``.
-MIGRATIONS: tuple[tuple[int, Callable[[sqlite3.Connection], None]], ...] = (
-    (1, _create_tables),
-    (2, _add_draft_source),
+#: The schema's history, oldest first (:mod:`mag_dataset.sqlite_migrations`).
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration("the decisions, originals and adjudications tables", _create_tables),
+    Migration("decisions.draft_source (rows decided before it were LLM drafts: 'llm')", _add_draft_source),
 )
 
 #: The schema version this code reads and writes.
-SCHEMA_VERSION = MIGRATIONS[-1][0]
+SCHEMA_VERSION = len(MIGRATIONS)
 
 _DECISION_COLUMNS = "step_id, decision, guide, draft, annotator, decided_at, draft_source"
 
 
 def migrate(db: sqlite3.Connection, path: Path | str = "database") -> int:
-    """Bring ``db`` to :data:`SCHEMA_VERSION`; returns the version it had.
+    """Bring ``db`` to :data:`SCHEMA_VERSION`, in one transaction; returns the version it had.
 
     Raises:
-        ValueError: the database was written by a newer version of this code.
+        ValueError: the database was written by a newer version of this code (it is left as it is).
     """
-    old = _version(db)
-    if old < SCHEMA_VERSION:  # an up-to-date database is only read: no write lock on every open
-        db.execute("BEGIN IMMEDIATE")  # DDL included (sqlite3 opens no transaction for it by itself)
-        try:
-            old = _version(db)  # another process may have migrated it meanwhile
-            for version, step in MIGRATIONS:
-                if old < version:
-                    step(db)
-                    db.execute(f"PRAGMA user_version = {version:d}")
-        except BaseException:
-            db.rollback()
-            raise
-        db.commit()
-    if old > SCHEMA_VERSION:
-        raise ValueError(f"{path}: annotation database of schema version {old}, newer than this mag_dataset "
-                         f"reads ({SCHEMA_VERSION}); upgrade mag_dataset")
+    old = schema_version(db)
+    if old == SCHEMA_VERSION:  # an up-to-date database is only read: no write lock on every open
+        return old
+    db.execute("BEGIN IMMEDIATE")  # DDL included (sqlite3 opens no transaction for it by itself)
+    try:
+        old = apply_migrations(db, MIGRATIONS, lambda v: ValueError(
+            f"{path}: annotation database of schema version {v}, newer than this mag_dataset reads "
+            f"({SCHEMA_VERSION}); upgrade mag_dataset"))
+    except BaseException:
+        db.rollback()
+        raise
+    db.commit()
     return old
-
-
-def _version(db: sqlite3.Connection) -> int:
-    return int(db.execute("PRAGMA user_version").fetchone()[0])
 
 
 class AnnotationStore:
