@@ -300,6 +300,8 @@ METRIC_TABLE: tuple[Metric, ...] = (
         f"{_GUIDE}, when verdicts are given",
         "1 when the majority of three judges rated the guide useful; ``None`` (and counted as unjudged) "
         "when a verdict is missing.",
+        # 0/1 per guide, yet compared by the sign-flip test: mag compare has done so since
+        # COMPARE_VERSION 1.0.0, and changing it would change comparisons
         _usefulness, kind="pass_rate", test="sign_flip", column=8,
     ),
     Metric(
