@@ -169,7 +169,8 @@ def score_predictions(
     points = None
     if view is View.COORD:
         points = _Points(space, menus)
-        agg.coord_space = {"space": space.name, "source": coord_space_source or ("default" if coord_space is None else "argument")}
+        source = coord_space_source or ("default" if coord_space is None else "argument")
+        agg.coord_space = {"space": space.name, "source": source}
         agg.space_check = points.check
     for n, pred in enumerate(predictions, start=1):
         i = seen.index.get(pred.step_id)

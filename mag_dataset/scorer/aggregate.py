@@ -428,5 +428,5 @@ def aggregate(
 
 
 
-__all__ = ["Aggregator", "BOOTSTRAP_RESAMPLES", "BOOTSTRAP_SEED", "BREAKDOWNS", "NEAR_MISS_PX", "REPORT_DECIMALS", "Report",
-           "aggregate", "round_value"]
+__all__ = ["Aggregator", "BOOTSTRAP_RESAMPLES", "BOOTSTRAP_SEED", "BREAKDOWNS", "NEAR_MISS_PX", "REPORT_DECIMALS",
+           "Report", "aggregate", "round_value"]

@@ -116,7 +116,8 @@ def target_match(pred: Action, step: Step, view: View) -> bool:
     gold = step.action
     if view is View.SOM:
         return pred.element_id is not None and gold.element_id is not None and pred.element_id == gold.element_id
-    return pred.coordinate is not None and step.target_bbox is not None and point_in_box(pred.coordinate, step.target_bbox)
+    box = step.target_bbox
+    return pred.coordinate is not None and box is not None and point_in_box(pred.coordinate, box)
 
 
 def target_known(step: Step, view: View) -> bool:

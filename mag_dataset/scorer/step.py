@@ -151,7 +151,8 @@ def score_parsed(
     values: dict[str, float | None] = {}
     for name, rule in _RULES:
         values[name] = rule(x, values)
-    unjudged = verdicts is not None and parsed.ok and values["usefulness"] is None and "guide" in CONTRACT_KEYS[contract]
+    unjudged = (verdicts is not None and parsed.ok and values["usefulness"] is None
+                and "guide" in CONTRACT_KEYS[contract])
     error, dist = _error(parsed, step, view, contract, values["saa"])
     pred_type = parsed.action.type.value if parsed.ok and parsed.action is not None else None
     return StepScore(
