@@ -42,7 +42,7 @@ from typing import Any
 import yaml
 
 from mag_dataset.actions import Contract, View
-from mag_dataset.scoring import METRIC_BY_NAME
+from mag_dataset.scoring import HEADLINE_METRIC, METRIC_BY_NAME
 
 #: The file at the root of the built folder that registers the benchmark on the Hub.
 EVAL_FILE = "eval.yaml"
@@ -58,14 +58,6 @@ DEFAULT_DATASET_ID = "mag/webmre"
 
 #: The split every leaderboard task is scored on.
 TASK_SPLIT = "test"
-
-#: The headline metric of a task, by contract: the leaderboard's primary sort key.
-HEADLINE_METRIC: dict[Contract, str] = {
-    Contract.A: "saa",
-    Contract.G: "bleu1",
-    Contract.J: "saa",
-    Contract.JG: "saa",
-}
 
 #: Display names of the headline metrics (their labels in :data:`mag_dataset.scoring.METRIC_TABLE`).
 METRIC_TITLE: dict[str, str] = {name: METRIC_BY_NAME[name].label for name in dict.fromkeys(HEADLINE_METRIC.values())}

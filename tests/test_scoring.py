@@ -356,6 +356,8 @@ def test_every_metric_is_declared_once_and_the_derived_names_read_the_table():
         ("ofcr", "OFCR"), ("bleu1", "BLEU-1"), ("bleu4", "BLEU-4"), ("rouge_l", "ROUGE-L"), ("usefulness", "usefulness"),
     ]
     assert MCNEMAR_METRICS == {"ofcr", "action_type_acc", "target_acc", "saa", "guide_action_consistency", "joint_step_acc"}
+    assert {c.value: m for c, m in scoring_module.HEADLINE_METRIC.items()} == {"A": "saa", "G": "bleu1", "J": "saa",
+                                                                              "JG": "saa"}
     for m in METRIC_TABLE:
         assert m.title and m.label and m.applies and m.definition.endswith(".") and m.kind
         assert f"``{m.name}``" in scoring_module.__doc__ and m.definition in scoring_module.__doc__  # its table

@@ -340,6 +340,15 @@ BOARD_COLUMNS: dict[str, str] = {
     m.name: m.title for m in sorted((m for m in METRIC_TABLE if m.column is not None), key=lambda m: m.column or 0)
 }
 
+#: The headline metric of a task, by contract (the papers' main figure; the leaderboard's
+#: ranking metric): SAA for contracts with an action, guide BLEU-1 for G.
+HEADLINE_METRIC: dict[Contract, str] = {
+    Contract.A: "saa",
+    Contract.G: "bleu1",
+    Contract.J: "saa",
+    Contract.JG: "saa",
+}
+
 #: Metrics whose per-step values are 0/1 and are compared by the exact McNemar test.
 MCNEMAR_METRICS: frozenset[str] = frozenset(m.name for m in METRIC_TABLE if m.test == "mcnemar")
 
@@ -350,6 +359,8 @@ def _check_table() -> None:
         raise ValueError("METRIC_TABLE declares a metric twice")
     if ALL_METRICS != tuple(names):
         raise ValueError("METRIC_TABLE must list the papers' metrics before the extensions")
+    if set(HEADLINE_METRIC) != set(Contract) or not set(HEADLINE_METRIC.values()) <= set(names):
+        raise ValueError("HEADLINE_METRIC must name a declared metric for every contract")
     columns = [m.column for m in METRIC_TABLE if m.column is not None]
     if sorted(columns) != list(range(len(columns))):
         raise ValueError("the board columns of METRIC_TABLE must be 0..n-1, each once")
@@ -388,6 +399,7 @@ __all__ = [
     "ALL_METRICS",
     "BOARD_COLUMNS",
     "EXTENSION_METRICS",
+    "HEADLINE_METRIC",
     "MCNEMAR_METRICS",
     "METRICS",
     "METRIC_BY_NAME",
