@@ -41,7 +41,6 @@ def _log(msg: str) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from mag_dataset.sites import SiteError, site, site_names
-    from mag_dataset.sites import manager
 
     names = site_names()
     chosen = list(dict.fromkeys(args.site or names))
@@ -50,65 +49,92 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"unknown site(s) {', '.join(unknown)}; sites: {', '.join(names)}")
     if args.patterns and args.action != "tasks":
         raise UserError(f"`mag sites {args.action}` takes no task patterns (did you mean --site?)")
-    sites = [site(n) for n in chosen]
+    if args.action == "tasks":
+        return _tasks(args, chosen)
     try:
-        if args.action == "setup":
-            for s in sites:
-                if manager.status(s).running and args.force:
-                    raise UserError(f"site {s.name} is being served; run `mag sites stop --site {s.name}` "
-                                    "before setting it up again")
-                start = time.monotonic()
-                _log(f"{s.name}: setting up {s.app} in {s.home}")
-                info = s.setup(lambda m, n=s.name: _log(f"{n}: {m}"), force=args.force)
-                seeded = ", ".join(f"{k} {v}" for k, v in sorted((info.get("seeded") or {}).items()))
-                print(f"{s.name}: ready ({time.monotonic() - start:.1f}s; {seeded})")
-            return 0
-        if args.action == "serve":
-            started = []
-            try:
-                for s in sites:
-                    was_running = manager.status(s).running
-                    st = manager.serve(s)
-                    if not was_running:
-                        started.append(s)
-                    print(f"{s.name}: {st.url} (pid {st.pid}, {st.detail})")
-                if args.wait:
-                    print("serving; Ctrl-C stops the sites started here", file=sys.stderr)
-                    while True:
-                        time.sleep(3600)
-            except KeyboardInterrupt:
-                for s in started:
-                    manager.stop(s)
-                    print(f"{s.name}: stopped")
-                return 130
-            except SiteError:
-                for s in started:  # nothing half-started is left behind
-                    manager.stop(s)
-                raise
-            return 0
-        if args.action == "status":
-            print(f"{'site':8} {'set up':6} {'running':7} {'healthy':7} {'url':24} {'pid':>7}  detail")
-            for s in sites:
-                st = manager.status(s)
-                print(f"{s.name:8} {'yes' if st.set_up else 'no':6} {'yes' if st.running else 'no':7} "
-                      f"{'yes' if st.healthy else 'no':7} {st.url or s.base_url:24} {st.pid or '-':>7}  {st.detail}")
-            return 0
-        if args.action == "reset":
-            for s in sites:
-                print(f"{s.name}: reset in {s.reset():.2f}s")
-            return 0
-        if args.action == "stop":
-            for s in sites:
-                print(f"{s.name}: {'stopped' if manager.stop(s) else 'was not running'}")
-            return 0
-        from mag_dataset.sites import task_class, task_ids, tasks_of
-
-        if args.patterns:
-            ids = task_ids(args.patterns)
-        else:
-            ids = [t for n in chosen for t in sorted(tasks_of(n))]
-        for t in ids:
-            print(f"{t}\t{task_class(t).intent_template}")
-        return 0
+        return RUNNERS[args.action](args, [site(n) for n in chosen])
     except SiteError as e:
         raise UserError(str(e)) from None
+
+
+def _setup(args: argparse.Namespace, sites: list) -> int:
+    from mag_dataset.sites import manager
+
+    for s in sites:
+        if manager.status(s).running and args.force:
+            raise UserError(f"site {s.name} is being served; run `mag sites stop --site {s.name}` "
+                            "before setting it up again")
+        start = time.monotonic()
+        _log(f"{s.name}: setting up {s.app} in {s.home}")
+        info = s.setup(lambda m, n=s.name: _log(f"{n}: {m}"), force=args.force)
+        seeded = ", ".join(f"{k} {v}" for k, v in sorted((info.get("seeded") or {}).items()))
+        print(f"{s.name}: ready ({time.monotonic() - start:.1f}s; {seeded})")
+    return 0
+
+
+def _serve(args: argparse.Namespace, sites: list) -> int:
+    from mag_dataset.sites import SiteError, manager
+
+    started = []
+    try:
+        for s in sites:
+            was_running = manager.status(s).running
+            st = manager.serve(s)
+            if not was_running:
+                started.append(s)
+            print(f"{s.name}: {st.url} (pid {st.pid}, {st.detail})")
+        if args.wait:
+            print("serving; Ctrl-C stops the sites started here", file=sys.stderr)
+            while True:
+                time.sleep(3600)
+    except KeyboardInterrupt:
+        for s in started:
+            manager.stop(s)
+            print(f"{s.name}: stopped")
+        return 130
+    except SiteError:
+        for s in started:  # nothing half-started is left behind
+            manager.stop(s)
+        raise
+    return 0
+
+
+def _status(args: argparse.Namespace, sites: list) -> int:
+    from mag_dataset.sites import manager
+
+    print(f"{'site':8} {'set up':6} {'running':7} {'healthy':7} {'url':24} {'pid':>7}  detail")
+    for s in sites:
+        st = manager.status(s)
+        print(f"{s.name:8} {'yes' if st.set_up else 'no':6} {'yes' if st.running else 'no':7} "
+              f"{'yes' if st.healthy else 'no':7} {st.url or s.base_url:24} {st.pid or '-':>7}  {st.detail}")
+    return 0
+
+
+def _reset(args: argparse.Namespace, sites: list) -> int:
+    for s in sites:
+        print(f"{s.name}: reset in {s.reset():.2f}s")
+    return 0
+
+
+def _stop(args: argparse.Namespace, sites: list) -> int:
+    from mag_dataset.sites import manager
+
+    for s in sites:
+        print(f"{s.name}: {'stopped' if manager.stop(s) else 'was not running'}")
+    return 0
+
+
+def _tasks(args: argparse.Namespace, chosen: list[str]) -> int:
+    from mag_dataset.sites import SiteError, task_class, task_ids, tasks_of
+
+    try:
+        ids = task_ids(args.patterns) if args.patterns else [t for n in chosen for t in sorted(tasks_of(n))]
+        for t in ids:
+            print(f"{t}\t{task_class(t).intent_template}")
+    except SiteError as e:
+        raise UserError(str(e)) from None
+    return 0
+
+
+#: action -> what it does to the chosen sites (``tasks`` lists task ids instead: :func:`_tasks`)
+RUNNERS = {"setup": _setup, "serve": _serve, "status": _status, "reset": _reset, "stop": _stop}
