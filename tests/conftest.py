@@ -1,9 +1,15 @@
-"""Shared test setup: offline Hub, and the system Chromium for browser tests."""
+"""Shared test setup: offline Hub, the system Chromium for browser tests, and shared fixtures.
+
+Fixtures here are the ones several test modules need: the synthetic corpus and its build
+(:mod:`synthetic_raw`, one per worker), a tiny random VLM, and the forum site served for a
+module. Fixtures of one module stay in that module.
+"""
 
 from __future__ import annotations
 
 import os
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -35,6 +41,48 @@ def tiny_vlm(tmp_path_factory):
     from mag_dataset.testing.tiny_vlm import build_tiny_qwen35
 
     return build_tiny_qwen35(tmp_path_factory.mktemp("tiny_vlm") / "model", seed=0)
+
+
+@pytest.fixture(scope="session")
+def synthetic_corpus(tmp_path_factory) -> tuple[Path, dict]:
+    """The default synthetic raw corpus (:func:`synthetic_raw.make_corpus`: 5 templates x 2 seeds,
+    ``corpus.json`` with split seed 7) and its manifest, once per worker.
+
+    Shared by every test of the worker: read it, or copy it before editing.
+    """
+    from synthetic_raw import make_corpus
+
+    root = tmp_path_factory.mktemp("synthetic") / "raw"
+    return root, make_corpus(root)
+
+
+@pytest.fixture(scope="session")
+def built(synthetic_corpus, tmp_path_factory) -> Path:
+    """The synthetic corpus built by :func:`mag_dataset.builder.build_dataset` (both views), once per worker.
+
+    Shared by every test of the worker: read it, or copy it before editing.
+    """
+    from mag_dataset.builder import build_dataset
+
+    return build_dataset(synthetic_corpus[0], tmp_path_factory.mktemp("built") / "webmre", progress=False)
+
+
+@pytest.fixture(scope="module")
+def forum():
+    """The forum site (Spirit) set up and served on 127.0.0.1 for one test module, stopped after it.
+
+    Module-scoped on purpose: each forum module starts from the seeded site and stops what it
+    served, so modules of the ``site-forum`` xdist group run in one worker in any order (one of
+    them stops the forum as a test) without serving each other a used or stopped site.
+    """
+    from mag_dataset.sites import manager
+    from mag_dataset.sites import site as get_site
+
+    s = get_site("forum")
+    s.setup(print)
+    manager.serve(s)
+    yield s
+    manager.stop(s)
 
 
 def site_expert_seeds(first: int = 0) -> tuple[int, ...]:

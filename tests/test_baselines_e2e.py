@@ -14,16 +14,6 @@ pytest.importorskip("trl")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repo root, for `baselines`
 
 from baselines import common, infer, sft  # noqa: E402
-from synthetic_raw import make_corpus  # noqa: E402
-
-
-@pytest.fixture(scope="module")
-def built(tmp_path_factory):
-    from mag_dataset.builder import build_dataset
-
-    root = tmp_path_factory.mktemp("e2e")
-    make_corpus(root / "raw", seeds_per_template=2)
-    return build_dataset(root / "raw", root / "ds", progress=False)
 
 
 def test_sft_infer_score_through_the_command_lines(built, tiny_vlm, tmp_path, capsys):

@@ -22,28 +22,15 @@ from mag_dataset.builder import (
 from mag_dataset.cli import main
 from mag_dataset.raw import AUDIT_FILE, CORPUS_FILE, RawDataError, write_audit
 from mag_dataset.schema import AuditRecord, point_in_box
-from synthetic_raw import BOXES, TEMPLATES, edit_episode, make_corpus
+from synthetic_raw import BOXES, TEMPLATES, edit_episode
 
 N_TEMPLATES = len(TEMPLATES)
 
 
-@pytest.fixture(scope="module")
-def corpus(tmp_path_factory) -> tuple[Path, dict]:
-    root = tmp_path_factory.mktemp("raw") / "raw"
-    manifest = make_corpus(root)
-    return root, manifest
-
-
-@pytest.fixture(scope="module")
-def built(corpus, tmp_path_factory) -> Path:
-    raw, _ = corpus
-    return build_dataset(raw, tmp_path_factory.mktemp("out") / "webmre", progress=False)
-
-
 @pytest.fixture()
-def raw_copy(corpus, tmp_path) -> Path:
+def raw_copy(synthetic_corpus, tmp_path) -> Path:
     dst = tmp_path / "raw"
-    shutil.copytree(corpus[0], dst)
+    shutil.copytree(synthetic_corpus[0], dst)
     return dst
 
 
@@ -54,7 +41,7 @@ def _load(folder: Path, view: str, split: str) -> datasets.Dataset:
 # --------------------------------------------------------------------------- layout
 
 
-def test_layout_card_and_manifest(built, corpus):
+def test_layout_card_and_manifest(built, synthetic_corpus):
     shards = sorted(p.relative_to(built).as_posix() for p in built.rglob("*.parquet"))
     assert shards == [
         "coord/test-00000-of-00001.parquet",
@@ -84,16 +71,16 @@ def test_layout_card_and_manifest(built, corpus):
     # the statistics table has one row per view and split
     assert sum(1 for line in card.splitlines() if line.startswith(("| som |", "| coord |"))) == 4
     build_info = json.loads((built / "build_info.json").read_text())
-    assert build_info["split_seed"] == 7 and build_info["raw_fingerprint"] == raw_fingerprint(corpus[0])
+    assert build_info["split_seed"] == 7 and build_info["raw_fingerprint"] == raw_fingerprint(synthetic_corpus[0])
 
 
-def test_builder_is_a_generator_based_builder_with_two_configs(corpus, tmp_path):
+def test_builder_is_a_generator_based_builder_with_two_configs(synthetic_corpus, tmp_path):
     assert issubclass(WebMREBuilder, datasets.GeneratorBasedBuilder)
     assert [c.name for c in WebMREBuilder.BUILDER_CONFIGS] == ["som", "coord"]
-    builder = WebMREBuilder(config_name="coord", raw_dir=str(corpus[0]), cache_dir=str(tmp_path / "cache"))
+    builder = WebMREBuilder(config_name="coord", raw_dir=str(synthetic_corpus[0]), cache_dir=str(tmp_path / "cache"))
     builder.download_and_prepare()
     ds = builder.as_dataset(split="test")
-    assert len(ds) == len(prepare_corpus(corpus[0], progress=False).steps_in("test")) > 0
+    assert len(ds) == len(prepare_corpus(synthetic_corpus[0], progress=False).steps_in("test")) > 0
     assert ds.features["screenshot"] == datasets.Image()
     assert all(r["candidates"] == [] for r in ds.remove_columns("screenshot"))
 
@@ -111,8 +98,8 @@ def test_build_is_byte_identical(built, raw_copy, tmp_path):
     assert sorted(p.relative_to(again) for p in again.rglob("*") if p.is_file()) == files
 
 
-def test_screenshots_are_stored_as_the_raw_png_bytes(built, corpus):
-    raw = corpus[0]
+def test_screenshots_are_stored_as_the_raw_png_bytes(built, synthetic_corpus):
+    raw = synthetic_corpus[0]
     for view, suffix in (("som", "_som.png"), ("coord", ".png")):
         ds = _load(built, view, "train").cast_column("screenshot", datasets.Image(decode=False))
         rows = ds.select_columns(["task_id", "step_index", "screenshot"]).to_list()
@@ -300,8 +287,8 @@ def test_cli_builds(raw_copy, tmp_path, capsys):
 # --------------------------------------------------------------------------- splits
 
 
-def test_splits_and_unseen_templates_follow_corpus_json(built, corpus):
-    _, manifest = corpus
+def test_splits_and_unseen_templates_follow_corpus_json(built, synthetic_corpus):
+    _, manifest = synthetic_corpus
     for view in ("som", "coord"):
         seen_tasks = {}
         for split in ("train", "test"):
@@ -487,7 +474,7 @@ def test_overwrite_false_keeps_a_finished_build_and_fills_an_empty_folder(raw_co
     assert sorted(p.name for p in tmp_path.iterdir()) == ["empty", "raw"]
 
 
-def test_build_in_another_process_is_byte_identical(built, corpus, tmp_path):
+def test_build_in_another_process_is_byte_identical(built, synthetic_corpus, tmp_path):
     import os
     import subprocess
     import sys
@@ -495,7 +482,7 @@ def test_build_in_another_process_is_byte_identical(built, corpus, tmp_path):
     out = tmp_path / "sub"
     env = {**os.environ, "PYTHONHASHSEED": "12345"}
     subprocess.run(
-        [sys.executable, "-m", "mag_dataset.cli", "build", "--raw", str(corpus[0]), "--out", str(out), "--no-progress"],
+        [sys.executable, "-m", "mag_dataset.cli", "build", "--raw", str(synthetic_corpus[0]), "--out", str(out), "--no-progress"],
         env=env, check=True, capture_output=True, timeout=300,
     )
     files = sorted(p.relative_to(built) for p in built.rglob("*") if p.is_file())

@@ -20,17 +20,11 @@ from mag_dataset.raw import RawDataError, capture_geometry, image_format, read_c
 from synthetic_raw import edit_episode, make_corpus
 
 
-@pytest.fixture(scope="module")
-def png_corpus(tmp_path_factory):
-    root = tmp_path_factory.mktemp("v1") / "raw"
-    make_corpus(root, seeds_per_template=2)
-    return root
-
-
 @pytest.fixture()
-def raw(png_corpus, tmp_path):
+def raw(synthetic_corpus, tmp_path):
+    """A copy of the synthetic corpus (PNG screenshots and recorded Set-of-Mark images) to compact."""
     dst = tmp_path / "raw"
-    shutil.copytree(png_corpus, dst)
+    shutil.copytree(synthetic_corpus[0], dst)
     return dst
 
 
@@ -64,7 +58,8 @@ def test_render_som_is_pinned_and_deterministic():
     assert np.array_equal(_pixels(built), _pixels(out))
 
 
-def test_compact_converts_losslessly_drops_som_and_is_idempotent(raw, png_corpus):
+def test_compact_converts_losslessly_drops_som_and_is_idempotent(raw, synthetic_corpus):
+    png_corpus = synthetic_corpus[0]
     before = {ep.episode_id: ep for ep in read_corpus(png_corpus)}
     report = compact_corpus(raw, workers=2)
     n_steps = sum(len(ep.steps) for ep in before.values())

@@ -9,7 +9,7 @@ from pathlib import Path
 import datasets
 import pytest
 
-from mag_dataset.builder import BUILD_INFO_FILE, build_dataset, raw_fingerprint
+from mag_dataset.builder import BUILD_INFO_FILE, raw_fingerprint
 from mag_dataset.commands import demo
 from mag_dataset.dataset import (
     is_local,
@@ -26,13 +26,6 @@ from synthetic_raw import make_corpus
 
 SHARED = ("step_id", "task_id", "guide", "previous_guides", "split", "split_seed", "target_bbox", "audit_status",
           "disputed", "stale", "unseen_template", "coordinate_restored", "intent")
-
-
-@pytest.fixture(scope="module")
-def synthetic(tmp_path_factory) -> Path:
-    raw = tmp_path_factory.mktemp("raw") / "raw"
-    make_corpus(raw)
-    return build_dataset(raw, tmp_path_factory.mktemp("built") / "webmre", progress=False)
 
 
 @pytest.fixture(scope="module")
@@ -57,8 +50,8 @@ def _assert_views_agree(folder: Path) -> int:
     return n
 
 
-def test_views_return_the_same_steps_guides_and_splits(synthetic):
-    assert _assert_views_agree(synthetic) == 40
+def test_views_return_the_same_steps_guides_and_splits(built):
+    assert _assert_views_agree(built) == 40
 
 
 def test_bundled_views_agree(bundled):
@@ -68,45 +61,45 @@ def test_bundled_views_agree(bundled):
     assert n == sum(v["num_examples"] for v in info["views"]["som"].values()) >= 100
 
 
-def test_screenshots_differ_between_views_but_share_sizes(synthetic):
-    som = load_view(synthetic, "som", "test")
-    coord = load_view(synthetic, "coord", "test")
+def test_screenshots_differ_between_views_but_share_sizes(built):
+    som = load_view(built, "som", "test")
+    coord = load_view(built, "coord", "test")
     for i in (0, len(som) - 1):
         a, b = som[i], coord[i]
         assert a["screenshot"].size == b["screenshot"].size == (a["image_width"], a["image_height"])
         assert a["screenshot"].tobytes() != b["screenshot"].tobytes()  # SoM labels drawn
 
 
-def test_second_load_is_fast(synthetic):
+def test_second_load_is_fast(built):
     for view in ("som", "coord"):
-        load_view(synthetic, view, "test")
+        load_view(built, view, "test")
         start = time.perf_counter()
-        ds = load_view(synthetic, view, "test")
+        ds = load_view(built, view, "test")
         elapsed = time.perf_counter() - start
         assert len(ds) == 28
         assert elapsed < 1.0, f"second load of {view} took {elapsed:.2f} s"
 
 
-def test_load_steps_gold_records_round_trip(synthetic):
+def test_load_steps_gold_records_round_trip(built):
     for view in ("som", "coord"):
-        steps = load_steps(synthetic, view, "test")
+        steps = load_steps(built, view, "test")
         assert len(steps) == 28 and all(isinstance(s, Step) for s in steps)
         assert all(s.split is Split.TEST for s in steps)
-        records = gold_records(load_view(synthetic, view, "test"))
+        records = gold_records(load_view(built, view, "test"))
         text = json.dumps(records)  # JSON-able, no image bytes
         assert "screenshot" not in text
         assert [step_from_record(r) for r in json.loads(text)] == steps
-    som = load_steps(synthetic, "som", "test")
-    coord = load_steps(synthetic, "coord", "test")
+    som = load_steps(built, "som", "test")
+    coord = load_steps(built, "coord", "test")
     assert all(len(s.candidates) == 3 for s in som)
     assert all(s.candidates == () and s.action.element_id is None for s in coord)
     assert sum(s.has_target for s in coord) > 10
 
 
-def test_row_to_step_every_row(synthetic):
+def test_row_to_step_every_row(built):
     n = 0
     for split in ("train", "test"):
-        ds = load_view(synthetic, "som", split)
+        ds = load_view(built, "som", split)
         for row in ds.remove_columns("screenshot"):
             step = row_to_step(row)
             assert step.step_id == f"{step.task_id}:{step.step_index}"
@@ -143,8 +136,8 @@ def test_bundled_dataset_is_built_once(bundled):
     assert bundled.name == f"webmre-sample-{raw_fingerprint(bundled_raw_dir())[:16]}"
 
 
-def test_demo_stages_print_a_table_per_view_and_split(synthetic, capsys):
-    loaded = demo.stage_load(synthetic)
+def test_demo_stages_print_a_table_per_view_and_split(built, capsys):
+    loaded = demo.stage_load(built)
     stats = demo.stage_statistics(loaded)
     out = capsys.readouterr().out
     rows = [line for line in out.splitlines() if line.startswith(("| som |", "| coord |"))]
@@ -199,11 +192,11 @@ def test_bundled_gold_targets_are_menu_elements_and_coord_hides_them(bundled):
     assert n_targeted >= 100
 
 
-def test_card_yaml_declares_features_and_split_sizes(synthetic):
+def test_card_yaml_declares_features_and_split_sizes(built):
     from mag_dataset.features import view_features
 
     for view in ("som", "coord"):
-        builder = datasets.load_dataset_builder(str(synthetic), view)
+        builder = datasets.load_dataset_builder(str(built), view)
         assert builder.info.features == view_features(view)
         assert {k: v.num_examples for k, v in builder.info.splits.items()} == {"train": 12, "test": 28}
-        assert load_view(synthetic, view, "train").features == view_features(view)
+        assert load_view(built, view, "train").features == view_features(view)

@@ -19,7 +19,6 @@ import jsonschema
 import pytest
 import yaml
 
-from mag_dataset.builder import build_dataset
 from mag_dataset.cli import main
 from mag_dataset.commands.score import load_gold, score_file
 from mag_dataset.eee import EEEError, schema, validate_records
@@ -34,7 +33,6 @@ from mag_dataset.hub_eval import (
 )
 from mag_dataset.predictions import Prediction, write_predictions
 from mag_dataset.prompts import render_target
-from synthetic_raw import make_corpus
 
 # --- copy of the eval.yaml specification (hub-docs b695d61, eval.ts fe42e68) -----------------
 EVAL_YAML_REQUIRED = {"name": str, "description": str, "evaluation_framework": str, "tasks": list}
@@ -90,13 +88,6 @@ def eval_result_problems(doc: list) -> list[str]:
         if "source" in e and not isinstance(e["source"].get("url"), str):
             out.append(f"[{i}].source.url required")
     return out
-
-
-@pytest.fixture(scope="module")
-def built(tmp_path_factory) -> Path:
-    raw = tmp_path_factory.mktemp("raw") / "raw"
-    make_corpus(raw)
-    return build_dataset(raw, tmp_path_factory.mktemp("out") / "webmre", progress=False)
 
 
 def _predictions(built: Path, view: str, contract: str, path: Path, seeds=(0, 1)) -> Path:

@@ -10,13 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from mag_dataset.builder import build_dataset
 from mag_dataset.dataset import bundled_raw_dir, gold_records, load_view, step_from_record
 from mag_dataset.predictions import Prediction
 from mag_dataset.prompts import render_target
 from mag_dataset.scoring import score_predictions
 from mag_dataset.verdicts import Verdict, write_verdicts
-from synthetic_raw import make_corpus
 
 REPO = Path(__file__).resolve().parents[1]
 MODULE_DIR = REPO / "loaders" / "webmre_metric"
@@ -27,13 +25,6 @@ def metric():
     import evaluate
 
     return evaluate.load(str(MODULE_DIR))
-
-
-@pytest.fixture(scope="module")
-def built(tmp_path_factory) -> Path:
-    raw = tmp_path_factory.mktemp("raw") / "raw"
-    make_corpus(raw)
-    return build_dataset(raw, tmp_path_factory.mktemp("built") / "webmre", progress=False)
 
 
 def test_folder_has_the_evaluate_layout():

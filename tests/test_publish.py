@@ -11,17 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from mag_dataset.builder import build_dataset
 from mag_dataset.cli import main
 from mag_dataset.hub import PublishError, publish_folder, upload_plan
-from synthetic_raw import make_corpus
-
-
-@pytest.fixture(scope="module")
-def built(tmp_path_factory) -> Path:
-    raw = tmp_path_factory.mktemp("raw") / "raw"
-    make_corpus(raw)
-    return build_dataset(raw, tmp_path_factory.mktemp("out") / "webmre", progress=False)
 
 
 @pytest.fixture()
