@@ -9,7 +9,10 @@ describes. No Gradio and no event handling here (``app.py`` shows the text).
 from __future__ import annotations
 
 from lb_tables import DECIMALS
-from mag_dataset.board import METRIC_COLUMNS, MIN_GROUP_STEPS, RANK_ALPHA, BoardConfig
+from mag_dataset.actions import Contract
+from mag_dataset.board import METRIC_COLUMNS, MIN_GROUP_STEPS, BoardConfig
+from mag_dataset.board.ranking import RANK_ALPHA, RANK_COLUMNS
+from mag_dataset.scoring import METRIC_TABLE, metric_table_markdown
 
 ABOUT = """
 ## About this leaderboard
@@ -49,8 +52,7 @@ the model writes an **action** grounded by element id (`som` view) or pixel coor
   as A would rank with all zeros). A file with more than {max_fail} of its outputs failing
   the format gate is rejected. *Validate only* on *Submit* checks a file (step counts,
   missing ids per seed, the format gate, these rules) without scoring or storing it.
-* Ranking is within a view and contract: by **SAA** for A, J and JG (ties broken by target
-  acc, then type acc, then BLEU-1), by **BLEU-1** for G (then ROUGE-L, then BLEU-4); a
+* Ranking is within a view and contract: {rank_order}; a
   blank ranks last; the table names its ranking metric and shows its task-level bootstrap
   95% interval. **Shared ranks**: a submission's rank is one plus the number of
   submissions of its table that beat it *significantly* — a higher ranking-metric micro
@@ -75,30 +77,25 @@ Surrounding whitespace and one enclosing ```` ``` ```` / ```` ```json ```` fence
 anything else fails the format gate.
 
 ### Metrics (exact rules)
-The rules of `mag_dataset.scoring` (its module docstring is the reference), per step:
-* **OFCR** — every step: 1 when the output passes the format gate above. A failed output
-  stays in every denominator and scores 0 on every applicable metric.
-* **type acc** — contracts with an action (A, J, JG): predicted action type equals the gold type.
-* **target acc** — contracts with an action, when the gold action has a target ({targeted}),
-  the step's label is not *disputed* or *unmappable*, and the gold target is known in the view:
-  `som` — predicted element id equals the gold id (an integer is compared as its string);
-  `coord` — the point lies inside the gold target box, edges included.
-* **text F1** — contracts with an action, gold type `type`: SQuAD-style token F1 (NFKC,
-  lower-cased, punctuation split off as tokens, multiset overlap) between predicted and gold
-  text; 0 if the predicted type differs.
-* **SAA** (step action accuracy) — contracts with an action, steps not *disputed* or
-  *unmappable* (and, for a targeted gold, with its target known in the view, as for target
-  acc): the type matches, the target matches where the gold has one, and every scored
-  argument equals the gold's after normalisation (NFKC, lower case, runs of whitespace
-  collapsed; a URL also ignores a trailing `/`). Scored arguments: {scored_args}; a `finish`
-  answer is not scored.
-* **BLEU-1 / BLEU-4** — contracts with a guide (G, J, JG): sacrebleu sentence BLEU with the
-  `sentence_bleu` defaults (exp smoothing, effective order), `max_ngram_order` 1 and 4,
-  `lowercase=True`, divided by 100 and rounded to 10 decimals.
-* **ROUGE-L** — contracts with a guide: rouge-score `rougeL` F-measure, no stemmer.
-* **usefulness** — contracts with a guide, only when the board has cached judge verdicts:
-  1 when the majority of three judges rated the guide useful; a guide without a verdict is
-  unjudged and left out of the mean; never computed by calling a model.
+The rules of `mag_dataset.scoring` (its module docstring is the reference), per step. The
+table is the scorer's own declaration of each metric (`METRIC_TABLE`), shown as declared:
+
+{metric_table}
+
+What the rules refer to:
+* **The format gate** (OFCR) is the output contract above. A failed output stays in every
+  denominator and scores 0 on every applicable metric.
+* **Targets** — the targeted action types are {targeted}. In `som` an integer element id is
+  compared as its string; in `coord` a point on the edge of the gold box is inside. A step
+  whose label is *disputed* or *unmappable*, or whose gold target is not known in the view,
+  has no target acc and no SAA.
+* **Argument normalisation** (SAA, `normalize_arg`) — NFKC, lower case, runs of whitespace
+  collapsed; a URL also ignores a trailing `/`. Scored arguments: {scored_args}; a `finish`
+  answer is not scored. The tokens of text F1 are NFKC-normalised and lower-cased too.
+* **usefulness** — only when the board has cached judge verdicts: a guide without a verdict
+  is unjudged and left out of the mean; never computed by calling a model.
+* **Extensions** ({extensions}) are not metrics of the papers: *Details* shows them, no
+  table ranks by them.
 
 A cell of the table is the **micro mean over steps** (with several seeds: the mean over
 seeds). A blank cell means *not applicable* (e.g. guide metrics under contract A); 0 means
@@ -152,27 +149,55 @@ message and a JSON result with `ok` and, when accepted, the submission's id, ran
 """
 
 
-def about_text(config: BoardConfig | None = None) -> str:
-    """The About tab: :data:`ABOUT` with the action-space lists and the worked example filled in.
+def rank_order() -> str:
+    """The ranking columns of each contract in words, read from the board's one ranking rule
+    (:data:`mag_dataset.board.ranking.RANK_COLUMNS`): contracts ranked alike are named together."""
+    groups: dict[tuple[str, ...], list[str]] = {}
+    for c in Contract:
+        groups.setdefault(RANK_COLUMNS[c], []).append(c.value)
+    parts = []
+    for i, (columns, contracts) in enumerate(groups.items()):
+        named = contracts[0] if len(contracts) == 1 else f"{', '.join(contracts[:-1])} and {contracts[-1]}"
+        ties = ", then ".join(METRIC_COLUMNS[m] for m in columns[1:])
+        parts.append(f"by **{METRIC_COLUMNS[columns[0]]}** for {named} ({'ties broken by ' if i == 0 else 'then '}{ties})")
+    return ", ".join(parts)
 
-    The targeted types and the arguments SAA compares come from ``ACTION_SPACE`` (the one
-    source of truth of the action space), so the page cannot drift from the scorer.
+
+def about_text(config: BoardConfig | None = None) -> str:
+    """The About tab: :data:`ABOUT` with its placeholders filled in.
+
+    The metric table and the extensions' titles come from the scorer's ``METRIC_TABLE`` (each
+    metric declared once), the ranking order from the board's ``RANK_COLUMNS``, the targeted types and the arguments SAA compares from
+    ``ACTION_SPACE`` (the one source of truth of the action space), the limits from the
+    board's configuration, so the page cannot drift from the scorer or the board.
     """
     from mag_dataset.actions import ACTION_SPACE
 
-    targeted = ", ".join(f"`{t.value}`" for t, spec in ACTION_SPACE.items() if spec.targeted)
     by_arg: dict[str, list[str]] = {}
     for t, spec in ACTION_SPACE.items():
         for arg in spec.args:
             if arg.scored:
                 by_arg.setdefault(arg.name, []).append(t.value)
-    scored = ", ".join(f"`{a}` ({', '.join(ts)})" for a, ts in by_arg.items())
     cfg = config or BoardConfig()
-    return (ABOUT.replace("{max_seeds}", str(cfg.max_seeds)).replace("{score_seconds}", f"{cfg.score_seconds:g}")
-            .replace("{workers}", str(cfg.workers)).replace("{targeted}", targeted).replace("{scored_args}", scored)
-            .replace("{scoring_example}", scoring_example()).replace("{min_group}", str(MIN_GROUP_STEPS))
-            .replace("{max_fail}", f"{cfg.max_format_failure_rate:.0%}").replace("{alpha}", f"{RANK_ALPHA:g}")
-            .replace("{decimals}", str(DECIMALS)))
+    fills = {
+        "max_seeds": str(cfg.max_seeds),
+        "score_seconds": f"{cfg.score_seconds:g}",
+        "workers": str(cfg.workers),
+        "targeted": ", ".join(f"`{t.value}`" for t, spec in ACTION_SPACE.items() if spec.targeted),
+        "scored_args": ", ".join(f"`{a}` ({', '.join(ts)})" for a, ts in by_arg.items()),
+        "scoring_example": scoring_example(),
+        "min_group": str(MIN_GROUP_STEPS),
+        "max_fail": f"{cfg.max_format_failure_rate:.0%}",
+        "alpha": f"{RANK_ALPHA:g}",
+        "decimals": str(DECIMALS),
+        "metric_table": metric_table_markdown(),
+        "rank_order": rank_order(),
+        "extensions": ", ".join(m.title for m in METRIC_TABLE if m.extension),
+    }
+    text = ABOUT
+    for key, value in fills.items():
+        text = text.replace("{" + key + "}", value)
+    return text
 
 
 def scoring_example() -> str:

@@ -14,6 +14,7 @@ from typing import Any
 
 from mag_dataset.actions import Contract
 from mag_dataset.board import METRIC_COLUMNS, MIN_GROUP_STEPS, RANK_ALPHA, Board, Ranked, SubmissionRejected, metric_value
+from mag_dataset.scoring import METRIC_TABLE
 
 #: The contract filter that shows every contract's table.
 ALL = "all"
@@ -26,10 +27,13 @@ BREAKDOWN_TITLES: dict[str, str] = {
     "site": "Per site", "action_type": "Per gold action type", "stale": "Stale vs fresh observation",
     "unseen_template": "Unseen vs seen intent template",
 }
-#: Metrics of a breakdown, in column order (a metric that applies to no group is left out).
-BREAKDOWN_METRICS: tuple[str, ...] = ("saa", "target_acc", "action_type_acc", "text_f1", "bleu1", "rouge_l",
-                                      "guide_action_consistency", "joint_step_acc")
-EXTENSION_TITLES = {"guide_action_consistency": "consistency", "joint_step_acc": "joint acc"}
+#: Board columns left off the breakdown bars, to keep them narrow (the downloadable report has them).
+BARS_LEAVE_OUT: frozenset[str] = frozenset({"ofcr", "bleu4", "usefulness"})
+#: Metrics of a breakdown, in column order, then the extensions (a metric that applies to no group is left out).
+BREAKDOWN_METRICS: tuple[str, ...] = (tuple(k for k in METRIC_COLUMNS if k not in BARS_LEAVE_OUT)
+                                      + tuple(m.name for m in METRIC_TABLE if m.extension))
+#: Titles of the extension metrics (not board columns), as the scorer declares them.
+EXTENSION_TITLES: dict[str, str] = {m.name: m.title for m in METRIC_TABLE if m.extension}
 
 
 def _esc(text: Any) -> str:

@@ -152,8 +152,9 @@ def test_local_submit_table_and_details(app, tmp_path: Path) -> None:
 def test_ABOUT_documents_every_metric_and_the_submit_parameters(app) -> None:
     from mag_dataset.board import METRIC_COLUMNS
 
+    about = app.about_text()
     for title in METRIC_COLUMNS.values():
-        assert f"**{title}**" in app.ABOUT or f"**{title.upper()}**" in app.ABOUT or title in app.ABOUT, title
+        assert f"| {title} |" in about, title  # a row of the metric table
     for p in ("model_name", "view", "contract", "predictions", "organisation", "link", "provenance_tag", "submitter"):
         assert f"`{p}`" in app.ABOUT, p
     for c in Contract:
@@ -162,59 +163,50 @@ def test_ABOUT_documents_every_metric_and_the_submit_parameters(app) -> None:
     assert View.SOM.value in app.ABOUT and View.COORD.value in app.ABOUT
 
 
-def test_about_metric_rules_agree_with_the_scorer(app) -> None:
-    """Every rule detail of ``mag_dataset.scoring``'s docstring is on the About tab, and the
-    action-space lists there come from ``ACTION_SPACE``."""
+def test_about_metric_rules_are_the_scorers_declaration(app) -> None:
+    """The About tab's metric rules are the scorer's ``METRIC_TABLE`` as declared (the same
+    Markdown table as the README's), and its action-space lists come from ``ACTION_SPACE``."""
+    import re
+
     import mag_dataset.scoring as scoring
     from mag_dataset.actions import ACTION_SPACE
+    from mag_dataset.scoring import METRIC_TABLE, metric_table_markdown
 
     about = app.about_text()
-    assert "{" + "targeted}" not in about and "{" + "scored_args}" not in about
+    assert re.findall(r"\{[a-z_]+\}", about) == []  # every placeholder filled
     metrics = about.split("### Metrics (exact rules)", 1)[1].split("### Predictions file", 1)[0]
-    bullets = {b.split("**", 2)[1]: " ".join(b.split()) for b in metrics.split("\n* ")[1:]}
-    assert sorted(bullets) == sorted(["OFCR", "type acc", "target acc", "text F1", "SAA", "BLEU-1 / BLEU-4",
-                                      "ROUGE-L", "usefulness"])
-    doc = " ".join(scoring.__doc__.split())
-    # (phrase in the scorer's docstring, where the About tab must say it too)
-    pairs = [
-        ("edges included", "target acc"), ("disputed", "target acc"), ("unmappable", "target acc"),
-        ("as strings", "target acc"),
-        ("SQuAD-style token F1", "text F1"), ("multiset overlap", "text F1"), ("0 if the type differs", "text F1"),
-        ("disputed", "SAA"), ("trailing ``/``", "SAA"), ("``finish`` answer", "SAA"),
-        ("effective order", "BLEU-1 / BLEU-4"), ("exp smoothing", "BLEU-1 / BLEU-4"),
-        ("``lowercase=True``", "BLEU-1 / BLEU-4"), ("divided by 100", "BLEU-1 / BLEU-4"),
-        ("rounded to 10 decimals", "BLEU-1 / BLEU-4"),
-        ("``rougeL`` F-measure", "ROUGE-L"), ("no stemmer", "ROUGE-L"),
-        ("majority of three judges", "usefulness"), ("unjudged", "usefulness"),
-        ("stays in every denominator", "OFCR"),
-    ]
-    about_words = {"as strings": "compared as its string", "0 if the type differs": "0 if the predicted type differs",
-                   "trailing ``/``": "trailing `/`", "``finish`` answer": "`finish` answer",
-                   "``lowercase=True``": "`lowercase=True`", "``rougeL`` F-measure": "`rougeL` F-measure"}
-    for phrase, bullet in pairs:
-        assert phrase in doc, f"the scorer's docstring no longer says {phrase!r}: update About and this test"
-        assert about_words.get(phrase, phrase) in bullets[bullet], (bullet, phrase)
-    assert "NFKC" in scoring.normalize_arg.__doc__ and "NFKC" in bullets["SAA"]  # the argument normalisation
-    assert "NFKC" in bullets["text F1"]  # tokens() normalises too
+    assert metric_table_markdown() in metrics
+    rows = [line for line in metrics.splitlines() if line.startswith("| `")]
+    assert [r.split("`")[1] for r in rows] == [m.name for m in METRIC_TABLE]  # each metric once, in order
+    for m, row in zip(METRIC_TABLE, rows):
+        assert f"| {m.title} |" in row, m.name
+    assert len(METRIC_TABLE) >= 11, "the scorer declares fewer metrics than the papers' nine and two extensions"
+    notes = {b.split("**", 2)[1]: " ".join(b.split()) for b in metrics.split("\n* ")[1:]}
+    assert sorted(notes) == sorted(["The format gate", "Targets", "Argument normalisation", "usefulness", "Extensions"])
+    assert "stays in every denominator" in notes["The format gate"]
+    assert "unjudged" in notes["usefulness"] and "never computed by calling a model" in notes["usefulness"]
+    assert "NFKC" in scoring.normalize_arg.__doc__ and "NFKC" in notes["Argument normalisation"]
     for t, spec in ACTION_SPACE.items():
         if spec.targeted:
-            assert f"`{t.value}`" in bullets["target acc"], t
+            assert f"`{t.value}`" in notes["Targets"], t
         for arg in spec.args:
             if arg.scored:
-                assert f"`{arg.name}` (" in bullets["SAA"] and t.value in bullets["SAA"], (t, arg.name)
+                assert f"`{arg.name}` (" in notes["Argument normalisation"] and t.value in notes["Argument normalisation"]
+    for m in METRIC_TABLE:
+        assert (m.title in notes["Extensions"]) == m.extension, m.name
+    doc = " ".join(scoring.__doc__.split())
     assert "micro mean over steps" in metrics and "micro mean" in doc
-    # the ranking rule, as board.rank_key applies it
-    import inspect
+    # the ranking order, as the board's one rule (RANK_COLUMNS, which rank_key sorts by) declares it
+    from mag_dataset.board import METRIC_COLUMNS
+    from mag_dataset.board.ranking import RANK_COLUMNS
 
-    from mag_dataset.board import METRIC_COLUMNS, rank_key
-
-    src = inspect.getsource(rank_key)
-    for contract_metrics, shown in ((("saa", "target_acc", "action_type_acc", "bleu1"), "by **SAA** for A, J and JG"),
-                                    (("bleu1", "rouge_l", "bleu4"), "by **BLEU-1** for G")):
-        assert "(" + ", ".join(f'"{m}"' for m in contract_metrics) + ")" in src, "rank_key changed: update About"
-        rule = " ".join(about.split()).split(shown, 1)[1].split(")", 1)[0]
-        titles = [METRIC_COLUMNS[m] for m in contract_metrics[1:]]
-        assert [rule.index(t) for t in titles] == sorted(rule.index(t) for t in titles), (shown, rule)
+    sentence = " ".join(about.split()).split("Ranking is within a view and contract: ", 1)[1].split("; a blank", 1)[0]
+    said = {}
+    for title, contracts, ties in re.findall(r"by \*\*(.+?)\*\* for ([A-Z, and]+?) \((?:ties broken by |then )(.+?)\)",
+                                            sentence):
+        for c in contracts.replace(" and ", ", ").split(", "):
+            said[c] = (title, *ties.split(", then "))
+    assert said == {c.value: tuple(METRIC_COLUMNS[m] for m in RANK_COLUMNS[c]) for c in Contract}, sentence
 
 
 def test_about_worked_example_is_scored_by_the_library(app) -> None:
