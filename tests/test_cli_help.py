@@ -12,6 +12,7 @@ import contextlib
 import io
 import re
 import shlex
+from pathlib import Path
 
 import pytest
 
@@ -90,6 +91,8 @@ def test_one_spelling_per_concept(label, parser):
                 assert list(visible[flag].choices) == [v.value for v in View]
     if "--raw" in visible:
         assert visible["--raw"].metavar == "RAW_DIR"
+    if "--out" in visible:
+        assert visible["--out"].metavar in {"FILE", "DIR", "RAW_DIR"} and visible["--out"].type is Path
 
 
 def test_the_shared_flags_are_where_the_issue_asks():

@@ -24,7 +24,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", required=True, help="model name")
     parser.add_argument("--api-key-env", default="OPENAI_API_KEY",
                         help="environment variable holding the API key ('none' for an endpoint without one)")
-    parser.add_argument("--out", type=Path, default=None, help="drafts file (default: RAW/guide_drafts.jsonl)")
+    options.add_out(parser, "drafts file (default: RAW/guide_drafts.jsonl)", default=None, metavar="FILE")
     options.add_cache_dir(parser, "answer cache folder (default: ~/.cache/mag_dataset/llm)", old="--cache", type=Path)
     parser.add_argument("--sources", default="template",
                         help="comma-separated guide sources to draft for (template, llm, human); default template")

@@ -34,7 +34,7 @@ from mag_dataset.schema import Split
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     options.add_raw(parser, "raw corpus folder")
     parser.add_argument("--judges", type=Path, help="YAML/JSON file listing the three judge endpoints")
-    parser.add_argument("--out", type=Path, default=None, help="audit file to write (default: RAW/audit.jsonl)")
+    options.add_out(parser, "audit file to write (default: RAW/audit.jsonl)", default=None, metavar="FILE")
     parser.add_argument("--verdicts", type=Path, default=None,
                         help="verdict log (default: audit_verdicts.jsonl next to the audit file)")
     options.add_cache_dir(parser, "answer cache folder (default: ~/.cache/mag_dataset/llm)", old="--cache", type=Path)

@@ -18,7 +18,7 @@ from mag_dataset.commands import options
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    options.add_out(parser, "dataset folder to write (an earlier build there is replaced)", required=True)
+    options.add_out(parser, "dataset folder to write (an earlier build there is replaced)", required=True, metavar="DIR")
     parser.add_argument("--raw", type=Path, default=None, metavar="RAW_DIR", help="raw corpus folder (default: the bundled sample corpus)")
     parser.add_argument("--audit", type=Path, default=None, help="audit file (default: RAW/audit.jsonl when present)")
     parser.add_argument("--include-failed", action="store_true",

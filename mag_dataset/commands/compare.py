@@ -39,7 +39,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--resamples", type=int, default=COMPARE_RESAMPLES, help="bootstrap / sign-flip draws")
     parser.add_argument("--seed", type=int, default=COMPARE_SEED, help="seed of the draws")
     parser.add_argument("--allow-missing", action="store_true", help="score steps without a prediction as format failures")
-    options.add_out(parser, "write the comparison JSON here", old="--output", default=None)
+    options.add_out(parser, "write the comparison JSON here", old="--output", default=None, metavar="FILE")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -29,7 +29,7 @@ from mag_dataset.commands import options
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    options.add_out(parser, "build into this folder (default: the cached build of the bundled corpus)", default=None)
+    options.add_out(parser, "build into this folder (default: the cached build of the bundled corpus)", default=None, metavar="DIR")
     options.add_no_progress(parser)
 
 

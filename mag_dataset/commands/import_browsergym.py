@@ -30,7 +30,7 @@ from mag_dataset.commands import options
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("exp_dirs", nargs="+", type=Path, metavar="EXP_DIR",
                         help="an experiment directory, or a folder of many (searched recursively)")
-    parser.add_argument("--out", required=True, type=Path, help="raw corpus folder to add the episodes to")
+    options.add_out(parser, "raw corpus folder to add the episodes to", required=True, metavar="RAW_DIR")
     parser.add_argument("--min-reward", type=float, default=1.0, help="least cum_reward of a successful episode (default 1)")
     parser.add_argument("--templates", type=Path, default=None,
                         help="JSON file mapping task names to intent template ids (e.g. WebArena's intent_template_id)")

@@ -35,7 +35,7 @@ TASK_FIELDS = {"intent": str, "site": str, "intent_template_id": str, "task_id":
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("traces", nargs="+", type=Path, metavar="TRACE",
                         help="a trace .zip, or a folder searched recursively for them")
-    parser.add_argument("--out", required=True, type=Path, help="raw corpus folder to add the episodes to")
+    options.add_out(parser, "raw corpus folder to add the episodes to", required=True, metavar="RAW_DIR")
     parser.add_argument("--intent", default=None, help="the task's intent, for every archive given")
     parser.add_argument("--tasks", type=Path, default=None,
                         help="JSON object: archive name -> {intent, site, intent_template_id, task_id, seed}")

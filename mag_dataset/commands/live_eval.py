@@ -62,7 +62,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="output contract (those with an action to execute)")
     parser.add_argument("--max-steps", type=int, default=10, help="agent steps per episode (default 10)")
     parser.add_argument("--workers", type=int, default=1, help="worker processes running episodes in parallel")
-    options.add_out(parser, "run folder (default: live-eval/<agent>-<view>-<contract>)", default=None)
+    options.add_out(parser, "run folder (default: live-eval/<agent>-<view>-<contract>)", default=None, metavar="DIR")
     parser.add_argument("--seed", type=int, default=0, help="first task seed (default 0)")
     parser.add_argument("--overwrite", action="store_true", help="replace an existing run in --out")
     parser.add_argument("--max-new-tokens", type=int, default=256, help="generation budget per step (model agents)")

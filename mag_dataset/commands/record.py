@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import shutil
-from pathlib import Path
 
 from mag_dataset.cli import UserError
 from mag_dataset.commands import options
@@ -30,7 +29,7 @@ from mag_dataset.commands import options
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from mag_dataset.live.recorder import BUNDLED_EPISODES, BUNDLED_SEED, BUNDLED_TASKS, HELD_OUT_TEMPLATES
 
-    options.add_out(parser, "new (or empty) folder for the raw episodes", required=True)
+    options.add_out(parser, "new (or empty) folder for the raw episodes", required=True, metavar="RAW_DIR")
     parser.add_argument("--tasks", nargs="+", default=list(BUNDLED_TASKS), metavar="TASK",
                         help="MiniWoB++ task names or site task ids/patterns such as 'sites.shop.*' "
                         f"(default: the {len(BUNDLED_TASKS)} tasks of the bundled corpus)")

@@ -31,7 +31,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dataset", required=True, help="built dataset folder, Hub repo id, or 'bundled'")
     add_view_contract_split(parser)
     add_verdicts(parser)
-    options.add_out(parser, "write the report JSON here", old="--output", default=None)
+    options.add_out(parser, "write the report JSON here", old="--output", default=None, metavar="FILE")
     parser.add_argument(
         "--allow-missing", action="store_true", help="score steps without a prediction as format failures"
     )
@@ -82,7 +82,8 @@ def add_view_contract_split(parser: argparse.ArgumentParser, *, contract: bool =
                         help="grounding view of the gold: som (element ids) or coord (pixel points)")
     if contract:
         parser.add_argument("--contract", required=True, choices=[c.value for c in Contract],
-                            help="output contract the predictions follow: A (action), G (guide), J, JG (both)")
+                            help="output contract the predictions follow: A (action), G (guide), J (action then guide), "
+                                 "JG (guide then action)")
     parser.add_argument("--split", default=Split.TEST.value, choices=[s.value for s in Split],
                         help="dataset split to score against (default: %(default)s)")
 
