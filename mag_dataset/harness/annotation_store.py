@@ -109,7 +109,9 @@ MIGRATIONS: tuple[Migration, ...] = (
 #: The schema version this code reads and writes.
 SCHEMA_VERSION = len(MIGRATIONS)
 
+#: Column lists of the statements (never ``*``: a migrated table may hold its columns in another order).
 _DECISION_COLUMNS = "step_id, decision, guide, draft, annotator, decided_at, draft_source"
+_ADJUDICATION_COLUMNS = "step_id, status, element_id, annotator, note, decided_at"
 
 
 def migrate(db: sqlite3.Connection, path: Path | str = "database") -> int:
@@ -131,6 +133,18 @@ def migrate(db: sqlite3.Connection, path: Path | str = "database") -> int:
         raise
     db.commit()
     return old
+
+
+def _annotator(name: str) -> str:
+    """The annotator's name, stripped; a decision without one is refused."""
+    if not name or not name.strip():
+        raise ValueError("an annotator name is required")
+    return name.strip()
+
+
+def _now() -> str:
+    """The decision time, UTC, to the second."""
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
 class AnnotationStore:
@@ -187,19 +201,19 @@ class AnnotationStore:
         draft_source = GuideSource(draft_source).value
         if decision not in VERIFICATION_DECISIONS:
             raise ValueError(f"decision must be one of {VERIFICATION_DECISIONS}, got {decision!r}")
-        if not annotator or not annotator.strip():
-            raise ValueError("an annotator name is required")
+        annotator = _annotator(annotator)
         guide = " ".join(guide.split())
         if decision == "edit" and not guide:
             raise ValueError("an edited guide cannot be empty")
-        now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        now = _now()
         with self._lock, self._db:
-            self._db.execute("INSERT OR IGNORE INTO originals VALUES (?, ?, ?)", (sid, original[0], original[1]))
+            self._db.execute("INSERT OR IGNORE INTO originals (step_id, guide, guide_source) VALUES (?, ?, ?)",
+                             (sid, original[0], original[1]))
             self._db.execute(
                 f"INSERT OR REPLACE INTO decisions ({_DECISION_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (sid, decision, guide, draft, annotator.strip(), now, draft_source),
+                (sid, decision, guide, draft, annotator, now, draft_source),
             )
-        return Decision(sid, decision, guide, draft, annotator.strip(), now, draft_source)
+        return Decision(sid, decision, guide, draft, annotator, now, draft_source)
 
     def decisions(self) -> dict[str, Decision]:
         return {r[0]: Decision(*r) for r in self._rows(f"SELECT {_DECISION_COLUMNS} FROM decisions ORDER BY step_id")}
@@ -214,22 +228,20 @@ class AnnotationStore:
             raise ValueError(f"an adjudication resolves to confirmed, remapped or unmappable, got {status.value}")
         if status is AuditStatus.REMAPPED and not element_id:
             raise ValueError("a remap needs the element id")
-        if not annotator or not annotator.strip():
-            raise ValueError("an annotator name is required")
+        annotator = _annotator(annotator)
         element_id = element_id if status is AuditStatus.REMAPPED else None
-        now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        now = _now()
         with self._lock, self._db:
             self._db.execute(
-                "INSERT OR REPLACE INTO adjudications VALUES (?, ?, ?, ?, ?, ?)",
-                (sid, status.value, element_id, annotator.strip(), note, now),
+                f"INSERT OR REPLACE INTO adjudications ({_ADJUDICATION_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)",
+                (sid, status.value, element_id, annotator, note, now),
             )
-        return Adjudication(sid, status, element_id, annotator.strip(), note, now)
+        return Adjudication(sid, status, element_id, annotator, note, now)
 
     def adjudications(self) -> dict[str, Adjudication]:
         return {
             r[0]: Adjudication(r[0], AuditStatus(r[1]), r[2], r[3], r[4], r[5])
-            for r in self._rows("SELECT step_id, status, element_id, annotator, note, decided_at FROM adjudications "
-                                "ORDER BY step_id")
+            for r in self._rows(f"SELECT {_ADJUDICATION_COLUMNS} FROM adjudications ORDER BY step_id")
         }
 
 
