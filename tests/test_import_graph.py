@@ -13,21 +13,10 @@ import ast
 import functools
 from pathlib import Path
 
-import pytest
-
 import mag_dataset
 
 PACKAGE = "mag_dataset"
 ROOT = Path(mag_dataset.__file__).resolve().parent
-
-#: Cycles owned by another engineer of issue 15, tolerated (xfail) until they land: a cycle
-#: all of whose modules are in one entry is pending. Empty once every room has landed.
-PENDING: dict[frozenset[str], str] = {}
-
-
-def _pending(modules: set[str]) -> str | None:
-    return next((who for mods, who in PENDING.items() if modules <= mods), None)
-
 
 def module_files() -> dict[str, Path]:
     """``dotted name -> file`` for every module of the package (packages as their __init__)."""
@@ -193,10 +182,6 @@ def test_cycles_are_found_and_named():
 
 
 def test_no_import_cycle_in_the_package():
-    graph = import_graph()
-    found = components(graph)
-    owned = [_path(graph, c) for c in found if _pending(c) is None]
-    assert not owned, "import cycles in mag_dataset:\n" + "\n".join(" -> ".join(c) for c in owned)
-    if found:
-        pytest.xfail("cycles another engineer is removing: " + "; ".join(
-            f"{' -> '.join(_path(graph, c))} ({_pending(c)}; modules {sorted(c)})" for c in found))
+    found = cycles(import_graph())
+    assert not found, "import cycles in mag_dataset (one per group of modules that import each other):\n" + "\n".join(
+        " -> ".join(c) for c in found)
