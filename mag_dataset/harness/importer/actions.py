@@ -19,7 +19,7 @@ from typing import Any
 from mag_dataset.harness.importer.limits import ImportErrorForEpisode
 from mag_dataset.harness.importer.observation import _View
 from mag_dataset.harness.importing import MULTI_OPTION_SEPARATOR, scroll_direction
-from mag_dataset.schema import Action, Candidate
+from mag_dataset.schema import Action, Candidate, box_center
 
 #: What :func:`map_action` returns for a step: the action, its target and the target's box.
 Mapped = tuple[Action, Candidate | None, tuple[float, float, float, float] | None]
@@ -117,7 +117,7 @@ def _target(view: _View, fn: str, bid: Any, atype: str, **extra: Any) -> Mapped:
         role, name = view.names.get(bid, ("", ""))
         cand = Candidate(id=bid, role=role or "generic", text=name, bbox=box)
         view.candidates.append(cand)
-    cx, cy = (cand.bbox[0] + cand.bbox[2]) / 2.0, (cand.bbox[1] + cand.bbox[3]) / 2.0
+    cx, cy = box_center(cand.bbox)
     return Action(type=atype, element_id=bid, coordinate=(round(cx, 2), round(cy, 2)), **extra), cand, cand.bbox
 
 

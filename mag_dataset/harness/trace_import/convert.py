@@ -32,7 +32,7 @@ from mag_dataset.harness.trace_import.archive import Call, Trace, TraceImportErr
 from mag_dataset.harness.trace_import.snapshots import SnapshotRenderer
 from mag_dataset.raw import RawEpisode, RawStep
 from mag_dataset.recording import PageCapture, step_from_page
-from mag_dataset.schema import Action, Candidate
+from mag_dataset.schema import Action, Candidate, box_center, point_in_box
 
 #: Frame/Page methods that act on the page; every other call (waits, evaluations, queries) is skipped.
 TARGETED = {"click": "click", "dblclick": "click", "tap": "click", "check": "click", "uncheck": "click",
@@ -218,10 +218,10 @@ def _targeted_action(call: Call, ob: Any, cands: list[Candidate], screen: _Scree
         el = ob.elements[bid]
         target = Candidate(bid, el.role or el.tag, el.label[:200], box)
         cands.append(target)
-    x0, y0, x1, y1 = target.bbox
     pt = (round(call.point[0] * screen.sx, 2), round(call.point[1] * screen.sy, 2)) if call.point else None
-    if pt is None or not (x0 <= pt[0] <= x1 and y0 <= pt[1] <= y1):
-        pt = (round((x0 + x1) / 2, 2), round((y0 + y1) / 2, 2))
+    if pt is None or not point_in_box(pt, target.bbox):
+        cx, cy = box_center(target.bbox)
+        pt = (round(cx, 2), round(cy, 2))
     kind = TARGETED[call.method]
     if kind == "press":  # press(selector, key): the key, on the focused element
         return Action(type="press", key=str(call.params.get("key", ""))), None
