@@ -613,3 +613,44 @@ def test_the_audit_rules_module_is_pure():
     assert not imported & forbidden, imported & forbidden
     assert not {m for m in imported if m.startswith("mag_dataset.") and m != "mag_dataset.schema"} - {"mag_dataset.raw"}
     assert "open(" not in Path(audit_rules.__file__).read_text("utf-8")
+
+
+def test_the_request_helper_probes_alone_sends_in_chunks_and_stops_on_a_misconfigured_endpoint():
+    """harness.llm_batch.ask_batch, the one request loop of draft-guides and the audit."""
+    from mag_dataset.harness.llm_batch import ask_batch, som_messages
+    from mag_dataset.llm_client import ChatClient, LLMError
+
+    png = hf.draw(hf.FORM)
+    built: list[int] = []
+
+    def messages(k):
+        built.append(k)
+        return som_messages("system", png, f"request {k}")
+
+    def echo(body):
+        return "answer to " + body["messages"][1]["content"][1]["text"]
+
+    def denied_after(n):
+        def answer(body):
+            k = int(body["messages"][1]["content"][1]["text"].split()[-1])
+            return Status(401, message="bad key") if k >= n else echo(body)
+        return answer
+
+    with StubOpenAI(responder=echo) as a, StubOpenAI(responder=lambda b: Status(500, message="down")) as b:
+        ends = []
+        pairs = [("a", ChatClient(a.base_url, "m", api_key_env=None, max_retries=0)),
+                 ("b", ChatClient(b.base_url, "m", api_key_env=None, max_retries=0))]
+        got = ask_batch(pairs, 5, messages, chunk_size=2, progress=ends.append)
+        assert ends == [2, 4, 5] and a.count == b.count == 5  # the probe's request is not sent twice
+        assert got["a"] == [f"answer to request {k}" for k in range(5)]
+        assert all(isinstance(x, LLMError) for x in got["b"])
+        with pytest.raises(JudgeDownError, match="b is down"):  # a failed probe stops the batch before any chunk
+            ask_batch(pairs, 5, messages, down=lambda name, e: JudgeDownError(f"{name} is down ({e})"))
+        assert b.count == 6
+    built.clear()
+    with StubOpenAI(responder=denied_after(3)) as c:
+        pairs = [("c", ChatClient(c.base_url, "m", api_key_env=None, max_retries=0))]
+        with pytest.raises(LLMConfigError, match="^judge c: .*401"):
+            ask_batch(pairs, 9, messages, chunk_size=2, who=lambda name: f"judge {name}")
+        assert c.count == 4  # stopped at the end of the chunk where the 401 showed, not after the whole batch
+    assert built == [0, 0, 1, 2, 3]  # built lazily: the probe's, then chunk by chunk; 4..8 never read
