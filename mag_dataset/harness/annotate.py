@@ -1,4 +1,9 @@
-"""LLM-assisted guide drafting and the store of human verification decisions.
+"""LLM-assisted guide drafting, and human decisions written back into the corpus.
+
+Holds the drafting prompt and run (requests through :mod:`mag_dataset.harness.llm_batch`)
+and :func:`apply_decisions` / :func:`apply_adjudications`; not the decision database
+(:mod:`mag_dataset.harness.annotation_store`) nor the app
+(:mod:`mag_dataset.harness.annotate_app`).
 
 MAG (arXiv 2607.10079) writes gold guides with LLM assistance and human verification:
 an LLM drafts one guide per step from what the annotator sees, and a person accepts,
