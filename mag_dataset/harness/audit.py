@@ -248,7 +248,8 @@ def ask_judges(
     def messages(k: int) -> list[dict[str, Any]]:
         it = items[k]
         msgs = judge_messages(it.episode, it.step, _som(it))
-        keys[it.step_id] = prompt_key(msgs)
+        if it.step_id not in keys:  # hashed once per step, however often its request is built
+            keys[it.step_id] = prompt_key(msgs)
         return msgs
 
     def down(name: str, e: LLMError) -> JudgeDownError:
