@@ -63,7 +63,7 @@ screenshot pixels. ``step_id`` is ``f"{task_id}:{step_index}"``.
     {"format": "mag-raw-corpus", "format_version": 2, "split_seed": 0,
      "held_out_templates": ["..."], "splits": {"<task_id>": "train" | "test", ...}}
 
-(written by :func:`mag_dataset.live.recorder.write_corpus_manifest`; versions 1 and 2 are read.)
+(written by :func:`mag_dataset.live.splits.write_corpus_manifest`; versions 1 and 2 are read.)
 """
 
 from __future__ import annotations
