@@ -173,3 +173,16 @@ def test_strict_success_outside_miniwob_is_reward_exactly_one():
     assert task_outcome(None, "assistantbench.x", 0.5, {}, True, False) == (True, False, 0.5)  # partial credit
     assert task_outcome(None, "webarena.310", 2.0, {}, True, False) == (True, False, 2.0)  # == 1, as reported
     assert task_outcome(None, "webarena.310", 1.0, {}, False, False) == (False, False, 1.0)  # not terminated
+
+
+def test_attempt_log_keeps_its_key_order_and_logs_the_action_only_when_parsed():
+    from mag_dataset.harness.live_eval import Attempt
+
+    a = Attempt(attempt=0, screenshot="step_000.png", som_screenshot="step_000_som.png", url="u",
+                conversion={"scale_factor": 1.0, "crop": [0, 0, 1, 1]}, candidates=3)
+    keys = ["attempt", "screenshot", "som_screenshot", "url", "conversion", "candidates", "agent_seconds", "output",
+            "format_ok", "format_reason", "browsergym_action", "browsergym_error", "invalid_action", "reward", "done",
+            "recorded_step"]
+    assert list(a.to_dict()) == keys and a.to_dict()["browsergym_action"] == "noop()"  # a format failure
+    a.format_ok, a.action, a.guide = True, {"type": "scroll", "direction": "down"}, None
+    assert list(a.to_dict()) == keys[:10] + ["action", "guide"] + keys[10:]
