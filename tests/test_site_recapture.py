@@ -24,8 +24,6 @@ import pytest
 from mag_dataset.cli import main
 from mag_dataset.harness.unify import PIXEL_FRACTION
 from mag_dataset.raw import read_episode
-from mag_dataset.sites import manager
-from mag_dataset.sites import site as get_site
 
 # one xdist worker per site (scripts/test.sh runs this pass with --dist loadgroup): modules that
 # serve, reset and stop the same site must not overlap in two workers
@@ -35,20 +33,14 @@ TASK = "sites.forum.like_opening_post"
 
 
 @pytest.fixture(scope="module")
-def recorded(tmp_path_factory):
-    """One recorded like_opening_post episode, with the forum served for the module."""
+def recorded(forum, tmp_path_factory):
+    """One recorded like_opening_post episode (the forum is served for the module by conftest's ``forum``)."""
     from mag_dataset.live.recorder import record_corpus
 
-    s = get_site("forum")
-    s.setup(print)
-    manager.serve(s)
     raw = tmp_path_factory.mktemp("recapture") / "raw"
-    try:
-        results = record_corpus(raw, [TASK], episodes=1, seed=0)
-        assert [r.ok for r in results] == [True], [r.reason for r in results]
-        yield raw
-    finally:
-        manager.stop(s)
+    results = record_corpus(raw, [TASK], episodes=1, seed=0)
+    assert [r.ok for r in results] == [True], [r.reason for r in results]
+    return raw
 
 
 def _episode(raw: Path):

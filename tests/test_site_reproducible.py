@@ -23,8 +23,6 @@ import mag_dataset
 from mag_dataset.cli import main
 from mag_dataset.live.recorder import episode_seed
 from mag_dataset.raw import read_corpus, read_episode
-from mag_dataset.sites import manager
-from mag_dataset.sites import site as get_site
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
 import make_corpus  # noqa: E402  (the recording settings of the bundled corpus)
@@ -41,15 +39,6 @@ TASK = "sites.forum.topic_author"
 def _path(url: str) -> str:
     parts = urllib.parse.urlsplit(url)
     return urllib.parse.urlunsplit(("", "", parts.path, parts.query, parts.fragment))
-
-
-@pytest.fixture(scope="module")
-def forum():
-    s = get_site("forum")
-    s.setup(print)
-    manager.serve(s)
-    yield s
-    manager.stop(s)
 
 
 def test_record_reproduces_the_bundled_episode(forum, tmp_path):

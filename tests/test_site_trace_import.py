@@ -14,23 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from mag_dataset.sites import manager
-from mag_dataset.sites import site as get_site
 
 # one xdist worker per site (scripts/test.sh runs this pass with --dist loadgroup): modules that
 # serve, reset and stop the same site must not overlap in two workers
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.xdist_group("site-forum")]
 
 TASK = "sites.forum.update_profile_location"
-
-
-@pytest.fixture(scope="module")
-def forum():
-    s = get_site("forum")
-    s.setup(print)
-    manager.serve(s)
-    yield s
-    manager.stop(s)
 
 
 def _expert_trace(path, seed: int, click_view: str) -> tuple[str, list[str]]:
