@@ -18,7 +18,6 @@ from pathlib import Path
 
 from mag_dataset.actions import Contract, View
 from mag_dataset.commands import options
-from mag_dataset.commands.score import add_verdicts, add_view_contract_split
 from mag_dataset.fileio import atomic_write
 
 
@@ -26,7 +25,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from mag_dataset.compare import COMPARE_RESAMPLES, COMPARE_SEED
 
     parser.add_argument("--dataset", required=True, help="built dataset folder, Hub repo id, or 'bundled'")
-    add_view_contract_split(parser, contract=False)
+    options.add_view_contract_split(parser, contract=False)
     parser.add_argument("--baseline", required=True, type=Path, help="predictions JSONL of model A")
     parser.add_argument("--contract-a", required=True, choices=[c.value for c in Contract],
                         help="output contract of model A's predictions")
@@ -35,7 +34,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="output contract of model B's predictions")
     parser.add_argument("--coord-space-a", default=None, help="coord view: A's coordinate space (default: sidecar, else pixels)")
     parser.add_argument("--coord-space-b", default=None, help="coord view: B's coordinate space (default: sidecar, else pixels)")
-    add_verdicts(parser)
+    options.add_verdicts(parser)
     parser.add_argument("--resamples", type=int, default=COMPARE_RESAMPLES, help="bootstrap / sign-flip draws")
     parser.add_argument("--seed", type=int, default=COMPARE_SEED, help="seed of the draws")
     parser.add_argument("--allow-missing", action="store_true", help="score steps without a prediction as format failures")

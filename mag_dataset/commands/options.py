@@ -4,8 +4,11 @@ One name per concept, whichever command takes it:
 
 - ``--out``: what a command writes (a report, a run folder, a raw corpus, a dataset folder);
 - ``--raw``: a raw corpus folder the command reads (or updates in place);
+- ``--dataset``: a built dataset the command reads (``score``, ``compare``, ``publish``);
+  ``--board-dir``: the leaderboard's data folder;
 - ``--verdicts``: a verdicts file (JSONL); ``--judges``: judge *endpoints* only (``mag audit``);
 - ``--cache-dir``: the LLM answer cache folder;
+- ``--view``, ``--contract``, ``--split``: choices read from :class:`View`, :class:`Contract`, :class:`Split`;
 - ``--no-progress``: silence the progress lines a long command prints on stderr.
 
 Spellings used before this vocabulary (``--output``, ``--folder``, ``--dir``, ``--cache``,
@@ -20,6 +23,9 @@ import argparse
 import sys
 from pathlib import Path
 from typing import Any, Callable
+
+from mag_dataset.actions import Contract, View
+from mag_dataset.schema import Split
 
 
 class DeprecatedAlias(argparse.Action):
@@ -96,6 +102,25 @@ def add_cache_dir(parser: argparse.ArgumentParser, help: str, *, old: str | None
     parser.add_argument("--cache-dir", default=None, metavar="DIR", help=help, **kwargs)
     if old is not None:
         deprecated_alias(parser, old, "--cache-dir", "cache_dir", **kwargs)
+
+
+def add_view_contract_split(parser: argparse.ArgumentParser, *, contract: bool = True) -> None:
+    """``--view``, ``--contract`` and ``--split``, their choices read from the enums."""
+    parser.add_argument("--view", required=True, choices=[v.value for v in View],
+                        help="grounding view of the gold: som (element ids) or coord (pixel points)")
+    if contract:
+        parser.add_argument("--contract", required=True, choices=[c.value for c in Contract],
+                            help="output contract the predictions follow: A (action), G (guide), J (action then guide), "
+                                 "JG (guide then action)")
+    parser.add_argument("--split", default=Split.TEST.value, choices=[s.value for s in Split],
+                        help="dataset split to score against (default: %(default)s)")
+
+
+def add_verdicts(parser: argparse.ArgumentParser) -> None:
+    """``--verdicts FILE`` (``--judges`` kept as a hidden alias for a release)."""
+    parser.add_argument("--verdicts", type=Path, default=None, metavar="FILE",
+                        help="cached judge verdicts JSONL (enables usefulness)")
+    deprecated_alias(parser, "--judges", "--verdicts", "verdicts", type=Path)
 
 
 def add_no_progress(parser: argparse.ArgumentParser) -> None:

@@ -23,14 +23,13 @@ from typing import Any
 from mag_dataset.actions import Contract, View
 from mag_dataset.commands import options
 from mag_dataset.fileio import atomic_write
-from mag_dataset.schema import Split
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--predictions", required=True, type=Path, help="predictions JSONL (step_id, output[, seed])")
     parser.add_argument("--dataset", required=True, help="built dataset folder, Hub repo id, or 'bundled'")
-    add_view_contract_split(parser)
-    add_verdicts(parser)
+    options.add_view_contract_split(parser)
+    options.add_verdicts(parser)
     options.add_out(parser, "write the report JSON here", old="--output", default=None, metavar="FILE")
     parser.add_argument(
         "--allow-missing", action="store_true", help="score steps without a prediction as format failures"
@@ -74,25 +73,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     hub.add_argument("--source-url", default=None, help=".eval_results: a link to the logs or predictions behind the result")
     hub.add_argument("--source-name", default=None, help=".eval_results: the display name of --source-url")
-
-
-def add_view_contract_split(parser: argparse.ArgumentParser, *, contract: bool = True) -> None:
-    """``--view``, ``--contract`` and ``--split``, their choices read from the enums."""
-    parser.add_argument("--view", required=True, choices=[v.value for v in View],
-                        help="grounding view of the gold: som (element ids) or coord (pixel points)")
-    if contract:
-        parser.add_argument("--contract", required=True, choices=[c.value for c in Contract],
-                            help="output contract the predictions follow: A (action), G (guide), J (action then guide), "
-                                 "JG (guide then action)")
-    parser.add_argument("--split", default=Split.TEST.value, choices=[s.value for s in Split],
-                        help="dataset split to score against (default: %(default)s)")
-
-
-def add_verdicts(parser: argparse.ArgumentParser) -> None:
-    """``--verdicts FILE`` (``--judges`` kept as a hidden alias for a release)."""
-    parser.add_argument("--verdicts", type=Path, default=None, metavar="FILE",
-                        help="cached judge verdicts JSONL (enables usefulness)")
-    options.deprecated_alias(parser, "--judges", "--verdicts", "verdicts", type=Path)
 
 
 def load_gold(dataset: str, view: View | str, split: str) -> list[Any]:
