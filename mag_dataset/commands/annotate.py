@@ -25,7 +25,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--api-key-env", default="OPENAI_API_KEY",
                         help="environment variable holding the API key ('none' for an endpoint without one)")
     options.add_out(parser, "drafts file (default: RAW/guide_drafts.jsonl)", default=None, metavar="FILE")
-    options.add_cache_dir(parser, "answer cache folder (default: ~/.cache/mag_dataset/llm)", old="--cache", type=Path)
+    options.add_cache_dir(parser, options.LLM_CACHE_HELP, old="--cache", type=Path)
     parser.add_argument("--sources", default="template",
                         help="comma-separated guide sources to draft for (template, llm, human); default template")
     parser.add_argument("--concurrency", type=int, default=4, help="requests in flight")
@@ -35,9 +35,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from mag_dataset.cache import llm_cache_dir
     from mag_dataset.cli import UserError
     from mag_dataset.harness.annotate import draft_guides
-    from mag_dataset.harness.audit import default_cache_dir
     from mag_dataset.llm_client import ChatClient, LLMConfigError
     from mag_dataset.schema import GuideSource
 
@@ -50,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
         client = ChatClient(
             args.base_url, args.model,
             api_key_env=None if args.api_key_env.lower() == "none" else args.api_key_env,
-            timeout=args.timeout, cache_dir=args.cache_dir or default_cache_dir(), concurrency=args.concurrency,
+            timeout=args.timeout, cache_dir=args.cache_dir or llm_cache_dir(), concurrency=args.concurrency,
             default_params={"max_tokens": args.max_tokens},
         )
         report = draft_guides(raw, client, out_path=args.out, sources=sources,

@@ -33,11 +33,11 @@ from mag_dataset.schema import Split
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     options.add_raw(parser, "raw corpus folder")
-    parser.add_argument("--judges", type=Path, help="YAML/JSON file listing the three judge endpoints")
+    parser.add_argument("--judges", type=Path, metavar="FILE", help="YAML/JSON file listing the three judge endpoints")
     options.add_out(parser, "audit file to write (default: RAW/audit.jsonl)", default=None, metavar="FILE")
-    parser.add_argument("--verdicts", type=Path, default=None,
+    parser.add_argument("--verdicts", type=Path, default=None, metavar="FILE",
                         help="verdict log (default: audit_verdicts.jsonl next to the audit file)")
-    options.add_cache_dir(parser, "answer cache folder (default: ~/.cache/mag_dataset/llm)", old="--cache", type=Path)
+    options.add_cache_dir(parser, options.LLM_CACHE_HELP, old="--cache", type=Path)
     parser.add_argument("--select", choices=("all", "flagged"), default="all",
                         help="audit every targeted step, or only flagged ones (stale, coordinate-restored)")
     parser.add_argument("--split", choices=("all", *(s.value for s in Split)), default="all",

@@ -97,6 +97,11 @@ def raw_folder(args: argparse.Namespace, *, must_exist: bool = True) -> Path:
     return raw
 
 
+#: ``--cache-dir`` of the commands that ask LLM endpoints (the rule: :func:`mag_dataset.cache.llm_cache_dir`)
+LLM_CACHE_HELP = ("answer cache folder (default: llm/ in $MAG_CACHE_DIR, else in $XDG_CACHE_HOME/mag_dataset "
+                  "or ~/.cache/mag_dataset)")
+
+
 def add_cache_dir(parser: argparse.ArgumentParser, help: str, *, old: str | None = None, **kwargs: Any) -> None:
     """``--cache-dir DIR`` (the LLM answer cache), with ``old`` as a hidden alias when given."""
     parser.add_argument("--cache-dir", default=None, metavar="DIR", help=help, **kwargs)
