@@ -67,7 +67,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--overwrite", action="store_true", help="replace an existing run in --out")
     parser.add_argument("--max-new-tokens", type=int, default=256, help="generation budget per step (model agents)")
     parser.add_argument("--api-key-env", default="OPENAI_API_KEY", help="variable holding the endpoint's API key")
-    options.add_cache_dir(parser, "response cache folder for an OpenAI-compatible agent")
+    options.add_cache_dir(parser, "response cache folder for an OpenAI-compatible agent (default: no cache)")
     parser.add_argument("--device", default=None, help="torch device of a checkpoint agent (default: cuda if available)")
     options.add_no_progress(parser)
     from mag_dataset.harness.ray_backend import add_ray_arguments
