@@ -9,18 +9,22 @@ from __future__ import annotations
 from typing import Any
 
 from mag_dataset.actions import Contract
-from mag_dataset.scoring import BOARD_COLUMNS
+from mag_dataset.scoring import BOARD_COLUMNS, HEADLINE_METRIC
 
 #: Report metrics shown on the board, in column order: report key -> column title.
 METRIC_COLUMNS: dict[str, str] = dict(BOARD_COLUMNS)
 
-#: The columns that order a contract's table, most important first: the first one is the
-#: ranking metric (SAA for contracts with an action, BLEU-1 for G), the rest break ties.
+#: Tie-breakers after a headline metric, in order (the submission id breaks exact ties).
+TIE_BREAKERS: dict[str, tuple[str, ...]] = {
+    "saa": ("target_acc", "action_type_acc", "bleu1"),
+    "bleu1": ("rouge_l", "bleu4"),
+}
+
+#: The columns that order a contract's table, most important first: the scorer's headline
+#: metric (:data:`mag_dataset.scoring.HEADLINE_METRIC`: SAA for contracts with an action,
+#: BLEU-1 for G), then its tie-breakers.
 RANK_COLUMNS: dict[Contract, tuple[str, ...]] = {
-    Contract.A: ("saa", "target_acc", "action_type_acc", "bleu1"),
-    Contract.G: ("bleu1", "rouge_l", "bleu4"),
-    Contract.J: ("saa", "target_acc", "action_type_acc", "bleu1"),
-    Contract.JG: ("saa", "target_acc", "action_type_acc", "bleu1"),
+    c: (HEADLINE_METRIC[c], *TIE_BREAKERS[HEADLINE_METRIC[c]]) for c in Contract
 }
 
 
@@ -48,4 +52,4 @@ def summary_from_report(report: dict[str, Any]) -> dict[str, float | None]:
     return {key: metric_value(report.get(key)) for key in METRIC_COLUMNS}
 
 
-__all__ = ["METRIC_COLUMNS", "RANK_COLUMNS", "metric_value", "ranking_metric", "summary_from_report"]
+__all__ = ["METRIC_COLUMNS", "RANK_COLUMNS", "TIE_BREAKERS", "metric_value", "ranking_metric", "summary_from_report"]

@@ -3,13 +3,12 @@ board runs. One row per accepted submission; holds no scoring, no file bytes (th
 content-addressed under ``files/``, see :meth:`mag_dataset.board.Board.file_path`) and no
 Hub code.
 
-Migrations: the schema version is ``PRAGMA user_version``; :data:`MIGRATIONS` is the
-ordered list of steps, step ``i`` taking a database from version ``i`` to ``i + 1``.
-:meth:`Store.migrate` runs the missing steps in one ``BEGIN IMMEDIATE`` transaction, so
-two processes opening the same old database migrate it once. Databases written before
-migrations existed are at ``user_version`` 0 whatever shape they have (with or without the
-columns added later, with a ``meta.schema_version`` row that nothing read), so the first
-steps only create or add what is missing. A database newer than this code is refused.
+Migrations: :data:`MIGRATIONS` is this schema's history, applied by the package's one
+migration rule (:mod:`mag_dataset.sqlite_migrations`: ``PRAGMA user_version``, the missing
+steps inside one ``BEGIN IMMEDIATE`` transaction, a newer database refused). Databases
+written before the board had migrations are at version 0 whatever shape they have (with or
+without the columns added later, with a ``meta.schema_version`` row that nothing read), so
+the first steps only create or add what is missing.
 """
 
 from __future__ import annotations
@@ -19,11 +18,11 @@ import json
 import os
 import sqlite3
 import threading
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Iterator
 
 from mag_dataset.board.records import Submission
+from mag_dataset.sqlite_migrations import Migration, apply_migrations, schema_version
 
 #: The first schema (board code up to 0b1e889 created it and, at start-up, added the
 #: columns of migration 2); migration 1 creates it where it is missing.
@@ -71,14 +70,6 @@ def _add_content_and_step_values(con: sqlite3.Connection) -> None:
 
 def _drop_meta_schema_version(con: sqlite3.Connection) -> None:
     con.execute("DELETE FROM meta WHERE key='schema_version'")
-
-
-@dataclass(frozen=True)
-class Migration:
-    """One step of the schema: ``apply`` takes a database from the step's index to the next version."""
-
-    what: str
-    apply: Callable[[sqlite3.Connection], None]
 
 
 #: The schema's history, oldest first; the current version is ``len(MIGRATIONS)``.
@@ -157,21 +148,15 @@ class Store:
         with self.connect() as con:
             con.execute("PRAGMA journal_mode=WAL")
         with self.transaction() as con:
-            (before,) = con.execute("PRAGMA user_version").fetchone()
-            if before > SCHEMA_VERSION:
-                raise RuntimeError(
-                    f"{self.db_path} has board schema version {before}, newer than this code's {SCHEMA_VERSION}: "
-                    "upgrade mag_dataset to open it"
-                )
-            for step in MIGRATIONS[before:]:
-                step.apply(con)
-            con.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+            before = apply_migrations(con, MIGRATIONS, lambda v: RuntimeError(
+                f"{self.db_path} has board schema version {v}, newer than this code's {SCHEMA_VERSION}: "
+                "upgrade mag_dataset to open it"))
         return int(before)
 
     def version(self) -> int:
         """The database's schema version (``PRAGMA user_version``)."""
         with self.connect() as con:
-            return int(con.execute("PRAGMA user_version").fetchone()[0])
+            return schema_version(con)
 
     # ---- submissions
 
@@ -272,4 +257,4 @@ class Store:
         return dest
 
 
-__all__ = ["MIGRATIONS", "Migration", "SCHEMA_VERSION", "Store"]
+__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "Store"]
