@@ -5,6 +5,12 @@ folder uploaded as ``mag/webmre``) work without a loading script: ``configs:`` m
 view to its Parquet shards per split, and ``dataset_info`` declares the features and split
 sizes. The body documents fields, views, flags, splits, statistics and citations.
 
+Holds the card's text (:data:`CARD_TEMPLATE`, filled by :func:`render_card`), its YAML
+header, the statistics it shows (per view and split, per site family, medians) and the
+generated statistics block of a README (``mag build --readme``). It computes nothing from
+raw data and writes no file: :mod:`mag_dataset.builder.write` passes it the rows and writes
+what it returns.
+
 References:
     MAG (arXiv 2607.10079); WebMRE (arXiv 2609.27353).
 """
@@ -129,20 +135,14 @@ SITES_ROW, ALL_ROW = "all sites", "all"
 
 
 def _family_block(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    import statistics
-
-    lengths = {r["task_id"]: r["num_steps"] for r in rows}
     audit = Counter(r["audit_status"] for r in rows)
-
-    def med(values: list[float]) -> float:
-        return float(statistics.median(values)) if values else 0.0
-
+    med = medians(rows)
     return {
         "steps": len(rows),
-        "tasks": len(lengths),
-        "median_guide_words": med([len(r["guide"].split()) for r in rows]),
-        "median_candidates": med([len(r["candidates"]) for r in rows]),
-        "median_task_steps": med(list(lengths.values())),
+        "tasks": len({r["task_id"] for r in rows}),
+        "median_guide_words": med["guide_words"],
+        "median_candidates": med["candidates"],
+        "median_task_steps": med["task_steps"],
         "coordinate_restored": sum(bool(r["coordinate_restored"]) for r in rows),
         "stale": sum(bool(r["stale"]) for r in rows),
         "disputed": sum(bool(r["disputed"]) for r in rows),

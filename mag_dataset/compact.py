@@ -19,7 +19,8 @@ Each episode is converted atomically: the new folder is written and validated un
 hidden temp name, then swapped in; an interrupted run leaves every episode either as it was
 or fully compacted (both are valid raw data) and a rerun finishes the job. Rerunning on a
 compacted corpus changes nothing. ``corpus.json`` and ``audit.jsonl`` are untouched (step
-ids do not change).
+ids do not change). Reading and validating episodes is :mod:`mag_dataset.raw`; rendering the
+dropped Set-of-Mark images is the builder's (:mod:`mag_dataset.builder`).
 
 Settings. Measured on 1280x720 screenshots of the four sites (``benchmarks/bench_compact.py``,
 2 shared CPU cores): PNG ``optimize=True`` ~65 KB; lossless WebP method 6 ~29 KB but
