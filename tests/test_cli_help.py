@@ -1,8 +1,9 @@
 """Every ``mag`` command's ``--help``, walked from the parser: one vocabulary, help on every flag.
 
 The commands come from :data:`mag_dataset.cli.COMMANDS` and each command's parser (its
-subcommands included), never from a hand list; every example line in an epilog is parsed
-by the parser it names, so the documentation cannot drift from the flags.
+subcommands included), never from a hand list; every example line in an epilog, and every
+``mag`` line in the README's and docs' code blocks, is parsed by the parser it names, so the
+documentation cannot drift from the flags.
 """
 
 from __future__ import annotations
@@ -128,17 +129,21 @@ def test_examples_were_found():
     assert len(EXAMPLES) >= 2 * len(COMMANDS)
 
 
-@pytest.mark.parametrize("line", EXAMPLES)
-def test_every_example_in_a_docstring_parses_with_the_current_flags(line):
+def _assert_parses_in_the_current_vocabulary(line: str, where: str) -> None:
     argv = shlex.split(line, comments=True)[1:]
-    assert argv[0] in COMMANDS, line
+    assert argv and argv[0] in COMMANDS, f"{where}: {line}"
     err = io.StringIO()
     with contextlib.redirect_stderr(err):
         try:
             command_parser(argv[0]).parse_args(argv[1:])
         except SystemExit:
-            pytest.fail(f"{line!r} does not parse: {err.getvalue().strip()}")
-    assert "deprecated" not in err.getvalue(), f"{line!r} uses an old spelling: {err.getvalue()}"
+            pytest.fail(f"{where}: {line!r} does not parse: {err.getvalue().strip()}")
+    assert "deprecated" not in err.getvalue(), f"{where}: {line!r} uses an old spelling: {err.getvalue()}"
+
+
+@pytest.mark.parametrize("line", EXAMPLES)
+def test_every_example_in_a_docstring_parses_with_the_current_flags(line):
+    _assert_parses_in_the_current_vocabulary(line, "a command's docstring")
 
 
 @pytest.mark.parametrize("command,old,new,dest", [
@@ -195,3 +200,43 @@ def test_no_progress_silences_the_progress_lines_not_the_summary(tmp_path, capsy
     assert main(argv + ["--no-progress"]) == 1
     quiet = capsys.readouterr()
     assert quiet.err == "" and quiet.out == loud.out and "skipped 1" in quiet.out
+
+
+REPO = Path(__file__).resolve().parents[1]
+DOCS = ["README.md", "leaderboard/README.md", "loaders/README.md", "baselines/README.md",
+        *sorted(str(p.relative_to(REPO)) for p in (REPO / "docs").glob("*.md"))]
+
+
+def _doc_commands() -> list[tuple[str, str]]:
+    """``mag ...`` lines of the documents' code blocks, except synopses (``[--flag X]``, ``<...>``, ``...``)."""
+    found = []
+    for doc in DOCS:
+        inside, pending = False, ""
+        for line in (REPO / doc).read_text("utf-8").splitlines():
+            if line.lstrip().startswith("```"):
+                inside = not inside
+                continue
+            text = line.strip()
+            if not inside or (not pending and not text.startswith("mag ")):
+                continue
+            pending += text
+            if pending.endswith("\\"):
+                pending = pending[:-1] + " "
+                continue
+            command, pending = pending, ""
+            head = command.split("#")[0]
+            if not any(mark in head for mark in ("[", "<", "...")):
+                found.append((doc, command))
+    return found
+
+
+DOC_COMMANDS = _doc_commands()
+
+
+def test_the_documents_commands_were_found():
+    assert len(DOC_COMMANDS) >= 20 and {doc for doc, _ in DOC_COMMANDS} >= {"README.md", "docs/harness.md"}
+
+
+@pytest.mark.parametrize("doc,line", DOC_COMMANDS)
+def test_every_command_in_the_documents_parses_with_the_current_flags(doc, line):
+    _assert_parses_in_the_current_vocabulary(line, doc)
