@@ -14,13 +14,12 @@ from mag_dataset.cli import main
 from mag_dataset.live.recorder import write_corpus_manifest
 from mag_dataset.raw import read_corpus
 
-from synthetic_raw import edit_episode
-from test_splits import FAMILIES, _corpus
+from synthetic_raw import FAMILIES, edit_episode, family_corpus
 
 
 @pytest.fixture(scope="module")
 def raw(tmp_path_factory):
-    root = _corpus(tmp_path_factory.mktemp("fam") / "raw")
+    root = family_corpus(tmp_path_factory.mktemp("fam") / "raw")
     # real causes of the flags: a stale recapture flag, a point-only click for unify (restored),
     # and one on no candidate (unmappable)
     edit_episode(root / "shop.buy.seed-0", lambda d: d["steps"][0].update(stale=True))

@@ -11,40 +11,11 @@ from mag_dataset.builder import BuildError, prepare_corpus
 from mag_dataset.live.recorder import choose_held_out, params_key, site_family, split_tasks, write_corpus_manifest
 from mag_dataset.raw import read_corpus
 
-from synthetic_raw import edit_episode, make_episode
-
-#: family -> templates; the wiki has two templates only (one is held out, one stays in train)
-FAMILIES = {
-    "shop": ["shop.buy", "shop.wish", "shop.address", "shop.voucher"],
-    "forum": ["forum.reply", "forum.topic", "forum.search"],
-    "wiki": ["wiki.edit", "wiki.talk"],
-    "miniwob": ["click-button", "enter-text", "login-user"],
-}
-
-
-def _corpus(root):
-    """4 episodes per template; site episodes 0 and 1 of a template share their parameters."""
-    n = 0
-    for family, templates in FAMILIES.items():
-        for template in templates:
-            for k in range(4):
-                folder = make_episode(root, template, 100 * n + k)
-                params = {"item": "p0" if k < 2 else f"p{k}", "qty": k % 2 if k >= 2 else 0}
-
-                def fix(d, family=family, params=params):
-                    if family != "miniwob":
-                        d["source"], d["site"], d["metadata"] = "sites", family, {"params": params}
-                    else:
-                        d["source"], d["site"] = "miniwob", d["intent_template_id"]
-
-                edit_episode(folder, fix)
-            n += 1
-    return root
-
+from synthetic_raw import FAMILIES, family_corpus
 
 @pytest.fixture(scope="module")
 def raw(tmp_path_factory):
-    return _corpus(tmp_path_factory.mktemp("splits") / "raw")
+    return family_corpus(tmp_path_factory.mktemp("splits") / "raw")
 
 
 def _check_invariants(raw, manifest):
