@@ -240,3 +240,20 @@ def test_the_documents_commands_were_found():
 @pytest.mark.parametrize("doc,line", DOC_COMMANDS)
 def test_every_command_in_the_documents_parses_with_the_current_flags(doc, line):
     _assert_parses_in_the_current_vocabulary(line, doc)
+
+
+def test_record_and_live_eval_read_tasks_the_same_way():
+    from mag_dataset.cli import UserError
+    from mag_dataset.commands.options import sites_of, task_list
+
+    argv = ["--tasks", "click-button,enter-text", "login-user", "--tasks", "sites.forum.topic_author click-button"]
+    record = command_parser("record").parse_args(["--out", "x", *argv])
+    live = command_parser("live-eval").parse_args(["--agent", "heuristic", "--view", "som", "--contract", "J", *argv])
+    assert task_list(record.tasks) == task_list(live.tasks) == [
+        "click-button", "enter-text", "login-user", "sites.forum.topic_author"]
+    assert [s.name for s in sites_of(task_list(["sites.forum.*", "sites.wiki.watch_page", "sites.forum.topic_author"]))] \
+        == ["forum", "wiki"]
+    assert len(task_list(["sites.forum.*"])) >= 10
+    with pytest.raises(UserError, match="no site task matches 'sites.nope.*'"):
+        task_list(["sites.nope.*"])
+    assert command_parser("record").parse_args(["--out", "x"]).tasks is None  # the bundled tasks, chosen in run

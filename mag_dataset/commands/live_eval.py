@@ -44,18 +44,13 @@ from mag_dataset.cli import UserError
 from mag_dataset.commands import options
 
 
-def _tasks(text: str) -> list[str]:
-    return [t for t in re.split(r"[,\s]+", text) if t]
-
-
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from mag_dataset.harness.live_eval import LIVE_CONTRACTS
 
     parser.add_argument("--agent", required=True,
                         help="'heuristic', a local checkpoint folder (hf:PATH), or openai:MODEL@BASE_URL")
-    parser.add_argument("--tasks", required=True, action="append", type=_tasks, metavar="TASK_IDS",
-                        help="BrowserGym task ids, comma-separated (miniwob.click-button or just click-button; "
-                             "webarena.310 / workarena.* when installed); may be repeated")
+    options.add_tasks(parser, "BrowserGym task ids (miniwob.click-button or just click-button; webarena.310 / "
+                      "workarena.* when installed) or site task patterns such as 'sites.tracker.*'", required=True)
     parser.add_argument("--episodes", type=int, default=1, help="episodes per task (seeds SEED..SEED+N-1)")
     parser.add_argument("--view", required=True, choices=[v.value for v in View], help="grounding view")
     parser.add_argument("--contract", required=True, choices=[c.value for c in LIVE_CONTRACTS],
@@ -93,14 +88,10 @@ def run(args: argparse.Namespace) -> int:
         )
     except AgentSpecError as e:
         raise UserError(str(e)) from None
-    tasks = tuple(t for group in args.tasks for t in group)
-    from mag_dataset.sites import SiteError, site_class, task_ids
+    from mag_dataset.sites import SiteError
 
-    try:  # site task patterns (sites.tracker.*) expand to task ids
-        tasks = tuple(dict.fromkeys(x for t in tasks for x in (task_ids([t]) if t.startswith("sites.") else [t])))
-    except SiteError as e:
-        raise UserError(str(e)) from None
-    sites = [site_class(n)() for n in dict.fromkeys(t.split(".")[1] for t in tasks if t.startswith("sites."))]
+    tasks = tuple(options.task_list(args.tasks))
+    sites = options.sites_of(tasks)
     out = args.out or Path("live-eval") / re.sub(r"[^A-Za-z0-9_.-]+", "_", f"{spec.label}-{args.view}-{args.contract}")
     try:
         config = LiveEvalConfig(

@@ -9,6 +9,7 @@ One name per concept, whichever command takes it:
 - ``--verdicts``: a verdicts file (JSONL); ``--judges``: judge *endpoints* only (``mag audit``);
 - ``--cache-dir``: the LLM answer cache folder;
 - ``--view``, ``--contract``, ``--split``: choices read from :class:`View`, :class:`Contract`, :class:`Split`;
+- ``--tasks``: task ids or site patterns (``sites.shop.*``), space- or comma-separated, repeatable;
 - ``--no-progress``: silence the progress lines a long command prints on stderr.
 
 Spellings used before this vocabulary (``--output``, ``--folder``, ``--dir``, ``--cache``,
@@ -20,6 +21,7 @@ alias mechanism; each command's own flags and logic stay in its module.
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from pathlib import Path
 from typing import Any, Callable
@@ -126,6 +128,36 @@ def add_verdicts(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--verdicts", type=Path, default=None, metavar="FILE",
                         help="cached judge verdicts JSONL (enables usefulness)")
     deprecated_alias(parser, "--judges", "--verdicts", "verdicts", type=Path)
+
+
+def add_tasks(parser: argparse.ArgumentParser, help: str, **kwargs: Any) -> None:
+    """``--tasks TASK ...``: read with :func:`task_list` (``mag record``, ``mag live-eval``)."""
+    parser.add_argument("--tasks", nargs="+", action="extend", metavar="TASK",
+                        help=f"{help}; space- or comma-separated, may be repeated", **kwargs)
+
+
+def task_list(values: list[str] | None) -> list[str]:
+    """The tasks of ``--tasks``: values split at commas and blanks, site patterns expanded, each once, in order.
+
+    Raises:
+        UserError: a site pattern that matches no site task.
+    """
+    from mag_dataset.cli import UserError
+    from mag_dataset.sites import SiteError, task_ids
+
+    names = [t for value in values or [] for t in re.split(r"[,\s]+", value) if t]
+    try:
+        expanded = [x for t in names for x in (task_ids([t]) if t.startswith("sites.") else [t])]
+    except SiteError as e:
+        raise UserError(str(e)) from None
+    return list(dict.fromkeys(expanded))  # a task named twice would run twice over itself
+
+
+def sites_of(tasks: list[str] | tuple[str, ...]) -> list[Any]:
+    """The sites the site tasks (``sites.<site>.<template>``) among ``tasks`` need, each once, in order."""
+    from mag_dataset.sites import site_class
+
+    return [site_class(n)() for n in dict.fromkeys(t.split(".")[1] for t in tasks if t.startswith("sites."))]
 
 
 def add_no_progress(parser: argparse.ArgumentParser) -> None:

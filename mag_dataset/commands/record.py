@@ -30,9 +30,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from mag_dataset.live.recorder import BUNDLED_EPISODES, BUNDLED_SEED, BUNDLED_TASKS, HELD_OUT_TEMPLATES
 
     options.add_out(parser, "new (or empty) folder for the raw episodes", required=True, metavar="RAW_DIR")
-    parser.add_argument("--tasks", nargs="+", default=list(BUNDLED_TASKS), metavar="TASK",
-                        help="MiniWoB++ task names or site task ids/patterns such as 'sites.shop.*' "
-                        f"(default: the {len(BUNDLED_TASKS)} tasks of the bundled corpus)")
+    options.add_tasks(parser, "MiniWoB++ task names or site task ids/patterns such as 'sites.shop.*' "
+                      f"(default: the {len(BUNDLED_TASKS)} tasks of the bundled corpus)")
     parser.add_argument("--episodes", type=int, default=BUNDLED_EPISODES,
                         help="successful episodes per task (default: %(default)s)")
     parser.add_argument("--seed", type=int, default=BUNDLED_SEED,
@@ -52,20 +51,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from mag_dataset.live.experts import EXPERTS
-    from mag_dataset.live.recorder import record_corpus, write_corpus_manifest
+    from mag_dataset.live.recorder import BUNDLED_TASKS, record_corpus, write_corpus_manifest
+    from mag_dataset.sites import SiteError
 
-    from mag_dataset.sites import SiteError, site_class, task_ids
-
-    expanded: list[str] = []
-    for t in args.tasks:
-        if t.startswith("sites."):
-            try:
-                expanded.extend(task_ids([t]))
-            except SiteError as e:
-                raise UserError(str(e)) from None
-        else:
-            expanded.append(t)
-    args.tasks = list(dict.fromkeys(expanded))  # a task named twice would be recorded twice over itself
+    args.tasks = options.task_list(args.tasks) if args.tasks else list(BUNDLED_TASKS)
     unknown = [t for t in args.tasks if t not in EXPERTS and not t.startswith("sites.")]
     if unknown:
         raise UserError(f"no expert for task(s) {', '.join(unknown)}; supported: {', '.join(sorted(EXPERTS))}")
@@ -98,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"cannot write --out {args.out}: {e}") from None
     from mag_dataset.sites.manager import served
 
-    sites = [site_class(n)() for n in dict.fromkeys(t.split(".")[1] for t in args.tasks if t.startswith("sites."))]
+    sites = options.sites_of(args.tasks)
     try:
         with served(sites):
             results = record_corpus(tmp, args.tasks, args.episodes, args.seed,
