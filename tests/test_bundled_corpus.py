@@ -21,16 +21,13 @@ import mag_dataset
 from mag_dataset.actions import ACTION_SPACE
 from mag_dataset.guides import template_guide
 from mag_dataset.harness.unify import PIXEL_FRACTION
+from mag_dataset.live.splits import site_family
 from mag_dataset.raw import CORPUS_FILE, image_format, read_corpus
 from mag_dataset.schema import GuideSource, box_inside_image, point_in_box
 
 RAW = Path(mag_dataset.__file__).parent / "data" / "raw"
 SITES = {"shop", "forum", "tracker", "wiki"}
 SIZE_CAP = 45 * 1024 * 1024
-
-
-def family(task_id: str, site: str) -> str:
-    return site if task_id.startswith("sites.") else "miniwob"
 
 
 @pytest.fixture(scope="module")
@@ -198,7 +195,7 @@ def test_split_by_task_held_out_templates_per_family(episodes):
     pairs: dict[tuple[str, str], set[str]] = defaultdict(set)
     for ep in episodes:
         by_template[ep.intent_template_id].add(splits[ep.task_id])
-        fam_of[ep.intent_template_id] = family(ep.task_id, ep.site)
+        fam_of[ep.intent_template_id] = site_family(ep.source, ep.site)
         pairs[(ep.intent_template_id, json.dumps(ep.metadata.get("params", ep.seed), sort_keys=True))].add(splits[ep.task_id])
     for t in held:
         assert by_template[t] == {"test"}, t
