@@ -56,9 +56,10 @@ def _expert_trace(path, seed: int, click_view: str) -> tuple[str, list[str]]:
             actions.append(bg)
             obs, _, _, _, _ = env.step(bg)
             # tracing slows pages: a click may outlast BrowserGym's 500 ms waiting for the
-            # navigation it started, after acting ("click action done")
+            # navigation it started, after acting ("click action done", or on a busy machine
+            # only "performing click action": the importer's own rule of a call that acted)
             err = obs.get("last_action_error") or ""
-            assert not err or "action done" in err, err
+            assert not err or _ACTED.search(err), err
         raise AssertionError("the expert did not finish in 30 steps")
     finally:
         env.close()
