@@ -193,13 +193,14 @@ def _wire(demo: gr.Blocks, h: Handlers, tabs: gr.Tabs, gold_html: gr.HTML, lb: L
     )
     # at most `workers` uploads are decoded and scored at once (each in a limited child
     # process); the rest wait in Gradio's queue, which shows each its position
-    form.submit_btn.click(h.submit, list(form.inputs), [form.status, form.result], api_name="submit",
-                          concurrency_limit=workers,
-                          ).then(h.refresh, filters, outputs, api_name="leaderboard_after_submit", queue=False
-                                 ).then(style_status, [form.status], [form.status], api_visibility="private", queue=False)
-    form.validate_btn.click(h.validate, form.validate_inputs, [form.status, form.result], api_name="validate",
-                            concurrency_limit=workers,
-                            ).then(style_status, [form.status], [form.status], api_visibility="private", queue=False)
+    status = [form.status]
+    form.submit_btn.click(
+        h.submit, list(form.inputs), [form.status, form.result], api_name="submit", concurrency_limit=workers,
+    ).then(h.refresh, filters, outputs, api_name="leaderboard_after_submit", queue=False
+           ).then(style_status, status, status, api_visibility="private", queue=False)
+    form.validate_btn.click(
+        h.validate, form.validate_inputs, [form.status, form.result], api_name="validate", concurrency_limit=workers,
+    ).then(style_status, status, status, api_visibility="private", queue=False)
     det.choice.change(h.details, [det.choice], list(det.panels), api_name="details")
     det.choice.change(h.eval_results_download, [det.choice], [det.eval_file], api_visibility="private", queue=False)
     for table in (lb.som_table, lb.coord_table):

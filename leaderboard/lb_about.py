@@ -167,9 +167,10 @@ def about_text(config: BoardConfig | None = None) -> str:
     """The About tab: :data:`ABOUT` with its placeholders filled in.
 
     The metric table and the extensions' titles come from the scorer's ``METRIC_TABLE`` (each
-    metric declared once), the ranking order from the board's ``RANK_COLUMNS``, the targeted types and the arguments SAA compares from
-    ``ACTION_SPACE`` (the one source of truth of the action space), the limits from the
-    board's configuration, so the page cannot drift from the scorer or the board.
+    metric declared once), the ranking order from the board's ``RANK_COLUMNS``, the targeted
+    types and the arguments SAA compares from ``ACTION_SPACE`` (the one source of truth of the
+    action space), the limits from the board's configuration, so the page cannot drift from
+    the scorer or the board.
     """
     from mag_dataset.actions import ACTION_SPACE
 

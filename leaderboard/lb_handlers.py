@@ -19,8 +19,16 @@ from typing import Any
 
 import gradio as gr
 
-from lb_tables import BREAKDOWN_TITLES, breakdown_html, gold_banner, ranked_rows, report_extras, submission_choices
-from lb_tables import table_html, taxonomy_html
+from lb_tables import (
+    BREAKDOWN_TITLES,
+    breakdown_html,
+    gold_banner,
+    ranked_rows,
+    report_extras,
+    submission_choices,
+    table_html,
+    taxonomy_html,
+)
 from mag_dataset.actions import View
 from mag_dataset.board import METRIC_COLUMNS, Board, SubmissionRejected
 from mag_dataset.fileio import atomic_write

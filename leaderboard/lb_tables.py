@@ -13,7 +13,8 @@ import html
 from typing import Any
 
 from mag_dataset.actions import Contract
-from mag_dataset.board import METRIC_COLUMNS, MIN_GROUP_STEPS, RANK_ALPHA, Board, Ranked, SubmissionRejected, metric_value
+from mag_dataset.board import METRIC_COLUMNS, MIN_GROUP_STEPS, Board, Ranked, SubmissionRejected, metric_value
+from mag_dataset.board.ranking import RANK_ALPHA
 from mag_dataset.scoring import METRIC_TABLE
 
 #: The contract filter that shows every contract's table.
