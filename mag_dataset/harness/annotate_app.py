@@ -2,8 +2,10 @@
 
 MAG (arXiv 2607.10079) verifies LLM-drafted guides by hand; WebMRE (arXiv 2609.27353)
 resolves disputed audit steps by hand. Both happen here, on top of
-:class:`mag_dataset.harness.annotate.AnnotationStore` (SQLite, so the app is resumable:
-close it at any point, start it again, every decision is still there).
+:class:`mag_dataset.harness.annotation_store.AnnotationStore` (SQLite, so the app is
+resumable: close it at any point, start it again, every decision is still there). This
+module holds the app's data (:class:`Session`, no Gradio) and its Gradio layout; the
+decision rules and the write-back are :mod:`mag_dataset.harness.annotate`'s.
 
 Verify tab
     One step at a time: the Set-of-Mark screenshot (with the recorded point drawn on it for
