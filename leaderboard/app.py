@@ -19,7 +19,7 @@ Run locally::
     python leaderboard/app.py            # or: mag leaderboard serve
     python leaderboard/app.py --port 7861 --host 0.0.0.0
 
-Configuration is by ``MAG_BOARD_*`` environment variables (see ``mag_dataset/board.py``
+Configuration is by ``MAG_BOARD_*`` environment variables (see ``mag_dataset/board/config.py``
 and ``leaderboard/README.md``). Submitting from a script::
 
     from gradio_client import Client, handle_file
