@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from mag_dataset.harness.trace_import.archive import _ACTED
 
 # one xdist worker per site (scripts/test.sh runs this pass with --dist loadgroup): modules that
 # serve, reset and stop the same site must not overlap in two workers
