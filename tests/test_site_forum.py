@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import site_expert_seeds
+from conftest import site_browser, site_expert_seeds
 
 from mag_dataset.sites import site as get_site
 from mag_dataset.sites import manager
@@ -37,21 +37,6 @@ def forum():
     manager.serve(s)
     yield s, info
     manager.stop(s)
-
-
-@contextlib.contextmanager
-def _browser():
-    """The system Chromium through BrowserGym's process-wide Playwright (a second sync Playwright in
-    the process would fail once BrowserGym has started its own)."""
-    import browsergym.core
-
-    from mag_dataset.live.env import chromium_executable
-
-    browser = browsergym.core._get_global_playwright().chromium.launch(executable_path=chromium_executable())
-    try:
-        yield browser
-    finally:
-        browser.close()
 
 
 def _tasks():
@@ -99,7 +84,7 @@ def test_setup_record_shows_seeded_counts(forum):
 def test_home_page_has_40_interactive_elements_and_requests_stay_local(forum):
     s, _ = forum
     seen: list[str] = []
-    with _browser() as browser:
+    with site_browser() as browser:
         page = browser.new_page(viewport={"width": 1280, "height": 720})
         page.on("request", lambda r: seen.append(r.url))
         counts = {}
@@ -170,7 +155,7 @@ def test_reset_restores_the_seeded_state_as_the_server_sees_it(forum):
     s.reset()
     seeded, seeded_index = _db_digest(s.snapshot_dir / db.name), _dir_digest(s.snapshot_dir / "search")
     text = "A reply that the reset must remove"
-    with _browser() as browser:
+    with site_browser() as browser:
         page = browser.new_page(viewport={"width": 1280, "height": 720})
         s.login(page, "alice_w")
         page.goto(s.base_url + "/topic/5/")
