@@ -92,8 +92,6 @@ def site_expert_seeds(first: int = 0) -> tuple[int, ...]:
     costs 10-100 s there); ``MAG_SITE_EXPERT_SEEDS=3`` runs the three seeds of the sites
     issue's acceptance check (every template's expert succeeds on 3 seeds).
     """
-    import os
-
     n = int(os.environ.get("MAG_SITE_EXPERT_SEEDS", "1"))
     return tuple(range(first, first + n))
 
