@@ -14,7 +14,7 @@ from mag_dataset.dataset import step_from_record
 from mag_dataset.predictions import Prediction
 from mag_dataset.schema import Candidate
 from mag_dataset.scoring import EXTENSION_METRICS, METRIC_NAMES, METRIC_TABLE, SCORER_VERSION, score_predictions
-from mag_dataset.verdicts import read_verdicts
+from mag_dataset.verdicts import read_usefulness_verdicts
 
 _CITATION = """\
 @article{webmre2026,
@@ -143,7 +143,7 @@ class WebmreMetric(evaluate.Metric):
                  menus=None):
         steps = [step_from_record(json.loads(r)) for r in references]
         preds = [Prediction(s.step_id, p) for s, p in zip(steps, predictions)]
-        verdicts = read_verdicts(judges) if judges is not None else None
+        verdicts = read_usefulness_verdicts(judges) if judges is not None else None
         if menus is not None:
             menus = {sid: tuple(Candidate.from_dict(c) for c in cands) for sid, cands in menus.items()}
         report = score_predictions(preds, steps, View(view), Contract(contract), verdicts=verdicts,

@@ -91,9 +91,9 @@ class Board:
         if self.config.verdicts is None:
             return None
         if self._verdicts is None:
-            from mag_dataset.verdicts import read_verdicts
+            from mag_dataset.verdicts import read_usefulness_verdicts
 
-            self._verdicts = read_verdicts(self.config.verdicts)
+            self._verdicts = read_usefulness_verdicts(self.config.verdicts)
         return self._verdicts
 
     @property

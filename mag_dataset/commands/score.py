@@ -152,9 +152,9 @@ def score_file(
     """Validate and score a predictions file (streamed) against gold steps; returns a Report."""
     from mag_dataset.predictions import iter_predictions
     from mag_dataset.scoring import score_predictions
-    from mag_dataset.verdicts import read_verdicts
+    from mag_dataset.verdicts import read_usefulness_verdicts
 
-    cached = read_verdicts(verdicts) if verdicts is not None else None
+    cached = read_usefulness_verdicts(verdicts) if verdicts is not None else None
     stream = iter_predictions(
         predictions, [s.step_id for s in steps], allow_missing=allow_missing, max_lines=max_lines
     )
