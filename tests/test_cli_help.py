@@ -13,6 +13,8 @@ import contextlib
 import io
 import re
 import shlex
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -191,15 +193,18 @@ def test_the_old_positional_still_runs_the_command(tmp_path, capsys):
     assert capsys.readouterr().err == ""
 
 
-def test_no_progress_silences_the_progress_lines_not_the_summary(tmp_path, capsys):
+def test_no_progress_silences_the_progress_lines_not_the_summary(tmp_path):
+    # in a child process: import-trace starts BrowserGym's process-wide Playwright, which would
+    # stay running in this pytest worker and break every later sync Playwright test in it
     (tmp_path / "bad.zip").write_text("not a zip")
-    argv = ["import-trace", str(tmp_path / "bad.zip"), "--out", str(tmp_path / "raw"), "--intent", "x"]
-    assert main(argv) == 1
-    loud = capsys.readouterr()
-    assert loud.err.startswith("skipped bad.zip: not a zip archive")
-    assert main(argv + ["--no-progress"]) == 1
-    quiet = capsys.readouterr()
-    assert quiet.err == "" and quiet.out == loud.out and "skipped 1" in quiet.out
+    argv = [sys.executable, "-m", "mag_dataset.cli", "import-trace", str(tmp_path / "bad.zip"),
+            "--out", str(tmp_path / "raw"), "--intent", "x"]
+    loud = subprocess.run(argv, capture_output=True, text=True, timeout=300)
+    assert loud.returncode == 1, loud.stderr
+    assert loud.stderr.startswith("skipped bad.zip: not a zip archive")
+    quiet = subprocess.run(argv + ["--no-progress"], capture_output=True, text=True, timeout=300)
+    assert quiet.returncode == 1, quiet.stderr
+    assert quiet.stderr == "" and quiet.stdout == loud.stdout and "skipped 1" in quiet.stdout
 
 
 REPO = Path(__file__).resolve().parents[1]
