@@ -340,9 +340,18 @@ def _task_area(elements: dict[str, Element], full_w: int, full_h: int, cands: li
     wrap = wrap or next((e for e in elements.values() if e.attrs.get("id") == "wrap" and e.bbox), None)
     if wrap is None:
         return (0, 0, full_w, full_h)
-    x0, y0, x1, y1 = wrap.bbox  # type: ignore[misc]
-    for el in cands:  # e.g. autocomplete menus appended to <body>
-        b = el.bbox
+    # grown to hold every candidate, e.g. autocomplete menus appended to <body>
+    return grow_task_area(wrap.bbox, [el.bbox for el in cands], full_w, full_h)  # type: ignore[arg-type]
+
+
+def grow_task_area(
+    area: tuple[float, float, float, float], boxes: list[tuple[float, float, float, float] | None], full_w: int, full_h: int
+) -> tuple[int, int, int, int]:
+    """The crop of a MiniWoB++ screenshot: the task ``area`` grown to hold every non-empty box
+    that shows on the page, in whole pixels and inside the ``full_w`` x ``full_h`` screenshot
+    (the one rule of the recorder's :func:`observe` and the BrowserGym importer)."""
+    x0, y0, x1, y1 = area
+    for b in boxes:
         if b and b[2] > b[0] and b[3] > b[1] and b[0] < full_w and b[1] < full_h and b[2] > 0 and b[3] > 0:
             x0, y0, x1, y1 = min(x0, b[0]), min(y0, b[1]), max(x1, b[2]), max(y1, b[3])
     return (max(0, math.floor(x0)), max(0, math.floor(y0)), min(full_w, math.ceil(x1)), min(full_h, math.ceil(y1)))

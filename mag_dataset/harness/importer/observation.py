@@ -13,12 +13,11 @@ from __future__ import annotations
 
 import ast
 import io
-import math
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from mag_dataset.live.observe import MINIWOB_SCALE
+from mag_dataset.live.observe import MINIWOB_SCALE, grow_task_area
 from mag_dataset.schema import Candidate
 
 
@@ -193,12 +192,7 @@ def _task_area_from_text(obs: dict[str, Any], props: dict[str, Any], boxes: dict
             break
     if box is None:
         return (0, 0, full_w, full_h)
-    x0, y0, x1, y1 = box
-    for bid in marked:
-        b = boxes[bid]
-        if b[2] > b[0] and b[3] > b[1] and b[0] < full_w and b[1] < full_h and b[2] > 0 and b[3] > 0:
-            x0, y0, x1, y1 = min(x0, b[0]), min(y0, b[1]), max(x1, b[2]), max(y1, b[3])
-    return (max(0, math.floor(x0)), max(0, math.floor(y0)), min(full_w, math.ceil(x1)), min(full_h, math.ceil(y1)))
+    return grow_task_area(box, [boxes[bid] for bid in marked], full_w, full_h)
 
 
 def _redraw_som(view: _View) -> bytes:
