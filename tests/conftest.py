@@ -3,6 +3,15 @@
 Fixtures here are the ones several test modules need: the synthetic corpus and its build
 (:mod:`synthetic_raw`, one per worker), a tiny random VLM, and the forum site served for a
 module. Fixtures of one module stay in that module.
+
+Two rules of the whole run live here too:
+
+* The sites are the test run's own (:mod:`_site_env`: their own home and ports), so a user's
+  ``mag sites serve`` is never reset or stopped by the suite.
+* **No silent skips** under ``scripts/test.sh`` (it sets ``MAG_TEST_STRICT=1``; so does
+  ``CI=true``): a skipped test, or a module skipped at import (a missing optional dependency),
+  is reported as a failure, except tests marked ``gpu`` (their skip depends on a GPU or vLLM
+  being present). The summary prints how many tests were skipped and why.
 """
 
 from __future__ import annotations
@@ -12,12 +21,58 @@ import shutil
 from pathlib import Path
 
 import pytest
+from _site_env import apply_defaults
 
+apply_defaults()
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+
+
+def strict() -> bool:
+    """Whether a skip must fail the run (``MAG_TEST_STRICT=1``, or ``CI=true``)."""
+    return os.environ.get("MAG_TEST_STRICT") == "1" or os.environ.get("CI", "").lower() == "true"
+
+
+def _skip_allowed(item) -> bool:
+    return item is not None and item.get_closest_marker("gpu") is not None
+
+
+def _fail_skip(report, where: str) -> None:
+    reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+    report.outcome = "failed"
+    report.longrepr = (f"{where} was skipped ({reason}), and skips fail under scripts/test.sh "
+                       "(MAG_TEST_STRICT=1 / CI=true): install what it needs (`pip install -e \".[all]\"`) "
+                       "or mark the test `gpu` if only a GPU machine can run it")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    if strict() and report.skipped and not _skip_allowed(item) and not hasattr(report, "wasxfail"):
+        _fail_skip(report, item.nodeid)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_make_collect_report(collector):
+    outcome = yield
+    report = outcome.get_result()
+    if strict() and report.skipped:  # a module-level importorskip / pytest.skip(allow_module_level=True)
+        _fail_skip(report, f"module {collector.nodeid}")
+
+
+def pytest_terminal_summary(terminalreporter):
+    skipped = terminalreporter.stats.get("skipped", [])
+    reasons: dict[str, int] = {}
+    for rep in skipped:
+        reason = rep.longrepr[2] if isinstance(rep.longrepr, tuple) else str(rep.longrepr)
+        reasons[reason] = reasons.get(reason, 0) + 1
+    terminalreporter.write_line(f"skipped: {len(skipped)}" + ("" if strict() else " (not strict: skips allowed)"))
+    for reason, n in sorted(reasons.items(), key=lambda kv: -kv[1]):
+        terminalreporter.write_line(f"  {n} x {reason}")
 
 
 def chromium_path() -> str | None:
@@ -72,7 +127,7 @@ def forum():
     """The forum site (Spirit) set up and served on 127.0.0.1 for one test module, stopped after it.
 
     Module-scoped on purpose: each forum module starts from the seeded site and stops what it
-    served, so modules of the ``site-forum`` xdist group run in one worker in any order (one of
+    served (only a server it started), so modules of the ``site-forum`` xdist group run in one worker in any order (one of
     them stops the forum as a test) without serving each other a used or stopped site.
     """
     from mag_dataset.sites import manager
@@ -80,9 +135,10 @@ def forum():
 
     s = get_site("forum")
     s.setup(print)
-    manager.serve(s)
+    started = manager.serve(s).started
     yield s
-    manager.stop(s)
+    if started:
+        manager.stop(s)
 
 
 def site_expert_seeds(first: int = 0) -> tuple[int, ...]:

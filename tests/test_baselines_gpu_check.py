@@ -57,6 +57,7 @@ def test_tiny_run_prints_both_figures(tmp_path, capsys):
     (["--pipeline", "true", "--tiny", "true", "--backend", "vllm"], "needs vLLM"),
     (["--pipeline", "true", "--tiny", "true", "--grpo_generations", "1"], "grpo_generations must be >= 2"),
 ])
+@pytest.mark.gpu
 def test_pipeline_refusals_are_one_line(argv, message, capsys, tmp_path):
     if torch.cuda.is_available():
         pytest.skip("this machine has a GPU")
@@ -67,6 +68,7 @@ def test_pipeline_refusals_are_one_line(argv, message, capsys, tmp_path):
     assert not out.exists()
 
 
+@pytest.mark.gpu
 def test_tiny_pipeline_runs_the_training_steps_and_skips_vllm(tmp_path, capsys):
     import importlib.util
 

@@ -89,33 +89,42 @@ def test_retries_exhausted_raise_typed_error(stub):
     assert stub.count == 3 and c.stats["failures"] == 1
 
 
-def test_backoff_is_exponential(stub):
+@pytest.fixture
+def waits(monkeypatch) -> list[float]:
+    """The waits openai's retry loop asks for, recorded instead of slept (behaviour, not wall time)."""
+    import openai._base_client
+
+    asked: list[float] = []
+    monkeypatch.setattr(openai._base_client.time, "sleep", asked.append)
+    return asked
+
+
+def test_backoff_is_exponential(stub, waits):
     stub.script += [Status(500), Status(500)]
     c = client(stub, max_retries=2, backoff=0.2)
-    t = time.monotonic()
     c.complete(MSG)
     # openai's schedule: backoff * 2**k, each minus up to 25% jitter
-    assert 0.75 * (0.2 + 0.4) - 0.02 <= time.monotonic() - t < 0.2 + 0.4 + 1.0
+    assert len(waits) == 2, waits
+    assert 0.75 * 0.2 <= waits[0] <= 0.2 and 0.75 * 0.4 <= waits[1] <= 0.4, waits
     # backoff reaches openai's retry loop: with 0 the two retries do not wait (openai's own
-    # schedule, 0.5 s then 1 s minus jitter, would take at least 1.125 s)
+    # schedule would wait 0.5 s then 1 s, minus jitter)
+    waits.clear()
     stub.script += [Status(500), Status(500)]
     c = client(stub, max_retries=2, backoff=0)
-    t = time.monotonic()
     assert c.complete([{"role": "user", "content": "fast"}]) == 'echo:"fast"'
-    assert time.monotonic() - t < 1.0 and c.stats["retries"] == 2
+    assert waits == [0, 0] and c.stats["retries"] == 2
 
 
-def test_retry_after_is_honoured_and_capped(stub):
+def test_retry_after_is_honoured_and_capped(stub, waits):
     stub.script += [Status(429, retry_after=0.4)]
     c = client(stub, max_retries=1, backoff=0.01)
-    t = time.monotonic()
     assert c.complete(MSG) == 'echo:"hello"'
-    assert time.monotonic() - t >= 0.4 - 0.02  # the server's wait, not the 0.01 s backoff
+    assert waits == [pytest.approx(0.4, abs=0.01)]  # the server's wait, not the 0.01 s backoff
+    waits.clear()
     stub.script += [Status(503, retry_after=60)]
     c = client(stub, max_retries=1, backoff=0.01, max_backoff=0.2)
-    t = time.monotonic()
     assert c.complete([{"role": "user", "content": "again"}]) == 'echo:"again"'
-    assert time.monotonic() - t < 5  # capped at max_backoff
+    assert waits == [0.2]  # capped at max_backoff
 
 
 def test_requests_go_through_the_openai_package(stub):

@@ -11,7 +11,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -43,11 +42,9 @@ def test_ray_flags_and_config_errors_are_one_line(tmp_path, capsys):
         (["--backend", "ray", "--ray-address", "nohost"], "is not 'auto', HOST:PORT or ray://HOST:PORT"),
     ]
     for extra, message in cases:
-        t0 = time.monotonic()
         assert main(base + extra) == 2, extra
         err = capsys.readouterr().err
         assert message in err and "Traceback" not in err and len(err.strip().splitlines()) == 1, err
-        assert time.monotonic() - t0 < 30  # an unreachable cluster fails fast (ray.init retries for minutes)
         assert not (tmp_path / "run").exists(), extra  # nothing written
     rec = ["record", "--out", str(tmp_path / "raw"), "--tasks", "click-button"]
     assert main(rec + ["--backend", "ray", "--ray-address", "127.0.0.1:9"]) == 2

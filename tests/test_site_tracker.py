@@ -33,8 +33,7 @@ INTERACTIVE = "a, button, input, select, textarea, [role=button]"
 def tracker(chromium):
     s = site("tracker")
     info = s.setup()
-    started = not manager.status(s).running
-    manager.serve(s)
+    started = manager.serve(s).started
     yield s, info
     if started:
         manager.stop(s)
@@ -199,8 +198,7 @@ def test_reset_restores_the_seed_as_the_server_sees_it(tracker):
     assert "Zenith" in admin.get("/roadmap")
     assert s.query("SELECT count(*) FROM ticket") == [(121,)]
     assert _db_state(s.databases()[0])[1] != seed_sum
-    seconds = s.reset()
-    assert seconds < 1.5, seconds
+    s.reset()
     assert _db_state(s.databases()[0]) == (seed_counts, seed_sum)
     # what the running tracd serves is the seed again, caches included
     anon = urllib.request.urlopen(s.base_url + "/roadmap", timeout=30).read().decode()

@@ -2,16 +2,22 @@
 
 What every site room relies on: setup is idempotent and snapshots the databases, reset
 restores the exact seeded rows (also while another connection is open), serve/status/stop
-track the server by PID and leave no process behind, a taken port is one clear error, and
-the ``mag sites`` command speaks in one line.
+track the server by PID and leave no process behind, a taken port is one clear error naming
+what holds it, two processes serving at once get one server (the site's lock), a server whose
+record was lost is found again by its PID file or port, and the ``mag sites`` command speaks in
+one line.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import socket
 import sqlite3
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -84,8 +90,7 @@ def test_reset_restores_seeded_rows_under_an_open_connection(mini: MiniSite):
     held.execute("insert into item (name) values ('added by an episode')")
     held.commit()
     assert mini.query("select count(*) from item") == [(11,)]
-    seconds = mini.reset()
-    assert seconds < 1.0
+    mini.reset()
     assert held.execute("select count(*), max(name) from item").fetchone() == (50, "item 9")
     held.close()
 
@@ -113,8 +118,14 @@ def test_port_in_use_is_one_line_naming_site_and_fix(mini: MiniSite):
     with socket.socket() as blocker:
         blocker.bind(("127.0.0.1", mini.port))
         blocker.listen()
-        with pytest.raises(SiteError, match=r"site mini: port \d+ on 127.0.0.1 is in use; .*MAG_SITE_MINI_PORT"):
+        held_by = rf"held by another program: pid {os.getpid()}, `[^`]*python[^`]*`"
+        with pytest.raises(SiteError, match=rf"site mini: port \d+ on 127.0.0.1 is {held_by}; .*MAG_SITE_MINI_PORT"):
             manager.serve(mini)
+        # status names the program too, and stop leaves it alone
+        assert re.search(held_by, manager.status(mini).detail), manager.status(mini)
+        with pytest.raises(SiteError, match=rf"site mini was not running, but port \d+ on 127.0.0.1 is {held_by}; "
+                                            r"it was left alone"):
+            manager.stop(mini)
     assert not mini.server_file.exists()
 
 
@@ -157,3 +168,85 @@ def test_cli_unknown_site_and_stray_pattern_are_one_line(capsys):
     assert "mag sites: error: unknown site(s) nope" in capsys.readouterr().err
     assert main(["sites", "serve", "sites.shop.*"]) == 2
     assert "takes no task patterns" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------- concurrency and lost records
+_CHILD = """
+import json, sys, time
+sys.path.insert(0, {tests!r})
+from test_sites_framework import MiniSite
+from mag_dataset.sites import manager
+site = MiniSite(home={home!r}, port={port})
+while time.time() < {at}:  # both children call at the same moment
+    time.sleep(0.001)
+st = manager.{action}(site)
+print(json.dumps({{"pid": st.pid, "healthy": st.healthy, "started": st.started}}))
+"""
+
+
+def _at_once(site: MiniSite, action: str, n: int = 2) -> list[dict]:
+    code = _CHILD.format(tests=str(Path(__file__).parent), home=str(site.home), port=site.port,
+                         at=time.time() + 2.0, action=action)
+    procs = [subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for _ in range(n)]
+    out = []
+    for proc in procs:
+        stdout, stderr = proc.communicate(timeout=120)
+        assert proc.returncode == 0, stderr
+        out.append(json.loads(stdout.strip().splitlines()[-1]))
+    return out
+
+
+def test_two_processes_serving_at_once_get_one_server(mini: MiniSite):
+    first, second = _at_once(mini, "serve")
+    assert first["healthy"] and second["healthy"]
+    assert first["pid"] == second["pid"]  # one server, seen by both
+    assert sorted([first["started"], second["started"]]) == [False, True]  # exactly one started it
+    assert manager.status(mini).pid == first["pid"]
+    assert mini.log_file.read_text().count(" serve ") == 1  # the loser never started a second one
+    assert manager.stop(mini) is True
+    assert manager.port_free(mini.port)
+    assert not manager._group_alive(first["pid"])  # (a zombie until init reaps it: its parent exited)
+
+
+def test_a_server_whose_record_was_lost_is_found_and_stopped(mini: MiniSite):
+    pid = manager.serve(mini).pid
+    mini.server_file.unlink()  # the record is gone: the PID file still says who it is
+    st = manager.status(mini)
+    assert st.running and st.healthy and st.pid == pid
+    assert mini.server_file.exists()  # the record is written again
+    mini.server_file.unlink()
+    mini.pid_file.unlink()  # both gone: the port's listener carries the site's marker
+    st = manager.status(mini)
+    assert st.running and st.pid == pid
+    mini.server_file.unlink()
+    mini.pid_file.unlink()
+    assert manager.serve(mini).pid == pid  # not a second server (the port would be "in use")
+    mini.server_file.unlink()
+    mini.pid_file.unlink()
+    assert manager.stop(mini) is True
+    assert manager.port_free(mini.port) and not mini.pid_file.exists()
+
+
+def test_a_server_of_another_home_is_not_adopted(mini: MiniSite, tmp_path: Path):
+    twin = MiniSite(home=tmp_path / "twin", port=mini.port)  # same name and port, other home
+    twin.setup()
+    pid = manager.serve(mini).pid
+    st = manager.status(twin)
+    assert not st.running and f"pid {pid}" in st.detail and "a server of site mini@" in st.detail
+    with pytest.raises(SiteError, match="it was left alone"):
+        manager.stop(twin)
+    assert manager.status(mini).running
+
+
+def test_the_test_run_never_uses_the_users_sites():
+    """The suite's sites have their own home and ports (tests/_site_env.py), so a user's own
+    `mag sites serve` is never reset or stopped by it."""
+    from _site_env import TEST_PORTS, TEST_SITES_HOME
+
+    from mag_dataset.sites import site
+
+    assert sorted(TEST_PORTS) == sorted(SITES)  # every site has a test port
+    for name in SITES:
+        s = site(name)
+        assert s.home == TEST_SITES_HOME / name and s.port == TEST_PORTS[name] != s.default_port

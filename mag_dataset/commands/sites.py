@@ -78,9 +78,8 @@ def _serve(args: argparse.Namespace, sites: list) -> int:
     started = []
     try:
         for s in sites:
-            was_running = manager.status(s).running
             st = manager.serve(s)
-            if not was_running:
+            if st.started:
                 started.append(s)
             print(f"{s.name}: {st.url} (pid {st.pid}, {st.detail})")
         if args.wait:

@@ -41,12 +41,34 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, ClassVar
 
+import filelock
+
+#: Seconds a serve, stop, reset or status waits for another process holding the site's lock
+#: (a serve holds it while the server starts: up to a minute).
+LOCK_TIMEOUT = 300.0
+
 #: Viewport every site task uses (CSS px). Screenshots are taken at device scale 1.
 VIEWPORT: dict[str, int] = {"width": 1280, "height": 720}
 
 
 class SiteError(RuntimeError):
     """A site cannot be set up, served or reset; the message names the site and the fix."""
+
+
+class _SiteLock(filelock.FileLock):
+    """A :class:`filelock.FileLock` whose time-out is a :class:`SiteError` naming the site."""
+
+    def __init__(self, path: str, *, site_name: str, **kwargs: Any):
+        super().__init__(path, **kwargs)
+        self._site_name = site_name
+
+    def __enter__(self) -> "_SiteLock":
+        try:
+            self.acquire()
+        except filelock.Timeout:
+            raise SiteError(f"site {self._site_name}: another command has held its lock ({self.lock_file}) for "
+                            f"{LOCK_TIMEOUT:.0f}s; wait for it to finish") from None
+        return self
 
 
 def sites_home() -> Path:
@@ -109,6 +131,27 @@ class Site(ABC):
     @property
     def server_file(self) -> Path:
         return self.home / "server.json"
+
+    @property
+    def pid_file(self) -> Path:
+        """``server.pid``: the server's process-group id, a second witness beside ``server.json``."""
+        return self.home / "server.pid"
+
+    @property
+    def lock_file(self) -> Path:
+        return self.home / "server.lock"
+
+    def lock(self) -> filelock.FileLock:
+        """The site's lock: serve, stop, reset and status hold it, so two processes never race.
+
+        One instance per lock file in a process (re-entrant), so a call that holds it can call
+        another that takes it.
+
+        Raises:
+            SiteError: (on entering) when another process held it for :data:`LOCK_TIMEOUT` seconds.
+        """
+        self.home.mkdir(parents=True, exist_ok=True)
+        return _SiteLock(str(self.lock_file), timeout=LOCK_TIMEOUT, is_singleton=True, site_name=self.name)
 
     @property
     def log_file(self) -> Path:
@@ -196,12 +239,14 @@ class Site(ABC):
             SiteError: when the site was never set up.
         """
         start = time.monotonic()
-        for db in self.databases():
-            snap = self.snapshot_dir / db.name
-            if not snap.is_file():
-                raise SiteError(f"site {self.name}: no snapshot of {db.name}; run `mag sites setup --site {self.name}`")
-            _sqlite_copy(snap, db)
-        self.after_reset()
+        with self.lock():
+            for db in self.databases():
+                snap = self.snapshot_dir / db.name
+                if not snap.is_file():
+                    raise SiteError(f"site {self.name}: no snapshot of {db.name}; "
+                                    f"run `mag sites setup --site {self.name}`")
+                _sqlite_copy(snap, db)
+            self.after_reset()
         return time.monotonic() - start
 
     def query(self, sql: str, params: tuple[Any, ...] = (), db: Path | None = None) -> list[tuple[Any, ...]]:
