@@ -10,7 +10,10 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import re
 import sqlite3
+import subprocess
+import sys
 import time
 import urllib.parse
 from pathlib import Path
@@ -200,3 +203,31 @@ def test_stop_leaves_no_process(forum):
     assert manager.port_free(s.port)
     assert not s.server_file.exists()
     print(f"forum stop: {time.monotonic() - t0:.2f} s")
+
+
+
+def _mag(*args: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "mag_dataset.cli", *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def test_two_serves_at_once_give_one_server_and_one_stop_frees_the_port(forum):
+    """The issue's race: two `mag sites serve --site forum` at the same moment used to leave an
+    orphaned waitress that no `mag` command could see or stop. Under the site's lock, one starts it."""
+    s, _ = forum
+    manager.stop(s)  # the test run's own forum (tests/_site_env.py), served again below
+    assert manager.port_free(s.port)
+    serves_before = s.log_file.read_text().count(" serve ")
+    procs = [_mag("sites", "serve", "--site", "forum") for _ in range(2)]
+    outs = [p.communicate(timeout=180) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], outs
+    lines = [out.strip().splitlines()[-1] for out, _ in outs]
+    pids = {int(re.search(r"\(pid (\d+), HTTP 200\)", line).group(1)) for line in lines}
+    assert len(pids) == 1, lines  # one server, both saw it healthy
+    assert s.log_file.read_text().count(" serve ") == serves_before + 1  # the other never started one
+    status = _mag("sites", "status", "--site", "forum").communicate(timeout=60)[0]
+    assert re.search(rf"forum +yes +yes +yes .* {pids.pop()} +HTTP 200", status), status
+    out, err = _mag("sites", "stop", "--site", "forum").communicate(timeout=60)
+    assert out.strip() == "forum: stopped", (out, err)
+    assert manager.port_free(s.port) and manager.listener_pid(s.port) is None
+    manager.serve(s)  # for the module's later tests; the fixture stops it
