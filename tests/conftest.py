@@ -24,6 +24,37 @@ import pytest
 from _site_env import apply_defaults
 
 apply_defaults()
+
+
+def _serialise_ast_parse() -> None:
+    """Work around CPython gh-106905 (fixed in 3.11.8 and 3.12.2), the suite's old pytest INTERNALERROR.
+
+    Before those releases the AST constructor kept its recursion depth in one global
+    struct: two threads converting an AST at once (pytest formatting a failure while a
+    server thread in the worker formats a traceback, whose caret anchors call ``ast.parse``
+    on 3.11) corrupt it, and every later ``ast.parse`` in that process raises ``SystemError:
+    AST constructor recursion depth mismatch``; pytest then stops with INTERNALERROR. The
+    CPU torch wheel this project installs is built for 3.11, and the machine's 3.11 is 3.11.7,
+    so the suite serialises ``ast.parse`` (every Python-level caller goes through it:
+    pytest's assertion rewriting and tracebacks, ``traceback``, ``inspect``).
+    """
+    import ast
+    import sys
+    import threading
+
+    if sys.version_info >= (3, 12, 2) or (3, 11, 8) <= sys.version_info < (3, 12):
+        return
+    parse, lock = ast.parse, threading.RLock()
+
+    def locked_parse(*args, **kwargs):
+        with lock:
+            return parse(*args, **kwargs)
+
+    locked_parse.__wrapped__ = parse
+    ast.parse = locked_parse
+
+
+_serialise_ast_parse()
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")

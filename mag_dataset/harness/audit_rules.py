@@ -80,7 +80,7 @@ class AuditVerdict:
         vote: its vote, or None for no vote.
         element_id: the element of a remap vote, else None.
         error: why there is no vote (``timeout``, ``unavailable``, ``http <status>``,
-            ``malformed``, ``response``), else None.
+            ``malformed``, ``response``; a rule-based judge's ``ambiguous``), else None.
         answer: the judge's raw answer text (None when the call failed).
         reason: the judge's optional reason (or the failed call's message).
         prompt: :func:`mag_dataset.harness.audit.prompt_key` of the messages the judge was asked, if known.
@@ -97,7 +97,7 @@ class AuditVerdict:
     @property
     def failed(self) -> bool:
         """The call failed (no answer), as opposed to a vote or a malformed answer."""
-        return self.error is not None and self.error != "malformed"
+        return self.error is not None and self.error not in ("malformed", "ambiguous")
 
     def to_json(self, sid: str, model: str = "") -> dict[str, Any]:
         return {
