@@ -231,7 +231,7 @@ def test_one_judge_down_stops_the_audit_and_keeps_the_audit_file(tmp_path, judge
                                 max_retries=0) for c in configs([*judges[:2], down])]}
         (tmp_path / "judges.json").write_text(json.dumps(spec))
         # a fresh cache, so every judge is really asked
-        rc = main(["audit", "--raw", str(raw), "--judges", str(tmp_path / "judges.json"), "--cache-dir", str(tmp_path / "cache2")])
+        rc = main(["audit", "--raw", str(raw), "--judges", str(tmp_path / "judges.json"), "--cache-dir", str(tmp_path / "cache2"), "--steps", "all"])
         err = capsys.readouterr().err
         assert rc == 2 and down.count == 1  # its first request failed: nothing else was sent to it
     assert "judge judge3 is down" in err and "HTTP 500: overloaded" in err and "Traceback" not in err
@@ -272,7 +272,7 @@ def test_allow_partial_writes_beside_and_keeps_earlier_outcomes(tmp_path, judges
                                 max_retries=0) for c in cfg]}
         (tmp_path / "judges.json").write_text(json.dumps(spec))
         assert main(["audit", "--raw", str(raw), "--judges", str(tmp_path / "judges.json"), "--cache-dir", str(tmp_path / "cache2"),
-                     "--allow-partial"]) == 0
+                     "--allow-partial", "--steps", "all"]) == 0
     out, err = capsys.readouterr()
     assert "PARTIAL audit" in out and "judge judge2: 6 of 8 calls failed" in out and "was not changed" in err
     assert [f.read_bytes() for f in files] == before
@@ -428,7 +428,8 @@ def test_cli_audit_and_replay(tmp_path, judges, capsys, monkeypatch):
     spec = {"judges": [dict(name=c.name, base_url=c.base_url, model=c.model, api_key_env=None, timeout=2.0, max_retries=0)
                        for c in configs(judges)]}
     (tmp_path / "judges.json").write_text(json.dumps(spec))
-    args = ["audit", "--raw", str(raw), "--judges", str(tmp_path / "judges.json"), "--cache-dir", str(tmp_path / "cache")]
+    args = ["audit", "--raw", str(raw), "--judges", str(tmp_path / "judges.json"), "--cache-dir", str(tmp_path / "cache"),
+            "--steps", "all"]
     assert main(args) == 0
     out = capsys.readouterr().out
     assert "audited 8 steps: confirmed 1, remapped 2, unmappable 1, disputed 4" in out

@@ -2,8 +2,9 @@
 
 Examples::
 
-    mag audit --raw RAW_DIR --judges judges.yaml
-    mag audit --raw RAW_DIR --judges judges.yaml --select flagged --split test
+    mag audit --raw RAW_DIR --judges dom,name,pixel --steps all   # rule-based, offline, no model
+    mag audit --raw RAW_DIR --judges judges.yaml                   # flagged steps (restored, recaptured)
+    mag audit --raw RAW_DIR --judges judges.yaml --steps all --split test
     mag audit --raw RAW_DIR --replay       # recompute the audit file from the verdict log
 
 The judges file lists three OpenAI-compatible endpoints::
@@ -13,6 +14,9 @@ The judges file lists three OpenAI-compatible endpoints::
       - {name: qwen, base_url: http://127.0.0.1:8000/v1, model: Qwen/Qwen3.5-9B, api_key_env: null}
       - {name: claude, base_url: https://example.invalid/v1, model: some-model, timeout: 120}
 
+A judge of the file may be rule-based (``- {name: pixel, kind: pixel}``): the ``dom``,
+``name`` and ``pixel`` judges of :mod:`mag_dataset.harness.page_judges` locate the gold
+target on the screenshot the step shows from the DOM fingerprints the recorder stored.
 ``--replay`` recomputes the audit file from the verdict log without any endpoint. The
 prompt, the answer format, the merge rule and the failure guard (a judge failing more than
 20% of its calls stops the audit and writes nothing; ``--allow-partial`` writes
@@ -33,13 +37,17 @@ from mag_dataset.schema import Split
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     options.add_raw(parser, "raw corpus folder")
-    parser.add_argument("--judges", type=Path, metavar="FILE", help="YAML/JSON file listing the three judge endpoints")
+    parser.add_argument("--judges", type=Path, metavar="FILE|dom,name,pixel",
+                        help="the panel: a YAML/JSON file listing three judges (endpoints, or rule-based ones with "
+                             "'kind: dom'), or the rule-based judges by name, e.g. dom,name,pixel (offline, no model)")
     options.add_out(parser, "audit file to write (default: RAW/audit.jsonl)", default=None, metavar="FILE")
     parser.add_argument("--verdicts", type=Path, default=None, metavar="FILE",
                         help="verdict log (default: audit_verdicts.jsonl next to the audit file)")
     options.add_cache_dir(parser, options.LLM_CACHE_HELP, old="--cache", type=Path)
-    parser.add_argument("--select", choices=("all", "flagged"), default="all",
-                        help="audit every targeted step, or only flagged ones (stale, coordinate-restored)")
+    parser.add_argument("--steps", dest="select", choices=("all", "flagged"), default="flagged",
+                        help="audit the flagged targeted steps (restored and recaptured ones, as WebMRE: the default) "
+                             "or all of them")
+    options.deprecated_alias(parser, "--select", "--steps", "select", choices=("all", "flagged"))
     parser.add_argument("--split", choices=("all", *(s.value for s in Split)), default="all",
                         help="only tasks of this split (corpus.json)")
     parser.add_argument("--replay", action="store_true", help="recompute the audit file from the verdict log, no endpoint")

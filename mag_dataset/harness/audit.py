@@ -105,6 +105,7 @@ from mag_dataset.harness.audit_rules import (  # noqa: F401 (re-exported: the ru
     tally,
 )
 from mag_dataset.harness.judges import JudgeConfig, load_judges  # noqa: F401 (re-exported)
+from mag_dataset.harness.page_audit import MissingEvidenceError, has_page_evidence, page_verdicts
 from mag_dataset.harness.llm_batch import ask_batch
 from mag_dataset.harness.preflight import (
     FATAL_STATUSES,  # noqa: F401 (re-exported: part of this module's documented rules)
@@ -153,7 +154,8 @@ class JudgeDownError(EndpointFailedError):
 
 def _is_flagged(st: RawStep) -> bool:
     m = st.metadata
-    return bool(st.stale or m.get("coordinate_restored") or m.get("coordinate_unrestorable") or m.get("flagged"))
+    return bool(st.stale or m.get("coordinate_restored") or m.get("coordinate_unrestorable") or m.get("flagged")
+                or m.get("recaptured") or m.get("recapture_ended"))
 
 
 def select_steps(raw_dir: str | os.PathLike, select: str = "all", split: str = "all") -> list[AuditItem]:
@@ -161,8 +163,9 @@ def select_steps(raw_dir: str | os.PathLike, select: str = "all", split: str = "
 
     Args:
         raw_dir: the raw corpus.
-        select: ``all`` targeted steps, or only ``flagged`` ones (stale, coordinate-restored,
-            unrestorable, or ``metadata["flagged"]``).
+        select: ``all`` targeted steps, or only ``flagged`` ones (as WebMRE: restored and
+            recaptured steps: stale, coordinate-restored, unrestorable, recaptured, a recapture
+            that ended there, or ``metadata["flagged"]``).
         split: ``all``, ``train`` or ``test`` (from ``corpus.json``).
     """
     if select not in ("all", "flagged"):
@@ -276,14 +279,35 @@ def _judge_clients(judges: Sequence[JudgeConfig] | Sequence[tuple[str, ChatClien
     """
     if len(judges) != PANEL_SIZE:
         raise ValueError(f"the audit uses exactly {PANEL_SIZE} judges, got {len(judges)}")
-    cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
-    pairs: list[tuple[str, ChatClient]] = [
-        (j.name, j.client(cache)) if isinstance(j, JudgeConfig) else (j[0], j[1]) for j in judges
-    ]
-    names = [n for n, _ in pairs]
+    names = [j.name if isinstance(j, JudgeConfig) else j[0] for j in judges]
     if len(set(names)) != len(names):
         raise ValueError(f"judge names must be unique, got {names}")
-    return pairs
+    cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    return [(j.name, j.client(cache)) if isinstance(j, JudgeConfig) else (j[0], j[1])
+            for j in judges if not (isinstance(j, JudgeConfig) and j.rule_based)]
+
+
+def _rule_based_verdicts(items: Sequence[AuditItem], judges: Sequence[JudgeConfig],
+                         progress: Callable[[str], None] | None) -> dict[str, list[AuditVerdict]]:
+    """The rule-based judges' verdicts (:mod:`mag_dataset.harness.page_judges`), with their evidence.
+
+    Raises:
+        MissingEvidenceError: naming how many steps lack DOM fingerprints, and the first.
+    """
+    missing = [it for it in items if not has_page_evidence(it.step)]
+    if missing:
+        raise MissingEvidenceError(
+            f"{len(missing)} of the {len(items)} steps to audit have no DOM fingerprints for the rule-based judges "
+            f"(first: {missing[0].step_id}); record them again with `mag record` (the recorder stores them) and "
+            "recapture with `mag recapture`, or audit them with endpoint judges")
+    kinds = [j.kind for j in judges]
+    out: dict[str, list[AuditVerdict]] = {}
+    for k, it in enumerate(items):
+        votes = page_verdicts(it.folder, it.step, kinds)
+        out[it.step_id] = [dataclasses.replace(v, judge=j.name) for v, j in zip(votes, judges)]
+        if progress and (k + 1) % 100 == 0:
+            progress(f"rule-based judges: {k + 1}/{len(items)} steps")
+    return out
 
 
 def _require_votes(items: Sequence[AuditItem], verdicts: dict[str, list[AuditVerdict]]) -> None:
@@ -366,17 +390,23 @@ def run_audit(
     out = Path(out_path) if out_path is not None else raw_dir / AUDIT_FILE
     vpath = Path(verdicts_path) if verdicts_path is not None else out.with_name(VERDICTS_FILE)
     pairs = _judge_clients(judges, cache_dir)
-    names = [n for n, _ in pairs]
+    rule_based = [j for j in judges if isinstance(j, JudgeConfig) and j.rule_based]
+    names = [j.name if isinstance(j, JudgeConfig) else j[0] for j in judges]
     items = select_steps(raw_dir, select, split)
     if adjudications is None:
         adjudications = stored_adjudications(raw_dir, db_path)
     warnings = other_decision_dbs(raw_dir, db_path, {it.step_id for it in items}, out.parent)
-    if items:
+    if items and pairs:
         check_images(som_image_path(it.folder, it.step) for it in items)
         check_endpoints([(f"judge {n}", c) for n, c in pairs])
     if progress:
         progress(f"auditing {len(items)} steps with judges {', '.join(names)}")
-    verdicts = ask_judges(items, pairs, progress=progress, stop_when_down=not allow_partial)
+    ruled = _rule_based_verdicts(items, rule_based, progress) if rule_based else {}
+    asked = ask_judges(items, pairs, progress=progress, stop_when_down=not allow_partial) if pairs else {}
+    verdicts = {}
+    for it in items:  # in panel order
+        row = {v.judge: v for v in ruled.get(it.step_id, []) + asked.get(it.step_id, [])}
+        verdicts[it.step_id] = [row[n] for n in names]
     _require_votes(items, verdicts)
     problems = _failed_judges(names, verdicts, len(items), out, allow_partial)
     existing = read_audit(out) if out.is_file() else {}
@@ -390,7 +420,8 @@ def run_audit(
         report.requests += c.stats["requests"]
         report.cache_hits += c.stats["cache_hits"]
     out.parent.mkdir(parents=True, exist_ok=True)
-    _write_verdicts(vpath, items, verdicts, {n: c.model for n, c in pairs})
+    models = {j.name: j.model_label for j in rule_based} | {n: c.model for n, c in pairs}
+    _write_verdicts(vpath, items, verdicts, models)
     write_audit(out, records)
     return report
 

@@ -158,6 +158,7 @@ class Observation:
     url: str
     elements: dict[str, Element]
     focused: str | None = None
+    title: str | None = None
 
     def candidate(self, bid: str) -> Candidate | None:
         return next((c for c in self.candidates if c.id == bid), None)
@@ -361,6 +362,54 @@ def grow_task_area(
 MINIWOB_SCALE = 1.5
 
 
+#: Attributes of an element that name what it is (not its state), kept in its fingerprint; the
+#: judges of the label audit (:mod:`mag_dataset.harness.page_judges`) read the same list.
+FINGERPRINT_ATTRS = ("id", "name", "href", "type", "placeholder", "aria-label", "aria-labelledby",
+                     "aria-describedby", "aria-controls", "title", "for", "value")
+#: ``value`` names a button-like input; on a text field it is state, left out.
+_VALUE_NAMES = ("submit", "button", "reset", "radio", "checkbox", "image")
+
+
+def structural_path(elements: dict[str, Element], bid: str) -> str:
+    """``html[0]/body[0]/form[1]/button[0]``: tags from the root, each with its index among the
+    parent's children of the same tag (BrowserGym marks every element, so bids chain to the root)."""
+    parts = []
+    el = elements.get(bid)
+    while el is not None:
+        parent = elements.get(el.parent) if el.parent else None
+        same = [b for b in parent.children if elements[b].tag == el.tag] if parent is not None else [el.bid]
+        parts.append(f"{el.tag}[{same.index(el.bid) if el.bid in same else 0}]")
+        el = parent
+    return "/".join(reversed(parts))
+
+
+def fingerprint(elements: dict[str, Element], bid: str) -> dict[str, Any] | None:
+    """The element's identity in its page, as the recorder stores it (None: no such element).
+
+    ``{"tag", "role", "name", "attrs", "path"}``: tag, ARIA role, accessible name (its label as
+    the menu shows it), the :data:`FINGERPRINT_ATTRS` it has and :func:`structural_path`.
+    """
+    el = elements.get(bid)
+    if el is None:
+        return None
+    attrs = {k: el.attrs[k] for k in FINGERPRINT_ATTRS if el.attrs.get(k)}
+    if "value" in attrs and not (el.tag == "button" or (el.tag == "input" and el.attrs.get("type") in _VALUE_NAMES)):
+        del attrs["value"]
+    return {"tag": el.tag, "role": _role(el), "name": el.label[:200], "attrs": attrs,
+            "path": structural_path(elements, bid)}
+
+
+def dom_evidence(ob: "Observation", target: str | None) -> dict[str, Any]:
+    """What a step stores for the ``dom`` and ``name`` judges: every candidate's fingerprint,
+    and the acted element's fingerprint and box (screenshot px) at action time."""
+    out: dict[str, Any] = {"candidates": {c.id: fingerprint(ob.elements, c.id) for c in ob.candidates}}
+    if target is not None and target in ob.elements:
+        out["target"] = fingerprint(ob.elements, target)
+        box = ob.screen_box(target)
+        out["target_box"] = [round(v, 2) for v in box] if box is not None else None
+    return out
+
+
 def page_scale(env: Any) -> float:
     """Screenshot pixels per CSS pixel of a BrowserGym env's active page."""
     page = getattr(getattr(env, "unwrapped", env), "page", None)
@@ -413,7 +462,17 @@ def observe(obs: dict[str, Any], crop: bool = True, scale: float = MINIWOB_SCALE
         url=str(obs.get("url") or ""),
         elements=elements,
         focused=str(obs.get("focused_element_bid") or "") or None,
+        title=page_title(obs),
     )
+
+
+def page_title(obs: dict[str, Any]) -> str | None:
+    """The active page's title in a BrowserGym observation, or None when it does not say."""
+    titles, index = obs.get("open_pages_titles"), obs.get("active_page_index")
+    try:
+        return str(titles[int(index[0] if hasattr(index, "__len__") else index)])
+    except (TypeError, IndexError, ValueError, KeyError):
+        return None
 
 
 def observe_page(obs: dict[str, Any]) -> Observation:

@@ -29,9 +29,18 @@ Originals are never overwritten: the new files are written first, then ``episode
 replaced atomically, then the action-time Set-of-Mark images (no longer referenced) are
 removed, so an interrupted recapture leaves the episode as it was.
 
-Then the step's recorded BrowserGym action is replayed. If a replayed action fails (its
-element is gone), the replay has diverged: the remaining steps are recaptured as they are
-(the page no longer matches) until the episode ends. ``mag unify`` then applies the stale
+Then the step's recorded BrowserGym action is replayed. A recapture **knows when it
+failed**: before a step is recaptured its replayed page is checked
+(:func:`check_replayed_page`: the site's server still answers, the page is no browser error
+page, its address and title are the recorded ones, the step's target is on it). The first
+step that fails the check, or that follows an action that failed to replay, ends the
+recapture of the episode: it records why in ``metadata["recapture_ended"]`` (keeping the
+recaptured screenshot when the page is still the site's, its action-time one otherwise),
+and every later step keeps its action-time screenshot (``recapture_ended_before``). So no
+recaptured step shows an error page or a page its action was never taken on. A recaptured
+step that differs from its action-time screenshot also stores the page it shows
+(``metadata["shown_page"]``: address, title, and every candidate with its box and DOM
+fingerprint) for the audit's judges (:mod:`mag_dataset.harness.page_audit`). ``mag unify`` then applies the stale
 rule (:mod:`mag_dataset.harness.unify`: pixel comparison with documented thresholds)
 and sets the ``stale`` flag; nothing here sets it by hand.
 
@@ -98,8 +107,103 @@ def choose_episodes(episodes: list[RawEpisode], share: float, seed: int,
     return [e for e in site_eps if e.episode_id in chosen]
 
 
+#: Text of Chromium's network error page (``chrome-error://chromewebdata/``).
+ERROR_PAGE_MARKERS = ("This site can’t be reached", "This site can't be reached", "ERR_CONNECTION_REFUSED",
+                      "ERR_CONNECTION_RESET", "ERR_EMPTY_RESPONSE", "ERR_NAME_NOT_RESOLVED", "ERR_TIMED_OUT")
+
+
+def _path_and_query(url: str) -> str:
+    """A page's address without scheme, host and port (the sites may be served on other ports)."""
+    import urllib.parse
+
+    parts = urllib.parse.urlsplit(url)
+    return parts.path.rstrip("/") + ("?" + parts.query if parts.query else "")
+
+
+def _page_text(obs: dict) -> str:
+    from mag_dataset.live.observe import parse_elements
+
+    try:
+        return " ".join(e.own_text for e in parse_elements(obs).values() if e.own_text)[:4000]
+    except (KeyError, TypeError, ValueError):
+        return ""
+
+
+def _error_page(obs: dict) -> str | None:
+    """Why the observed page is a browser error page, or None."""
+    url = str(obs.get("url") or "")
+    if url.startswith("chrome-error://"):
+        text = _page_text(obs)
+        code = next((m for m in ERROR_PAGE_MARKERS if m.startswith("ERR_") and m in text), "")
+        return f"a browser error page ({url}{', ' + code if code else ''})"
+    text = _page_text(obs)
+    if any(m in text for m in ERROR_PAGE_MARKERS[:2]):
+        return "a browser error page (\"This site can't be reached\")"
+    return None
+
+
+def _target_missing(st, ob) -> str | None:
+    """Why the step's target is not on the replayed page, or None (untargeted steps: None)."""
+    from mag_dataset.harness.page_judges import DOM_MIN_SIMILARITY, Fingerprint, fingerprint_similarity
+    from mag_dataset.live.observe import fingerprint
+
+    dom = st.metadata.get("dom") or {}
+    if dom.get("target"):
+        want = Fingerprint.from_dict(dom["target"])
+        for bid in ob.elements:
+            fp = fingerprint(ob.elements, bid)
+            if fp and fingerprint_similarity(want, Fingerprint.from_dict(fp)) >= DOM_MIN_SIMILARITY:
+                return None
+        return f"the target ({want.role or want.tag} {want.name[:40]!r}) is not on the replayed page"
+    target = st.action.element_id or st.metadata.get("expert_element_id")
+    old = next((c for c in st.candidates if c.id == target), None) if target else None
+    if old is None:
+        return None
+    if any(c.role == old.role and c.text == old.text for c in ob.candidates):
+        return None
+    return f"the target ({old.role} {old.text[:40]!r}) is not on the replayed page"
+
+
+def check_replayed_page(st, obs: dict, ob, server_ok: bool | None = None) -> str | None:
+    """Why the replayed page cannot stand for step ``st``'s page, or None when it can.
+
+    In order: the server stopped answering, a browser error page, another address than the
+    recorded one (path and query; host and port may differ), another title (when the step
+    recorded one), the step's target missing (its fingerprint, else its role and text).
+    """
+    if server_ok is False:
+        return "the site's server stopped answering"
+    error = _error_page(obs)
+    if error:
+        return error
+    recorded = str(st.metadata.get("page_url") or st.url or "")
+    if recorded and _path_and_query(recorded) != _path_and_query(ob.url):
+        return f"the replay is on {_path_and_query(ob.url) or '/'}, not {_path_and_query(recorded) or '/'}"
+    title, shown_title = st.metadata.get("page_title"), ob.title
+    if title and shown_title is not None and title != shown_title:
+        return f"the page title is {shown_title!r}, not {title!r}"
+    return _target_missing(st, ob)
+
+
+def shown_page(ob) -> dict:
+    """What a recaptured step stores of the page it shows, for the audit's judges."""
+    from mag_dataset.live.observe import fingerprint
+
+    return {"url": ob.url, "title": ob.title,
+            "elements": [{"id": c.id, "role": c.role, "text": c.text, "bbox": [round(v, 2) for v in c.bbox],
+                          "fingerprint": fingerprint(ob.elements, c.id)} for c in ob.candidates]}
+
+
 def recapture_episode(folder: Path, episode: RawEpisode, *, reset_site: bool = False) -> tuple[RawEpisode, dict[str, bytes], bool]:
     """Replay one site episode without resetting its site and re-render every step's observation.
+
+    The recapture of the episode **ends** at the first step whose replayed page cannot stand
+    for the step's page (:func:`check_replayed_page`: the server stopped answering, a browser
+    error page, another address or title, the target missing) or after an action that failed
+    to replay. That step records why in ``metadata["recapture_ended"]``; it keeps the
+    recaptured screenshot when the page is the site's (another address, the target gone: the
+    audit judges it as it is) and its action-time screenshot when it is no page of the site
+    (an error page, no server). Later steps keep their action-time screenshots.
 
     Returns:
         ``(new episode, new image files, diverged)``; the caller writes them.
@@ -109,18 +213,34 @@ def recapture_episode(folder: Path, episode: RawEpisode, *, reset_site: bool = F
 
     from mag_dataset.live.env import make_site_env
     from mag_dataset.live.observe import draw_som, encode_png, observe_page
+    from mag_dataset.sites import task_class
+    from mag_dataset.sites.manager import health
 
     task = str(episode.metadata.get("expert") or "")
     if not task.startswith("sites."):
         raise ValueError(f"{episode.episode_id}: not a site episode (metadata.expert = {task!r})")
+    site = task_class(task).site_class()
     env = make_site_env(task, reset_site=reset_site)
     images: dict[str, bytes] = {}
     steps = []
-    diverged = False
+    ended: dict | None = None
     try:
         obs, _ = env.reset(seed=int(episode.seed or 0))
         for st in episode.steps:
+            if ended is not None:  # at or past the end: the step keeps its action-time screenshot
+                key = "recapture_ended" if st.step_index == ended["step"] else "recapture_ended_before"
+                steps.append(dataclasses.replace(st, metadata={**st.metadata, "recaptured": False,
+                                                               key: ended if key == "recapture_ended" else ended["step"]}))
+                continue
             ob = observe_page(obs)
+            server_ok = health(site.running_url() + site.health_path, timeout=5.0)[0]
+            why = check_replayed_page(st, obs, ob, server_ok)
+            if why is not None:
+                ended = {"step": st.step_index, "reason": why}
+                if not server_ok or why.startswith("a browser error page"):
+                    steps.append(dataclasses.replace(st, metadata={**st.metadata, "recaptured": False,
+                                                                   "recapture_ended": ended}))
+                    continue
             shot = Image.open(io.BytesIO(ob.png)).convert("RGB")
             with Image.open(folder / st.screenshot) as before:
                 identical = before.size == shot.size and np.array_equal(np.asarray(before.convert("RGB")), np.asarray(shot))
@@ -135,19 +255,26 @@ def recapture_episode(folder: Path, episode: RawEpisode, *, reset_site: bool = F
                 else:  # none stored: the builder renders it from the screenshot and the menu
                     new_som = ""
             meta = {**st.metadata, "recaptured": True, "action_time_screenshot": st.screenshot,
-                    "recaptured_identical": identical,
-                    "recaptured_candidates": len(ob.candidates), "recapture_diverged": diverged}
+                    "recaptured_identical": identical, "recaptured_candidates": len(ob.candidates),
+                    "recapture_diverged": ended is not None}
+            if not identical:
+                meta["shown_page"] = shown_page(ob)
+            if ended is not None:
+                meta["recapture_ended"] = ended
             steps.append(dataclasses.replace(st, screenshot=new_shot, som_screenshot=new_som, metadata=meta))
-            if not diverged:
+            if ended is None:
                 action = str(st.metadata.get("browsergym_action") or "noop()")
                 obs, _, terminated, truncated, _ = env.step(action)
-                if obs.get("last_action_error"):
-                    diverged = True
+                if obs.get("last_action_error"):  # the next step's page was never reached
+                    ended = {"step": st.step_index + 1, "reason": "the replayed action of step "
+                             f"{st.step_index} failed: {str(obs['last_action_error']).splitlines()[0][:160]}"}
     finally:
         env.close()
+    diverged = ended is not None
     new = dataclasses.replace(episode, steps=tuple(steps),
                               metadata={**episode.metadata, "recaptured": {"diverged": diverged,
-                                                                           "site_reset_before": reset_site}})
+                                                                           "site_reset_before": reset_site,
+                                                                           **({"ended": ended} if ended else {})}})
     return new, images, diverged
 
 

@@ -262,6 +262,8 @@ def _gold_action(rec: _Recording, index: int, decision: Any, target: Any) -> tup
 def _keep_step(rec: _Recording, ob: Any, index: int, action: Action, target: Any,
                human_point: tuple[float, float] | None, bg_action: str) -> None:
     """Record step ``index`` from the observation before its action."""
+    from mag_dataset.live.observe import dom_evidence
+
     if rec.site_task:
         from mag_dataset.page_guides import guide_context
 
@@ -274,8 +276,12 @@ def _keep_step(rec: _Recording, ob: Any, index: int, action: Action, target: Any
         # capture geometry (raw format v2): the page's CSS viewport, screenshot px per CSS px
         viewport=rec.viewport, device_pixel_ratio=ob.conv.scale,
         metadata={"conversion": ob.conv.to_dict(), "browsergym_action": bg_action,
+                  # the audit's evidence: fingerprints of the menu and of the acted element (a
+                  # point-only click keeps only its point, as a person's recording would)
+                  "dom": dom_evidence(ob, target.id if target is not None and human_point is None else None),
                   **({"recorded_as": "point_only", "expert_element_id": target.id} if human_point else {}),
-                  **({"viewport": [ob.width, ob.height], "page_url": ob.url} if rec.site_task else {})},
+                  **({"viewport": [ob.width, ob.height], "page_url": ob.url, "page_title": ob.title}
+                     if rec.site_task else {})},
     ))
 
 
