@@ -95,6 +95,31 @@ def pytest_make_collect_report(collector):
         _fail_skip(report, f"module {collector.nodeid}")
 
 
+def pytest_configure(config):
+    """pytest 9.2 keeps node ids in ``Node._id``, where pytest-xdist 3.8's ``--dist loadgroup``
+    cannot add the group: it then groups nothing, silently (the dev extra pins pytest < 9.2)."""
+    from packaging.version import Version
+
+    controller = not hasattr(config, "workerinput")
+    if controller and config.getoption("dist", None) == "loadgroup" and Version(pytest.__version__) >= Version("9.2"):
+        raise pytest.UsageError(f"--dist loadgroup does not group tests under pytest {pytest.__version__} (its node "
+                                "ids have no room for xdist's group): install the pytest the dev extra pins, "
+                                "pip install -e '.[dev]'")
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config, items):
+    """Under ``--dist loadgroup``, prove the grouping took: the modules of one site must share a
+    worker (scripts/test.sh), or one worker resets or stops the site another is using."""
+    if not getattr(config.option, "loadgroup", False):  # set in xdist workers under --dist loadgroup
+        return
+    lost = [item.nodeid for item in items if item.get_closest_marker("xdist_group") and "@" not in item.nodeid]
+    if lost:
+        raise pytest.UsageError(f"pytest-xdist's --dist loadgroup did not group {len(lost)} tests (first: {lost[0]}); "
+                                f"pytest {pytest.__version__} with this xdist keeps no group in the node id: install "
+                                "the pytest the dev extra pins")
+
+
 def pytest_terminal_summary(terminalreporter):
     skipped = terminalreporter.stats.get("skipped", [])
     reasons: dict[str, int] = {}

@@ -15,6 +15,7 @@ replayed twice:
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 from pathlib import Path
@@ -112,3 +113,87 @@ def test_recapture_on_reset_site_is_not_stale_then_on_moved_on_site_is(recorded,
     # the builder reads the flag from the raw step; the evidence is in the episode file
     saved = json.loads((moved_raw / folder0.name / "episode.json").read_text())
     assert sum(s["stale"] for s in saved["steps"]) == len(stale)
+
+
+def _strip_evidence(raw: Path) -> dict[int, dict]:
+    """Make the recording look like one made before the recorder stored fingerprints; returns what it had."""
+    from mag_dataset.raw import rewrite_episode_json
+
+    folder, ep = _episode(raw)
+    had = {st.step_index: st.metadata["dom"] for st in ep.steps}
+    steps = tuple(dataclasses.replace(st, metadata={k: v for k, v in st.metadata.items() if k not in ("dom", "page_title")})
+                  for st in ep.steps)
+    rewrite_episode_json(folder, dataclasses.replace(ep, steps=steps))
+    return had
+
+
+def test_evidence_replay_gives_the_recorders_fingerprints_and_the_rule_based_audit_confirms(recorded, tmp_path, capsys):
+    raw = tmp_path / "evidence"
+    shutil.copytree(recorded, raw)
+    _, recorded_ep = _episode(raw)
+    assert all(isinstance(st.metadata.get("dom"), dict) for st in recorded_ep.steps)  # the recorder stores them
+    had = _strip_evidence(raw)
+    capsys.readouterr()
+    assert main(["recapture", "--raw", str(raw), "--evidence"]) == 0
+    out = capsys.readouterr().out
+    n = len(recorded_ep.steps)
+    assert f"fingerprinted {n} steps of 1 episodes; the replayed page differed in 0 episodes" in out, out
+    _, ep = _episode(raw)
+    assert {st.step_index: st.metadata["dom"] for st in ep.steps} == had  # a reset site replays the same DOM
+    assert all(st.metadata["page_title"] for st in ep.steps)
+    # the three rule-based judges confirm every targeted step of an action-time recording
+    assert main(["audit", "--raw", str(raw), "--judges", "dom,name,pixel", "--steps", "all"]) == 0
+    records = [json.loads(line) for line in (raw / "audit.jsonl").read_text().splitlines()]
+    targeted = [st for st in ep.steps if st.action.element_id or st.action.coordinate]
+    assert len(records) == len(targeted) > 0
+    assert {r["status"] for r in records} == {"confirmed"}, records
+    verdicts = (raw / "audit_verdicts.jsonl").read_text()
+    assert main(["audit", "--raw", str(raw), "--judges", "dom,name,pixel", "--steps", "all"]) == 0
+    assert (raw / "audit_verdicts.jsonl").read_text() == verdicts  # a rerun is byte-identical
+
+
+def test_recapture_ends_where_the_server_stopped_and_keeps_the_action_time_screenshots(recorded, forum, tmp_path,
+                                                                                       monkeypatch, capsys):
+    """The server stops before the first replayed action: the next page is Chromium's error page, and
+    the recapture of the episode ends there instead of storing it (the sample once shipped one)."""
+    from mag_dataset.live import env as live_env
+    from mag_dataset.sites import manager
+
+    raw = tmp_path / "down"
+    shutil.copytree(recorded, raw)
+    make = live_env.make_site_env
+
+    def make_and_stop_before_the_first_action(*args, **kwargs):
+        env = make(*args, **kwargs)
+        step = env.step
+
+        def stop_then_step(action):
+            manager.stop(forum)  # a real stop: the click's page load fails
+            env.step = step
+            return step(action)
+
+        env.step = stop_then_step
+        return env
+
+    monkeypatch.setattr(live_env, "make_site_env", make_and_stop_before_the_first_action)
+    try:
+        assert main(["recapture", "--raw", str(raw), "--share", "1"]) == 0
+    finally:
+        manager.serve(forum)
+    folder, ep = _episode(raw)
+    first, second, *rest = ep.steps
+    assert first.metadata["recaptured"] is True  # observed while the server answered
+    ended = second.metadata["recapture_ended"]
+    assert ended["step"] == 1 and (ended["reason"] == "the site's server stopped answering"
+                                   or ended["reason"].startswith("a browser error page")), ended
+    assert second.metadata["recaptured"] is False and "action_time_screenshot" not in second.metadata
+    assert all(st.metadata["recaptured"] is False and st.metadata["recapture_ended_before"] == 1 for st in rest)
+    assert ep.metadata["recaptured"]["ended"] == ended
+    from PIL import Image
+
+    from mag_dataset.error_pages import is_browser_error_page
+
+    for st in ep.steps:  # no error page was stored
+        with Image.open(folder / st.screenshot) as im:
+            assert not is_browser_error_page(im)
+    assert main(["build", "--raw", str(raw), "--out", str(tmp_path / "built")]) == 0

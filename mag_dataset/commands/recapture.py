@@ -3,8 +3,11 @@
     mag recapture --raw RAW_DIR --share 0.3 --seed 0
     mag recapture --raw RAW_DIR --per-template 1       # one episode of every template
     mag unify --raw RAW_DIR    # then flags the recaptured steps that no longer match as stale
+    mag recapture --raw RAW_DIR --evidence             # the audit's DOM fingerprints, by replay
 
-See :mod:`mag_dataset.live.recapture` for the path and why it produces stale screenshots.
+See :mod:`mag_dataset.live.recapture` for the path and why it produces stale screenshots,
+and :mod:`mag_dataset.live.evidence` for ``--evidence`` (episodes recorded before the
+recorder stored DOM fingerprints get them from a replay that reproduces their pages).
 The sites the chosen episodes need are served for the run (and stopped after it) when
 they are not running already.
 """
@@ -23,6 +26,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     which = parser.add_mutually_exclusive_group(required=True)
     which.add_argument("--share", type=float, help="share of the site episodes to recapture (0-1)")
     which.add_argument("--per-template", type=int, metavar="N", help="recapture N episodes of every template")
+    which.add_argument("--evidence", action="store_true",
+                       help="recapture nothing: replay every episode without DOM fingerprints from its start (sites "
+                            "reset) and store them where the page is pixel-identical to the recorded one")
     parser.add_argument("--seed", type=int, default=0, help="picks which episodes (default: %(default)s)")
     parser.add_argument("--no-reset", action="store_true",
                         help="replay on each site as it is now, without resetting it before its first episode")
@@ -44,12 +50,32 @@ def run(args: argparse.Namespace) -> int:
     raw = args.raw
     if not raw.is_dir():
         raise UserError(f"--raw {raw}: no such folder")
+    if args.evidence:
+        return _evidence(args, raw)
     try:
         chosen = choose_episodes(list(read_corpus(raw)), share, args.seed, args.per_template)
         sites = [site_class(n)() for n in dict.fromkeys(e.site for e in chosen)]
         with served(sites):
             report = recapture_corpus(raw, share, args.seed, log=options.progress_printer(args),
                                       reset_first=not args.no_reset, per_template=args.per_template)
+    except (RawDataError, SiteError, LiveEnvError) as e:
+        raise UserError(str(e)) from None
+    print(report.summary())
+    return 0
+
+
+def _evidence(args: argparse.Namespace, raw: Path) -> int:
+    from mag_dataset.live.env import LiveEnvError
+    from mag_dataset.live.evidence import add_page_evidence, needs_evidence
+    from mag_dataset.raw import RawDataError, read_corpus
+    from mag_dataset.sites import SiteError, site_class
+    from mag_dataset.sites.manager import served
+
+    try:
+        wanted = [e for e in read_corpus(raw) if e.source in ("sites", "miniwob") and needs_evidence(e)]
+        sites = [site_class(n)() for n in dict.fromkeys(e.site for e in wanted if e.source == "sites")]
+        with served(sites):
+            report = add_page_evidence(raw, log=options.progress_printer(args))
     except (RawDataError, SiteError, LiveEnvError) as e:
         raise UserError(str(e)) from None
     print(report.summary())

@@ -1,0 +1,129 @@
+"""Give recorded episodes the audit's page evidence by replaying them where they were recorded.
+
+The rule-based judges of the label audit (:mod:`mag_dataset.harness.page_judges`) read the
+DOM fingerprints that the recorder stores with every step (``metadata["dom"]``: the menu's
+and the acted element's, plus the page title). Episodes recorded before the recorder stored
+them get them here, without being recorded again: each episode is replayed from its own
+start (a MiniWoB++ task at its seed, a site task on a **freshly reset** site, as the recorder
+started it) and, at every step, the replayed page's screenshot is compared with the step's
+action-time screenshot. Only a pixel-identical page (RGB) gives its fingerprints: then the DOM
+read now is the DOM the action was taken on. The first step that differs ends the episode's
+replay (its remaining steps get none, and the report names it); nothing else of a step changes
+(images, actions, guides, candidates stay as they are).
+
+Usage::
+
+    mag recapture --raw RAW --evidence        # every episode without fingerprints
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from mag_dataset.raw import RawEpisode, iter_episode_dirs, read_episode, rewrite_episode_json
+
+
+@dataclass
+class EvidenceReport:
+    """What :func:`add_page_evidence` did."""
+
+    episodes: int = 0
+    steps: int = 0
+    differed: list[str] = field(default_factory=list)
+    skipped: int = 0
+
+    def summary(self) -> str:
+        return (f"fingerprinted {self.steps} steps of {self.episodes} episodes; the replayed page differed in "
+                f"{len(self.differed)} episodes ({', '.join(self.differed[:5]) or 'none'}); "
+                f"{self.skipped} episodes already had them")
+
+
+def _action_time_png(folder: Path, step) -> "object":
+    from PIL import Image
+
+    name = step.metadata.get("action_time_screenshot") or step.screenshot
+    with Image.open(folder / name) as im:
+        return im.convert("RGB")
+
+
+def _target(step) -> str | None:
+    """The acted element whose fingerprint is stored: none for a point-only click (its point is kept)."""
+    if step.metadata.get("recorded_as") == "point_only":
+        return None
+    return step.action.element_id
+
+
+def needs_evidence(episode: RawEpisode) -> bool:
+    return any(not isinstance(st.metadata.get("dom"), dict) for st in episode.steps)
+
+
+def episode_evidence(folder: Path, episode: RawEpisode) -> tuple[RawEpisode, int, str | None]:
+    """Replay ``episode`` from its start and fingerprint its steps while the pages are identical.
+
+    Returns:
+        ``(episode with metadata["dom"] on the fingerprinted steps, how many, why it stopped or None)``.
+    """
+    import numpy as np
+    from PIL import Image
+
+    from mag_dataset.live.env import make_env, make_site_env
+    from mag_dataset.live.observe import dom_evidence, observe, observe_page
+
+    task = str(episode.metadata.get("expert") or "")
+    site_task = task.startswith("sites.")
+    env = make_site_env(task, reset_site=True) if site_task else make_env(task)
+    steps, done, why = list(episode.steps), 0, None
+    try:
+        obs, _ = env.reset(seed=int(episode.seed or 0))
+        for i, st in enumerate(episode.steps):
+            ob = observe_page(obs) if site_task else observe(obs)
+            now = np.asarray(Image.open(io.BytesIO(ob.png)).convert("RGB"))
+            then = np.asarray(_action_time_png(folder, st))
+            if now.shape != then.shape or not np.array_equal(now, then):
+                why = f"step {st.step_index}: the replayed page is not the recorded one"
+                break
+            meta = {**st.metadata, "dom": dom_evidence(ob, _target(st))}
+            if site_task:
+                meta["page_title"] = ob.title
+            steps[i] = dataclasses.replace(st, metadata=meta)
+            done += 1
+            obs, *_ = env.step(str(st.metadata.get("browsergym_action") or "noop()"))
+            if obs.get("last_action_error") and i + 1 < len(episode.steps):
+                why = f"step {st.step_index}: the replayed action failed"
+                break
+    finally:
+        env.close()
+    return dataclasses.replace(episode, steps=tuple(steps)), done, why
+
+
+def add_page_evidence(raw_dir: str | Path, log: Callable[[str], None] | None = None,
+                      only: Callable[[RawEpisode], bool] | None = None) -> EvidenceReport:
+    """Fingerprint every episode of a raw corpus that lacks the evidence (see the module docstring).
+
+    Args:
+        raw_dir: the raw corpus, updated in place (each ``episode.json`` atomically).
+        log: called with one line per episode.
+        only: episodes to consider (default: all recorded by this package: sites and MiniWoB++).
+    """
+    report = EvidenceReport()
+    for folder in iter_episode_dirs(Path(raw_dir)):
+        ep = read_episode(folder)
+        if ep.source not in ("sites", "miniwob") or (only is not None and not only(ep)):
+            continue
+        if not needs_evidence(ep):
+            report.skipped += 1
+            continue
+        new, done, why = episode_evidence(folder, ep)
+        if done:
+            rewrite_episode_json(folder, new)
+        report.episodes += 1
+        report.steps += done
+        if why:
+            report.differed.append(ep.episode_id)
+        if log:
+            log(f"{ep.episode_id}: {done}/{len(ep.steps)} steps fingerprinted" + (f" ({why})" if why else ""))
+    return report
