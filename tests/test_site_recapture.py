@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import shutil
+import signal
 from pathlib import Path
 
 import pytest
@@ -168,7 +170,7 @@ def test_recapture_ends_where_the_server_stopped_and_keeps_the_action_time_scree
         step = env.step
 
         def stop_then_step(action):
-            manager.stop(forum)  # a real stop: the click's page load fails
+            os.killpg(manager.status(forum).pid, signal.SIGKILL)  # the server dies: the click's page load fails
             env.step = step
             return step(action)
 
@@ -179,6 +181,7 @@ def test_recapture_ends_where_the_server_stopped_and_keeps_the_action_time_scree
     try:
         assert main(["recapture", "--raw", str(raw), "--share", "1"]) == 0
     finally:
+        manager.stop(forum)  # forgets the dead server's record
         manager.serve(forum)
     folder, ep = _episode(raw)
     first, second, *rest = ep.steps

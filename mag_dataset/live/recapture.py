@@ -220,6 +220,7 @@ def recapture_episode(folder: Path, episode: RawEpisode, *, reset_site: bool = F
     if not task.startswith("sites."):
         raise ValueError(f"{episode.episode_id}: not a site episode (metadata.expert = {task!r})")
     site = task_class(task).site_class()
+    health_url = site.running_url() + site.health_path  # read once: a dying server leaves its record
     env = make_site_env(task, reset_site=reset_site)
     images: dict[str, bytes] = {}
     steps = []
@@ -233,7 +234,7 @@ def recapture_episode(folder: Path, episode: RawEpisode, *, reset_site: bool = F
                                                                key: ended if key == "recapture_ended" else ended["step"]}))
                 continue
             ob = observe_page(obs)
-            server_ok = health(site.running_url() + site.health_path, timeout=5.0)[0]
+            server_ok = health(health_url, timeout=5.0)[0]
             why = check_replayed_page(st, obs, ob, server_ok)
             if why is not None:
                 ended = {"step": st.step_index, "reason": why}
