@@ -450,11 +450,25 @@ def _action_table() -> str:
     return "\n".join(lines)
 
 
-def _audit_sentence(stats: dict[str, dict[str, dict[str, Any]]]) -> str:
-    """What the card says of the labels: how many steps an audit judged, or that none was run."""
-    judged = sum(n for split in stats.get("som", {}).values() for a, n in split.get("audit", {}).items() if a != "unaudited")
+def _audit_sentence(stats: dict[str, dict[str, dict[str, Any]]], judges: list[dict[str, str]] | None = None) -> str:
+    """What the card says of the labels: who audited and how many steps, or that no audit was run."""
+    counts: dict[str, int] = {}
+    for split in stats.get("som", {}).values():
+        for a, n in split.get("audit", {}).items():
+            if a != "unaudited":
+                counts[a] = counts.get(a, 0) + n
+    judged = sum(counts.values())
     if judged:
-        return f"labels from an audit file ({judged} steps with an audit outcome)"
+        outcomes = ", ".join(f"{a} {counts.get(a, 0)}" for a in AUDIT_STATUSES if a != "unaudited")
+        who = "judges not recorded (no verdict log beside the audit file)"
+        if judges:
+            rule = [j for j in judges if j["model"].startswith("rule-based")]
+            names = ", ".join(f"`{j['name']}`" for j in judges)
+            who = (f"the {len(judges)} rule-based page judges {names} of `mag_dataset.harness.page_judges` "
+                   f"({rule[0]['model'].rsplit(' ', 1)[-1]}; no language model)" if len(rule) == len(judges) else
+                   "judges " + ", ".join(f"`{j['name']}` ({j['model']})" for j in judges))
+        return (f"labels audited by {who}: {judged} steps with an audit outcome ({outcomes}; per site family in "
+                "the table below)")
     # an audit file may exist only to carry `mag unify`'s flags
     return ("no label audit was run on these steps (it needs judge models, `mag audit`, or human "
             "decisions in `mag annotate`), so every step is `unaudited`; no audit label was written by hand")
@@ -493,7 +507,7 @@ def render_card(
         package_version=build_info["package_version"],
         build_version=build_info["build_version"],
         fingerprint=build_info["raw_fingerprint"][:16],
-        audited=_audit_sentence(stats),
+        audited=_audit_sentence(stats, build_info.get("audit_judges")),
         fields="\n".join(f"| `{n}` | {t} | {d} |" for n, t, d in _FIELDS),
         action_table=_action_table(),
         split_source=split_source,

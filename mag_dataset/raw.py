@@ -96,6 +96,8 @@ READ_VERSIONS: tuple[int, ...] = (1, 2)
 EPISODE_FILE = "episode.json"
 CORPUS_FILE = "corpus.json"
 AUDIT_FILE = "audit.jsonl"
+#: The label audit's verdict log, next to the audit file (written by ``mag audit``).
+VERDICTS_FILE = "audit_verdicts.jsonl"
 
 
 class RawDataError(ValueError):

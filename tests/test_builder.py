@@ -494,3 +494,27 @@ def test_built_folder_has_normal_permissions(built, tmp_path):
     probe = tmp_path / "probe"
     probe.mkdir()
     assert built.stat().st_mode & 0o777 == probe.stat().st_mode & 0o777
+
+
+def test_build_info_says_audited_only_when_steps_were_and_the_card_names_the_judges(raw_copy, tmp_path):
+    task = _episode(raw_copy, 0).name
+    # an audit file that only carries `mag unify`'s flags: no step was audited
+    write_audit(raw_copy / AUDIT_FILE, {f"{task}:1": AuditRecord(stale=True)})
+    out = build_dataset(raw_copy, tmp_path / "flags", progress=False)
+    info = json.loads((out / "build_info.json").read_text())
+    assert info["audited"] is False and info["audit_judges"] == []
+    assert "no label audit was run on these steps" in (out / "README.md").read_text()
+    # audited by the rule-based judges: their verdict log names them
+    write_audit(raw_copy / AUDIT_FILE, {f"{task}:0": AuditRecord(status="confirmed"),
+                                        f"{task}:1": AuditRecord(status="disputed", disputed=True, stale=True)})
+    log = [{"step_id": f"{task}:{k}", "judge": j, "model": f"rule-based {j} v1"} for k in (0, 1)
+           for j in ("dom", "name", "pixel")]
+    (raw_copy / "audit_verdicts.jsonl").write_text("".join(json.dumps(r) + "\n" for r in log))
+    out = build_dataset(raw_copy, tmp_path / "judged", progress=False)
+    info = json.loads((out / "build_info.json").read_text())
+    assert info["audited"] is True
+    assert info["audit_judges"] == [{"name": j, "model": f"rule-based {j} v1"} for j in ("dom", "name", "pixel")]
+    card = (out / "README.md").read_text()
+    assert ("labels audited by the 3 rule-based page judges `dom`, `name`, `pixel` of "
+            "`mag_dataset.harness.page_judges` (v1; no language model): 2 steps with an audit outcome "
+            "(confirmed 1, remapped 0, unmappable 0, disputed 1;") in card

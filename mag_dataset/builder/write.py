@@ -33,7 +33,8 @@ from mag_dataset.builder.layout import (
     is_build,
     write_checksums,
 )
-from mag_dataset.raw import RawDataError
+from mag_dataset.raw import VERDICTS_FILE, RawDataError
+from mag_dataset.schema import AuditStatus
 
 
 def _check_target(out_dir: Path) -> None:
@@ -137,6 +138,21 @@ def _progress_bars(progress: bool) -> Iterator[None]:
             datasets.utils.logging.enable_progress_bar()
 
 
+def audit_judges(audit_path: Path | None) -> list[dict[str, str]]:
+    """Who audited: ``[{"name", "model"}]`` of the judges in the verdict log next to the audit
+    file, in panel order (empty without a log: an audit file may hold only `mag unify`'s flags)."""
+    log = audit_path.with_name(VERDICTS_FILE) if audit_path is not None else None
+    if log is None or not log.is_file():
+        return []
+    judges: dict[str, str] = {}
+    with log.open(encoding="utf-8") as f:
+        for line in f:
+            if line.strip():
+                row = json.loads(line)
+                judges.setdefault(str(row.get("judge")), str(row.get("model") or ""))
+    return [{"name": n, "model": m} for n, m in judges.items()]
+
+
 def _build_info(corpus: Corpus, views: dict[str, Any], unmappable_point_only: bool) -> dict[str, Any]:
     """The provenance record ``build_info.json`` (without its ``family_statistics``)."""
     from mag_dataset import __version__
@@ -149,7 +165,9 @@ def _build_info(corpus: Corpus, views: dict[str, Any], unmappable_point_only: bo
         "split_seed": corpus.splits.seed,
         "split_source": corpus.splits.source,
         "held_out_templates": list(corpus.splits.held_out_templates),
-        "audited": corpus.audit_path is not None,
+        # audited when steps were, not when an audit file exists (`mag unify` writes one for its flags)
+        "audited": any(s.audit.status is not AuditStatus.UNAUDITED for s in corpus.steps),
+        "audit_judges": audit_judges(corpus.audit_path),
         "unmappable_point_only": unmappable_point_only,
         "views": views,
     }

@@ -124,9 +124,10 @@ from mag_dataset.llm_client import (
     LLMTimeoutError,
     LLMUnavailableError,
 )
-from mag_dataset.raw import (
+from mag_dataset.raw import (  # noqa: F401 (VERDICTS_FILE re-exported)
     AUDIT_FILE,
     CORPUS_FILE,
+    VERDICTS_FILE,
     RawStep,
     iter_episode_dirs,
     read_audit,
@@ -138,7 +139,6 @@ from mag_dataset.raw import (
 )
 from mag_dataset.schema import AuditStatus  # noqa: F401 (re-exported: the outcomes of the audit)
 
-VERDICTS_FILE = "audit_verdicts.jsonl"
 
 
 class NoVotesError(EndpointFailedError):
