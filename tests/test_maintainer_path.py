@@ -95,7 +95,8 @@ def test_maintainer_path_keeps_every_label(tmp_path, capsys):
         spec = {"judges": [{"name": f"j{j}", "base_url": st.base_url, "model": f"m{j}", "api_key_env": None,
                             "max_retries": 0} for j, st in enumerate(stubs)]}
         (tmp_path / "judges.json").write_text(json.dumps(spec))
-        audit = ["audit", "--raw", str(raw), "--judges", str(tmp_path / "judges.json"), "--cache-dir", cache]
+        audit = ["audit", "--raw", str(raw), "--judges", str(tmp_path / "judges.json"), "--cache-dir", cache,
+                 "--steps", "all"]
         assert main(audit) == 0
         assert [st.count for st in stubs] == [12, 12, 12]
         out = capsys.readouterr().out
