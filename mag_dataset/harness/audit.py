@@ -298,8 +298,9 @@ def _rule_based_verdicts(items: Sequence[AuditItem], judges: Sequence[JudgeConfi
     if missing:
         raise MissingEvidenceError(
             f"{len(missing)} of the {len(items)} steps to audit have no DOM fingerprints for the rule-based judges "
-            f"(first: {missing[0].step_id}); record them again with `mag record` (the recorder stores them) and "
-            "recapture with `mag recapture`, or audit them with endpoint judges")
+            f"(first: {missing[0].step_id}); give action-time steps theirs with `mag recapture --raw RAW --evidence` "
+            "(a pixel-identical replay), recapture recaptured ones again (`mag recapture` stores the page they show), "
+            "or audit them with endpoint judges")
     kinds = [j.kind for j in judges]
     out: dict[str, list[AuditVerdict]] = {}
     for k, it in enumerate(items):
