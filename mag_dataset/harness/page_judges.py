@@ -37,6 +37,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from mag_dataset.live.observe import FINGERPRINT_ATTRS
 from mag_dataset.schema import Box
 
 #: Version of the rule-based judges, logged with every verdict and named in the dataset card.
@@ -44,9 +45,8 @@ PAGE_JUDGES_VERSION = 1
 #: The judges, in panel order.
 PAGE_JUDGES = ("dom", "name", "pixel")
 
-#: Attributes of a fingerprint that identify an element (its value or its link, not its state).
-IDENTITY_ATTRS = ("id", "name", "href", "type", "placeholder", "aria-label", "aria-labelledby",
-                  "aria-describedby", "aria-controls", "title", "for", "value")
+#: Attributes of a fingerprint that identify an element: the recorder's list, read once.
+IDENTITY_ATTRS = FINGERPRINT_ATTRS
 #: Weight of each fingerprint part in :func:`fingerprint_similarity`.
 FINGERPRINT_WEIGHTS = {"tag": 1.0, "role": 1.0, "name": 2.0, "path": 1.0, "attr": 1.0}
 #: Least similarity for the ``dom`` judge to call a shown element the target.
