@@ -18,7 +18,7 @@ word.
 
 Times are the best CPU time of this process over ``--repeat`` runs (single-threaded work,
 so CPU time is its cost even on a machine shared with other jobs); the first scoring run is
-printed too, since it also imports the guide metrics' libraries (rouge_score loads nltk).
+printed too, since it also imports sacrebleu.
 
 Run::
 
@@ -110,8 +110,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  score both files (keep_steps) {t_score:7.3f} s CPU")
     print(f"  compare_reports               {t_cmp:7.3f} s CPU")
     print(f"  total                         {total:7.3f} s CPU   (goal < 2 s: {'met' if total < 2 else 'NOT met'})")
-    print(f"  first scoring run             {t_first:7.3f} s CPU   (includes the one-time import of the guide "
-          f"metrics' libraries, rouge_score -> nltk: a fresh `mag compare` process pays it once)")
+    print(f"  first scoring run             {t_first:7.3f} s CPU   (includes the one-time import of sacrebleu: "
+          f"a fresh `mag compare` process pays it once)")
     saa = comp.metrics["saa"]  # type: ignore[attr-defined]
     print(f"  saa: A {saa['a']:.3f}  B {saa['b']:.3f}  diff {saa['diff']:+.3f}  CI {saa['ci95']}  "
           f"p {saa['p_value']:.3g}  (A-only {saa['mcnemar']['a_only']}, B-only {saa['mcnemar']['b_only']})")

@@ -64,6 +64,9 @@ def main(argv: list[str] | None = None) -> int:
     from gradio_client import Client, handle_file
     from playwright.sync_api import sync_playwright
 
+    from mag_dataset.live import pw_stack
+
+    pw_stack.install()  # cheap per-call stack capture (see its module)
     tmp = Path(tempfile.mkdtemp(prefix="mag-board-shots-"))
     port = _free_port()
     env = dict(os.environ, MAG_BOARD_DIR=str(tmp / "data"), MAG_BOARD_DAILY_CAP="1000",

@@ -105,6 +105,11 @@ def pytest_configure(config):
         raise pytest.UsageError(f"--dist loadgroup does not group tests under pytest {pytest.__version__} (its node "
                                 "ids have no room for xdist's group): install the pytest the dev extra pins, "
                                 "pip install -e '.[dev]'")
+    # the browser tests that drive Playwright themselves (the leaderboard, annotation) get the
+    # package's cheap per-call stack capture, as its own browsers do (mag_dataset.live.pw_stack)
+    from mag_dataset.live import pw_stack
+
+    pw_stack.install()
 
 
 @pytest.hookimpl(trylast=True)

@@ -151,6 +151,21 @@ def test_bleu_and_rouge_are_the_library_calls():
     assert 0 < sc.bleu4 < sc.bleu1 < 1 and 0 < sc.rouge_l < 1
 
 
+_ROUGE_REFERENCE = rouge_scorer.RougeScorer(["rougeL"], use_stemmer=False)
+# guide-like words, case and punctuation variants, digits, non-ASCII letters (dropped by
+# rouge-score's tokenizer), and characters whose lower case is ASCII (KELVIN SIGN -> k)
+_GUIDE_TEXT = st.lists(st.sampled_from(["Click", "click", "the", "'Submit'", "button", "SUBMIT", "Type", "Bob",
+                                        "into", "field.", "2", "42", "café", "naïve", "\u212a", "e-mail", "--",
+                                        "\u0130", "Ω", "scroll", "down", "", " ", "\n", "tab"]),
+                       max_size=14).map(" ".join)
+
+
+@settings(max_examples=400, deadline=None)
+@given(pred=st.one_of(_GUIDE_TEXT, st.text(max_size=60)), gold=st.one_of(_GUIDE_TEXT, st.text(max_size=60)))
+def test_rouge_l_equals_rouge_score_on_generated_strings(pred, gold):
+    assert rouge_l(pred, gold) == round(_ROUGE_REFERENCE.score(gold, pred)["rougeL"].fmeasure, 10)
+
+
 def _verdicts(step_guide_votes):
     vs = []
     for sid, guide, votes in step_guide_votes:

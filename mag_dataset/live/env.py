@@ -133,10 +133,14 @@ _PATCHED = False
 
 
 def _patch_browsergym() -> None:
-    """Route BrowserGym's launches through the system Chromium and drop its chat browser."""
+    """Route BrowserGym's launches through the system Chromium, drop its chat browser and make
+    Playwright's per-call stack capture cheap (:mod:`mag_dataset.live.pw_stack`)."""
     global _PATCHED
     if _PATCHED:
         return
+    from mag_dataset.live import pw_stack
+
+    pw_stack.install()
     import browsergym.core as bg_core
     import browsergym.core.chat as bg_chat
     import browsergym.core.env as bg_env

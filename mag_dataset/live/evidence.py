@@ -19,7 +19,6 @@ Usage::
 from __future__ import annotations
 
 import dataclasses
-import io
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -68,7 +67,6 @@ def episode_evidence(folder: Path, episode: RawEpisode) -> tuple[RawEpisode, int
         ``(episode with metadata["dom"] on the fingerprinted steps, how many, why it stopped or None)``.
     """
     import numpy as np
-    from PIL import Image
 
     from mag_dataset.live.env import make_env, make_site_env
     from mag_dataset.live.observe import dom_evidence, observe, observe_page
@@ -81,7 +79,7 @@ def episode_evidence(folder: Path, episode: RawEpisode) -> tuple[RawEpisode, int
         obs, _ = env.reset(seed=int(episode.seed or 0))
         for i, st in enumerate(episode.steps):
             ob = observe_page(obs) if site_task else observe(obs)
-            now = np.asarray(Image.open(io.BytesIO(ob.png)).convert("RGB"))
+            now = np.asarray(ob.image)
             then = np.asarray(_action_time_png(folder, st))
             if now.shape != then.shape or not np.array_equal(now, then):
                 why = f"step {st.step_index}: the replayed page is not the recorded one"

@@ -54,7 +54,6 @@ Usage::
 from __future__ import annotations
 
 import dataclasses
-import io
 import random
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -242,7 +241,7 @@ def recapture_episode(folder: Path, episode: RawEpisode, *, reset_site: bool = F
                     steps.append(dataclasses.replace(st, metadata={**st.metadata, "recaptured": False,
                                                                    "recapture_ended": ended}))
                     continue
-            shot = Image.open(io.BytesIO(ob.png)).convert("RGB")
+            shot = ob.image
             with Image.open(folder / st.screenshot) as before:
                 identical = before.size == shot.size and np.array_equal(np.asarray(before.convert("RGB")), np.asarray(shot))
             stem = Path(st.screenshot).stem
