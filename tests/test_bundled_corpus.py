@@ -161,6 +161,10 @@ def test_stale_steps_are_recaptured_steps_whose_pixels_moved(episodes):
             if not ep.metadata.get("recaptured"):
                 assert not st.stale and check is None
                 continue
+            if st.metadata["recaptured"] is False:  # the recapture ended before it: an action-time step
+                assert "recapture_ended" in st.metadata or "recapture_ended_before" in st.metadata
+                assert not st.stale and check is None and "_recaptured" not in st.screenshot
+                continue
             assert st.metadata["recaptured"] is True and (RAW / ep.episode_id / st.metadata["action_time_screenshot"]).is_file()
             assert st.stale == check["stale"]
             if st.stale:

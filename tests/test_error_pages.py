@@ -32,14 +32,75 @@ def test_a_blank_or_near_miss_page_is_not_an_error_page():
     assert not is_browser_error_page(Image.fromarray(arr))
 
 
-def test_no_page_of_the_bundled_sample_but_the_known_one_is_an_error_page():
+def test_no_page_of_the_bundled_sample_is_an_error_page():
     raw = bundled_raw_dir()
     shots = sorted(raw.glob("*/*.webp"))  # site and MiniWoB++ episodes
-    sample = shots[:: max(1, len(shots) // 60)]  # every site family and step kind, ~60 pages
-    assert len(sample) >= 50
+    recaptured = [p for p in shots if "_recaptured" in p.name]  # where an error page can arise: all of them
+    sample = sorted(set(shots[:: max(1, len(shots) // 60)]) | set(recaptured))  # + ~60 pages of every kind
+    assert len(recaptured) >= 100 and len(sample) >= 150
     found = []
     for path in sample:
         with Image.open(path) as im:
             if is_browser_error_page(im):
                 found.append(path.relative_to(raw).as_posix())
-    assert set(found) <= {"sites.shop.count_orders_by_status.seed-72934/step_003_recaptured.webp"}, found
+    assert found == [], found  # the one the sample shipped was undone with `mag recapture --end-at-error-pages`
+
+
+def _site_corpus_with_a_recaptured_error_page(root: Path) -> tuple[Path, str]:
+    """Six bundled shop episodes; in one, step 1 was "recaptured" as Chromium's error page and
+    step 2 as a page of the site (as a recapture made before recaptures checked their pages)."""
+    import dataclasses
+    import shutil
+
+    from mag_dataset.raw import read_episode, rewrite_episode_json
+
+    src = bundled_raw_dir()
+    raw = root / "raw"
+    episodes = sorted(p for p in src.iterdir() if p.name.startswith("sites.shop.") and p.is_dir())[:6]
+    for p in episodes:
+        shutil.copytree(p, raw / p.name)
+    folder = next(raw / p.name for p in episodes if len(read_episode(raw / p.name).steps) >= 3
+                  and not read_episode(raw / p.name).metadata.get("recaptured"))
+    ep = read_episode(folder)
+    shutil.copy(GOLDEN, folder / "step_001_recaptured.webp")
+    with Image.open(folder / ep.steps[2].screenshot) as im:
+        moved = np.asarray(im.convert("RGB")).copy()
+    moved[:40] = 0  # the site's page, moved on
+    Image.fromarray(moved).save(folder / "step_002_recaptured.webp", lossless=True)
+    steps = list(ep.steps)
+    for k in (1, 2):
+        st = steps[k]
+        steps[k] = dataclasses.replace(st, screenshot=f"step_00{k}_recaptured.webp", stale=True, metadata={
+            **st.metadata, "recaptured": True, "action_time_screenshot": st.screenshot, "recaptured_identical": False,
+            "recaptured_candidates": 9, "recapture_diverged": False,
+            "stale_check": {"stale": True, "reason": "pixels", "pixel_fraction": 0.2}})
+    rewrite_episode_json(folder, dataclasses.replace(ep, steps=tuple(steps), metadata={
+        **ep.metadata, "recaptured": {"diverged": False, "site_reset_before": False}}))
+    return raw, folder.name
+
+
+def test_the_builder_refuses_a_recaptured_error_page_and_recapture_ends_there(tmp_path, capsys):
+    from mag_dataset.cli import main
+    from mag_dataset.raw import read_episode
+
+    raw, name = _site_corpus_with_a_recaptured_error_page(tmp_path)
+    out = tmp_path / "dataset"
+    assert main(["build", "--raw", str(raw), "--out", str(out), "--no-progress"]) != 0
+    err = capsys.readouterr().err
+    assert f"{name}" in err and "step 1" in err and "browser error page" in err and "--end-at-error-pages" in err, err
+    assert not out.exists()  # nothing half-written
+
+    assert main(["recapture", "--raw", str(raw), "--end-at-error-pages", "--no-progress"]) == 0
+    assert f"ended the recapture of 1 episodes at a browser error page ({name})" in capsys.readouterr().out
+    ep = read_episode(raw / name)
+    assert [st.screenshot for st in ep.steps[:3]] == ["step_000.webp", "step_001.webp", "step_002.webp"]
+    assert [st.stale for st in ep.steps] == [False] * len(ep.steps)
+    assert ep.steps[1].metadata["recapture_ended"]["step"] == 1 and ep.steps[2].metadata["recapture_ended_before"] == 1
+    assert not any(k in st.metadata for st in ep.steps for k in ("action_time_screenshot", "stale_check"))
+    assert ep.metadata["recaptured"]["ended"]["step"] == 1
+    assert not list((raw / name).glob("*_recaptured*"))  # the recaptured images are gone
+    # a second run finds nothing; the corpus now builds
+    assert main(["recapture", "--raw", str(raw), "--end-at-error-pages", "--no-progress"]) == 0
+    assert "ended the recapture of 0 episodes" in capsys.readouterr().out
+    assert main(["unify", "--raw", str(raw)]) == 0
+    assert main(["build", "--raw", str(raw), "--out", str(out), "--no-progress"]) == 0

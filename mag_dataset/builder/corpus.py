@@ -102,6 +102,7 @@ class PreparedStep:
         # Both stored images are checked in both views, so an error names the same field either way.
         keys = ("screenshot", "som_screenshot") if self.raw.som_screenshot else ("screenshot",)
         data = {key: read_image(self.episode_dir / getattr(self.raw, key), self.episode.episode_id, self.raw, key) for key in keys}
+        self._refuse_error_page(data["screenshot"])
         if view is View.COORD:
             return {"bytes": data["screenshot"], "path": None}
         if "som_screenshot" in data:
@@ -113,6 +114,31 @@ class PreparedStep:
         except OSError as e:  # a header that reads but pixels that do not decode
             raise RawDataError(self.episode.episode_id, self.raw.step_index, "screenshot",
                                f"{self.raw.screenshot!r} does not decode: {e}") from None
+
+    def _refuse_error_page(self, data: bytes) -> None:
+        """Raise when the step shows a browser error page (:mod:`mag_dataset.error_pages`).
+
+        Looked at where one can arise: a recaptured screenshot that differs from the
+        action-time one, and every screenshot of an imported trajectory. The package's own
+        recorder never keeps one (its expert cannot act on an error page).
+        """
+        m, st = self.raw.metadata, self.raw
+        shown_url = str((m.get("shown_page") or {}).get("url") or "")
+        recaptured = bool(m.get("recaptured")) and not m.get("recaptured_identical")
+        if not (recaptured or self.episode.source not in RECORDED_SOURCES or shown_url.startswith("chrome-error://")):
+            return
+        from PIL import Image
+
+        from mag_dataset.error_pages import is_browser_error_page
+
+        with Image.open(io.BytesIO(data)) as im:
+            error = shown_url.startswith("chrome-error://") or is_browser_error_page(im)
+        if error:
+            raise RawDataError(self.episode.episode_id, st.step_index, "screenshot",
+                               f"{st.screenshot!r} is a browser error page (\"This site can't be reached\"), not a page "
+                               "of the task: a recapture made before recaptures checked their pages; "
+                               "`mag recapture --raw RAW --end-at-error-pages` gives the step its action-time "
+                               "screenshot back (then `mag unify`)")
 
 
 @dataclass
@@ -134,6 +160,11 @@ class Corpus:
         """Splits that hold at least one step, train first."""
         present = {s.split for s in self.steps}
         return [s for s in Split if s in present]
+
+
+#: Episode sources written by this package's own recorder, whose action-time screenshots are
+#: pages the expert acted on (never an error page).
+RECORDED_SOURCES = ("sites", "miniwob")
 
 
 def read_image(path: Path, episode: str, step: RawStep, key: str) -> bytes:

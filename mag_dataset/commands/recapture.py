@@ -4,6 +4,7 @@
     mag recapture --raw RAW_DIR --per-template 1       # one episode of every template
     mag unify --raw RAW_DIR    # then flags the recaptured steps that no longer match as stale
     mag recapture --raw RAW_DIR --evidence             # the audit's DOM fingerprints, by replay
+    mag recapture --raw RAW_DIR --end-at-error-pages   # undo recaptured browser error pages
 
 See :mod:`mag_dataset.live.recapture` for the path and why it produces stale screenshots,
 and :mod:`mag_dataset.live.evidence` for ``--evidence`` (episodes recorded before the
@@ -29,6 +30,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     which.add_argument("--evidence", action="store_true",
                        help="recapture nothing: replay every episode without DOM fingerprints from its start (sites "
                             "reset) and store them where the page is pixel-identical to the recorded one")
+    which.add_argument("--end-at-error-pages", action="store_true",
+                       help="recapture nothing: end the recapture of every episode recaptured before recaptures "
+                            "checked their pages at its first browser error page (action-time screenshots back)")
     parser.add_argument("--seed", type=int, default=0, help="picks which episodes (default: %(default)s)")
     parser.add_argument("--no-reset", action="store_true",
                         help="replay on each site as it is now, without resetting it before its first episode")
@@ -52,6 +56,16 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"--raw {raw}: no such folder")
     if args.evidence:
         return _evidence(args, raw)
+    if args.end_at_error_pages:
+        from mag_dataset.live.recapture import end_at_error_pages
+
+        try:
+            changed = end_at_error_pages(raw, log=options.progress_printer(args))
+        except RawDataError as e:
+            raise UserError(str(e)) from None
+        print(f"ended the recapture of {len(changed)} episodes at a browser error page"
+              + (f" ({', '.join(changed[:5])}); run `mag unify --raw {raw}` next" if changed else ""))
+        return 0
     try:
         chosen = choose_episodes(list(read_corpus(raw)), share, args.seed, args.per_template)
         sites = [site_class(n)() for n in dict.fromkeys(e.site for e in chosen)]

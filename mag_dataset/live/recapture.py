@@ -49,6 +49,7 @@ Usage::
     mag recapture --raw RAW --share 0.3 --seed 0     # recapture ~30% of the site episodes
     mag recapture --raw RAW --per-template 1         # or one episode of every template
     mag unify --raw RAW                               # flags stale steps from the evidence
+    mag recapture --raw RAW --end-at-error-pages      # a recapture made before the check above
 """
 
 from __future__ import annotations
@@ -276,6 +277,85 @@ def recapture_episode(folder: Path, episode: RawEpisode, *, reset_site: bool = F
                                                                            "site_reset_before": reset_site,
                                                                            **({"ended": ended} if ended else {})}})
     return new, images, diverged
+
+
+#: The metadata a recaptured step carries that an undone recapture drops.
+_RECAPTURE_KEYS = ("recaptured_identical", "recaptured_candidates", "recapture_diverged", "shown_page",
+                   "action_time_screenshot", "stale_check", "recapture_ended", "recapture_ended_before")
+
+
+def _shows_error_page(folder: Path, st) -> bool:
+    from PIL import Image
+
+    from mag_dataset.error_pages import is_browser_error_page
+
+    m = st.metadata
+    if not m.get("recaptured") or m.get("recaptured_identical") or not m.get("action_time_screenshot"):
+        return False
+    if str((m.get("shown_page") or {}).get("url") or "").startswith("chrome-error://"):
+        return True
+    with Image.open(folder / st.screenshot) as im:
+        return is_browser_error_page(im)
+
+
+def end_at_error_page(folder: Path, episode: RawEpisode) -> tuple[RawEpisode, list[str]] | None:
+    """Apply today's rule to an episode recaptured before it: end its recapture at the first
+    recaptured step whose screenshot is a browser error page.
+
+    That step and every later recaptured one get their action-time screenshots back and lose
+    their recapture (``recaptured: false``, not stale), recording why as a recapture made now
+    would (``recapture_ended`` on the step, ``recapture_ended_before`` after it).
+
+    Returns:
+        ``(new episode, image files no longer referenced)``, or None when no step shows one.
+    """
+    first = next((st.step_index for st in episode.steps if _shows_error_page(folder, st)), None)
+    if first is None:
+        return None
+    ended = {"step": first, "reason": "a browser error page (\"This site can't be reached\"), found in the "
+                                      "recaptured screenshot by mag recapture --end-at-error-pages"}
+    steps, dropped = [], []
+    for st in episode.steps:
+        if st.step_index < first or not st.metadata.get("recaptured"):
+            steps.append(st)
+            continue
+        m = {k: v for k, v in st.metadata.items() if k not in _RECAPTURE_KEYS}
+        m["recaptured"] = False
+        if st.step_index == first:
+            m["recapture_ended"] = ended
+        else:
+            m["recapture_ended_before"] = first
+        action_time = str(st.metadata.get("action_time_screenshot") or st.screenshot)
+        dropped += [n for n in (st.screenshot, st.som_screenshot) if n and n != action_time]
+        steps.append(dataclasses.replace(st, screenshot=action_time, som_screenshot="", stale=False, metadata=m))
+    meta = {**episode.metadata, "recaptured": {**(episode.metadata.get("recaptured") or {}), "diverged": True,
+                                               "ended": ended}}
+    return dataclasses.replace(episode, steps=tuple(steps), metadata=meta), dropped
+
+
+def end_at_error_pages(raw_dir: str | Path, log: Callable[[str], None] | None = None) -> list[str]:
+    """:func:`end_at_error_page` on every recaptured episode of a raw corpus, in place.
+
+    Each ``episode.json`` is replaced atomically before the images it no longer names are
+    removed. Returns the ids of the episodes changed.
+    """
+    changed = []
+    for folder in iter_episode_dirs(Path(raw_dir)):
+        ep = read_episode(folder)
+        if not ep.metadata.get("recaptured"):
+            continue
+        result = end_at_error_page(folder, ep)
+        if result is None:
+            continue
+        new, dropped = result
+        rewrite_episode_json(folder, new)
+        for name in dropped:
+            (folder / name).unlink(missing_ok=True)
+        changed.append(ep.episode_id)
+        if log:
+            log(f"{ep.episode_id}: recapture ended at step {new.metadata['recaptured']['ended']['step']} "
+                f"(a browser error page); {len(dropped)} recaptured images removed")
+    return changed
 
 
 def recapture_corpus(raw_dir: str | Path, share: float, seed: int = 0,
