@@ -39,6 +39,42 @@ def test_record_fresh_login_episode(tmp_path, chromium):
     assert back.steps[2].action == ep.steps[2].action and back.reward == 1.0
 
 
+def test_a_fill_that_times_out_once_is_retried_and_a_click_is_not(chromium):
+    """BrowserGym's element actions time out after 500 ms, which a loaded machine can exceed.
+    The first fill of the episode is made to time out for real (the page's inputs disabled while
+    BrowserGym runs it, enabled again after); the recorder steps it once more and the episode is
+    the usual one. A click is never retried."""
+    from mag_dataset.live.env import make_env
+    from mag_dataset.live.recorder import _retry_after_timeout, record_episode
+
+    env = make_env("login-user")
+    step, calls = env.step, []
+
+    def first_fill_times_out(action):
+        calls.append(action)
+        if action.startswith("fill(") and sum(a.startswith("fill(") for a in calls) == 1:
+            page = env.unwrapped.page
+            page.evaluate("document.querySelectorAll('input').forEach(e => { e.disabled = true; })")
+            obs = step(action)  # Playwright waits for an enabled input: BrowserGym's own 500 ms TimeoutError
+            page.evaluate("document.querySelectorAll('input').forEach(e => { e.disabled = false; })")
+            assert str(obs[0]["last_action_error"]).startswith("TimeoutError"), obs[0]["last_action_error"]
+            return obs
+        return step(action)
+
+    env.step = first_fill_times_out
+    try:
+        res = record_episode("login-user", seed=12345, env=env)
+    finally:
+        env.close()
+    assert res.ok, res.reason
+    assert [s.action.type.value for s in res.episode.steps] == ["type", "type", "click"]
+    assert calls[0] == calls[1] and calls[0].startswith("fill(") and len(calls) == 4  # one retry, then fill, click
+    timeout = {"last_action_error": "TimeoutError: Locator.click: Timeout 500ms exceeded."}
+    assert not _retry_after_timeout(timeout, "click('12')") and _retry_after_timeout(timeout, "fill('12', 'a')")
+    assert not _retry_after_timeout(timeout, "mouse_click(3, 4)\nkeyboard_type('a')")
+    assert not _retry_after_timeout({"last_action_error": ""}, "fill('12', 'a')")
+
+
 def test_failed_episode_is_not_kept(chromium):
     from mag_dataset.live.experts import Decision
     from mag_dataset.live.recorder import record_episode

@@ -116,6 +116,16 @@ def test_recapture_on_reset_site_is_not_stale_then_on_moved_on_site_is(recorded,
     saved = json.loads((moved_raw / folder0.name / "episode.json").read_text())
     assert sum(s["stale"] for s in saved["steps"]) == len(stale)
 
+    # 3. undone: the episode as recorded again (a recaptured step's Set-of-Mark file is gone: rendered at build)
+    assert main(["recapture", "--raw", str(moved_raw), "--undo", "--no-progress"]) == 0
+    assert "undid the recapture of 1 episodes" in capsys.readouterr().out
+    assert "0 recaptured, 0 stale" in _unify(moved_raw, capsys)
+    _, undone = _episode(moved_raw)
+    assert undone.metadata == original.metadata and not list((moved_raw / folder0.name).glob("*_recaptured*"))
+    for st, old in zip(undone.steps, original.steps):
+        assert dataclasses.replace(st, som_screenshot=old.som_screenshot) == old and st.metadata == old.metadata
+        assert st.som_screenshot in (old.som_screenshot, "") and (moved_raw / folder0.name / st.screenshot).is_file()
+
 
 def _strip_evidence(raw: Path) -> dict[int, dict]:
     """Make the recording look like one made before the recorder stored fingerprints; returns what it had."""

@@ -5,6 +5,7 @@
     mag unify --raw RAW_DIR    # then flags the recaptured steps that no longer match as stale
     mag recapture --raw RAW_DIR --evidence             # the audit's DOM fingerprints, by replay
     mag recapture --raw RAW_DIR --end-at-error-pages   # undo recaptured browser error pages
+    mag recapture --raw RAW_DIR --undo                 # undo every recapture (to recapture anew)
 
 See :mod:`mag_dataset.live.recapture` for the path and why it produces stale screenshots,
 and :mod:`mag_dataset.live.evidence` for ``--evidence`` (episodes recorded before the
@@ -33,6 +34,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     which.add_argument("--end-at-error-pages", action="store_true",
                        help="recapture nothing: end the recapture of every episode recaptured before recaptures "
                             "checked their pages at its first browser error page (action-time screenshots back)")
+    which.add_argument("--undo", action="store_true",
+                       help="recapture nothing: give every recaptured episode its action-time screenshots back, as "
+                            "recorded (then `mag unify`; a maintainer's step before recapturing anew)")
     parser.add_argument("--seed", type=int, default=0, help="picks which episodes (default: %(default)s)")
     parser.add_argument("--no-reset", action="store_true",
                         help="replay on each site as it is now, without resetting it before its first episode")
@@ -56,6 +60,15 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"--raw {raw}: no such folder")
     if args.evidence:
         return _evidence(args, raw)
+    if args.undo:
+        from mag_dataset.live.recapture import undo_recaptures
+
+        try:
+            changed = undo_recaptures(raw, log=options.progress_printer(args))
+        except RawDataError as e:
+            raise UserError(str(e)) from None
+        print(f"undid the recapture of {len(changed)} episodes" + (f"; run `mag unify --raw {raw}` next" if changed else ""))
+        return 0
     if args.end_at_error_pages:
         from mag_dataset.live.recapture import end_at_error_pages
 

@@ -50,6 +50,7 @@ Usage::
     mag recapture --raw RAW --per-template 1         # or one episode of every template
     mag unify --raw RAW                               # flags stale steps from the evidence
     mag recapture --raw RAW --end-at-error-pages      # a recapture made before the check above
+    mag recapture --raw RAW --undo                    # every recapture undone (to recapture anew)
 """
 
 from __future__ import annotations
@@ -319,18 +320,62 @@ def end_at_error_page(folder: Path, episode: RawEpisode) -> tuple[RawEpisode, li
         if st.step_index < first or not st.metadata.get("recaptured"):
             steps.append(st)
             continue
-        m = {k: v for k, v in st.metadata.items() if k not in _RECAPTURE_KEYS}
-        m["recaptured"] = False
-        if st.step_index == first:
-            m["recapture_ended"] = ended
-        else:
-            m["recapture_ended_before"] = first
-        action_time = str(st.metadata.get("action_time_screenshot") or st.screenshot)
-        dropped += [n for n in (st.screenshot, st.som_screenshot) if n and n != action_time]
-        steps.append(dataclasses.replace(st, screenshot=action_time, som_screenshot="", stale=False, metadata=m))
+        why = {"recapture_ended": ended} if st.step_index == first else {"recapture_ended_before": first}
+        restored, gone = _action_time_step(st, {"recaptured": False, **why})
+        steps.append(restored)
+        dropped += gone
     meta = {**episode.metadata, "recaptured": {**(episode.metadata.get("recaptured") or {}), "diverged": True,
                                                "ended": ended}}
     return dataclasses.replace(episode, steps=tuple(steps), metadata=meta), dropped
+
+
+def _action_time_step(st, metadata: dict) -> tuple[object, list[str]]:
+    """A recaptured step with its action-time screenshot back (not stale), its recapture
+    metadata replaced by ``metadata``; and the recaptured image files it no longer names."""
+    m = {k: v for k, v in st.metadata.items() if k not in _RECAPTURE_KEYS and k != "recaptured"}
+    action_time = str(st.metadata.get("action_time_screenshot") or st.screenshot)
+    if st.screenshot == action_time:  # stored once (pixel-identical) or never recaptured: files unchanged
+        return dataclasses.replace(st, stale=False, metadata={**m, **metadata}), []
+    # the recapture removed the action-time Set-of-Mark file: the builder renders it again
+    gone = [n for n in (st.screenshot, st.som_screenshot) if n]
+    return dataclasses.replace(st, screenshot=action_time, som_screenshot="", stale=False,
+                               metadata={**m, **metadata}), gone
+
+
+def undo_recapture(episode: RawEpisode) -> tuple[RawEpisode, list[str]] | None:
+    """The episode as it was recorded, before any recapture (its DOM evidence kept); and the
+    recaptured image files it no longer names. None when it was never recaptured."""
+    if not episode.metadata.get("recaptured"):
+        return None
+    steps, dropped = [], []
+    for st in episode.steps:
+        restored, gone = _action_time_step(st, {})
+        steps.append(restored)
+        dropped += gone
+    meta = {k: v for k, v in episode.metadata.items() if k != "recaptured"}
+    return dataclasses.replace(episode, steps=tuple(steps), metadata=meta), dropped
+
+
+def undo_recaptures(raw_dir: str | Path, log: Callable[[str], None] | None = None) -> list[str]:
+    """:func:`undo_recapture` on every recaptured episode of a raw corpus, in place (each
+    ``episode.json`` atomically, then the images it no longer names). Returns their ids.
+
+    A maintainer's step before recapturing a corpus again with a newer recapture (``mag
+    unify`` then clears the stale flags).
+    """
+    changed = []
+    for folder in iter_episode_dirs(Path(raw_dir)):
+        result = undo_recapture(read_episode(folder))
+        if result is None:
+            continue
+        new, dropped = result
+        rewrite_episode_json(folder, new)
+        for name in dropped:
+            (folder / name).unlink(missing_ok=True)
+        changed.append(new.episode_id)
+        if log:
+            log(f"{new.episode_id}: recapture undone; {len(dropped)} recaptured images removed")
+    return changed
 
 
 def end_at_error_pages(raw_dir: str | Path, log: Callable[[str], None] | None = None) -> list[str]:

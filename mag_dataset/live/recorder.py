@@ -199,6 +199,9 @@ def _record(task: str, seed: int, env: Any, expert: Callable | None, max_steps: 
             bg_action = to_browsergym_action(action, View.COORD if action.type is ActionType.CLICK else View.SOM, ob.conv)
             _keep_step(rec, ob, index, action, target, human_point, bg_action)
             obs, reward, terminated, truncated, info = env.step(bg_action)
+            if _retry_after_timeout(obs, bg_action):
+                time.sleep(RETRY_WAIT)
+                obs, reward, terminated, truncated, info = env.step(bg_action)
             done, info = _after_step(env, rec, obs, info, terminated or truncated, index)
             if done:
                 break
@@ -283,6 +286,20 @@ def _keep_step(rec: _Recording, ob: Any, index: int, action: Action, target: Any
                   **({"viewport": [ob.width, ob.height], "page_url": ob.url, "page_title": ob.title}
                      if rec.site_task else {})},
     ))
+
+
+#: Seconds the recorder waits before its one retry of an idempotent action that timed out.
+RETRY_WAIT = 1.0
+
+
+def _retry_after_timeout(obs: dict[str, Any], bg_action: str) -> bool:
+    """Whether to step ``bg_action`` once more: a single ``fill``/``select_option`` (setting a
+    value twice is setting it once) that hit BrowserGym's fixed 500 ms element timeout, which a
+    loaded machine can exceed while the page is fine. Clicks and key presses are not retried
+    (a second one is a second action); a second failure abandons the episode as before."""
+    error = str(obs.get("last_action_error") or "")
+    single = "\n" not in bg_action.strip()
+    return error.startswith("TimeoutError") and single and bg_action.startswith(("fill(", "select_option("))
 
 
 def _after_step(env: Any, rec: _Recording, obs: dict[str, Any], info: dict[str, Any], ended: bool,
