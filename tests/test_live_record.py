@@ -11,7 +11,7 @@ import pytest
 from PIL import Image
 
 import mag_dataset
-from mag_dataset.raw import read_episode, write_episode
+from mag_dataset.raw import read_episode, rewrite_episode_json, write_episode
 from mag_dataset.schema import point_in_box
 
 RAW = Path(mag_dataset.__file__).parent / "data" / "raw"
@@ -73,6 +73,46 @@ def test_a_fill_that_times_out_once_is_retried_and_a_click_is_not(chromium):
     assert not _retry_after_timeout(timeout, "click('12')") and _retry_after_timeout(timeout, "fill('12', 'a')")
     assert not _retry_after_timeout(timeout, "mouse_click(3, 4)\nkeyboard_type('a')")
     assert not _retry_after_timeout({"last_action_error": ""}, "fill('12', 'a')")
+
+
+def test_evidence_replay_fingerprints_identical_pages_and_stops_at_one_that_differs(tmp_path, chromium, capsys):
+    """``mag recapture --evidence`` on a MiniWoB++ recording without fingerprints: the replay
+    gives the recorder's own; with step 1's action-time screenshot changed, it stops there."""
+    import dataclasses
+
+    import numpy as np
+
+    from mag_dataset.cli import main
+    from mag_dataset.live.recorder import record_episode
+
+    res = record_episode("login-user", seed=12345)
+    assert res.ok, res.reason
+    raw = tmp_path / "raw"
+    folder = write_episode(raw, res.episode, res.images)
+    recorded = read_episode(folder)
+    had = [st.metadata["dom"] for st in recorded.steps]
+
+    def strip():
+        ep = read_episode(folder)
+        steps = tuple(dataclasses.replace(st, metadata={k: v for k, v in st.metadata.items() if k != "dom"})
+                      for st in ep.steps)
+        rewrite_episode_json(folder, dataclasses.replace(ep, steps=steps))
+
+    strip()
+    assert main(["recapture", "--raw", str(raw), "--evidence", "--no-progress"]) == 0
+    assert "fingerprinted 3 steps of 1 episodes; the replayed page differed in 0 episodes" in capsys.readouterr().out
+    assert [st.metadata["dom"] for st in read_episode(folder).steps] == had
+
+    strip()
+    shot = folder / recorded.steps[1].screenshot
+    with Image.open(shot) as im:
+        pixels = np.asarray(im.convert("RGB")).copy()
+    pixels[:8, :8] = 255 - pixels[:8, :8]  # another page than the one replayed
+    Image.fromarray(pixels).save(shot)
+    assert main(["recapture", "--raw", str(raw), "--evidence", "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    assert "fingerprinted 1 steps of 1 episodes; the replayed page differed in 1 episodes" in out, out
+    assert [("dom" in st.metadata) for st in read_episode(folder).steps] == [True, False, False]
 
 
 def test_failed_episode_is_not_kept(chromium):
