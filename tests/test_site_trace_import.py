@@ -39,6 +39,11 @@ def _expert_trace(path, seed: int, click_view: str) -> tuple[str, list[str]]:
         obs, _ = env.reset(seed=seed)
         goal, task, memory, actions = obs["goal"], env.unwrapped.task, {}, []
         env.unwrapped.context.tracing.start(screenshots=True, snapshots=True)
+        # the importer needs a screencast frame before each action (a person's recording has one):
+        # Chromium sends the first after a paint, and the expert, quick since observations encode
+        # their PNGs lazily, once clicked before it (CI: "has no screenshot ... before it")
+        env.unwrapped.page.mouse.move(1, 1)
+        env.unwrapped.page.wait_for_timeout(1000)
         for _ in range(30):
             ob = observe_page(obs)
             d = task.expert(ob, memory)
