@@ -77,3 +77,9 @@ def is_browser_error_page(image: Any) -> bool:
         return False
     dark = gray < DARK
     return any(_found(dark, _glyph(scale)) for scale in SCALES)
+
+
+def is_error_screenshot(image: Any, shown_url: str = "") -> bool:
+    """Whether a step's screenshot shows a browser error page: the address of the page it shows
+    says so (``chrome-error://``, when recorded), or its pixels do (:func:`is_browser_error_page`)."""
+    return shown_url.startswith("chrome-error://") or is_browser_error_page(image)

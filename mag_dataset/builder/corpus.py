@@ -129,10 +129,10 @@ class PreparedStep:
             return
         from PIL import Image
 
-        from mag_dataset.error_pages import is_browser_error_page
+        from mag_dataset.error_pages import is_error_screenshot
 
         with Image.open(io.BytesIO(data)) as im:
-            error = shown_url.startswith("chrome-error://") or is_browser_error_page(im)
+            error = is_error_screenshot(im, shown_url)
         if error:
             raise RawDataError(self.episode.episode_id, st.step_index, "screenshot",
                                f"{st.screenshot!r} is a browser error page (\"This site can't be reached\"), not a page "

@@ -288,15 +288,13 @@ _RECAPTURE_KEYS = ("recaptured_identical", "recaptured_candidates", "recapture_d
 def _shows_error_page(folder: Path, st) -> bool:
     from PIL import Image
 
-    from mag_dataset.error_pages import is_browser_error_page
+    from mag_dataset.error_pages import is_error_screenshot
 
     m = st.metadata
     if not m.get("recaptured") or m.get("recaptured_identical") or not m.get("action_time_screenshot"):
         return False
-    if str((m.get("shown_page") or {}).get("url") or "").startswith("chrome-error://"):
-        return True
     with Image.open(folder / st.screenshot) as im:
-        return is_browser_error_page(im)
+        return is_error_screenshot(im, str((m.get("shown_page") or {}).get("url") or ""))
 
 
 def end_at_error_page(folder: Path, episode: RawEpisode) -> tuple[RawEpisode, list[str]] | None:
@@ -356,40 +354,15 @@ def undo_recapture(episode: RawEpisode) -> tuple[RawEpisode, list[str]] | None:
     return dataclasses.replace(episode, steps=tuple(steps), metadata=meta), dropped
 
 
-def undo_recaptures(raw_dir: str | Path, log: Callable[[str], None] | None = None) -> list[str]:
-    """:func:`undo_recapture` on every recaptured episode of a raw corpus, in place (each
-    ``episode.json`` atomically, then the images it no longer names). Returns their ids.
-
-    A maintainer's step before recapturing a corpus again with a newer recapture (``mag
-    unify`` then clears the stale flags).
-    """
-    changed = []
-    for folder in iter_episode_dirs(Path(raw_dir)):
-        result = undo_recapture(read_episode(folder))
-        if result is None:
-            continue
-        new, dropped = result
-        rewrite_episode_json(folder, new)
-        for name in dropped:
-            (folder / name).unlink(missing_ok=True)
-        changed.append(new.episode_id)
-        if log:
-            log(f"{new.episode_id}: recapture undone; {len(dropped)} recaptured images removed")
-    return changed
-
-
-def end_at_error_pages(raw_dir: str | Path, log: Callable[[str], None] | None = None) -> list[str]:
-    """:func:`end_at_error_page` on every recaptured episode of a raw corpus, in place.
-
-    Each ``episode.json`` is replaced atomically before the images it no longer names are
-    removed. Returns the ids of the episodes changed.
-    """
+def _rewrite_each(raw_dir: str | Path, change: Callable[[Path, RawEpisode], tuple[RawEpisode, list[str]] | None],
+                  describe: Callable[[RawEpisode, int], str], log: Callable[[str], None] | None) -> list[str]:
+    """Apply ``change`` to every recaptured episode of a raw corpus, in place: each changed
+    ``episode.json`` is replaced atomically, then the images it no longer names are removed.
+    Returns the ids of the episodes changed."""
     changed = []
     for folder in iter_episode_dirs(Path(raw_dir)):
         ep = read_episode(folder)
-        if not ep.metadata.get("recaptured"):
-            continue
-        result = end_at_error_page(folder, ep)
+        result = change(folder, ep) if ep.metadata.get("recaptured") else None
         if result is None:
             continue
         new, dropped = result
@@ -398,9 +371,26 @@ def end_at_error_pages(raw_dir: str | Path, log: Callable[[str], None] | None = 
             (folder / name).unlink(missing_ok=True)
         changed.append(ep.episode_id)
         if log:
-            log(f"{ep.episode_id}: recapture ended at step {new.metadata['recaptured']['ended']['step']} "
-                f"(a browser error page); {len(dropped)} recaptured images removed")
+            log(f"{ep.episode_id}: {describe(new, len(dropped))}")
     return changed
+
+
+def undo_recaptures(raw_dir: str | Path, log: Callable[[str], None] | None = None) -> list[str]:
+    """:func:`undo_recapture` on every recaptured episode of a raw corpus, in place. Returns their ids.
+
+    A maintainer's step before recapturing a corpus again with a newer recapture (``mag
+    unify`` then clears the stale flags).
+    """
+    return _rewrite_each(raw_dir, lambda folder, ep: undo_recapture(ep),
+                         lambda new, n: f"recapture undone; {n} recaptured images removed", log)
+
+
+def end_at_error_pages(raw_dir: str | Path, log: Callable[[str], None] | None = None) -> list[str]:
+    """:func:`end_at_error_page` on every recaptured episode of a raw corpus, in place.
+    Returns the ids of the episodes changed."""
+    return _rewrite_each(raw_dir, end_at_error_page,
+                         lambda new, n: (f"recapture ended at step {new.metadata['recaptured']['ended']['step']} "
+                                         f"(a browser error page); {n} recaptured images removed"), log)
 
 
 def recapture_corpus(raw_dir: str | Path, share: float, seed: int = 0,
