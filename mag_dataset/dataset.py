@@ -64,8 +64,8 @@ def bundled_dataset(cache_dir: str | os.PathLike | None = None) -> Path:
 
     The folder is ``<cache_dir>/webmre-sample-<fingerprint[:16]>``; the fingerprint covers
     every raw file and the builder version, so a changed corpus or builder gets a fresh
-    folder. Concurrent callers are safe: each builds into its own temp folder and the
-    first finished rename wins.
+    folder. Concurrent callers are safe and build once: the build holds a lock file beside
+    the folder, and a caller that waited for it finds the folder built.
 
     Args:
         cache_dir: where built folders live; default :func:`mag_dataset.cache.default_cache_dir`.
@@ -82,7 +82,13 @@ def bundled_dataset(cache_dir: str | os.PathLike | None = None) -> Path:
     out = root / f"webmre-sample-{raw_fingerprint(raw)[:16]}"
     if (out / BUILD_INFO_FILE).is_file():
         return out
-    return build_dataset(raw, out, progress=False, overwrite=False)
+    import filelock
+
+    root.mkdir(parents=True, exist_ok=True)
+    with filelock.FileLock(str(out) + ".lock"):  # a second caller waits instead of building it again
+        if (out / BUILD_INFO_FILE).is_file():
+            return out
+        return build_dataset(raw, out, progress=False, overwrite=False)
 
 
 def is_local(source: str | os.PathLike) -> bool:

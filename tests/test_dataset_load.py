@@ -138,6 +138,26 @@ def test_bundled_dataset_is_built_once(bundled):
     assert bundled.name == f"webmre-sample-{raw_fingerprint(bundled_raw_dir())[:16]}"
 
 
+def test_a_caller_waiting_for_the_bundled_build_takes_the_one_made_meanwhile(tmp_path):
+    """Two callers at once (two xdist workers on a fresh machine): the second waits on the first's
+    lock and finds the folder built, instead of spending a minute building it again."""
+    import threading
+
+    import filelock
+
+    out = tmp_path / f"webmre-sample-{raw_fingerprint(bundled_raw_dir())[:16]}"
+    got = []
+    with filelock.FileLock(str(out) + ".lock"):  # a build in progress
+        waiter = threading.Thread(target=lambda: got.append(bundled_dataset(cache_dir=tmp_path)))
+        waiter.start()
+        waiter.join(0.5)
+        assert waiter.is_alive() and not got  # waiting, not building alongside
+        (out / BUILD_INFO_FILE).parent.mkdir()
+        (out / BUILD_INFO_FILE).write_text("{}")  # ... the build finished
+    waiter.join(30)
+    assert got == [out] and sorted(p.name for p in out.iterdir()) == [BUILD_INFO_FILE]
+
+
 def test_demo_stages_print_a_table_per_view_and_split(built, capsys):
     loaded = demo.stage_load(built)
     stats = demo.stage_statistics(loaded)

@@ -11,7 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from mag_dataset.builder import BUILD_INFO_FILE
 from mag_dataset.cli import main
+from mag_dataset.dataset import bundled_dataset
 from mag_dataset.hub import PublishError, publish_folder, upload_plan
 
 
@@ -131,7 +133,9 @@ def test_dry_run_into_a_new_folder_writes_the_bundled_build(tmp_path, capsys):
     out = capsys.readouterr().out
     listed = [line.split()[0] for line in out.splitlines() if line.startswith("  ")]
     assert listed == _files(target) and len(listed) == 8
-    assert f"building the bundled sample corpus into {target}" in out
+    assert f"copying the bundled sample corpus's build into {target}" in out
+    assert _files(target) == _files(bundled_dataset())  # the cached build, whole (built once per machine)
+    assert (target / BUILD_INFO_FILE).read_bytes() == (bundled_dataset() / BUILD_INFO_FILE).read_bytes()
 
 
 def test_upload_sends_exactly_the_plan_to_a_dataset_repo(built, monkeypatch):

@@ -23,11 +23,11 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.xdist_group("si
 TASK = "sites.forum.update_profile_location"
 
 
-def _expert_trace(path, seed: int, click_view: str) -> tuple[str, list[str]]:
-    """Run the task's expert with tracing on; returns (goal, BrowserGym actions). Clicks act on
-    the element id (``som``: a locator call) or, as the site recorder and people do, at a point
-    (``coord``: ``mouse.click``). The expert's final answer (a chat message, no Playwright call)
-    is sent after the trace stops."""
+def _expert_trace(path, seed: int) -> tuple[str, list[str]]:
+    """Run the task's expert with tracing on; returns (goal, BrowserGym actions). Clicks take
+    turns: on the element id (``som``: a locator call), then, as the site recorder and people
+    do, at a point (``coord``: ``mouse.click``), so one trace has both kinds. The expert's final
+    answer (a chat message, no Playwright call) is sent after the trace stops."""
     from mag_dataset.actions import ActionType, View
     from mag_dataset.live.env import make_site_env
     from mag_dataset.live.execute import to_browsergym_action
@@ -52,7 +52,8 @@ def _expert_trace(path, seed: int, click_view: str) -> tuple[str, list[str]]:
             point = ((target.bbox[0] + target.bbox[2]) / 2, (target.bbox[1] + target.bbox[3]) / 2) if target else None
             action = Action(type=d.type, element_id=d.bid, coordinate=point, text=d.text, value=d.value, key=d.key,
                             direction=d.direction, url=d.url, answer=d.answer)
-            view = View(click_view) if d.type is ActionType.CLICK else View.SOM
+            n_clicks = sum(1 for a in actions if "click(" in a)
+            view = (View.SOM, View.COORD)[n_clicks % 2] if d.type is ActionType.CLICK else View.SOM
             bg = to_browsergym_action(action, view, ob.conv)
             if d.type is ActionType.FINISH:
                 env.unwrapped.context.tracing.stop(path=str(path))
@@ -71,8 +72,7 @@ def _expert_trace(path, seed: int, click_view: str) -> tuple[str, list[str]]:
         env.close()
 
 
-@pytest.mark.parametrize("click_view", ["som", "coord"])
-def test_trace_of_an_expert_episode_imports_builds_and_its_gold_echo_scores_one(forum, tmp_path, click_view):
+def test_trace_of_an_expert_episode_imports_builds_and_its_gold_echo_scores_one(forum, tmp_path):
     from mag_dataset.builder import build_dataset
     from mag_dataset.cli import main
     from mag_dataset.dataset import load_steps
@@ -83,7 +83,7 @@ def test_trace_of_an_expert_episode_imports_builds_and_its_gold_echo_scores_one(
 
     trace = tmp_path / "traces" / "update_location.zip"
     trace.parent.mkdir()
-    goal, actions = _expert_trace(trace, seed=0, click_view=click_view)
+    goal, actions = _expert_trace(trace, seed=0)
     with zipfile.ZipFile(trace) as z:  # Playwright's own archive: events, network log, frames
         assert "trace.trace" in z.namelist() and any(n.startswith("resources/") for n in z.namelist())
     tasks = tmp_path / "tasks.json"
@@ -102,13 +102,14 @@ def test_trace_of_an_expert_episode_imports_builds_and_its_gold_echo_scores_one(
              and c.method not in ("evaluateExpression", "evaluateExpressionHandle", "title", "waitForTimeout")]
     assert [s.action.type.value for s in ep.steps] == [kinds[a.strip().splitlines()[-1].split("(")[0]] for a in actions], \
         (actions, calls)
-    clicks = [s for s in ep.steps if s.action.type.value == "click"]
-    assert clicks
-    if click_view == "coord":  # mouse.click: coordinate-only steps, restored by mag unify
-        assert all(s.action.element_id is None for s in clicks)
-        assert main(["unify", "--raw", str(raw)]) == 0
-        ep = read_episode(raw / "forum.trace-0")
-        assert all(s.action.element_id is not None for s in ep.steps if s.action.type.value == "click")
+    clicks = [(s, a) for s, a in zip(ep.steps, actions) if s.action.type.value == "click"]
+    by_point = [s for s, a in clicks if "mouse_click(" in a]
+    assert by_point and len(by_point) < len(clicks), actions  # both kinds of click
+    # a locator click names its element; a mouse.click is a coordinate-only step, restored by mag unify
+    assert all((s.action.element_id is None) == ("mouse_click(" in a) for s, a in clicks)
+    assert main(["unify", "--raw", str(raw)]) == 0
+    ep = read_episode(raw / "forum.trace-0")
+    assert all(s.action.element_id is not None for s in ep.steps if s.action.type.value == "click")
     for st, bg in zip(ep.steps, actions):
         if st.action.element_id is not None:
             target = next(c for c in st.candidates if c.id == st.action.element_id)

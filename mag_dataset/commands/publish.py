@@ -30,8 +30,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=Path,
         default=None,
         metavar="DATASET_DIR",
-        help="built dataset folder to upload; a new or empty one gets a build of the bundled sample corpus "
-        "(default: the cached build of the bundled sample)",
+        help="built dataset folder to upload; a new or empty one gets a copy of the bundled sample corpus's "
+        "build (default: that cached build itself)",
     )
     options.deprecated_alias(parser, "--folder", "--dataset", "dataset", type=Path)
     parser.add_argument("--metric-space", default=None, help="the metric Space repo (default: <owner>/webmre_metric)")
@@ -51,6 +51,24 @@ def _repo_id(value: str, flag: str) -> str:
     if value.count("/") != 1 or not all(value.split("/")):
         raise UserError(f"{flag} must look like owner/name, got {value!r}")
     return value
+
+
+def _copy_build(built: Path, folder: Path) -> Path:
+    """Copy a built folder to a new or empty ``folder``, whole or not at all (a temp sibling, renamed)."""
+    import os
+    import shutil
+
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    tmp = folder.with_name(f".{folder.name}.partial-{os.getpid()}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    try:
+        shutil.copytree(built, tmp)
+        if folder.is_dir():
+            folder.rmdir()  # empty (checked by the caller)
+        os.replace(tmp, folder)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return folder
 
 
 def run(args: argparse.Namespace) -> int:
@@ -82,11 +100,10 @@ def run(args: argparse.Namespace) -> int:
 
                 folder = bundled_dataset()
             elif not folder.exists() or (folder.is_dir() and not any(folder.iterdir())):
-                from mag_dataset.builder import build_dataset
-                from mag_dataset.dataset import bundled_raw_dir
+                from mag_dataset.dataset import bundled_dataset
 
-                print(f"building the bundled sample corpus into {folder}")
-                folder = build_dataset(bundled_raw_dir(), folder, progress=False)
+                print(f"copying the bundled sample corpus's build into {folder}")
+                folder = _copy_build(bundled_dataset(), folder)  # built once per machine, then cached
         except (BuildError, OSError) as e:  # no bundled corpus, an unwritable --dataset
             raise UserError(str(e)) from None
     try:
