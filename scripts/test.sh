@@ -82,12 +82,12 @@ run_pass() {  # run_pass NAME PYTEST_ARGS...: rc keeps the first failure; "no te
   }
 }
 HAS_ARGS=$([ $# -gt 0 ] && echo 1 || echo 0)
-run_pass main -n 2 --dist loadfile --no-loadscope-reorder $(for f in $SITE_TESTS; do printf -- "--ignore=%s " "$f"; done) "$@"
+run_pass main -n 2 --dist loadfile $(for f in $SITE_TESTS; do printf -- "--ignore=%s " "$f"; done) "$@"
 T_MAIN=$(date +%s)
 # --dist loadgroup: the modules of one site (its tests, recapture, re-recording, traces) share
 # one worker, so no module stops or resets a site another worker is using. It runs even when the
 # first pass failed, so one run shows every failure.
-run_pass sites -n 2 --dist loadgroup --no-loadscope-reorder $SITE_TESTS "$@"
+run_pass sites -n 2 --dist loadgroup $SITE_TESTS "$@"
 T_END=$(date +%s)
 stop_test_sites
 python scripts/junit_total.py "$REPORTS"/*.xml

@@ -112,42 +112,10 @@ def pytest_configure(config):
     pw_stack.install()
 
 
-#: Seconds each slow module's tests took in a CI run of scripts/test.sh (2 cores; rounded). The
-#: collection puts the longest work first (by module, or by xdist group: the sum of its
-#: modules), and scripts/test.sh passes ``--no-loadscope-reorder`` so xdist hands the modules out
-#: in that order: longest first, so no worker is left alone with a long module at the end while
-#: the other idles. Modules not listed are quick and keep their order, after these.
-MODULE_SECONDS: dict[str, int] = {
-    "test_site_tracker": 295, "test_site_shop": 294, "test_site_wiki": 255, "test_leaderboard_server": 243,
-    "test_site_forum": 204, "test_ray_live": 124, "test_live_record": 103, "test_importer_runs": 99,
-    "test_leaderboard_board": 87, "test_live_eval": 84, "test_dataset_load": 76, "test_site_recapture": 74,
-    "test_publish": 71, "test_leaderboard_hostile": 71, "test_site_trace_import": 70, "test_importer": 66,
-    "test_ray_infer": 63, "test_importer_hostile": 60, "test_annotation": 56, "test_coords": 46, "test_audit": 40,
-    "test_score_cli": 38, "test_compare": 36, "test_baselines_grpo_distributed": 35, "test_leaderboard_app": 33,
-    "test_leaderboard_integrity": 26, "test_consistency": 26, "test_baselines_gpu_check": 25, "test_parsing": 23,
-    "test_baselines_mediation": 18, "test_leaderboard_compare": 17, "test_builder": 16, "test_inspect_task": 13,
-    "test_baselines_sft": 12, "test_site_reproducible": 12, "test_baselines_grpo": 12,
-}
-
-
-def _longest_first(items: list) -> None:
-    def scope(item) -> str:  # what xdist hands out whole: an xdist group, else a module
-        group = item.get_closest_marker("xdist_group")
-        return f"group:{group.args[0]}" if group and group.args else item.module.__name__
-
-    modules: dict[str, set[str]] = {}
-    for item in items:
-        modules.setdefault(scope(item), set()).add(item.module.__name__.rsplit(".", 1)[-1])
-    seconds = {key: sum(MODULE_SECONDS.get(m, 0) for m in mods) for key, mods in modules.items()}
-    items.sort(key=lambda item: -seconds[scope(item)])  # stable: within a scope, and among quick ones, the order stays
-
-
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config, items):
-    """Order the work longest first (:data:`MODULE_SECONDS`); under ``--dist loadgroup``, prove
-    the grouping took: the modules of one site must share a worker (scripts/test.sh), or one
-    worker resets or stops the site another is using."""
-    _longest_first(items)
+    """Under ``--dist loadgroup``, prove the grouping took: the modules of one site must share a
+    worker (scripts/test.sh), or one worker resets or stops the site another is using."""
     if not getattr(config.option, "loadgroup", False):  # set in xdist workers under --dist loadgroup
         return
     lost = [item.nodeid for item in items if item.get_closest_marker("xdist_group") and "@" not in item.nodeid]
@@ -245,22 +213,28 @@ def site_expert_seeds(first: int = 0) -> tuple[int, ...]:
     return tuple(range(first, first + n))
 
 
-def site_browser():
-    """A context manager giving the system Chromium through BrowserGym's process-wide Playwright.
+def process_playwright():
+    """The one sync Playwright of this test process (BrowserGym's process-wide instance); never stop it.
 
-    A second ``sync_playwright()`` in a process where BrowserGym already started its own fails
-    ("Sync API inside the asyncio loop"); test files share worker processes, so the site tests
-    launch their own browser this way.
+    A second ``sync_playwright()`` on the main thread of a process where BrowserGym already
+    started its own fails ("Sync API inside the asyncio loop"), and xdist hands a worker modules
+    in no fixed order: every browser a test drives on the main thread is launched from this one.
+    (A test may still start its own ``sync_playwright()`` on a thread of its own.)
     """
+    import browsergym.core
+
+    return browsergym.core._get_global_playwright()
+
+
+def site_browser():
+    """A context manager giving the system Chromium through :func:`process_playwright`."""
     import contextlib
 
     @contextlib.contextmanager
     def _browser():
-        import browsergym.core
-
         from mag_dataset.live.env import chromium_executable
 
-        browser = browsergym.core._get_global_playwright().chromium.launch(executable_path=chromium_executable())
+        browser = process_playwright().chromium.launch(executable_path=chromium_executable())
         try:
             yield browser
         finally:

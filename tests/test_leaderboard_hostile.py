@@ -194,26 +194,28 @@ def test_second_gzip_member_is_refused_not_ignored(server, client, gold, tmp_pat
 @pytest.mark.slow
 def test_browser_bomb_then_normal_submission(server, gold, tmp_path, chromium):
     """In Chromium: the dictionary bomb shows its Rejected: line, then a normal file is accepted."""
-    from playwright.sync_api import expect, sync_playwright
+    from playwright.sync_api import expect
+
+    from conftest import process_playwright
 
     bomb = tmp_path / "bomb.parquet"
     bomb.write_bytes(hostile.dictionary_bomb(gold[0].step_id, 2_000))
     normal = predictions_file(tmp_path / "browser-normal.jsonl", gold, View.SOM, Contract.J, tag="browser hostile")
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=chromium,
-                                    args=["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run"])
-        try:
-            page = browser.new_page()
-            for path, pattern in ((bomb, r"Rejected: the Parquet file's strings decode to at least .* cap of 20,971,520 bytes"),
-                                  (normal, r"Accepted: submission #\d+")):
-                page.goto(server.url, wait_until="domcontentloaded")
-                page.get_by_role("tab", name="Submit").click()
-                page.locator("#model-name textarea, #model-name input").first.fill(f"browser {path.stem}")
-                page.locator("#predictions input[type=file]").set_input_files(str(path))
-                expect(page.locator("#predictions")).to_contain_text(path.name.split(".")[0], timeout=30_000)
-                page.locator("#submit-button").click()
-                status = page.locator("#submit-status textarea")
-                expect(status).to_have_value(re.compile(pattern), timeout=120_000)
-        finally:
-            browser.close()
+    # the process's one Playwright (conftest.process_playwright), not a second one
+    browser = process_playwright().chromium.launch(executable_path=chromium,
+                                                   args=["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run"])
+    try:
+        page = browser.new_page()
+        for path, pattern in ((bomb, r"Rejected: the Parquet file's strings decode to at least .* cap of 20,971,520 bytes"),
+                              (normal, r"Accepted: submission #\d+")):
+            page.goto(server.url, wait_until="domcontentloaded")
+            page.get_by_role("tab", name="Submit").click()
+            page.locator("#model-name textarea, #model-name input").first.fill(f"browser {path.stem}")
+            page.locator("#predictions input[type=file]").set_input_files(str(path))
+            expect(page.locator("#predictions")).to_contain_text(path.name.split(".")[0], timeout=30_000)
+            page.locator("#submit-button").click()
+            status = page.locator("#submit-status textarea")
+            expect(status).to_have_value(re.compile(pattern), timeout=120_000)
+    finally:
+        browser.close()
     assert peak_rss(server) < GB

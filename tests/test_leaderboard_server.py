@@ -481,13 +481,12 @@ PHONE = {"width": 390, "height": 844}
 
 
 class _Browser:
-    """A headless Debian Chromium through the test's own sync Playwright."""
+    """A headless Debian Chromium through the process's one sync Playwright (conftest.process_playwright)."""
 
     def __init__(self, chromium: str) -> None:
-        from playwright.sync_api import sync_playwright
+        from conftest import process_playwright
 
-        self._pw = sync_playwright().start()
-        self.browser = self._pw.chromium.launch(
+        self.browser = process_playwright().chromium.launch(
             executable_path=chromium,
             args=["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                   "--disable-component-update", "--disable-sync", "--no-first-run"],
@@ -503,7 +502,6 @@ class _Browser:
 
     def close(self) -> None:
         self.browser.close()
-        self._pw.stop()
 
 
 @pytest.fixture()

@@ -91,10 +91,22 @@ def test_home_page_is_rich_and_local(shop):
             shop.login(page, "admin@shop.test")
             page.goto(shop.running_url() + "/dashboard/")
             page.wait_for_load_state("networkidle")
+            hours = page.eval_on_selector_all("#order_graph dd.bar-layer em", "els => els.map(e => e.textContent)")
         finally:
             browser.close()
     assert n >= 40
     assert outside == []
+    # the staff dashboard's chart of the last 24 hours ends at the seed's "now", not the wall
+    # clock's (shop_serve.py), so the page is the same on every run: 2-hour bars, Django's "P" times
+    import datetime as dt
+
+    from mag_dataset.sites.shop.seed_data import FROZEN_NOW
+
+    def django_p(t: dt.datetime) -> str:
+        return {0: "midnight", 12: "noon"}.get(t.hour, f"{t.hour % 12} {'a.m.' if t.hour < 12 else 'p.m.'}")
+
+    first = FROZEN_NOW - dt.timedelta(hours=23)
+    assert hours == [django_p(first + dt.timedelta(hours=2 * (k + 1))) for k in range(12)]
 
 
 @pytest.mark.parametrize("template", TEMPLATES)

@@ -7,7 +7,7 @@ database, loads :func:`~mag_dataset.sites.shop.seed_data.seed_data` (320 product
 categories with PIL-drawn images, 200 customers, 420 orders dated in 2024, partners, offers, a
 voucher) and builds the Whoosh search index. It is served by Django's threaded development
 server on 127.0.0.1 (``--insecure`` serves Oscar's static files; the project's URLs serve the
-images). Django's cache is a dummy cache and sessions live in the database, so restoring the
+images), on a clock that starts at the seed's fixed "now" (``shop_serve.py``). Django's cache is a dummy cache and sessions live in the database, so restoring the
 SQLite file is exactly a reset of what the server shows.
 
 Usage::
@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from mag_dataset.sites.base import ServerCommand, Site, SiteError
+from mag_dataset.sites.shop.seed_data import FROZEN_NOW
 
 #: Exact versions installed into the site's venv (a pip freeze of a working install).
 PINS: tuple[str, ...] = (
@@ -158,8 +159,10 @@ class ShopSite(Site):
         return [self.home / "db" / "shop.sqlite3"]
 
     def server_command(self) -> ServerCommand:
-        return ServerCommand(argv=(str(self.python), "manage.py", "runserver", f"127.0.0.1:{self.port}",
-                                   "--noreload", "--insecure"),
+        # on the seed's clock (shop_serve.py): the dashboard's hourly chart is the same on every run
+        return ServerCommand(argv=(str(self.python), str(Path(__file__).resolve().parent / "shop_serve.py"),
+                                   FROZEN_NOW.isoformat(), "runserver", f"127.0.0.1:{self.port}", "--noreload",
+                                   "--insecure"),
                              env=self._env(), cwd=str(self.app_dir))
 
     def login(self, page: Any, user: str) -> None:

@@ -80,6 +80,8 @@ CITIES = (("London", "GB"), ("Manchester", "GB"), ("Leeds", "GB"), ("Bristol", "
 COUNTRY_NAMES = {"GB": "United Kingdom", "IE": "Ireland", "FR": "France", "DE": "Germany", "US": "United States"}
 FIRST_ORDER_NUMBER = 100001
 ORDER_START = dt.datetime(2024, 1, 2, 9, 0, tzinfo=dt.timezone.utc)
+#: The server's "now" when it starts (shop_serve.py; the tracker's instant too): after every seeded date.
+FROZEN_NOW = dt.datetime(2025, 6, 2, 9, 0, tzinfo=dt.timezone.utc)
 
 #: The seeded accounts tasks log in as (email -> password); staff first.
 STAFF = {"email": "admin@shop.test", "password": "admin-pass-1", "first": "Sam", "last": "Admin"}
