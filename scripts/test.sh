@@ -11,6 +11,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 T0=$(date +%s)
+# Bytecode is written as modules are first imported (Python's default, into the run's own venv and
+# the gitignored __pycache__ folders): with PYTHONDONTWRITEBYTECODE set, as some containers do, every
+# test process would compile torch, transformers and gradio from source again (import torch +
+# transformers + datasets: 14 CPU s instead of 7, in every test process that imports them).
+unset PYTHONDONTWRITEBYTECODE
 
 # Debian packages: Chromium drives the browser tests (Playwright cannot download its own
 # browser here); PHP + MediaWiki serve the wiki site. Installed only when missing.
@@ -68,8 +73,7 @@ T_SITES=$(date +%s)
 export HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_HUB_DISABLE_TELEMETRY=1
 export GRADIO_ANALYTICS_ENABLED=False TOKENIZERS_PARALLELISM=false
 export MAG_TEST_STRICT=1
-# The site tests start BrowserGym's process-wide Playwright; a worker that ran them cannot start a
-# second sync Playwright (the leaderboard's browser tests), so they run in their own pytest pass.
+# The site tests run in a pass of their own, under --dist loadgroup (below); the rest by module.
 SITE_TESTS=$(ls tests/test_site_*.py)
 REPORTS=$(mktemp -d)
 rc=0
