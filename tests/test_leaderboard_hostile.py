@@ -128,8 +128,10 @@ def test_two_heavy_uploads_in_flight_do_not_hold_up_a_normal_submission(server, 
     for i in range(2):
         p = tmp_path / f"heavy{i}.jsonl.gz"
         p.write_bytes(hostile.many_seeds_gz(ids, seeds_filling(ids, f"heavy {i} " * 10), output=f"heavy {i} " * 10))
-        heavy.append(client.submit(model_name=f"heavy {i}", view="som", contract="J", predictions=handle_file(str(p)),
-                                   api_name="/submit"))
+        # other people's uploads, in sessions of their own: when all three shared the test's one
+        # gradio_client session, a fresh-clone run once saw the normal submission end in CancelledError
+        heavy.append(server.client().submit(model_name=f"heavy {i}", view="som", contract="J",
+                                            predictions=handle_file(str(p)), api_name="/submit"))
     normal_submission_is_accepted(client, gold, tmp_path)
     for job in heavy:
         message, _ = job.result(timeout=300)
