@@ -7,8 +7,9 @@ database, loads :func:`~mag_dataset.sites.shop.seed_data.seed_data` (320 product
 categories with PIL-drawn images, 200 customers, 420 orders dated in 2024, partners, offers, a
 voucher) and builds the Whoosh search index. It is served by Django's threaded development
 server on 127.0.0.1 (``--insecure`` serves Oscar's static files; the project's URLs serve the
-images), on a clock that starts at the seed's fixed "now" (``shop_serve.py``). Django's cache is a dummy cache and sessions live in the database, so restoring the
-SQLite file is exactly a reset of what the server shows.
+images), on a clock that starts at the seed's fixed "now" (``shop_serve.py``). Django's cache
+is a dummy cache and sessions live in the database, so restoring the SQLite file is exactly a
+reset of what the server shows.
 
 Usage::
 
