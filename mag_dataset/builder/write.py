@@ -115,6 +115,17 @@ def _swap_into_place(tmp: Path, out_dir: Path, overwrite: bool) -> Path:
     return out_dir
 
 
+def copy_build(built: Path, out_dir: Path) -> Path:
+    """Copy a finished build to a new or empty ``out_dir``, whole or not at all (as a build is placed)."""
+    tmp = _temp_folder(out_dir)
+    try:
+        shutil.copytree(built, tmp, dirs_exist_ok=True)
+        return _swap_into_place(tmp, out_dir, overwrite=False)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
 def _temp_folder(out_dir: Path) -> Path:
     """A hidden temp folder next to ``out_dir`` with the permissions a normal folder gets."""
     out_dir.parent.mkdir(parents=True, exist_ok=True)

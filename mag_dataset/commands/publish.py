@@ -53,24 +53,6 @@ def _repo_id(value: str, flag: str) -> str:
     return value
 
 
-def _copy_build(built: Path, folder: Path) -> Path:
-    """Copy a built folder to a new or empty ``folder``, whole or not at all (a temp sibling, renamed)."""
-    import os
-    import shutil
-
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    tmp = folder.with_name(f".{folder.name}.partial-{os.getpid()}")
-    shutil.rmtree(tmp, ignore_errors=True)
-    try:
-        shutil.copytree(built, tmp)
-        if folder.is_dir():
-            folder.rmdir()  # empty (checked by the caller)
-        os.replace(tmp, folder)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    return folder
-
-
 def run(args: argparse.Namespace) -> int:
     from mag_dataset.builder import BuildError
     from mag_dataset.cli import UserError
@@ -100,10 +82,11 @@ def run(args: argparse.Namespace) -> int:
 
                 folder = bundled_dataset()
             elif not folder.exists() or (folder.is_dir() and not any(folder.iterdir())):
+                from mag_dataset.builder.write import copy_build
                 from mag_dataset.dataset import bundled_dataset
 
                 print(f"copying the bundled sample corpus's build into {folder}")
-                folder = _copy_build(bundled_dataset(), folder)  # built once per machine, then cached
+                folder = copy_build(bundled_dataset(), folder)  # built once per machine, then cached
         except (BuildError, OSError) as e:  # no bundled corpus, an unwritable --dataset
             raise UserError(str(e)) from None
     try:
