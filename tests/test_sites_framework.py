@@ -24,7 +24,7 @@ import pytest
 
 from mag_dataset.sites import SITES, SiteError, site_names
 from mag_dataset.sites.base import ServerCommand, Site
-from mag_dataset.sites import manager
+from mag_dataset.sites import base, manager
 
 
 def _free_port() -> int:
@@ -250,3 +250,17 @@ def test_the_test_run_never_uses_the_users_sites():
     for name in SITES:
         s = site(name)
         assert s.home == TEST_SITES_HOME / name and s.port == TEST_PORTS[name] != s.default_port
+
+
+# uv where it is on the machine (the test command installs it), pip always
+@pytest.mark.parametrize("installer", ["pip"] + (["uv"] if base._uv() else []))
+def test_a_site_venv_that_cannot_install_names_the_site_and_the_fix(tmp_path: Path, monkeypatch, installer):
+    if installer == "pip":
+        monkeypatch.setattr(base, "_uv", lambda: None)
+    missing = tmp_path / "no-such-package"
+    with pytest.raises(SiteError) as e:
+        base.make_venv(tmp_path / "venv", [str(missing)], "shop")
+    message = str(e.value)
+    assert message.startswith(f"site shop: could not install its packages with {installer} (")
+    assert message.endswith("then run `mag sites setup --site shop --force`")
+    assert (tmp_path / "venv" / "bin" / "python").is_file()  # the venv itself was made

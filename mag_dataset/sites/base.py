@@ -33,7 +33,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sqlite3
+import subprocess
+import sys
 import time
 import urllib.parse
 from abc import ABC, abstractmethod
@@ -270,6 +273,50 @@ class Site(ABC):
         except (OSError, ValueError):
             raise SiteError(f"site {self.name} is not being served; run `mag sites serve --site {self.name}`") from None
         return str(info["url"])
+
+
+def make_venv(venv: Path, packages: list[str], site: str) -> Path:
+    """Create ``venv`` afresh and install ``packages`` (exact pins) into it; returns its python.
+
+    uv installs them when it is on the machine (the test command installs it: the shop's
+    Django + Oscar take ~5 s instead of ~40 s with pip); pip otherwise. Either way the
+    packages' bytecode is compiled at install, as pip does by default, so the servers (run
+    with ``PYTHONDONTWRITEBYTECODE``) do not compile Django on every start.
+
+    Raises:
+        SiteError: naming the site, the step that failed and the fix.
+    """
+    fix = f"check that the package index can be reached, then run `mag sites setup --site {site} --force`"
+    shutil.rmtree(venv, ignore_errors=True)
+    python = venv / "bin" / "python"
+    uv = _uv()
+    # pip (and, on Python 3.11, setuptools) go in either way: the venv holds the same packages
+    # whichever installer ran.
+    steps = [([sys.executable, "-m", "venv", str(venv)],
+              "create its virtual environment", "install python3-venv (apt-get install -y python3-venv)")]
+    if uv:
+        steps.append(([uv, "pip", "install", "--quiet", "--compile-bytecode", "--python", str(python), *packages],
+                      "install its packages with uv", fix))
+    else:
+        steps.append(([str(python), "-m", "pip", "install", "--quiet", "--no-input", "--disable-pip-version-check",
+                       *packages], "install its packages with pip", fix))
+    for argv, what, hint in steps:
+        try:
+            r = subprocess.run(argv, capture_output=True, text=True, timeout=1800)
+        except (OSError, subprocess.TimeoutExpired) as e:
+            raise SiteError(f"site {site}: could not {what} ({e}); {hint}") from None
+        if r.returncode != 0:
+            last = [ln for ln in (r.stderr or r.stdout).splitlines() if ln.strip()][-1:] or ["no output"]
+            raise SiteError(f"site {site}: could not {what} ({last[0][:300]}); {hint}")
+    return python
+
+
+def _uv() -> str | None:
+    """The uv executable beside this Python (a venv that installed it) or on PATH; None when absent."""
+    beside = Path(sys.executable).parent / "uv"
+    if beside.is_file() and os.access(beside, os.X_OK):
+        return str(beside)
+    return shutil.which("uv")
 
 
 def _sqlite_copy(src: Path, dst: Path) -> None:

@@ -31,11 +31,10 @@ import os
 import shutil
 import sqlite3
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any, Callable
 
-from mag_dataset.sites.base import ServerCommand, Site, SiteError
+from mag_dataset.sites.base import ServerCommand, Site, SiteError, make_venv
 from mag_dataset.sites.forum import seed as seed_data
 
 #: Exact versions installed into the site's venv (a resolved, tested set).
@@ -84,10 +83,7 @@ class ForumSite(Site):
         wanted = "\n".join(REQUIREMENTS) + "\n"
         if not (self.python.is_file() and marker.is_file() and marker.read_text() == wanted):
             log(f"forum: creating {self.venv} and installing {len(REQUIREMENTS)} pinned packages")
-            shutil.rmtree(self.venv, ignore_errors=True)
-            self._run([sys.executable, "-m", "venv", str(self.venv)], "create its venv")
-            self._run([str(self.python), "-m", "pip", "install", "--quiet", "--no-input", "--disable-pip-version-check",
-                       *REQUIREMENTS], "pip install its packages (needs the PyPI registry)")
+            make_venv(self.venv, list(REQUIREMENTS), "forum")
             marker.write_text(wanted)
         shutil.copytree(_APP_SRC, self.app_dir, dirs_exist_ok=True,
                         ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))

@@ -27,11 +27,10 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any, Callable
 
-from mag_dataset.sites.base import ServerCommand, Site, SiteError
+from mag_dataset.sites.base import ServerCommand, Site, SiteError, make_venv
 from mag_dataset.sites.tracker.data import FROZEN_NOW, USERS  # stdlib only: still a cheap import
 
 HERE = Path(__file__).resolve().parent
@@ -94,10 +93,7 @@ class TrackerSite(Site):
         venv = self.home / "venv"
         if not self._venv_ok():
             log(f"tracker: creating {venv} and installing {' '.join(PACKAGES)}")
-            shutil.rmtree(venv, ignore_errors=True)
-            self._run([sys.executable, "-m", "venv", str(venv)], "create the virtual environment")
-            self._run([str(self.venv_python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-                       *PACKAGES], "pip install the tracker's packages (needs the package index)")
+            make_venv(venv, list(PACKAGES), "tracker")
         if not self._venv_ok():
             raise SiteError(f"site tracker: Trac does not import in {venv}; remove it and run "
                             "`mag sites setup --site tracker --force`")
