@@ -44,7 +44,7 @@ from mag_dataset.raw import (
     RawEpisode,
     RawStep,
     capture_geometry,
-    episode_text,
+    episode_files,
     image_format,
     iter_episode_dirs,
     read_episode,
@@ -153,7 +153,7 @@ def _compacted_steps(ep: RawEpisode, renamed: dict[str, str]) -> list[RawStep]:
 
 
 def _swap_in(
-    folder: Path, steps: list[RawStep], new_text: str, renamed: dict[str, str], webps: dict[str, bytes | None],
+    folder: Path, steps: list[RawStep], new_files: dict[str, bytes], renamed: dict[str, str], webps: dict[str, bytes | None],
     dropped: list[str],
 ) -> None:
     """Write the compacted episode under a hidden temp name, validate it, and swap it in for ``folder``."""
@@ -171,7 +171,8 @@ def _swap_in(
             shutil.copy2(p, tmp / p.name)  # untouched images and any other file the episode keeps
     for n, webp_name in renamed.items():
         (tmp / webp_name).write_bytes(webps[n])  # type: ignore[arg-type]
-    (tmp / EPISODE_FILE).write_text(new_text, "utf-8")
+    for name, data in new_files.items():  # episode.json and the page evidence split out of it
+        (tmp / name).write_bytes(data)
     read_episode(tmp)  # validate before swapping in (names, sizes, references)
     old = folder.with_name(f".{folder.name}.compact-old")
     if old.exists():
@@ -206,7 +207,8 @@ def compact_episode(
     report.som_dropped += len(dropped)
 
     steps = _compacted_steps(ep, renamed)
-    new_text = episode_text(dataclasses.replace(ep, steps=tuple(steps)))
+    new_files = episode_files(dataclasses.replace(ep, steps=tuple(steps)))
+    new_text = new_files[EPISODE_FILE].decode("utf-8")
     if not renamed and not dropped and new_text == (folder / EPISODE_FILE).read_text("utf-8"):
         report.bytes_after += before
         return False
@@ -215,7 +217,7 @@ def compact_episode(
         report.bytes_after += before - sum((folder / n).stat().st_size for n in [*renamed, *dropped]) + sum(
             len(results[n]) for n in renamed)  # type: ignore[arg-type]
         return True
-    _swap_in(folder, steps, new_text, renamed, results, dropped)
+    _swap_in(folder, steps, new_files, renamed, results, dropped)
     report.bytes_after += _folder_bytes(folder)
     return True
 

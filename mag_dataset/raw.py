@@ -11,6 +11,7 @@ the dataset. A raw corpus is a folder::
         episode.json              # the episode, see RawEpisode
         step_000.webp             # raw screenshot of step 0 (lossless WebP, or PNG)
         step_000_som.png          # optional: the same screenshot with Set-of-Mark labels drawn
+        evidence.json.gz          # optional: the steps' page evidence (see below)
         ...
 
 Version 2 (compact storage, capture geometry) differs from version 1 in three ways; both are
@@ -55,6 +56,18 @@ writes ``{"conversion": {"scale_factor": 1.5, "crop": [x0, y0, x1, y1]},
 page CSS point ``((x + x0) / scale_factor, (y + y0) / scale_factor)`` (see
 :class:`mag_dataset.live.observe.Conversion`).
 
+**Page evidence.** The label audit's rule-based judges (:mod:`mag_dataset.harness.page_audit`)
+read two step-metadata keys, :data:`EVIDENCE_KEYS`: ``dom`` (the DOM fingerprints of the
+menu's elements and of the acted one, stored by the recorder) and ``shown_page`` (the
+elements of the page a recaptured step shows). A site page has about a hundred candidates,
+so they are most of an episode's JSON: they are kept out of ``episode.json`` and stored in
+``evidence.json.gz`` beside it (gzip of ``{"format": "mag-page-evidence", "steps":
+{"<step_index>": {"dom": ..., "shown_page": ...}}}``, deterministic bytes).
+:func:`read_episode` puts them back into each step's ``metadata`` and every writer here
+(:func:`write_episode`, :func:`rewrite_episode_json`, :func:`episode_files`) splits them out
+again, so code reading or writing episodes through this module sees one ``metadata``. An
+``episode.json`` that holds them inline (written before) is read as it is.
+
 Screenshot paths are relative to the episode folder. Coordinates and boxes are in
 screenshot pixels. ``step_id`` is ``f"{task_id}:{step_index}"``.
 
@@ -68,6 +81,8 @@ screenshot pixels. ``step_id`` is ``f"{task_id}:{step_index}"``.
 
 from __future__ import annotations
 
+import dataclasses
+import gzip
 import json
 import math
 import os
@@ -94,6 +109,11 @@ FORMAT_VERSION = 2
 #: Format versions :func:`read_episode` and the builder accept.
 READ_VERSIONS: tuple[int, ...] = (1, 2)
 EPISODE_FILE = "episode.json"
+#: The steps' page evidence beside ``episode.json`` (see "Page evidence" above).
+EVIDENCE_FILE = "evidence.json.gz"
+EVIDENCE_FORMAT = "mag-page-evidence"
+#: Step-metadata keys stored in :data:`EVIDENCE_FILE` instead of ``episode.json``.
+EVIDENCE_KEYS: tuple[str, ...] = ("dom", "shown_page")
 CORPUS_FILE = "corpus.json"
 AUDIT_FILE = "audit.jsonl"
 #: The label audit's verdict log, next to the audit file (written by ``mag audit``).
@@ -221,7 +241,7 @@ def write_episode(root: str | os.PathLike, episode: RawEpisode, images: dict[str
     eid = episode.episode_id
     if not eid or eid.startswith(".") or "/" in eid or "\\" in eid:
         raise ValueError(f"episode_id {eid!r} must be a plain folder name (no '/', no leading '.')")
-    return write_folder(root, eid, {**images, EPISODE_FILE: episode_text(episode).encode("utf-8")})
+    return write_folder(root, eid, {**images, **episode_files(episode)})
 
 
 def write_folder(root: str | os.PathLike, name: str, files: dict[str, bytes]) -> Path:
@@ -261,7 +281,49 @@ def rewrite_episode_json(folder: str | os.PathLike, episode: RawEpisode) -> Path
     Returns:
         The path of ``episode.json``.
     """
-    return atomic_write(Path(folder) / EPISODE_FILE, episode_text(episode))
+    folder = Path(folder)
+    files = episode_files(episode)
+    if EVIDENCE_FILE in files:  # the evidence first: an episode.json never names steps whose evidence is older
+        atomic_write(folder / EVIDENCE_FILE, files[EVIDENCE_FILE])
+    else:
+        (folder / EVIDENCE_FILE).unlink(missing_ok=True)
+    return atomic_write(folder / EPISODE_FILE, files[EPISODE_FILE])
+
+
+def episode_files(episode: RawEpisode) -> dict[str, bytes]:
+    """The files that hold an episode (images aside): ``episode.json`` and, when a step has page
+    evidence (:data:`EVIDENCE_KEYS` in its metadata), :data:`EVIDENCE_FILE`."""
+    evidence = {str(st.step_index): {k: st.metadata[k] for k in EVIDENCE_KEYS if k in st.metadata}
+                for st in episode.steps}
+    evidence = {k: v for k, v in evidence.items() if v}
+    out = {EPISODE_FILE: episode_text(episode).encode("utf-8")}
+    if evidence:
+        doc = json.dumps({"format": EVIDENCE_FORMAT, "steps": evidence}, sort_keys=True, ensure_ascii=False,
+                         separators=(",", ":"))
+        out[EVIDENCE_FILE] = gzip.compress(doc.encode("utf-8"), compresslevel=9, mtime=0)
+    return out
+
+
+def _read_evidence(folder: Path, episode_id: str, n_steps: int) -> dict[int, dict[str, Any]]:
+    """Step index -> its page evidence, from :data:`EVIDENCE_FILE` ({} when there is none)."""
+    path = folder / EVIDENCE_FILE
+    if not path.is_file():
+        return {}
+    try:
+        doc = json.loads(gzip.decompress(path.read_bytes()).decode("utf-8"))
+    except (OSError, EOFError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise RawDataError(episode_id, None, EVIDENCE_FILE, f"not gzip-compressed UTF-8 JSON: {e}") from None
+    if not isinstance(doc, dict) or doc.get("format") != EVIDENCE_FORMAT or not isinstance(doc.get("steps"), dict):
+        raise RawDataError(episode_id, None, EVIDENCE_FILE, f"expected {{'format': {EVIDENCE_FORMAT!r}, 'steps': {{...}}}}")
+    out: dict[int, dict[str, Any]] = {}
+    for key, value in doc["steps"].items():
+        idx = int(key) if key.isdigit() else -1
+        if not 0 <= idx < n_steps:
+            raise RawDataError(episode_id, None, EVIDENCE_FILE, f"evidence for step {key!r}, which the episode does not have")
+        if not isinstance(value, dict) or not set(value) <= set(EVIDENCE_KEYS):
+            raise RawDataError(episode_id, idx, EVIDENCE_FILE, f"expected an object with keys among {list(EVIDENCE_KEYS)}")
+        out[idx] = value
+    return out
 
 
 def _is_leaf(value: Any) -> bool:
@@ -283,7 +345,11 @@ def episode_text(episode: RawEpisode) -> str:
     holding only plain values (a candidate, an action, a box) sits on one line — readable
     and diffable, a third smaller than fully indented JSON (6.0 MB against 8.9 MB for 135
     recorded site episodes)."""
-    return _dump(episode.to_json(), 0) + "\n"
+    doc = episode.to_json()
+    for st in doc["steps"]:
+        if any(k in st["metadata"] for k in EVIDENCE_KEYS):
+            st["metadata"] = {k: v for k, v in st["metadata"].items() if k not in EVIDENCE_KEYS}
+    return _dump(doc, 0) + "\n"
 
 
 def _rmtree(path: Path) -> None:
@@ -454,6 +520,10 @@ def read_episode(folder: str | os.PathLike) -> RawEpisode:
     for i, s in enumerate(steps):
         if s.step_index != i:
             raise RawDataError(episode_id, s.step_index, "step_index", f"expected {i} (steps must be numbered 0..n-1 in order)")
+    evidence = _read_evidence(folder, episode_id, len(steps))
+    if evidence:
+        steps = tuple(dataclasses.replace(s, metadata={**s.metadata, **evidence[s.step_index]})
+                      if s.step_index in evidence else s for s in steps)
     return RawEpisode(
         episode_id=episode_id,
         steps=steps,

@@ -28,23 +28,33 @@ recordings gives the same corpus. Steps:
    episodes ``mag record --episodes 4`` keeps, so a bigger MiniWoB++ recording (the package
    used to ship 10 per task) gives the same corpus. Four per task keep the corpus within
    :data:`SIZE_CAP` with room to spare.
-3. **Recapture** one episode of every site template (``mag recapture --per-template 1
+3. **Evidence** (``mag recapture --evidence``): episodes recorded before the recorder stored
+   the DOM fingerprints the audit's judges read get them from a replay that reproduces their
+   pages pixel for pixel (a no-op for recordings made today; an episode whose replay differs
+   keeps none, and the audit then cannot confirm it: record it again).
+4. **Recapture** one episode of every site template (``mag recapture --per-template 1
    --seed 0``): its observations are re-rendered by replaying its actions on a site that
    is reset once and then moves on with every replay, the path by which WebMRE's stale
    screenshots arose (:mod:`mag_dataset.live.recapture`). The sites must be set up; they
    are served for the run when they are not running.
-4. **Unify** (``mag unify``): point-only clicks are restored to their element
+5. **Unify** (``mag unify``): point-only clicks are restored to their element
    (``coordinate_restored``) or marked unrestorable; recaptured steps whose screenshot
    differs from the action-time one beyond the documented threshold are flagged ``stale``.
-5. **Compact** (``mag compact``): lossless WebP screenshots, no stored Set-of-Mark images
+6. **Audit** (``mag audit --judges dom,name,pixel --steps all``): the three rule-based page
+   judges (:mod:`mag_dataset.harness.page_judges`: DOM fingerprint, role + accessible name,
+   pixel template match; no model) witness where every targeted step's gold element is on
+   the screenshot the step shows, and are combined as WebMRE combines its judges:
+   ``confirmed``, ``remapped``, ``unmappable`` or ``disputed``. Their verdicts and evidence go
+   to ``audit_verdicts.jsonl`` (a rerun is byte-identical).
+7. **Compact** (``mag compact``): lossless WebP screenshots, no stored Set-of-Mark images
    (rendered at build time), capture geometry in every step (:mod:`mag_dataset.compact`).
-6. **Split** (``corpus.json``): by task, seeded, held-out templates per family
+8. **Split** (``corpus.json``): by task, seeded, held-out templates per family
    (:func:`mag_dataset.live.recorder.write_corpus_manifest`).
-7. **Install**: the result replaces ``--out`` (default ``mag_dataset/data/raw``); the
+9. **Install**: the result replaces ``--out`` (default ``mag_dataset/data/raw``); the
    script refuses a result over :data:`SIZE_CAP` bytes.
 
-No label audit is run: it needs judge models (``mag audit``) or people (``mag annotate``),
-and neither is available where the corpus is made, so every step stays ``unaudited``.
+The audit needs no model; judge models (``mag audit --judges FILE``) and people (``mag
+annotate``) can be added to the panel later.
 
 Usage::
 
@@ -73,6 +83,8 @@ MINIWOB_EPISODES = 4
 #: Step 3: how many episodes of each site template are recaptured, and the seed choosing them.
 RECAPTURE_PER_TEMPLATE = 1
 RECAPTURE_SEED = 0
+#: Step 6: the audit's panel (the rule-based page judges).
+AUDIT_JUDGES = "dom,name,pixel"
 #: The issue's size cap for the bundled raw corpus (bytes of all its files).
 SIZE_CAP = 45 * 1024 * 1024
 
@@ -145,8 +157,10 @@ def main(argv: list[str] | None = None) -> int:
         sites_raw, miniwob_raw = args.sites_raw, args.miniwob_raw
     merged = args.work / "merged"
     merge(list(sites_raw), miniwob_raw, merged)
+    mag("recapture", "--raw", str(merged), "--evidence")
     mag("recapture", "--raw", str(merged), "--per-template", str(RECAPTURE_PER_TEMPLATE), "--seed", str(RECAPTURE_SEED))
     mag("unify", "--raw", str(merged))
+    mag("audit", "--raw", str(merged), "--judges", AUDIT_JUDGES, "--steps", "all")
     mag("compact", "--raw", str(merged))
 
     from mag_dataset.live.recorder import write_corpus_manifest

@@ -3,6 +3,7 @@ and the builder's rule for point-only steps (issue 10 item 4, issue 11 item 3, i
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import io
 import json
@@ -249,3 +250,52 @@ def test_zero_size_target_box_is_refused(tmp_path):
                                     d["steps"][0]["action"].update(coordinate=[60.0, 20.0])))
     with pytest.raises(RawDataError, match="zero-size"):
         prepare_corpus(root, progress=False)
+
+
+def _fingerprint(cid: str) -> dict:
+    return {"tag": "button", "role": "button", "name": f"Item {cid}", "attrs": {"id": f"b{cid}"},
+            "path": f"html[0]/body[0]/main[0]/ul[0]/li[{cid}]/button[0]"}
+
+
+def test_page_evidence_lives_beside_episode_json_and_reads_back_into_metadata(raw, tmp_path):
+    from mag_dataset.raw import EVIDENCE_FILE, rewrite_episode_json, write_episode
+
+    folder = sorted(p for p in raw.iterdir() if p.is_dir())[0]
+    ep = read_episode(folder)
+    dom = {"candidates": {str(i): _fingerprint(str(i)) for i in range(120)}, "target": _fingerprint("7"),
+           "target_box": [1.0, 2.0, 30.5, 40.0]}
+    shown = {"url": "http://127.0.0.1:1/x", "title": "X", "elements": [{"id": "7", "box": [1, 2, 3, 4]}]}
+    steps = list(ep.steps)
+    steps[0] = dataclasses.replace(steps[0], metadata={**steps[0].metadata, "dom": dom})
+    steps[1] = dataclasses.replace(steps[1], metadata={**steps[1].metadata, "dom": dom, "shown_page": shown})
+    with_evidence = dataclasses.replace(ep, steps=tuple(steps))
+    inline_size = len(json.dumps(with_evidence.to_json()))
+
+    # written by the writers: the evidence is out of episode.json, gzip-compressed beside it
+    out = write_episode(tmp_path / "w", with_evidence, {n: (folder / n).read_bytes() for n in {s.screenshot for s in ep.steps}
+                                                       | {s.som_screenshot for s in ep.steps if s.som_screenshot}})
+    text = (out / "episode.json").read_text()
+    assert '"dom"' not in text and '"shown_page"' not in text
+    packed = (out / EVIDENCE_FILE).read_bytes()
+    assert len(packed) * 10 < inline_size  # 120 fingerprints a step, as a site page has
+    back = read_episode(out)
+    assert back.steps[0].metadata["dom"] == dom and "shown_page" not in back.steps[0].metadata
+    assert back.steps[1].metadata["shown_page"] == shown
+    assert "dom" not in back.steps[2].metadata
+    # rewriting keeps it, with the same bytes (gzip without a time stamp)
+    rewrite_episode_json(out, back)
+    assert (out / EVIDENCE_FILE).read_bytes() == packed
+    assert read_episode(out).steps[1].metadata == back.steps[1].metadata
+    # an episode.json that holds its evidence inline (written before) is read as it is; compact splits it out
+    edit_episode(folder, lambda d: d["steps"][0]["metadata"].update(dom=dom))
+    assert read_episode(folder).steps[0].metadata["dom"] == dom
+    compact_corpus(raw)
+    assert (folder / EVIDENCE_FILE).is_file() and '"dom"' not in (folder / "episode.json").read_text()
+    assert read_episode(folder).steps[0].metadata["dom"] == dom
+    # a damaged evidence file is one error naming the episode and the file
+    (out / EVIDENCE_FILE).write_bytes(packed[:40])
+    with pytest.raises(RawDataError, match=EVIDENCE_FILE.replace(".", r"\.")):
+        read_episode(out)
+    # evidence dropped from every step: the file goes too
+    rewrite_episode_json(out, ep)
+    assert not (out / EVIDENCE_FILE).exists()
