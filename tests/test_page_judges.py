@@ -166,3 +166,32 @@ def test_a_blank_target_is_matched_with_its_surroundings(flat):
                       None, image, True)
     pixel = next(v for v in run_page_judges(ev) if v.judge == "pixel")
     assert (pixel.verdict, pixel.element) == ("confirm", "1")
+
+
+def test_an_unnamed_target_is_matched_by_role_among_the_unnamed():
+    """An unlabelled text box (no accessible name) is still witnessed by the name judge: by its
+    role among the shown elements without a name, nearest first; a named box of that role is no
+    match, and with none unnamed left it is unmappable."""
+    def box(id_, name, rect, path):
+        fp = Fingerprint("input", "textbox", name, (), path)
+        return PageElement(id_, "textbox", name, tuple(float(v) for v in rect), fp)
+
+    blank = box("5", "", (100, 100, 300, 130), "html/body/form[0]/input[0]")
+    other = box("6", "", (100, 300, 300, 330), "html/body/form[0]/input[1]")
+    named = box("7", "Search", (100, 200, 300, 230), "html/body/form[0]/input[2]")
+    page = (blank, other, named)
+    menu = tuple((e.id, e.bbox) for e in page)
+
+    def ev(shown, same_page):
+        return StepEvidence("5", menu, tuple(shown), draw(shown), blank.fingerprint, blank.bbox, None,
+                            draw(page), same_page, page)
+
+    out = {v.judge: v for v in run_page_judges(ev(page, True))}
+    assert (out["name"].verdict, out["name"].element) == ("confirm", "5")
+    assert out["name"].evidence["by"] == "role, among the elements without a name"
+    assert merge_verdicts([as_verdict(v, "5") for v in out.values()]) == (AuditStatus.CONFIRMED, None)
+    # the unnamed box is gone: the nearest unnamed one of the role is another candidate, a remap
+    assert next(v for v in run_page_judges(ev((other, named), False)) if v.judge == "name").element == "6"
+    # only a named box of that role is left: no match
+    gone = next(v for v in run_page_judges(ev((named,), False)) if v.judge == "name")
+    assert (gone.verdict, gone.evidence["why"]) == ("unmappable", "no shown element of this role is unnamed")

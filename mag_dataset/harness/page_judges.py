@@ -14,7 +14,12 @@ recaptured one), each from its own evidence:
     step (no fingerprint) asks for the element under the point on the shown page.
 ``name``
     Role + accessible name only, among the shown page's elements, the nearest to the target's
-    original position. Several equally good matches is an answer too: ``ambiguous``.
+    original position. Several equally good matches is an answer too: ``ambiguous``. A target
+    with no accessible name (an unlabelled text box, a bare list) is matched by its role among
+    the shown elements that have no name either, nearest first. Role and name are compared as
+    the fingerprints hold them on both sides (version 2; version 1 voted ``unmappable`` for an
+    unnamed target, and compared the target's accessible name with the menu's text, which for a
+    drop-down is its chosen option: both disputed steps where nothing had moved).
 ``pixel``
     The target's action-time crop located in the shown screenshot by normalised
     cross-correlation (OpenCV's ``matchTemplate``, ``TM_CCOEFF_NORMED``); below
@@ -41,7 +46,7 @@ from mag_dataset.live.observe import FINGERPRINT_ATTRS
 from mag_dataset.schema import Box
 
 #: Version of the rule-based judges, logged with every verdict and named in the dataset card.
-PAGE_JUDGES_VERSION = 1
+PAGE_JUDGES_VERSION = 2
 #: The judges, in panel order.
 PAGE_JUDGES = ("dom", "name", "pixel")
 
@@ -290,17 +295,28 @@ def _target_role_name(ev: StepEvidence) -> tuple[str, str] | None:
     return None
 
 
+def _role_name(e: PageElement) -> tuple[str, str]:
+    """An element's role and accessible name as its fingerprint has them (the target's come from
+    its fingerprint too), else as the menu shows them: a drop-down's menu text is its chosen
+    option, its accessible name is its label."""
+    if e.fingerprint is not None and (e.fingerprint.role or e.fingerprint.name):
+        return e.fingerprint.role, e.fingerprint.name
+    return e.role, e.name
+
+
 def judge_name(ev: StepEvidence) -> PageVote:
     """The ``name`` judge: role + accessible name among the shown page's elements, nearest first."""
     key = _target_role_name(ev)
-    if key is None or not key[1].strip():
-        return PageVote("name", "unmappable", None, {"why": "the target has no accessible name"})
+    if key is None or not (key[0].strip() or key[1].strip()):
+        return PageVote("name", "unmappable", None, {"why": "the target has neither a role nor an accessible name"})
     role, name = key
     norm = " ".join(name.split()).casefold()
-    same = [(1.0, e) for e in ev.shown if e.role == role and " ".join(e.name.split()).casefold() == norm]
+    same = [(1.0, e) for e in ev.shown if _role_name(e)[0] == role and " ".join(_role_name(e)[1].split()).casefold() == norm]
     evidence: dict[str, Any] = {"role": role, "name": name[:80]}
+    if not norm:
+        evidence["by"] = "role, among the elements without a name"
     if not same:
-        evidence["why"] = "no shown element has this role and name"
+        evidence["why"] = "no shown element has this role and name" if norm else "no shown element of this role is unnamed"
         return PageVote("name", "unmappable", None, evidence)
     origin = ev.target_box or ((ev.point[0], ev.point[1], ev.point[0], ev.point[1]) if ev.point else None)
     found, info = _nearest(same, origin)
