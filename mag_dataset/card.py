@@ -409,7 +409,7 @@ Coordinates and boxes are in screenshot pixels; a point is inside a box when
 - `coordinate_restored`: the element id was restored from a coordinate-only action (the
   smallest candidate box containing the point).
 - `unseen_template`: the step's intent template never occurs in train.
-
+{audit_examples}
 ## Splits
 
 Splits are by task, taken from {split_source}, drawn with seed `{split_seed}`
@@ -474,6 +474,24 @@ def _audit_sentence(stats: dict[str, dict[str, dict[str, Any]]], judges: list[di
             "decisions in `mag annotate`), so every step is `unaudited`; no audit label was written by hand")
 
 
+def _audit_examples(examples: dict[str, dict[str, Any]]) -> str:
+    """The card's example of each audit outcome: the step and what each judge said of it."""
+    if not examples:
+        return ""
+    lines = ["", "One step of each audit outcome, with each judge's vote and evidence (all of them are in",
+             "`audit_verdicts.jsonl` of the raw corpus):", ""]
+    for status, ex in examples.items():
+        said = []
+        for v in ex["votes"]:
+            vote = str(v.get("vote") or "no vote")
+            if v.get("element_id"):
+                vote += f" → `{v['element_id']}`"
+            said.append(f"`{v['judge']}` {vote}" + (f" ({v['why']})" if v.get("why") else ""))
+        reason = f"; {ex['reason']}" if ex.get("reason") else ""
+        lines.append(f"- **{status}**: `{ex['step_id']}`{reason}: " + "; ".join(said) + ".")
+    return "\n".join(lines) + "\n"
+
+
 def render_card(
     build_info: dict[str, Any],
     stats: dict[str, dict[str, dict[str, Any]]],
@@ -508,6 +526,7 @@ def render_card(
         build_version=build_info["build_version"],
         fingerprint=build_info["raw_fingerprint"][:16],
         audited=_audit_sentence(stats, build_info.get("audit_judges")),
+        audit_examples=_audit_examples(build_info.get("audit_examples") or {}),
         fields="\n".join(f"| `{n}` | {t} | {d} |" for n, t, d in _FIELDS),
         action_table=_action_table(),
         split_source=split_source,

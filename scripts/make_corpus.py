@@ -32,7 +32,7 @@ recordings gives the same corpus. Steps:
    the DOM fingerprints the audit's judges read get them from a replay that reproduces their
    pages pixel for pixel (a no-op for recordings made today; an episode whose replay differs
    keeps none, and the audit then cannot confirm it: record it again).
-4. **Recapture** one episode of every site template (``mag recapture --per-template 1
+4. **Recapture** two episodes of every site template (``mag recapture --per-template 2
    --seed 0``): its observations are re-rendered by replaying its actions on a site that
    is reset once and then moves on with every replay, the path by which WebMRE's stale
    screenshots arose (:mod:`mag_dataset.live.recapture`). The sites must be set up; they
@@ -81,7 +81,7 @@ POINT_ONLY_SHARE = 0.15
 #: MiniWoB++ episodes kept per task (step 2).
 MINIWOB_EPISODES = 4
 #: Step 3: how many episodes of each site template are recaptured, and the seed choosing them.
-RECAPTURE_PER_TEMPLATE = 1
+RECAPTURE_PER_TEMPLATE = 2
 RECAPTURE_SEED = 0
 #: Step 6: the audit's panel (the rule-based page judges).
 AUDIT_JUDGES = "dom,name,pixel"

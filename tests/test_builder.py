@@ -507,8 +507,13 @@ def test_build_info_says_audited_only_when_steps_were_and_the_card_names_the_jud
     # audited by the rule-based judges: their verdict log names them
     write_audit(raw_copy / AUDIT_FILE, {f"{task}:0": AuditRecord(status="confirmed"),
                                         f"{task}:1": AuditRecord(status="disputed", disputed=True, stale=True)})
-    log = [{"step_id": f"{task}:{k}", "judge": j, "model": f"rule-based {j} v1"} for k in (0, 1)
-           for j in ("dom", "name", "pixel")]
+    said = {(0, "dom"): ("confirm", None, None), (0, "name"): ("confirm", None, None), (0, "pixel"): ("confirm", None, None),
+            (1, "dom"): ("confirm", None, None), (1, "name"): ("remap", "3", None),
+            (1, "pixel"): ("unmappable", None, "best match 0.41 under 0.80")}
+    log = [{"step_id": f"{task}:{k}", "judge": j, "model": f"rule-based {j} v1", "vote": said[k, j][0],
+            "element_id": said[k, j][1],
+            "answer": json.dumps({"verdict": said[k, j][0], "evidence": {"why": said[k, j][2]} if said[k, j][2] else {}})}
+           for k in (0, 1) for j in ("dom", "name", "pixel")]
     (raw_copy / "audit_verdicts.jsonl").write_text("".join(json.dumps(r) + "\n" for r in log))
     out = build_dataset(raw_copy, tmp_path / "judged", progress=False)
     info = json.loads((out / "build_info.json").read_text())
@@ -518,3 +523,9 @@ def test_build_info_says_audited_only_when_steps_were_and_the_card_names_the_jud
     assert ("labels audited by the 3 rule-based page judges `dom`, `name`, `pixel` of "
             "`mag_dataset.harness.page_judges` (v1; no language model): 2 steps with an audit outcome "
             "(confirmed 1, remapped 0, unmappable 0, disputed 1;") in card
+    # an example of each outcome present, with what each judge said of it
+    assert set(info["audit_examples"]) == {"confirmed", "disputed"}
+    assert info["audit_examples"]["disputed"]["step_id"] == f"{task}:1"
+    assert (f"- **disputed**: `{task}:1`: `dom` confirm; `name` remap → `3`; "
+            "`pixel` unmappable (best match 0.41 under 0.80).") in card
+    assert f"- **confirmed**: `{task}:0`: `dom` confirm; `name` confirm; `pixel` confirm." in card

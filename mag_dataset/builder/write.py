@@ -164,6 +164,45 @@ def audit_judges(audit_path: Path | None) -> list[dict[str, str]]:
     return [{"name": n, "model": m} for n, m in judges.items()]
 
 
+#: Outcomes the card shows an example of, in this order.
+EXAMPLE_STATUSES = (AuditStatus.CONFIRMED, AuditStatus.REMAPPED, AuditStatus.UNMAPPABLE, AuditStatus.DISPUTED)
+
+
+def audit_examples(corpus: Corpus) -> dict[str, dict[str, Any]]:
+    """One step of every audit outcome with the judges' votes on it (the card's examples).
+
+    Per status: the first site step (the pages of real applications), else the first step, in
+    step-id order, that the verdict log beside the audit file has votes for; ``{status:
+    {"step_id", "reason", "votes": [{"judge", "vote", "element_id", "why"}]}}``. Empty without
+    a verdict log (an audit file of `mag unify`'s flags only, or adjudications alone).
+    """
+    log = corpus.audit_path.with_name(VERDICTS_FILE) if corpus.audit_path is not None else None
+    if log is None or not log.is_file():
+        return {}
+    votes: dict[str, list[dict[str, Any]]] = {}
+    with log.open(encoding="utf-8") as f:
+        for line in f:
+            if not line.strip():
+                continue
+            row = json.loads(line)
+            why = None
+            try:
+                ev = json.loads(row.get("answer") or "null")
+                why = ev.get("evidence", {}).get("why") if isinstance(ev, dict) else None
+            except (TypeError, ValueError, AttributeError):
+                pass
+            votes.setdefault(str(row["step_id"]), []).append(
+                {"judge": str(row.get("judge")), "vote": row.get("vote") or row.get("error"),
+                 "element_id": row.get("element_id"), "why": why or row.get("reason")})
+    out: dict[str, dict[str, Any]] = {}
+    steps = sorted((s for s in corpus.steps if s.step_id in votes), key=lambda s: (not s.episode.task_id.startswith("sites."), s.step_id))
+    for status in EXAMPLE_STATUSES:
+        st = next((s for s in steps if s.audit.status is status), None)
+        if st is not None:
+            out[status.value] = {"step_id": st.step_id, "reason": st.audit.reason, "votes": votes[st.step_id]}
+    return out
+
+
 def _build_info(corpus: Corpus, views: dict[str, Any], unmappable_point_only: bool) -> dict[str, Any]:
     """The provenance record ``build_info.json`` (without its ``family_statistics``)."""
     from mag_dataset import __version__
@@ -179,6 +218,7 @@ def _build_info(corpus: Corpus, views: dict[str, Any], unmappable_point_only: bo
         # audited when steps were, not when an audit file exists (`mag unify` writes one for its flags)
         "audited": any(s.audit.status is not AuditStatus.UNAUDITED for s in corpus.steps),
         "audit_judges": audit_judges(corpus.audit_path),
+        "audit_examples": audit_examples(corpus),
         "unmappable_point_only": unmappable_point_only,
         "views": views,
     }
