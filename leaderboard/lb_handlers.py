@@ -13,7 +13,9 @@ Annotations stay evaluated (no ``from __future__ import annotations``): Gradio r
 
 import json
 import os
+import shutil
 import tempfile
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -83,6 +85,8 @@ class Handlers:
     def __init__(self, board: Board) -> None:
         self.board = board
         self.report_dir = Path(tempfile.mkdtemp(prefix="mag-board-reports-"))
+        # removed with the handlers, or when the process exits (each server made one and left it behind)
+        weakref.finalize(self, shutil.rmtree, self.report_dir, True)
         self.cap = board.config.max_bytes
         self.cap_mib = f"{self.cap / (1024 * 1024):g} MiB"
         # what Details shows before a submission is chosen (or for an id that is not stored)

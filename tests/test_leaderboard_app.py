@@ -261,3 +261,28 @@ def test_space_repo_carries_the_app_modules(tmp_path: Path) -> None:
     assert out.returncode == 0, out.stderr[-2000:]
     assert sorted(Path(p).name for p in out.stdout.split()) == rooms
     assert all(Path(p).parent == tmp_path for p in out.stdout.split()), out.stdout
+
+
+def test_the_report_copies_folder_goes_with_the_handlers(app, tmp_path: Path) -> None:
+    """Details writes downloadable copies into a temporary folder of its own: it is removed with
+    the handlers, and when the server's process exits (each server used to leave one behind)."""
+    import gc
+    import subprocess
+    import sys
+
+    h = app.Handlers(Board(BoardConfig(data_dir=tmp_path / "a"), gold=gold()))
+    folder = h.report_dir
+    assert folder.is_dir()
+    del h
+    gc.collect()
+    assert not folder.exists()
+    code = ("import importlib.util, sys; from pathlib import Path; sys.path.insert(0, sys.argv[1] + '/tests'); "
+            "spec = importlib.util.spec_from_file_location('app', sys.argv[1] + '/leaderboard/app.py'); "
+            "m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m); "
+            "from mag_dataset.board import Board, BoardConfig; from test_leaderboard_board import gold; "
+            "keep = m.Handlers(Board(BoardConfig(data_dir=Path(sys.argv[2])), gold=gold())); print(keep.report_dir)")
+    out = subprocess.run([sys.executable, "-c", code, str(ROOT), str(tmp_path / "b")], capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    left = Path(out.stdout.strip().splitlines()[-1])
+    assert left.name.startswith("mag-board-reports-") and not left.exists()
