@@ -149,18 +149,21 @@ def _progress_bars(progress: bool) -> Iterator[None]:
             datasets.utils.logging.enable_progress_bar()
 
 
-def audit_judges(audit_path: Path | None) -> list[dict[str, str]]:
-    """Who audited: ``[{"name", "model"}]`` of the judges in the verdict log next to the audit
-    file, in panel order (empty without a log: an audit file may hold only `mag unify`'s flags)."""
+def verdict_rows(audit_path: Path | None) -> list[dict[str, Any]]:
+    """The rows of the verdict log next to the audit file, in logged order ([] without a log: an
+    audit file may hold only `mag unify`'s flags, or adjudications alone)."""
     log = audit_path.with_name(VERDICTS_FILE) if audit_path is not None else None
     if log is None or not log.is_file():
         return []
-    judges: dict[str, str] = {}
     with log.open(encoding="utf-8") as f:
-        for line in f:
-            if line.strip():
-                row = json.loads(line)
-                judges.setdefault(str(row.get("judge")), str(row.get("model") or ""))
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def audit_judges(rows: list[dict[str, Any]]) -> list[dict[str, str]]:
+    """Who audited: ``[{"name", "model"}]`` of the judges in the verdict log's ``rows``, in panel order."""
+    judges: dict[str, str] = {}
+    for row in rows:
+        judges.setdefault(str(row.get("judge")), str(row.get("model") or ""))
     return [{"name": n, "model": m} for n, m in judges.items()]
 
 
@@ -168,34 +171,31 @@ def audit_judges(audit_path: Path | None) -> list[dict[str, str]]:
 EXAMPLE_STATUSES = (AuditStatus.CONFIRMED, AuditStatus.REMAPPED, AuditStatus.UNMAPPABLE, AuditStatus.DISPUTED)
 
 
-def audit_examples(corpus: Corpus) -> dict[str, dict[str, Any]]:
+def _why(answer: str | None) -> str | None:
+    """The ``why`` of a rule-based judge's evidence (its answer is that JSON), else None."""
+    try:
+        ev = json.loads(answer or "null")
+    except (TypeError, ValueError):
+        return None
+    why = ev.get("evidence", {}).get("why") if isinstance(ev, dict) and isinstance(ev.get("evidence"), dict) else None
+    return why if isinstance(why, str) else None
+
+
+def audit_examples(corpus: Corpus, rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """One step of every audit outcome with the judges' votes on it (the card's examples).
 
     Per status: the first site step (the pages of real applications), else the first step, in
-    step-id order, that the verdict log beside the audit file has votes for; ``{status:
-    {"step_id", "reason", "votes": [{"judge", "vote", "element_id", "why"}]}}``. Empty without
-    a verdict log (an audit file of `mag unify`'s flags only, or adjudications alone).
+    step-id order, that the verdict log's ``rows`` have votes for; ``{status: {"step_id",
+    "reason", "votes": [{"judge", "vote", "element_id", "why"}]}}``.
     """
-    log = corpus.audit_path.with_name(VERDICTS_FILE) if corpus.audit_path is not None else None
-    if log is None or not log.is_file():
-        return {}
     votes: dict[str, list[dict[str, Any]]] = {}
-    with log.open(encoding="utf-8") as f:
-        for line in f:
-            if not line.strip():
-                continue
-            row = json.loads(line)
-            why = None
-            try:
-                ev = json.loads(row.get("answer") or "null")
-                why = ev.get("evidence", {}).get("why") if isinstance(ev, dict) else None
-            except (TypeError, ValueError, AttributeError):
-                pass
-            votes.setdefault(str(row["step_id"]), []).append(
-                {"judge": str(row.get("judge")), "vote": row.get("vote") or row.get("error"),
-                 "element_id": row.get("element_id"), "why": why or row.get("reason")})
+    for row in rows:
+        votes.setdefault(str(row["step_id"]), []).append(
+            {"judge": str(row.get("judge")), "vote": row.get("vote") or row.get("error"),
+             "element_id": row.get("element_id"), "why": _why(row.get("answer")) or row.get("reason")})
+    steps = sorted((s for s in corpus.steps if s.step_id in votes),
+                   key=lambda s: (not s.episode.task_id.startswith("sites."), s.step_id))
     out: dict[str, dict[str, Any]] = {}
-    steps = sorted((s for s in corpus.steps if s.step_id in votes), key=lambda s: (not s.episode.task_id.startswith("sites."), s.step_id))
     for status in EXAMPLE_STATUSES:
         st = next((s for s in steps if s.audit.status is status), None)
         if st is not None:
@@ -207,6 +207,7 @@ def _build_info(corpus: Corpus, views: dict[str, Any], unmappable_point_only: bo
     """The provenance record ``build_info.json`` (without its ``family_statistics``)."""
     from mag_dataset import __version__
 
+    verdicts = verdict_rows(corpus.audit_path)  # read once: who audited, and the card's examples
     return {
         "format": BUILD_FORMAT,
         "build_version": BUILD_VERSION,
@@ -217,8 +218,8 @@ def _build_info(corpus: Corpus, views: dict[str, Any], unmappable_point_only: bo
         "held_out_templates": list(corpus.splits.held_out_templates),
         # audited when steps were, not when an audit file exists (`mag unify` writes one for its flags)
         "audited": any(s.audit.status is not AuditStatus.UNAUDITED for s in corpus.steps),
-        "audit_judges": audit_judges(corpus.audit_path),
-        "audit_examples": audit_examples(corpus),
+        "audit_judges": audit_judges(verdicts),
+        "audit_examples": audit_examples(corpus, verdicts),
         "unmappable_point_only": unmappable_point_only,
         "views": views,
     }
