@@ -13,11 +13,17 @@ stored once, in the smallest lossless form:
   renders them from the raw screenshot and the candidate boxes
   (:func:`mag_dataset.live.observe.render_som`, deterministic);
 * each step's capture geometry (:func:`mag_dataset.raw.capture_geometry`) is written into
-  its fields, and ``episode.json`` is rewritten in format v2.
+  its fields, and ``episode.json`` is rewritten in format v2;
+* a screenshot that several episodes show, byte for byte (a template's start page), is then
+  stored once, in the corpus's ``_shared_images`` folder named by its sha256, and the steps
+  name it there (:func:`share_images`; "Shared screenshots" in :mod:`mag_dataset.raw`).
+  On the bundled sample this is 8.9 MB of its 47 MB.
 
 Each episode is converted atomically: the new folder is written and validated under a
 hidden temp name, then swapped in; an interrupted run leaves every episode either as it was
-or fully compacted (both are valid raw data) and a rerun finishes the job. Rerunning on a
+or fully compacted (both are valid raw data) and a rerun finishes the job; sharing writes a
+shared file before any episode names it and removes an episode's copy only after its
+``episode.json`` names the shared one. Rerunning on a
 compacted corpus changes nothing. ``corpus.json`` and ``audit.jsonl`` are untouched (step
 ids do not change). Reading and validating episodes is :mod:`mag_dataset.raw`; rendering the
 dropped Set-of-Mark images is the builder's (:mod:`mag_dataset.builder`).
@@ -31,6 +37,7 @@ at ~0.1 s. Method 4 keeps 95% of method 6's saving at a tenth of its time.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import io
 import os
 import shutil
@@ -41,13 +48,17 @@ from pathlib import Path
 
 from mag_dataset.raw import (
     EPISODE_FILE,
+    SHARED_IMAGES_DIR,
     RawEpisode,
     RawStep,
     capture_geometry,
     episode_files,
     image_format,
+    is_shared_image,
     iter_episode_dirs,
     read_episode,
+    rewrite_episode_json,
+    share_ref,
 )
 
 #: libwebp's effort (0 fastest .. 6 smallest) and, for lossless, Pillow's ``quality`` (effort too).
@@ -92,12 +103,15 @@ class CompactReport:
     bytes_after: int = 0
     seconds: float = 0.0
     not_round_trip: list[str] = field(default_factory=list)
+    shared: int = 0
+    shared_saved_bytes: int = 0
 
     def summary(self) -> str:
         mb = 1024 * 1024
         return (
             f"{self.episodes} episodes ({self.changed_episodes} rewritten): {self.converted} images to lossless WebP, "
-            f"{self.kept_png} kept as PNG, {self.som_dropped} Set-of-Mark images dropped; "
+            f"{self.kept_png} kept as PNG, {self.som_dropped} Set-of-Mark images dropped, "
+            f"{self.shared} screenshots shared across episodes ({self.shared_saved_bytes / mb:.1f} MB saved); "
             f"{self.bytes_before / mb:.1f} MB -> {self.bytes_after / mb:.1f} MB in {self.seconds:.1f} s"
         )
 
@@ -120,6 +134,10 @@ def _step_sources(ep: RawEpisode) -> set[str]:
         if isinstance(at, str) and at:
             sources.add(at)
     return sources
+
+
+def _local_sources(ep: RawEpisode) -> set[str]:
+    return {n for n in _step_sources(ep) if not is_shared_image(n)}
 
 
 def _encode_pngs(folder: Path, names: list[str], method: int, quality: int, workers: int) -> dict[str, bytes | None]:
@@ -192,7 +210,7 @@ def compact_episode(
     before = _folder_bytes(folder)
     report.bytes_before += before
     sources = _step_sources(ep)
-    todo = sorted(n for n in sources if image_format((folder / n).read_bytes()) == "png")
+    todo = sorted(n for n in _local_sources(ep) if image_format((folder / n).read_bytes()) == "png")
     results = _encode_pngs(folder, todo, method, quality, workers)
     # a WebP name another referenced file already has (step_000.png beside step_000.webp) keeps the PNG
     taken = sources | {p.name for p in folder.iterdir()}
@@ -224,7 +242,7 @@ def compact_episode(
 
 def compact_corpus(
     raw_dir: str | os.PathLike, *, method: int = WEBP_METHOD, quality: int = WEBP_QUALITY,
-    workers: int | None = None, dry_run: bool = False,
+    workers: int | None = None, dry_run: bool = False, share: bool = True,
 ) -> CompactReport:
     """Compact every episode of a raw corpus in place (module docstring).
 
@@ -233,6 +251,7 @@ def compact_corpus(
         method, quality: libwebp settings.
         workers: threads encoding images (default: one per CPU).
         dry_run: encode and count, write nothing.
+        share: store the screenshots several episodes hold once (:func:`share_images`).
 
     Returns:
         A :class:`CompactReport`.
@@ -250,5 +269,71 @@ def compact_corpus(
     n = workers or os.cpu_count() or 1
     for folder in iter_episode_dirs(raw_dir):
         compact_episode(Path(folder), report, method=method, quality=quality, workers=n, dry_run=dry_run)
+    if share:
+        share_images(raw_dir, report, dry_run=dry_run)
     report.seconds = time.monotonic() - start
+    return report
+
+
+def _shared_name(data: bytes) -> str:
+    return f"{hashlib.sha256(data).hexdigest()[:32]}.{image_format(data)}"
+
+
+def share_images(raw_dir: str | os.PathLike, report: CompactReport | None = None, *, dry_run: bool = False) -> CompactReport:
+    """Store each screenshot that two or more episodes hold byte for byte once, in the corpus's
+    ``_shared_images`` folder, and point their steps at it; remove shared files no step names.
+
+    An episode's own file is replaced only when another episode holds the same bytes or the
+    shared folder already has them; files within one episode are left alone. Safe to
+    interrupt (module docstring) and idempotent.
+
+    Returns:
+        ``report`` (a new one by default) with ``shared`` (files now shared) and
+        ``shared_saved_bytes`` (bytes the corpus no longer holds: the episodes' copies removed,
+        less the shared files written) added.
+    """
+    report = report if report is not None else CompactReport()
+    root = Path(raw_dir)
+    shared_dir = root / SHARED_IMAGES_DIR
+    existing = {p.name for p in shared_dir.iterdir() if p.is_file()} if shared_dir.is_dir() else set()
+    episodes = [(folder, read_episode(folder)) for folder in iter_episode_dirs(root)]
+    named: dict[tuple[int, str], str] = {}  # (episode, local file) -> its shared name
+    holders: dict[str, set[int]] = {}
+    for i, (folder, ep) in enumerate(episodes):
+        for name in sorted(_local_sources(ep)):
+            named[i, name] = _shared_name((folder / name).read_bytes())
+            holders.setdefault(named[i, name], set()).add(i)
+    share = {h for h, eps in holders.items() if len(eps) > 1 or h in existing}
+    referenced = {n.removeprefix(share_ref("")) for _, ep in episodes for n in _step_sources(ep) if is_shared_image(n)}
+    for i, (folder, ep) in enumerate(episodes):
+        moved = {name: h for (j, name), h in named.items() if j == i and h in share}
+        if not moved:
+            continue
+        for name, h in moved.items():
+            size = (folder / name).stat().st_size
+            report.shared_saved_bytes += size if h in referenced or h in existing else 0
+            referenced.add(h)
+        if dry_run:
+            continue
+        for name, h in moved.items():  # the shared file first: no episode ever names a missing one
+            if not (shared_dir / h).exists():
+                shared_dir.mkdir(exist_ok=True)
+                tmp = shared_dir / f".{h}.tmp"
+                shutil.copyfile(folder / name, tmp)
+                tmp.replace(shared_dir / h)
+        refs = {name: share_ref(h) for name, h in moved.items()}
+        steps = []
+        for st in ep.steps:
+            meta = dict(st.metadata)
+            if meta.get("action_time_screenshot") in refs:
+                meta["action_time_screenshot"] = refs[meta["action_time_screenshot"]]
+            steps.append(dataclasses.replace(st, screenshot=refs.get(st.screenshot, st.screenshot), metadata=meta))
+        rewrite_episode_json(folder, dataclasses.replace(ep, steps=tuple(steps)))
+        for name in moved:
+            (folder / name).unlink()
+    report.shared += len(share)
+    if not dry_run and shared_dir.is_dir():
+        for p in shared_dir.iterdir():
+            if p.is_file() and p.name not in referenced:
+                p.unlink()  # named by no step (its episodes were removed or re-recorded)
     return report

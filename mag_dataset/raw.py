@@ -7,6 +7,8 @@ the dataset. A raw corpus is a folder::
     RAW/
       corpus.json                 # optional corpus manifest (split seed and assignment)
       audit.jsonl                 # optional audit file, one AuditRecord per step_id
+      _shared_images/             # optional: screenshots several episodes show, stored once
+        3f9a...c2.webp            #   named by the sha256 of their bytes (see "Shared screenshots")
       <episode_id>/
         episode.json              # the episode, see RawEpisode
         step_000.webp             # raw screenshot of step 0 (lossless WebP, or PNG)
@@ -68,8 +70,14 @@ so they are most of an episode's JSON: they are kept out of ``episode.json`` and
 again, so code reading or writing episodes through this module sees one ``metadata``. An
 ``episode.json`` that holds them inline (written before) is read as it is.
 
-Screenshot paths are relative to the episode folder. Coordinates and boxes are in
-screenshot pixels. ``step_id`` is ``f"{task_id}:{step_index}"``.
+Screenshot paths are relative to the episode folder: a plain file name in it, or
+``../_shared_images/<name>`` (below). Coordinates and boxes are in screenshot pixels.
+
+**Shared screenshots.** The episodes of one template often open on the same page, pixel for
+pixel; ``mag compact`` stores such a screenshot once, in :data:`SHARED_IMAGES_DIR` at the
+corpus root, named by the first 32 hex digits of its sha256, and the steps name it as
+``../_shared_images/<name>`` (:func:`share_ref`). An episode folder copied out of its corpus
+without that folder no longer reads (the error says so): :func:`copy_episodes` copies both. ``step_id`` is ``f"{task_id}:{step_index}"``.
 
 ``corpus.json``::
 
@@ -88,7 +96,7 @@ import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterable, Iterator
 
 from mag_dataset.actions import ACTION_SPACE, ActionType
 from mag_dataset.fileio import atomic_write, atomic_write_jsonl
@@ -114,6 +122,8 @@ EVIDENCE_FILE = "evidence.json.gz"
 EVIDENCE_FORMAT = "mag-page-evidence"
 #: Step-metadata keys stored in :data:`EVIDENCE_FILE` instead of ``episode.json``.
 EVIDENCE_KEYS: tuple[str, ...] = ("dom", "shown_page")
+#: The corpus-root folder of screenshots several episodes show (see "Shared screenshots" above).
+SHARED_IMAGES_DIR = "_shared_images"
 CORPUS_FILE = "corpus.json"
 AUDIT_FILE = "audit.jsonl"
 #: The label audit's verdict log, next to the audit file (written by ``mag audit``).
@@ -358,6 +368,70 @@ def _rmtree(path: Path) -> None:
     shutil.rmtree(path)
 
 
+def share_ref(file_name: str) -> str:
+    """How a step names a screenshot stored in :data:`SHARED_IMAGES_DIR` (relative to its episode folder)."""
+    return f"../{SHARED_IMAGES_DIR}/{file_name}"
+
+
+def is_shared_image(name: str) -> bool:
+    """Whether a step's image path names a shared screenshot (:func:`share_ref`)."""
+    return name.startswith(f"../{SHARED_IMAGES_DIR}/")
+
+
+def _plain_file_name(name: str) -> bool:
+    return bool(name) and "/" not in name and "\\" not in name and name not in (".", "..")
+
+
+def check_image_name(name: str, episode: str, idx: int | None, key: str, folder: Path | None) -> None:
+    """Raise :class:`RawDataError` unless ``name`` is a plain file name of the episode folder or a
+    shared screenshot (``../_shared_images/<file>``), and, with ``folder``, the file exists."""
+    shared = is_shared_image(name)
+    if not _plain_file_name(name.removeprefix(f"../{SHARED_IMAGES_DIR}/") if shared else name):
+        raise RawDataError(episode, idx, key, f"{name!r} must be a file name in the episode folder or "
+                                              f"'../{SHARED_IMAGES_DIR}/<file>'")
+    if folder is None or (folder / name).is_file():
+        return
+    if shared:
+        raise RawDataError(episode, idx, key, f"missing shared image {name!r}: an episode copied out of its corpus "
+                                              f"needs the corpus's {SHARED_IMAGES_DIR} folder beside it "
+                                              "(mag_dataset.raw.copy_episodes copies both)")
+    raise RawDataError(episode, idx, key, f"missing image file {name!r}")
+
+
+def episode_images(episode: RawEpisode) -> set[str]:
+    """Every image path the steps name: screenshots, Set-of-Mark files and the action-time
+    screenshots of recaptured steps (``metadata["action_time_screenshot"]``)."""
+    names: set[str] = set()
+    for st in episode.steps:
+        names.update(n for n in (st.screenshot, st.som_screenshot, st.metadata.get("action_time_screenshot"))
+                     if isinstance(n, str) and n)
+    return names
+
+
+def copy_episodes(src: str | os.PathLike, dst: str | os.PathLike, names: Iterable[str]) -> list[Path]:
+    """Copy episode folders of the corpus ``src`` into the corpus folder ``dst``, with the shared
+    screenshots they name (the other files of ``src``, such as ``corpus.json``, are not copied).
+
+    Returns:
+        The new episode folders.
+    """
+    import shutil
+
+    src, dst = Path(src), Path(dst)
+    dst.mkdir(parents=True, exist_ok=True)
+    out = []
+    for name in names:
+        folder = src / name
+        shutil.copytree(folder, dst / name)
+        for ref in sorted(n for n in episode_images(read_episode(folder)) if is_shared_image(n)):
+            target = dst / ref.removeprefix("../")
+            if not target.exists():
+                target.parent.mkdir(exist_ok=True)
+                shutil.copy2(folder / ref, target)
+        out.append(dst / name)
+    return out
+
+
 def _req(d: dict[str, Any], key: str, episode: str, step: int | None, kind: type | tuple[type, ...]) -> Any:
     if key not in d or d[key] is None:
         raise RawDataError(episode, step, key, "missing")
@@ -384,8 +458,8 @@ def parse_step(d: Any, episode: str, folder: Path | None) -> RawStep:
     if not isinstance(shots["som_screenshot"], str):
         raise RawDataError(episode, idx, "som_screenshot", f"expected str or null, got {type(shots['som_screenshot']).__name__}")
     for key, name in shots.items():
-        if name and folder is not None and not (folder / name).is_file():
-            raise RawDataError(episode, idx, key, f"missing image file {name!r}")
+        if name:
+            check_image_name(name, episode, idx, key, folder)
     geometry = _parse_geometry(d, episode, idx)
     raw_action = _req(d, "action", episode, idx, dict)
     atype = raw_action.get("type")
@@ -620,11 +694,12 @@ def som_image_bytes(folder: str | os.PathLike, step: RawStep) -> bytes:
 
 
 def iter_episode_dirs(root: str | os.PathLike) -> list[Path]:
-    """Episode folders of a raw corpus, sorted by name (hidden temp folders skipped)."""
+    """Episode folders of a raw corpus, sorted by name (hidden temp folders and
+    :data:`SHARED_IMAGES_DIR` skipped)."""
     root = Path(root)
     if not root.is_dir():
         raise FileNotFoundError(f"raw corpus folder not found: {root}")
-    return sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
+    return sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".") and p.name != SHARED_IMAGES_DIR)
 
 
 def read_corpus(root: str | os.PathLike) -> Iterator[RawEpisode]:

@@ -47,11 +47,14 @@ recordings gives the same corpus. Steps:
    ``confirmed``, ``remapped``, ``unmappable`` or ``disputed``. Their verdicts and evidence go
    to ``audit_verdicts.jsonl`` (a rerun is byte-identical).
 7. **Compact** (``mag compact``): lossless WebP screenshots, no stored Set-of-Mark images
-   (rendered at build time), capture geometry in every step (:mod:`mag_dataset.compact`).
+   (rendered at build time), capture geometry in every step, and each screenshot that
+   several episodes show (a template's start page) stored once, in ``_shared_images``
+   (:mod:`mag_dataset.compact`).
 8. **Split** (``corpus.json``): by task, seeded, held-out templates per family
    (:func:`mag_dataset.live.recorder.write_corpus_manifest`).
 9. **Install**: the result replaces ``--out`` (default ``mag_dataset/data/raw``); the
-   script refuses a result over :data:`SIZE_CAP` bytes.
+   script refuses a result that would take the package's data folder (``--out``'s parent)
+   over :data:`SIZE_CAP` on disk, measured as ``du`` does (:func:`disk_usage`).
 
 The audit needs no model; judge models (``mag audit --judges FILE``) and people (``mag
 annotate``) can be added to the panel later.
@@ -134,8 +137,10 @@ def merge(sources: list[Path], miniwob: Path, merged: Path) -> None:
         shutil.copytree(folder, dest)
 
 
-def folder_bytes(root: Path) -> int:
-    return sum(p.stat().st_size for p in root.rglob("*") if p.is_file())
+def disk_usage(root: Path) -> int:
+    """The bytes ``root`` takes on disk, every file and folder in whole blocks, as ``du`` counts
+    (``du -sh mag_dataset/data`` is the front door's measure of the package's data)."""
+    return sum(p.lstat().st_blocks * 512 for p in [root, *root.rglob("*")]) if root.exists() else 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -166,11 +171,12 @@ def main(argv: list[str] | None = None) -> int:
     from mag_dataset.live.recorder import write_corpus_manifest
 
     write_corpus_manifest(merged, CORPUS_SEED)
-    size = folder_bytes(merged)
-    if size > SIZE_CAP:
-        raise SystemExit(f"the corpus is {size / 2**20:.1f} MiB, over the {SIZE_CAP / 2**20:.0f} MiB cap")
-    # install: the new corpus replaces --out in one rename (the old one is removed after)
     out = args.out.resolve()
+    size = disk_usage(merged) + disk_usage(out.parent) - disk_usage(out)  # the data folder once installed
+    if size > SIZE_CAP:
+        raise SystemExit(f"the data folder would take {size / 2**20:.1f} MiB on disk, over the "
+                         f"{SIZE_CAP / 2**20:.0f} MiB cap")
+    # install: the new corpus replaces --out in one rename (the old one is removed after)
     staged = out.with_name(f".{out.name}.new")
     if staged.exists():
         shutil.rmtree(staged)
@@ -182,7 +188,7 @@ def main(argv: list[str] | None = None) -> int:
     if old.exists():
         shutil.rmtree(old)
     manifest = json.loads((out / "corpus.json").read_text("utf-8"))
-    print(f"corpus: {len(manifest['splits'])} episodes, {size / 2**20:.1f} MiB -> {out}")
+    print(f"corpus: {len(manifest['splits'])} episodes -> {out}; the data folder takes {size / 2**20:.1f} MiB on disk")
     return 0
 
 

@@ -503,9 +503,10 @@ def test_round_trip_on_recorded_episodes(tmp_path):
 
     from mag_dataset.builder import build_dataset
     from mag_dataset.dataset import bundled_raw_dir
+    from mag_dataset.raw import copy_episodes, iter_episode_dirs
 
     src = bundled_raw_dir()
-    episodes = sorted(p.name for p in src.iterdir() if p.is_dir() and not p.name.startswith("."))
+    episodes = [p.name for p in iter_episode_dirs(src)]
     # one episode per task, the first six tasks, so the sample spans several sites
     picked, seen_tasks = [], set()
     for name in episodes:
@@ -515,9 +516,7 @@ def test_round_trip_on_recorded_episodes(tmp_path):
             seen_tasks.add(task)
     assert len(picked) == 6
     raw = tmp_path / "raw"
-    raw.mkdir()
-    for name in picked:
-        shutil.copytree(src / name, raw / name)
+    copy_episodes(src, raw, picked)  # with the screenshots they share with other episodes
     shutil.copy(src / "corpus.json", raw / "corpus.json")
     items = select_steps(raw)
     assert len(items) >= 6

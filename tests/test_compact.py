@@ -62,7 +62,7 @@ def test_render_som_is_pinned_and_deterministic():
 def test_compact_converts_losslessly_drops_som_and_is_idempotent(raw, synthetic_corpus):
     png_corpus = synthetic_corpus[0]
     before = {ep.episode_id: ep for ep in read_corpus(png_corpus)}
-    report = compact_corpus(raw, workers=2)
+    report = compact_corpus(raw, workers=2, share=False)  # sharing: its own test below
     n_steps = sum(len(ep.steps) for ep in before.values())
     assert report.episodes == len(before) == 10 and report.changed_episodes == 10
     assert report.converted == n_steps and report.som_dropped == n_steps and report.kept_png == 0
@@ -83,7 +83,7 @@ def test_compact_converts_losslessly_drops_som_and_is_idempotent(raw, synthetic_
             assert (st.action, st.candidates, st.guide, st.target_bbox) == (st0.action, st0.candidates, st0.guide, st0.target_bbox)
     assert not any(p.name.startswith(".") for p in raw.iterdir())  # no temp folder left
     snapshot = {p: p.read_bytes() for p in raw.rglob("*") if p.is_file()}
-    again = compact_corpus(raw)
+    again = compact_corpus(raw, share=False)
     assert again.changed_episodes == 0 and again.converted == 0
     assert snapshot == {p: p.read_bytes() for p in raw.rglob("*") if p.is_file()}
 
@@ -124,7 +124,7 @@ def test_compact_keeps_recaptured_action_time_screenshots(raw):
     edit_episode(folder, lambda d: d["steps"][1]["metadata"].update(recaptured=True,
                                                                     action_time_screenshot="step_001_action_time.png"))
     before = _pixels((folder / "step_001_action_time.png").read_bytes())
-    compact_corpus(raw)
+    compact_corpus(raw, share=False)
     st = read_episode(folder).steps[1]
     assert st.metadata["action_time_screenshot"] == "step_001_action_time.webp"
     assert np.array_equal(_pixels((folder / "step_001_action_time.webp").read_bytes()), before)
@@ -137,7 +137,7 @@ def test_compact_keeps_recaptured_action_time_screenshots(raw):
 def test_compact_never_overwrites_a_file_with_the_webp_name(raw):
     folder = raw / "login-form.seed-0"
     (folder / "step_000.webp").write_bytes(b"not mine")  # a stray file with the name the WebP would take
-    report = compact_corpus(raw)
+    report = compact_corpus(raw, share=False)
     st = read_episode(folder).steps[0]
     assert st.screenshot == "step_000.png" and report.kept_png == 1 and report.not_round_trip == ["login-form.seed-0/step_000.png"]
     assert read_episode(folder).steps[1].screenshot == "step_001.webp"
@@ -299,3 +299,85 @@ def test_page_evidence_lives_beside_episode_json_and_reads_back_into_metadata(ra
     # evidence dropped from every step: the file goes too
     rewrite_episode_json(out, ep)
     assert not (out / EVIDENCE_FILE).exists()
+
+
+def test_screenshots_several_episodes_hold_are_stored_once_and_read_everywhere(raw, tmp_path, capsys):
+    """A template's start page, byte for byte in several episodes, is stored once (`_shared_images`):
+    every reader and the build see the same pixels; undoing a recapture never deletes it; an
+    episode copied out alone names the fix; a rerun changes nothing."""
+    from mag_dataset.live.recapture import undo_recapture
+    from mag_dataset.raw import SHARED_IMAGES_DIR, copy_episodes, iter_episode_dirs
+
+    a, b = raw / "login-form.seed-0", raw / "login-form.seed-1"
+    start = read_episode(a).steps[0].screenshot
+    shutil.copy(a / start, b / read_episode(b).steps[0].screenshot)  # both episodes open on the same page
+    edit_episode(b, lambda d: d["steps"][1]["metadata"].update(  # and b's step 1 was recaptured as that page
+        recaptured=True, action_time_screenshot=d["steps"][1]["screenshot"], recaptured_identical=False))
+    shutil.copy(a / start, b / "step_001_recaptured.png")
+    edit_episode(b, lambda d: d["steps"][1].update(screenshot="step_001_recaptured.png"))
+    compact_corpus(raw, share=False)
+    plain = build_dataset(raw, tmp_path / "plain", progress=False)
+    held: dict[str, set[str]] = {}  # sha256 -> episodes holding those bytes
+    copies: dict[tuple[str, str], int] = {}  # (episode, file) -> size, per sha256
+    for folder in iter_episode_dirs(raw):
+        for st in read_episode(folder).steps:
+            for name in {st.screenshot, st.metadata.get("action_time_screenshot") or st.screenshot}:
+                data = (folder / name).read_bytes()
+                h = hashlib.sha256(data).hexdigest()
+                held.setdefault(h, set()).add(folder.name)
+                copies[folder.name, name] = (h, len(data))
+    expect = {h for h, eps in held.items() if len(eps) > 1}
+    planted = hashlib.sha256((a / read_episode(a).steps[0].screenshot).read_bytes()).hexdigest()
+    assert planted in expect
+    saved = sum(n for h, n in copies.values() if h in expect) - sum(
+        next(n for g, n in copies.values() if g == h) for h in expect)
+
+    report = compact_corpus(raw)
+    shared = sorted((raw / SHARED_IMAGES_DIR).iterdir())
+    assert report.shared == len(expect) == len(shared) and report.shared_saved_bytes == saved > 0
+    assert {p.stem for p in shared} == {h[:32] for h in expect} and all(p.suffix == ".webp" for p in shared)
+    ref = f"../{SHARED_IMAGES_DIR}/{planted[:32]}.webp"
+    ep_a, ep_b = read_episode(a), read_episode(b)
+    assert ep_a.steps[0].screenshot == ep_b.steps[0].screenshot == ep_b.steps[1].screenshot == ref
+    assert not (a / "step_000.webp").exists() and not (b / "step_001_recaptured.webp").exists()
+    assert all(ep.steps[0].screenshot.startswith("step_") or ep.steps[0].screenshot.startswith("../")
+               for ep in read_corpus(raw))
+    assert SHARED_IMAGES_DIR not in {p.name for p in iter_episode_dirs(raw)}
+    # the build holds the same rows and pixels as before sharing (names aside, the same bytes per step)
+    shared_build = build_dataset(raw, tmp_path / "shared", progress=False)
+    import datasets
+
+    for view in ("som", "coord"):
+        x = datasets.load_dataset(str(plain), view, split="train").sort("step_id")
+        y = datasets.load_dataset(str(shared_build), view, split="train").sort("step_id")
+        assert x["step_id"] == y["step_id"]
+        assert all(np.array_equal(np.asarray(p.convert("RGBA")), np.asarray(q.convert("RGBA")))
+                   for p, q in zip(x["screenshot"], y["screenshot"]))
+    snapshot = {p: p.read_bytes() for p in raw.rglob("*") if p.is_file()}
+    assert compact_corpus(raw).shared_saved_bytes == 0
+    assert snapshot == {p: p.read_bytes() for p in raw.rglob("*") if p.is_file()}
+
+    # undoing b's recapture gives step 1 its own file back and leaves the shared one alone
+    new, gone = undo_recapture(dataclasses.replace(ep_b, metadata={**ep_b.metadata, "recaptured": {"diverged": False}}))
+    assert gone == [] and (raw / ref.removeprefix("../")).exists()
+    assert new.steps[1].screenshot == ep_b.steps[1].metadata["action_time_screenshot"]
+
+    # an episode copied out alone: a clear error; copy_episodes brings the shared file along
+    lone = tmp_path / "lone"
+    shutil.copytree(a, lone / a.name)
+    with pytest.raises(RawDataError, match="copy_episodes"):
+        read_episode(lone / a.name)
+    copy_episodes(raw, tmp_path / "subset", [a.name])
+    assert read_episode(tmp_path / "subset" / a.name).steps[0].screenshot == ref
+
+    # a shared file no step names any more is removed; paths out of the corpus are refused
+    shutil.rmtree(a), shutil.rmtree(b)
+    compact_corpus(raw)
+    named = {n for ep in read_corpus(raw) for st in ep.steps
+             for n in (st.screenshot, st.metadata.get("action_time_screenshot")) if n and n.startswith("../")}
+    assert {f"../{SHARED_IMAGES_DIR}/{p.name}" for p in (raw / SHARED_IMAGES_DIR).iterdir()} == named
+    c = iter_episode_dirs(raw)[0]
+    for bad in ("../../secret.webp", "/etc/passwd", "../other/step_000.webp", f"../{SHARED_IMAGES_DIR}/x/y.webp"):
+        edit_episode(c, lambda d, bad=bad: d["steps"][0].update(screenshot=bad))
+        with pytest.raises(RawDataError, match="must be a file name in the episode folder"):
+            read_episode(c)

@@ -52,13 +52,12 @@ def _site_corpus_with_a_recaptured_error_page(root: Path) -> tuple[Path, str]:
     import dataclasses
     import shutil
 
-    from mag_dataset.raw import read_episode, rewrite_episode_json
+    from mag_dataset.raw import copy_episodes, iter_episode_dirs, read_episode, rewrite_episode_json
 
     src = bundled_raw_dir()
     raw = root / "raw"
-    episodes = sorted(p for p in src.iterdir() if p.name.startswith("sites.shop.") and p.is_dir())[:6]
-    for p in episodes:
-        shutil.copytree(p, raw / p.name)
+    episodes = [p for p in iter_episode_dirs(src) if p.name.startswith("sites.shop.")][:6]
+    copy_episodes(src, raw, [p.name for p in episodes])
     folder = next(raw / p.name for p in episodes if len(read_episode(raw / p.name).steps) >= 3
                   and not read_episode(raw / p.name).metadata.get("recaptured"))
     ep = read_episode(folder)
@@ -84,6 +83,10 @@ def test_the_builder_refuses_a_recaptured_error_page_and_recapture_ends_there(tm
     from mag_dataset.raw import read_episode
 
     raw, name = _site_corpus_with_a_recaptured_error_page(tmp_path)
+    from mag_dataset.dataset import bundled_raw_dir
+    from mag_dataset.raw import copy_episodes
+
+    copy_episodes(bundled_raw_dir(), tmp_path / "before", [name])
     out = tmp_path / "dataset"
     assert main(["build", "--raw", str(raw), "--out", str(out), "--no-progress"]) != 0
     err = capsys.readouterr().err
@@ -92,8 +95,9 @@ def test_the_builder_refuses_a_recaptured_error_page_and_recapture_ends_there(tm
 
     assert main(["recapture", "--raw", str(raw), "--end-at-error-pages", "--no-progress"]) == 0
     assert f"ended the recapture of 1 episodes at a browser error page ({name})" in capsys.readouterr().out
+    before = read_episode(tmp_path / "before" / name)
     ep = read_episode(raw / name)
-    assert [st.screenshot for st in ep.steps[:3]] == ["step_000.webp", "step_001.webp", "step_002.webp"]
+    assert [st.screenshot for st in ep.steps[:3]] == [st.screenshot for st in before.steps[:3]]  # action-time files
     assert [st.stale for st in ep.steps] == [False] * len(ep.steps)
     assert ep.steps[1].metadata["recapture_ended"]["step"] == 1 and ep.steps[2].metadata["recapture_ended_before"] == 1
     assert not any(k in st.metadata for st in ep.steps for k in ("action_time_screenshot", "stale_check"))

@@ -61,7 +61,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from mag_dataset.raw import RawEpisode, iter_episode_dirs, read_episode, rewrite_episode_json
+from mag_dataset.raw import RawEpisode, is_shared_image, iter_episode_dirs, read_episode, rewrite_episode_json
 
 #: Suffixes of a recaptured step's new images.
 RECAPTURED_SUFFIX = "_recaptured.png"
@@ -246,7 +246,7 @@ def recapture_episode(folder: Path, episode: RawEpisode, *, reset_site: bool = F
             shot = ob.image
             with Image.open(folder / st.screenshot) as before:
                 identical = before.size == shot.size and np.array_equal(np.asarray(before.convert("RGB")), np.asarray(shot))
-            stem = Path(st.screenshot).stem
+            stem = f"step_{st.step_index:03d}" if is_shared_image(st.screenshot) else Path(st.screenshot).stem
             if identical:  # store each screenshot once: the recapture is the action-time file, pixel for pixel
                 new_shot, new_som = st.screenshot, st.som_screenshot
             else:
@@ -335,7 +335,7 @@ def _action_time_step(st, metadata: dict) -> tuple[object, list[str]]:
     if st.screenshot == action_time:  # stored once (pixel-identical) or never recaptured: files unchanged
         return dataclasses.replace(st, stale=False, metadata={**m, **metadata}), []
     # the recapture removed the action-time Set-of-Mark file: the builder renders it again
-    gone = [n for n in (st.screenshot, st.som_screenshot) if n]
+    gone = [n for n in (st.screenshot, st.som_screenshot) if n and not is_shared_image(n)]  # shared: compact removes it
     return dataclasses.replace(st, screenshot=action_time, som_screenshot="", stale=False,
                                metadata={**m, **metadata}), gone
 
