@@ -13,29 +13,14 @@ resemble real sites.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Callable
 
 from mag_dataset.actions import ActionType
+from mag_dataset.live import expert_kit as kit
+from mag_dataset.live.expert_kit import Decision, ExpertError
 from mag_dataset.live.observe import Element, Observation
 
-
-class ExpertError(RuntimeError):
-    """The expert cannot read the task from the observation."""
-
-
-@dataclass(frozen=True)
-class Decision:
-    """The expert's next action; ``bid`` is the target element for targeted types."""
-
-    type: ActionType
-    bid: str | None = None
-    text: str | None = None
-    value: str | None = None
-    key: str | None = None
-    direction: str | None = None
-    url: str | None = None
-    answer: str | None = None
+__all__ = ["APP_LIKE", "EXPERTS", "Decision", "Expert", "ExpertError"]
 
 
 Expert = Callable[[Observation, dict], "Decision | None"]
@@ -46,72 +31,41 @@ def _quoted(goal: str) -> list[str]:
     return re.findall(r'"([^"]*)"', goal)
 
 
-def _visible(ob: Observation, el: Element) -> bool:
-    return ob.candidate(el.bid) is not None
-
-
-def _find(ob: Observation, pred: Callable[[Element], bool], visible: bool = True) -> Element | None:
-    for el in ob.elements.values():
-        if pred(el) and (not visible or _visible(ob, el)):
-            return el
-    return None
-
-
-def _by_id(ob: Observation, html_id: str) -> Element | None:
-    return _find(ob, lambda e: e.attrs.get("id") == html_id, visible=False)
-
-
-def _norm(s: str | None) -> str:
-    return " ".join((s or "").split()).lower()
-
-
-def _button(ob: Observation, text: str) -> Element | None:
-    want = _norm(text)
-    return _find(ob, lambda e: e.tag == "button" and _norm(e.text) == want)
+def _visible_button(ob: Observation, text: str) -> Element | None:
+    want = kit.norm(text)
+    return kit.find(ob, lambda e: e.tag == "button" and kit.norm(e.text) == want, visible_only=True)
 
 
 def _submit(ob: Observation) -> Decision | None:
-    el = _by_id(ob, "subbtn") or _button(ob, "submit")
-    return Decision(ActionType.CLICK, el.bid) if el is not None and _visible(ob, el) else None
-
-
-def _type_if_needed(ob: Observation, el: Element | None, text: str) -> Decision | None:
-    if el is None:
-        raise ExpertError("input field not found")
-    if (el.value or "") != text:
-        return Decision(ActionType.TYPE, el.bid, text=text)
-    return None
-
-
-def _click(el: Element | None) -> Decision | None:
-    return Decision(ActionType.CLICK, el.bid) if el is not None else None
+    el = kit.by_id(ob, "subbtn") or _visible_button(ob, "submit")
+    return Decision(ActionType.CLICK, el.bid) if el is not None and kit.visible(ob, el) else None
 
 
 # ----------------------------------------------------------------------------- experts
 def click_button(ob: Observation, memory: dict) -> Decision | None:
     (want,) = _quoted(ob.goal)[:1] or [""]
-    return _click(_button(ob, want))
+    return kit.click_now(_visible_button(ob, want))
 
 
 def click_link(ob: Observation, memory: dict) -> Decision | None:
-    want = _norm((_quoted(ob.goal) or [""])[0])
-    return _click(_find(ob, lambda e: (e.tag == "a" or "alink" in e.attrs.get("class", "")) and _norm(e.text) == want))
+    want = kit.norm((_quoted(ob.goal) or [""])[0])
+    return kit.click_now(kit.find(ob, visible_only=True, pred=lambda e: (e.tag == "a" or "alink" in e.attrs.get("class", "")) and kit.norm(e.text) == want))
 
 
 def click_dialog(ob: Observation, memory: dict) -> Decision | None:
-    return _click(_find(ob, lambda e: e.tag == "button" and "ui-dialog-titlebar-close" in e.attrs.get("class", "")))
+    return kit.click_now(kit.find(ob, visible_only=True, pred=lambda e: e.tag == "button" and "ui-dialog-titlebar-close" in e.attrs.get("class", "")))
 
 
 def enter_text(ob: Observation, memory: dict) -> Decision | None:
     want = _quoted(ob.goal)[0]
-    field = _find(ob, lambda e: e.tag == "input" and e.attrs.get("type", "text") == "text", visible=False)
-    return _type_if_needed(ob, field, want) or _submit(ob)
+    field = kit.find(ob, lambda e: e.tag == "input" and e.attrs.get("type", "text") == "text")
+    return kit.fill_now(kit.require(field, "input field"), want) or _submit(ob)
 
 
 def enter_password(ob: Observation, memory: dict) -> Decision | None:
     want = _quoted(ob.goal)[0]
     for html_id in ("password", "verify"):
-        d = _type_if_needed(ob, _by_id(ob, html_id), want)
+        d = kit.fill_now(kit.require(kit.by_id(ob, html_id), "input field"), want)
         if d:
             return d
     return _submit(ob)
@@ -120,12 +74,12 @@ def enter_password(ob: Observation, memory: dict) -> Decision | None:
 def login_user(ob: Observation, memory: dict) -> Decision | None:
     user, pw = _quoted(ob.goal)[:2]
     # login-user-popup: a modal ("Exit to home page?") may cover the form; cancel it first
-    cancel = _by_id(ob, "popup-cancel")
-    if cancel is not None and _visible(ob, cancel):
-        return _click(cancel)
-    return (_type_if_needed(ob, _by_id(ob, "username"), user)
-            or _type_if_needed(ob, _by_id(ob, "password"), pw)
-            or _click(_by_id(ob, "subbtn")))
+    cancel = kit.by_id(ob, "popup-cancel")
+    if cancel is not None and kit.visible(ob, cancel):
+        return kit.click_now(cancel)
+    return (kit.fill_now(kit.require(kit.by_id(ob, "username"), "input field"), user)
+            or kit.fill_now(kit.require(kit.by_id(ob, "password"), "input field"), pw)
+            or kit.click_now(kit.by_id(ob, "subbtn")))
 
 
 def _is_descendant(ob: Observation, el: Element, anc: Element) -> bool:
@@ -142,7 +96,7 @@ def choose_list(ob: Observation, memory: dict) -> Decision | None:
     if not m:
         raise ExpertError("goal not understood")
     want = m.group(1).strip()
-    sel = _find(ob, lambda e: e.tag == "select", visible=False)
+    sel = kit.find(ob, lambda e: e.tag == "select")
     if sel is None:
         raise ExpertError("no select")
     if not memory.get("selected"):
@@ -165,12 +119,12 @@ def click_checkboxes(ob: Observation, memory: dict) -> Decision | None:
     words = [w.strip() for w in m.group(1).split(",") if w.strip()]
     if words == ["nothing"]:
         words = []
-    want = {_norm(w) for w in words}
+    want = {kit.norm(w) for w in words}
     for el in ob.elements.values():
         if el.tag == "input" and el.attrs.get("type") == "checkbox":
-            label = _norm(_checkbox_label(ob, el))
+            label = kit.norm(_checkbox_label(ob, el))
             if (label in want) != bool(el.checked):
-                return _click(el)
+                return kit.click_now(el)
     return _submit(ob)
 
 
@@ -178,40 +132,40 @@ def click_option(ob: Observation, memory: dict) -> Decision | None:
     m = re.search(r"Select (.*?) and click Submit", ob.goal)
     if not m:
         raise ExpertError("goal not understood")
-    want = _norm(m.group(1))
+    want = kit.norm(m.group(1))
     for el in ob.elements.values():
-        if el.tag == "input" and el.attrs.get("type") == "radio" and _norm(_checkbox_label(ob, el)) == want:
+        if el.tag == "input" and el.attrs.get("type") == "radio" and kit.norm(_checkbox_label(ob, el)) == want:
             if not el.checked:
-                return _click(el)
+                return kit.click_now(el)
             return _submit(ob)
     raise ExpertError(f"option {want!r} not found")
 
 
 def click_tab_2(ob: Observation, memory: dict) -> Decision | None:
-    want = _norm(_quoted(ob.goal)[0] if _quoted(ob.goal) else "")
-    link = _find(ob, lambda e: "alink" in e.attrs.get("class", "") and _norm(e.text) == want)
+    want = kit.norm(_quoted(ob.goal)[0] if _quoted(ob.goal) else "")
+    link = kit.find(ob, visible_only=True, pred=lambda e: "alink" in e.attrs.get("class", "") and kit.norm(e.text) == want)
     if link is not None:
-        return _click(link)
+        return kit.click_now(link)
     # open the tab whose (hidden) panel holds the link
     for el in ob.elements.values():
-        if el.tag == "a" and "ui-tabs-anchor" in el.attrs.get("class", "") and _visible(ob, el):
-            panel = _by_id(ob, el.attrs.get("href", "").lstrip("#"))
-            if panel is not None and want in [_norm(w) for w in _alinks(ob, panel)]:
-                return _click(el)
+        if el.tag == "a" and "ui-tabs-anchor" in el.attrs.get("class", "") and kit.visible(ob, el):
+            panel = kit.by_id(ob, el.attrs.get("href", "").lstrip("#"))
+            if panel is not None and want in [kit.norm(w) for w in _alinks(ob, panel)]:
+                return kit.click_now(el)
     return None
 
 
 def click_collapsible_2(ob: Observation, memory: dict) -> Decision | None:
-    want = _norm(_quoted(ob.goal)[0] if _quoted(ob.goal) else "")
-    link = _find(ob, lambda e: e.tag == "span" and _norm(e.text) == want and "alink" in e.attrs.get("class", ""))
+    want = kit.norm(_quoted(ob.goal)[0] if _quoted(ob.goal) else "")
+    link = kit.find(ob, visible_only=True, pred=lambda e: e.tag == "span" and kit.norm(e.text) == want and "alink" in e.attrs.get("class", ""))
     if link is not None:
-        return _click(link)
-    headers = [e for e in ob.elements.values() if e.tag == "h3" and _visible(ob, e)]
+        return kit.click_now(link)
+    headers = [e for e in ob.elements.values() if e.tag == "h3" and kit.visible(ob, e)]
     for h in headers:
         panel = next((ob.elements[c] for c in ob.elements[h.parent].children
                       if ob.elements[c].tag == "div" and ob.elements[c].attrs.get("aria-labelledby") == h.attrs.get("id")), None) if h.parent else None
-        if panel is not None and want in [_norm(w) for w in _alinks(ob, panel)]:
-            return _click(h)
+        if panel is not None and want in [kit.norm(w) for w in _alinks(ob, panel)]:
+            return kit.click_now(h)
     return None
 
 
@@ -229,21 +183,21 @@ def _descendants(ob: Observation, el: Element) -> list[str]:
 
 
 def navigate_tree(ob: Observation, memory: dict) -> Decision | None:
-    want = _norm(_quoted(ob.goal)[-1])
-    target = _find(ob, lambda e: e.tag == "span" and _norm(e.text) == want
+    want = kit.norm(_quoted(ob.goal)[-1])
+    target = kit.find(ob, visible_only=True, pred=lambda e: e.tag == "span" and kit.norm(e.text) == want
                    and e.attrs.get("class", "").split()[:1] in (["folder"], ["file"]))
     if target is not None:
-        return _click(target)
+        return kit.click_now(target)
     # expand the visible collapsed folder whose subtree contains the name
     for el in ob.elements.values():
-        if el.tag == "span" and "folder" in el.attrs.get("class", "") and _visible(ob, el):
+        if el.tag == "span" and "folder" in el.attrs.get("class", "") and kit.visible(ob, el):
             li = ob.elements.get(el.parent or "")
             if li is None or "expandable" not in li.attrs.get("class", ""):
                 continue
-            names = [_norm(ob.elements[d].all_text) for d in _descendants(ob, li)
+            names = [kit.norm(ob.elements[d].all_text) for d in _descendants(ob, li)
                      if ob.elements[d].tag == "span" and d != el.bid]
             if want in names:
-                return _click(el)
+                return kit.click_now(el)
     return None
 
 
@@ -253,19 +207,19 @@ def search_engine(ob: Observation, memory: dict) -> Decision | None:
     if not m:
         raise ExpertError("goal not understood")
     index = int(m.group(1)) - 1
-    box = _by_id(ob, "search-text")
-    d = _type_if_needed(ob, box, query)
+    box = kit.by_id(ob, "search-text")
+    d = kit.fill_now(kit.require(box, "input field"), query)
     if d:
         return d
     results = [e for e in ob.elements.values() if e.tag == "a" and "search-title" in e.attrs.get("class", "")]
     if not results:
-        return _click(_by_id(ob, "search"))
-    hit = next((e for e in results if e.attrs.get("data-result") == str(index) and _visible(ob, e)), None)
+        return kit.click_now(kit.by_id(ob, "search"))
+    hit = next((e for e in results if e.attrs.get("data-result") == str(index) and kit.visible(ob, e)), None)
     if hit is not None:
-        return _click(hit)
+        return kit.click_now(hit)
     page = str(index // 3 + 1)
-    link = _find(ob, lambda e: e.tag == "a" and _norm(e.text) == page and "page-link" in e.attrs.get("class", ""))
-    return _click(link)
+    link = kit.find(ob, visible_only=True, pred=lambda e: e.tag == "a" and kit.norm(e.text) == page and "page-link" in e.attrs.get("class", ""))
+    return kit.click_now(link)
 
 
 def use_autocomplete(ob: Observation, memory: dict) -> Decision | None:
@@ -276,12 +230,12 @@ def use_autocomplete(ob: Observation, memory: dict) -> Decision | None:
     q = _quoted(ob.goal)
     start = m_start.group(1) if m_start else (q[0] if q else "")
     end = m_end.group(1) if m_end else ""
-    field = _by_id(ob, "tags")
+    field = kit.by_id(ob, "tags")
     if field is None:
         raise ExpertError("no tags field")
     items = _autocomplete_items(ob)
     if items:
-        good = [e for e in items if _norm(e.text).startswith(_norm(start)) and _norm(e.text).endswith(_norm(end))]
+        good = [e for e in items if kit.norm(e.text).startswith(kit.norm(start)) and kit.norm(e.text).endswith(kit.norm(end))]
         if not good:
             return None
         active = next((e for e in items if "ui-state-active" in e.attrs.get("class", "")), None)
@@ -289,7 +243,7 @@ def use_autocomplete(ob: Observation, memory: dict) -> Decision | None:
             return Decision(ActionType.PRESS, key="Enter")
         return Decision(ActionType.PRESS, key="ArrowDown")
     value = field.value or ""
-    if len(value) > len(start) and _norm(value).startswith(_norm(start)) and _norm(value).endswith(_norm(end)):
+    if len(value) > len(start) and kit.norm(value).startswith(kit.norm(start)) and kit.norm(value).endswith(kit.norm(end)):
         return _submit(ob)
     if memory.get("typed"):
         return None
@@ -305,21 +259,21 @@ def _email_sender(ob: Observation, memory: dict) -> str:
 
 
 def email_inbox_delete(ob: Observation, memory: dict) -> Decision | None:
-    sender = _norm(_email_sender(ob, memory))
+    sender = kit.norm(_email_sender(ob, memory))
     for thread in ob.elements.values():
         if "email-thread" in thread.attrs.get("class", ""):
             names = [ob.elements[c] for c in _descendants(ob, thread) if "email-sender" in ob.elements[c].attrs.get("class", "")]
-            if names and _norm(names[0].text) == sender:
+            if names and kit.norm(names[0].text) == sender:
                 trash = next((ob.elements[c] for c in _descendants(ob, thread) if "trash" in ob.elements[c].attrs.get("class", "")), None)
-                if trash is not None and _visible(ob, trash):
-                    return _click(trash)
+                if trash is not None and kit.visible(ob, trash):
+                    return kit.click_now(trash)
                 return Decision(ActionType.SCROLL, direction="down")
     return None
 
 
 def _cls(ob: Observation, cls: str, within: Element | None = None, visible: bool = True) -> list[Element]:
     pool = [ob.elements[b] for b in _descendants(ob, within)] if within is not None else list(ob.elements.values())
-    return [e for e in pool if cls in e.attrs.get("class", "").split() and (not visible or _visible(ob, e))]
+    return [e for e in pool if cls in e.attrs.get("class", "").split() and (not visible or kit.visible(ob, e))]
 
 
 def email_inbox(ob: Observation, memory: dict) -> Decision | None:
@@ -330,30 +284,30 @@ def email_inbox(ob: Observation, memory: dict) -> Decision | None:
     m_icon = re.search(r"Find the email by (.+?) and click the (trash|star) icon", g)
     if not (m_reply or m_fwd or m_icon):
         raise ExpertError("goal not understood")
-    sender = _norm((m_reply or m_fwd or m_icon).group(1))
-    reply_box = _by_id(ob, "reply-text")
-    if m_reply and reply_box is not None and _visible(ob, reply_box):
-        return _type_if_needed(ob, reply_box, m_reply.group(2)) or _click(_by_id(ob, "send-reply"))
+    sender = kit.norm((m_reply or m_fwd or m_icon).group(1))
+    reply_box = kit.by_id(ob, "reply-text")
+    if m_reply and reply_box is not None and kit.visible(ob, reply_box):
+        return kit.fill_now(kit.require(reply_box, "input field"), m_reply.group(2)) or kit.click_now(kit.by_id(ob, "send-reply"))
     fwd = next(iter(_cls(ob, "forward-sender")), None)
     if m_fwd and fwd is not None:
-        return _type_if_needed(ob, fwd, m_fwd.group(2).strip()) or _click(_by_id(ob, "send-forward"))
+        return kit.fill_now(kit.require(fwd, "input field"), m_fwd.group(2).strip()) or kit.click_now(kit.by_id(ob, "send-forward"))
     opened = next(iter(_cls(ob, "email-reply")), None)
     if opened is not None:
         if m_reply:
-            return _click(opened)
+            return kit.click_now(opened)
         if m_fwd:
-            return _click(next(iter(_cls(ob, "email-forward")), None))
+            return kit.click_now(next(iter(_cls(ob, "email-forward")), None))
         return None
     for thread in _cls(ob, "email-thread", visible=False):
         name = next(iter(_cls(ob, "email-sender", thread, visible=False)), None)
-        if name is None or _norm(name.all_text) != sender:
+        if name is None or kit.norm(name.all_text) != sender:
             continue
         if m_icon:
             icon = next(iter(_cls(ob, m_icon.group(2), thread)), None)
             if icon is not None:
-                return _click(icon)
-        elif _visible(ob, name):
-            return _click(name)
+                return kit.click_now(icon)
+        elif kit.visible(ob, name):
+            return kit.click_now(name)
         return Decision(ActionType.SCROLL, direction="down")
     return None
 
@@ -366,19 +320,19 @@ def social_media(ob: Observation, memory: dict) -> Decision | None:
     icon_cls = {"reply": "reply", "retweet": "retweet", "like": "like"}.get(button.lower())
     for media in _cls(ob, "media", visible=False):
         uname = next(iter(_cls(ob, "username", media, visible=False)), None)
-        if uname is None or _norm(uname.all_text) != _norm(user):
+        if uname is None or kit.norm(uname.all_text) != kit.norm(user):
             continue
         if icon_cls:
             target = next(iter(_cls(ob, icon_cls, media, visible=False)), None)
         else:
             menu = next((ob.elements[b] for b in _descendants(ob, media) if ob.elements[b].tag == "ul"), None)
             if menu is not None and "hide" not in menu.attrs.get("class", "").split():
-                target = next((ob.elements[b] for b in menu.children if _norm(ob.elements[b].all_text) == _norm(button)), None)
+                target = next((ob.elements[b] for b in menu.children if kit.norm(ob.elements[b].all_text) == kit.norm(button)), None)
             else:
                 target = next(iter(_cls(ob, "more", media, visible=False)), None)
         if target is None:
             return None
-        return _click(target) if _visible(ob, target) else Decision(ActionType.SCROLL, direction="down")
+        return kit.click_now(target) if kit.visible(ob, target) else Decision(ActionType.SCROLL, direction="down")
     return None
 
 
@@ -393,7 +347,7 @@ def _autocomplete_items(ob: Observation) -> list[Element]:
         for b in ul.children:
             li = ob.elements[b]
             inner = next((ob.elements[c] for c in li.children if ob.elements[c].tag == "div"), li)
-            if _visible(ob, inner):
+            if kit.visible(ob, inner):
                 items.append(inner)
     return items
 
@@ -419,14 +373,14 @@ def book_flight(ob: Observation, memory: dict) -> Decision | None:
         button = next(iter(_cls(ob, "flight-price", best, visible=False)), None)
         if button is None:
             return None
-        return _click(button) if _visible(ob, button) else Decision(ActionType.SCROLL, direction="down")
+        return kit.click_now(button) if kit.visible(ob, button) else Decision(ActionType.SCROLL, direction="down")
 
     def matches(text: str, wanted: str) -> bool:
-        t = _norm(text)
-        return t.startswith(_norm(wanted) + " (") or t.endswith("(" + _norm(wanted) + ")")
+        t = kit.norm(text)
+        return t.startswith(kit.norm(wanted) + " (") or t.endswith("(" + kit.norm(wanted) + ")")
 
     for field_id, wanted in (("flight-from", origin), ("flight-to", dest)):
-        field = _by_id(ob, field_id)
+        field = kit.by_id(ob, field_id)
         if field is None:
             raise ExpertError(f"#{field_id} missing")
         value = field.value or ""
@@ -436,32 +390,32 @@ def book_flight(ob: Observation, memory: dict) -> Decision | None:
             hit = next((e for e in _autocomplete_items(ob) if matches(e.text, wanted)), None)
             if hit is not None:
                 memory.pop("typing", None)
-                return _click(hit)
+                return kit.click_now(hit)
             if memory.get("typing") == field_id and value == wanted:
                 return None  # typed, but no suggestion appeared
         memory["typing"] = field_id
         return Decision(ActionType.TYPE, field.bid, text=wanted)
 
-    picker = _by_id(ob, "datepicker")
+    picker = kit.by_id(ob, "datepicker")
     want_value = f"{month:02d}/{day:02d}/{year}"
     if picker is not None and (picker.value or "") != want_value:
-        cal = _by_id(ob, "ui-datepicker-div")
+        cal = kit.by_id(ob, "ui-datepicker-div")
         if cal is None or cal.visibility < 0.5 or ob.screen_box(cal.bid) is None:
-            return _click(picker)
+            return kit.click_now(picker)
         title_m = next(iter(_cls(ob, "ui-datepicker-month", cal)), None)
         title_y = next(iter(_cls(ob, "ui-datepicker-year", cal)), None)
         if title_m is None or title_y is None:
             return None
-        shown = int(title_y.text) * 12 + _MONTHS.index(_norm(title_m.text))
+        shown = int(title_y.text) * 12 + _MONTHS.index(kit.norm(title_m.text))
         wanted_m = year * 12 + (month - 1)
         if shown > wanted_m:
-            return _click(next(iter(_cls(ob, "ui-datepicker-prev", cal)), None))
+            return kit.click_now(next(iter(_cls(ob, "ui-datepicker-prev", cal)), None))
         if shown < wanted_m:
-            return _click(next(iter(_cls(ob, "ui-datepicker-next", cal)), None))
+            return kit.click_now(next(iter(_cls(ob, "ui-datepicker-next", cal)), None))
         link = next((ob.elements[b] for b in _descendants(ob, cal)
-                     if ob.elements[b].tag == "a" and _norm(ob.elements[b].text) == str(day)), None)
-        return _click(link) if link is not None and _visible(ob, link) else None
-    return _click(_by_id(ob, "search"))
+                     if ob.elements[b].tag == "a" and kit.norm(ob.elements[b].text) == str(day)), None)
+        return kit.click_now(link) if link is not None and kit.visible(ob, link) else None
+    return kit.click_now(kit.by_id(ob, "search"))
 
 
 #: Supported tasks: MiniWoB++ task name -> expert. Explicit on purpose.
