@@ -410,6 +410,7 @@ Coordinates and boxes are in screenshot pixels; a point is inside a box when
   smallest candidate box containing the point).
 - `unseen_template`: the step's intent template never occurs in train.
 {audit_examples}
+{guide_lint}
 ## Splits
 
 Splits are by task, taken from {split_source}, drawn with seed `{split_seed}`
@@ -474,6 +475,15 @@ def _audit_sentence(stats: dict[str, dict[str, dict[str, Any]]], judges: list[di
             "decisions in `mag annotate`), so every step is `unaudited`; no audit label was written by hand")
 
 
+def _guide_lint(lint: dict[str, Any] | None) -> str:
+    """The card's line on the guide lint (:mod:`mag_dataset.builder.guide_lint`)."""
+    if not lint:
+        return ""
+    rules = ", ".join(f"`{rule}` {n}" for rule, n in lint["by_rule"].items())
+    verdict = "none of them misleads" if not lint["findings"] else f"{lint['findings']} findings"
+    return (f"Guide lint (`mag lint-guides`): {lint['steps']} guides checked, {verdict} ({rules}).\n")
+
+
 def _audit_examples(examples: dict[str, dict[str, Any]]) -> str:
     """The card's example of each audit outcome: the step and what each judge said of it."""
     if not examples:
@@ -527,6 +537,7 @@ def render_card(
         fingerprint=build_info["raw_fingerprint"][:16],
         audited=_audit_sentence(stats, build_info.get("audit_judges")),
         audit_examples=_audit_examples(build_info.get("audit_examples") or {}),
+        guide_lint=_guide_lint(build_info.get("guide_lint")),
         fields="\n".join(f"| `{n}` | {t} | {d} |" for n, t, d in _FIELDS),
         action_table=_action_table(),
         split_source=split_source,

@@ -30,6 +30,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "draft-guides": ("mag_dataset.commands.annotate", "draft guides with an LLM endpoint (cached)"),
     "annotate": ("mag_dataset.commands.annotate_app", "run the human verification / adjudication app"),
     "audit": ("mag_dataset.commands.audit", "three-judge label audit of raw episodes"),
+    "lint-guides": ("mag_dataset.commands.lint_guides", "list gold guides that would mislead their reader (guide lint)"),
     "unify": ("mag_dataset.commands.unify", "restore coordinate-only steps and flag stale screenshots"),
     "compact": ("mag_dataset.commands.compact", "store a raw corpus compactly: lossless WebP screenshots, SoM rendered at build"),
     "import-browsergym": ("mag_dataset.commands.import_browsergym", "convert BrowserGym/AgentLab runs to raw episodes"),

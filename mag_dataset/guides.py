@@ -16,10 +16,13 @@ rest of the package) and, for clicks, by the target's role. Light import: no hea
 
 from __future__ import annotations
 
+import unicodedata
+
 from mag_dataset.actions import ActionType
 from mag_dataset.schema import Action, Candidate
 
-#: Longest target text quoted in a guide; longer texts are cut at a word boundary.
+#: Longest target label quoted whole in a guide; a longer one of more than eight words is quoted
+#: by its first five (what the guide lint accepts as naming it), never cut with an ellipsis.
 MAX_QUOTE = 60
 
 #: Noun used for a clicked element of a role ("Click the 'Submit' button.").
@@ -43,11 +46,20 @@ CLICK_NOUNS: dict[str, str] = {
 _FIELD_ROLES = frozenset({"textbox", "searchbox", "combobox", "input", "textarea", "spinbutton"})
 
 
+def _text(text: str | None) -> str:
+    """Text as a guide quotes it: single spaces, without private-use glyphs (icon fonts), control
+    or format characters. Typed texts, values and answers are quoted whole."""
+    text = "".join(ch for ch in (text or "") if unicodedata.category(ch) not in ("Co", "Cc", "Cf", "Cs", "Cn"))
+    return " ".join(text.split())
+
+
 def _clean(text: str | None) -> str:
-    text = " ".join((text or "").split())
-    if len(text) > MAX_QUOTE:
-        cut = text[:MAX_QUOTE].rsplit(" ", 1)[0] or text[:MAX_QUOTE]
-        text = cut.rstrip(" ,;:.") + "…"
+    """A label as a guide quotes it: :func:`_text`, and a label longer than :data:`MAX_QUOTE`
+    characters and eight words by its first five words."""
+    text = _text(text)
+    words = text.split()
+    if len(text) > MAX_QUOTE and len(words) > 8:
+        text = " ".join(words[:5]).rstrip(" ,;:.")
     return text
 
 
@@ -101,11 +113,11 @@ def template_guide(action: Action, target: Candidate | None = None) -> str:
         text = action.text or ""
         if text == "":
             return f"Clear {_field_name(target)}."
-        return f"Type {_quote(_clean(text))} into {_field_name(target)}."
+        return f"Type {_quote(_text(text))} into {_field_name(target)}."
     if t is ActionType.SELECT:
-        value = _quote(_clean(action.value))
+        value = _quote(_text(action.value))
         name = _clean(target.text) if target is not None else ""
-        if name and name.lower() != _clean(action.value).lower():
+        if name and name.lower() != _text(action.value).lower():
             return f"Select {value} from the {name} drop-down."
         return f"Select {value} from the drop-down."
     if t is ActionType.SCROLL:
@@ -126,7 +138,7 @@ def template_guide(action: Action, target: Candidate | None = None) -> str:
     if t is ActionType.CLOSE_TAB:
         return "Close the current tab."
     if t is ActionType.FINISH:
-        if action.answer:
-            return f"The task is done; the answer is {_quote(_clean(action.answer))}."
+        if action.answer and action.answer.strip().lower() != "done":
+            return f"The answer is {_quote(_text(action.answer))}."
         return "The task is done."
     raise ValueError(f"no guide template for action type {t!r}")  # pragma: no cover

@@ -18,7 +18,8 @@ Several surface forms per action type are chosen by ``random.Random(key)`` with 
 caller derives from the task id and step index, so the same recording always gets the same
 guide and a template's guides vary across its tasks. Light import: no heavy dependencies.
 
-    >>> from mag_dataset.schema import Action, Candidate
+    >>> from mag_dataset.raw import RawEpisode, RawStep
+from mag_dataset.schema import Action, Candidate, GuideSource
     >>> ctx = GuideContext(region="the 'Shipping address' form", page="Checkout")
     >>> context_guide(Action(type="click", element_id="7"),
     ...               Candidate(id="7", role="button", text="Continue", bbox=(0, 0, 9, 9)), ctx, "k:0")
@@ -27,13 +28,15 @@ guide and a template's guides vary across its tasks. Light import: no heavy depe
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from dataclasses import dataclass
 from typing import Any
 
 from mag_dataset.actions import ActionType
-from mag_dataset.guides import CLICK_NOUNS, _clean, _quote, template_guide
-from mag_dataset.schema import Action, Candidate
+from mag_dataset.guides import CLICK_NOUNS, _clean, _quote, _text, template_guide
+from mag_dataset.raw import RawEpisode, RawStep
+from mag_dataset.schema import Action, Candidate, GuideSource
 
 #: ``guide_source`` value of the guides this module writes.
 GUIDE_SOURCE = "context_template"
@@ -114,6 +117,28 @@ def _click_purpose(target: Candidate | None, rng: random.Random) -> str:
     return rng.choice(["to continue to the next step", "to move on with the task"])
 
 
+#: Keys that page through the document, and the way they go.
+_PAGE_KEYS = {"PageDown": "down", "End": "down", "ArrowDown": "down", "Space": "down",
+              "PageUp": "up", "Home": "up", "ArrowUp": "up"}
+
+
+def _key_purpose(key: str, ctx: GuideContext, rng: random.Random) -> str:
+    """What pressing ``key`` is for: Enter submits, a page key moves through the page (towards
+    the next step's target when known), Escape closes what is open, Tab moves to the next field."""
+    if key in _PAGE_KEYS:
+        way = _PAGE_KEYS[key]
+        if ctx.next_label:
+            return f"to move {way} the page to the {_quote(_clean(ctx.next_label))} {ctx.next_noun or 'element'}"
+        return rng.choice([f"to move {way} the page", f"to page {way} through it"])
+    if key == "Escape":
+        return rng.choice(["to close the pop-up that is open", "to dismiss the open picker"])
+    if key == "Tab":
+        return "to move on to the next field"
+    if key == "Enter":
+        return rng.choice(["to submit what you entered", "to confirm what you entered"])
+    return "as the task requires"
+
+
 def context_guide(action: Action, target: Candidate | None, ctx: GuideContext, key: str) -> str:
     """Write a context guide for one recorded step.
 
@@ -141,7 +166,7 @@ def context_guide(action: Action, target: Candidate | None, ctx: GuideContext, k
             return f"Find {thing} {_inline(ctx)} and {verb} it {why}."
         return f"{why[0].upper() + why[1:]}, {verb} {thing} {_inline(ctx)}."
     if t is ActionType.TYPE:
-        text = _quote(_clean(action.text or ""))
+        text = _quote(_text(action.text or ""))
         field = f"the {label} field" if label and not label.lower().endswith(("field", "box")) else (
             f"the {label}" if label else "the text field")
         searchy = "search" in (label + " " + (target.role if target else "")).lower()
@@ -156,7 +181,7 @@ def context_guide(action: Action, target: Candidate | None, ctx: GuideContext, k
             return f"Enter {text} in {field} {_inline(ctx)} {why}."
         return f"{why[0].upper() + why[1:]}, type {text} into {field} {_inline(ctx)}."
     if t is ActionType.SELECT:
-        value = _quote(_clean(action.value))
+        value = _quote(_text(action.value))
         menu = f"the {label} drop-down" if label else "the drop-down"
         form = rng.randrange(2)
         if form == 0:
@@ -171,10 +196,10 @@ def context_guide(action: Action, target: Candidate | None, ctx: GuideContext, k
                                f"{nxt[0].upper() + nxt[1:]} is further {direction}: scroll {direction} {page} to reach it."])
         return f"Scroll {direction} {page} to see the rest of its content."
     if t is ActionType.PRESS:
-        return f"{where}, press {action.key} to confirm what you entered."
+        return f"{where}, press {action.key} {_key_purpose(action.key or '', ctx, rng)}."
     if t is ActionType.FINISH:
-        if action.answer:
-            ans = _quote(_clean(action.answer))
+        if action.answer and action.answer.strip().lower() != "done":  # a question: report the answer
+            ans = _quote(_text(action.answer))
             return rng.choice([f"The answer is now on screen, so finish the task and report {ans}.",
                                f"You have found what the task asked for: finish and answer {ans}.",
                                f"Report {ans} as the answer and end the task here."])
@@ -182,6 +207,53 @@ def context_guide(action: Action, target: Candidate | None, ctx: GuideContext, k
                            "The change is saved and the task is complete, so finish now.",
                            "Nothing is left to do for this task: finish it here."])
     return template_guide(action, target)
+
+
+def acted_element(step: RawStep) -> str | None:
+    """The element a step acts on; for a point-only click, the one the expert meant (guides name it)."""
+    return step.action.element_id or step.metadata.get("expert_element_id")
+
+
+def episode_guides(task: str, seed: int, steps: list[RawStep], contexts: list[GuideContext]) -> list[RawStep]:
+    """The steps of a recorded site episode with their context guides (``guide_source``
+    ``context_template``; the context kept in ``metadata["guide_context"]``); a scroll or a
+    page key names what it brings into view, the next step's target.
+
+    Args:
+        task: the task name (``sites.shop.checkout``); with ``seed`` and the step index, the
+            key of each guide's phrasing.
+        steps, contexts: the recorded steps and each one's :class:`GuideContext`.
+    """
+    out = []
+    for i, (st, ctx) in enumerate(zip(steps, contexts)):
+        nxt = steps[i + 1] if i + 1 < len(steps) else None
+        nxt_target = next((c for c in nxt.candidates if c.id == acted_element(nxt)), None) if nxt else None
+        if nxt_target is not None:
+            ctx = dataclasses.replace(ctx, next_label=nxt_target.text, next_noun=noun(nxt_target))
+        target = next((c for c in st.candidates if c.id == acted_element(st)), None)
+        guide = context_guide(st.action, target, ctx, f"{task}:{seed}:{i}")
+        out.append(dataclasses.replace(st, guide=guide, guide_source=GuideSource.CONTEXT_TEMPLATE,
+                                       metadata={**st.metadata, "guide_context": dataclasses.asdict(ctx)}))
+    return out
+
+
+def regenerate_guides(episode: RawEpisode) -> RawEpisode:
+    """The episode with every ``context_template`` guide written again by today's generator from
+    the context its recording stored (guides of any other source, and steps without a stored
+    context, are left as they are)."""
+    steps = list(episode.steps)
+    redo = [i for i, st in enumerate(steps) if st.guide_source is GuideSource.CONTEXT_TEMPLATE
+            and isinstance(st.metadata.get("guide_context"), dict)]
+    if not redo:
+        return episode
+    keep = {"region", "page"}  # the next step's target is read again from the steps
+    contexts = [GuideContext(**{k: v for k, v in (st.metadata.get("guide_context") or {}).items() if k in keep})
+                for st in steps]
+    task = episode.episode_id.split(".seed-")[0]
+    fresh = episode_guides(task, int(episode.seed or 0), steps, contexts)
+    for i in redo:
+        steps[i] = fresh[i]
+    return dataclasses.replace(episode, steps=tuple(steps))
 
 
 # ----------------------------------------------------------------------------- context from a page

@@ -53,8 +53,9 @@ def test_untargeted_types():
     assert template_guide(Action(type="press", key="ArrowDown")) == "Press ArrowDown."
     assert template_guide(Action(type="scroll", direction="down")) == "Scroll down to see more of the page."
     assert template_guide(Action(type="goto", url="http://x.org")) == "Go to http://x.org."
-    assert template_guide(Action(type="finish", answer="42")) == "The task is done; the answer is '42'."
+    assert template_guide(Action(type="finish", answer="42")) == "The answer is '42'."
     assert template_guide(Action(type="finish")) == "The task is done."
+    assert template_guide(Action(type="finish", answer="done")) == "The task is done."  # no "answer" for a change
 
 
 def test_apostrophes_switch_to_double_quotes():
@@ -62,11 +63,19 @@ def test_apostrophes_switch_to_double_quotes():
     assert template_guide(a, cand("textbox", "From:", "4")) == 'Type "Chicago, IL (O\'Hare)" into the From field.'
 
 
-def test_long_text_is_cut_at_a_word():
-    text = "word " * 40
+def test_a_long_label_is_quoted_by_its_first_words_and_typed_text_whole():
+    """No ellipsis (the guide lint's cut_label): a label of more than eight words and
+    MAX_QUOTE characters is quoted by its first five words, which the lint accepts as naming
+    it; a typed text is the user's to type, whole; icon-font glyphs are dropped."""
+    from mag_dataset.builder.guide_lint import names_label
+
+    text = "Good summary, the cable part deserves its own thread and a long answer " * 2
     g = template_guide(Action(type="click", element_id="7"), cand("button", text))
-    quoted = g.split("'")[1]
-    assert len(quoted) <= MAX_QUOTE + 1 and quoted.endswith("…") and "  " not in quoted
+    assert g == "Click the 'Good summary, the cable part' button." and names_label(g, text) and len(text) > MAX_QUOTE
+    typed = template_guide(Action(type="type", element_id="7", text=text), cand("textbox", "Comment"))
+    assert " ".join(text.split()) in typed and "…" not in typed
+    assert template_guide(Action(type="click", element_id="7"), cand("link", "All Categories \uf078")) == (
+        "Click the 'All Categories' link.")
 
 
 def test_every_action_type_has_a_template():

@@ -67,3 +67,28 @@ def test_median_length_is_at_least_ten_words():
             (Action(type="finish", answer="3"), None), (Action(type="finish"), None)]
     words = [len(context_guide(a, t, ctx, f"k{i}").split()) for i in range(20) for a, t in acts]
     assert statistics.median(words) >= 10
+
+
+def test_a_key_press_and_a_finish_are_given_their_own_purpose():
+    """PageDown moves the page (to what the next step needs), Escape closes, Enter submits; a
+    finish says "done" for a change and reports the answer of a question (the guide lint's
+    press_key and finish_kind rules hold for every phrasing)."""
+    from mag_dataset.builder.guide_lint import lint_step
+    from mag_dataset.raw import RawStep
+
+    ctx = GuideContext(page="Orders", next_label="Save changes", next_noun="button")
+    for k in range(12):
+        key = f"t:{k}"
+        down = context_guide(Action(type="press", key="PageDown"), None, ctx, key)
+        assert "move down the page to the 'Save changes' button" in down or "page down" in down
+        assert "close" in context_guide(Action(type="press", key="Escape"), None, GuideContext(), key) or (
+            "dismiss" in context_guide(Action(type="press", key="Escape"), None, GuideContext(), key))
+        for action, answer in ((Action(type="press", key="End"), None), (Action(type="press", key="Escape"), None),
+                               (Action(type="press", key="Enter"), None), (Action(type="finish", answer="done"), "done"),
+                               (Action(type="finish", answer="59"), "59")):
+            guide = context_guide(action, None, ctx, key)
+            step = RawStep(step_index=0, screenshot="s.webp", som_screenshot="", image_width=9, image_height=9,
+                           candidates=(), action=action, target_bbox=None, guide=guide)
+            assert lint_step(step, "t:0", answer=answer) == [], guide
+        assert "'59'" in context_guide(Action(type="finish", answer="59"), None, ctx, key)
+        assert "answer" not in context_guide(Action(type="finish", answer="done"), None, ctx, key)

@@ -203,6 +203,14 @@ def audit_examples(corpus: Corpus, rows: list[dict[str, Any]]) -> dict[str, dict
     return out
 
 
+def guide_lint(corpus: Corpus) -> dict[str, Any]:
+    """The guide lint over the built steps' episodes (:mod:`mag_dataset.builder.guide_lint`)."""
+    from mag_dataset.builder.guide_lint import lint_episodes
+
+    episodes = {s.episode.episode_id: s.episode for s in corpus.steps}
+    return lint_episodes(episodes[k] for k in sorted(episodes)).to_dict()
+
+
 def _build_info(corpus: Corpus, views: dict[str, Any], unmappable_point_only: bool) -> dict[str, Any]:
     """The provenance record ``build_info.json`` (without its ``family_statistics``)."""
     from mag_dataset import __version__
@@ -220,6 +228,7 @@ def _build_info(corpus: Corpus, views: dict[str, Any], unmappable_point_only: bo
         "audited": any(s.audit.status is not AuditStatus.UNAUDITED for s in corpus.steps),
         "audit_judges": audit_judges(verdicts),
         "audit_examples": audit_examples(corpus, verdicts),
+        "guide_lint": guide_lint(corpus),
         "unmappable_point_only": unmappable_point_only,
         "views": views,
     }

@@ -212,7 +212,9 @@ def _record(task: str, seed: int, env: Any, expert: Callable | None, max_steps: 
         result.reason = f"not done after {max_steps} steps"
         return result
     if site_task:
-        return _site_episode(task, seed, rec.goal, _context_guides(task, seed, rec.steps, rec.contexts), rec.images,
+        from mag_dataset.page_guides import episode_guides
+
+        return _site_episode(task, seed, rec.goal, episode_guides(task, seed, rec.steps, rec.contexts), rec.images,
                              info, result, params=dict(getattr(task_obj, "params", {}) or {}))
     return _miniwob_episode(rec, info, result)
 
@@ -342,30 +344,6 @@ def _kept(result: RecordResult, episode: RawEpisode, images: dict[str, bytes]) -
 
 #: Most steps a site expert may take (site tasks need 4-12, a few more on long lists).
 SITE_MAX_STEPS = 30
-
-
-def _context_guides(task: str, seed: int, steps: list[RawStep], contexts: list[Any]) -> list[RawStep]:
-    """Site steps get context guides (:mod:`mag_dataset.page_guides`); a scroll names what it reveals."""
-    import dataclasses
-
-    from mag_dataset.page_guides import context_guide, noun
-
-    out = []
-    for i, (st, ctx) in enumerate(zip(steps, contexts)):
-        nxt = steps[i + 1] if i + 1 < len(steps) else None
-        nxt_target = next((c for c in nxt.candidates if c.id == _acted(nxt)), None) if nxt else None
-        if nxt_target is not None:
-            ctx = dataclasses.replace(ctx, next_label=nxt_target.text, next_noun=noun(nxt_target))
-        target = next((c for c in st.candidates if c.id == _acted(st)), None)
-        guide = context_guide(st.action, target, ctx, f"{task}:{seed}:{i}")
-        out.append(dataclasses.replace(st, guide=guide, guide_source=GuideSource.CONTEXT_TEMPLATE,
-                                       metadata={**st.metadata, "guide_context": dataclasses.asdict(ctx)}))
-    return out
-
-
-def _acted(st: RawStep) -> str | None:
-    """The element a step acts on; for a point-only click, the one the expert meant (guides name it)."""
-    return st.action.element_id or st.metadata.get("expert_element_id")
 
 
 def _site_episode(task: str, seed: int, goal: str, steps: list[RawStep], images: dict[str, bytes],
