@@ -186,3 +186,20 @@ def test_attempt_log_keeps_its_key_order_and_logs_the_action_only_when_parsed():
     assert list(a.to_dict()) == keys and a.to_dict()["browsergym_action"] == "noop()"  # a format failure
     a.format_ok, a.action, a.guide = True, {"type": "scroll", "direction": "down"}, None
     assert list(a.to_dict()) == keys[:10] + ["action", "guide"] + keys[10:]
+
+
+def test_a_site_click_lands_where_a_person_would_click():
+    """Seeded, whole-pixel, always inside the box, rarely the exact centre, some near an edge."""
+    from mag_dataset.live.recorder import human_click_point
+    from mag_dataset.schema import box_center, point_in_box
+
+    box = (100.0, 200.0, 260.0, 236.0)
+    points = [human_click_point("sites.shop.checkout", 7, i, box) for i in range(400)]
+    assert points == [human_click_point("sites.shop.checkout", 7, i, box) for i in range(400)]
+    assert all(point_in_box(p, box) and p == (int(p[0]), int(p[1])) for p in points)
+    cx, cy = box_center(box)
+    assert sum(abs(x - cx) <= 1 and abs(y - cy) <= 1 for x, y in points) <= 0.2 * len(points)
+    near_edge = sum(min(x - box[0], box[2] - x) <= 0.2 * 160 and min(y - box[1], box[3] - y) > 0 for x, y in points)
+    assert near_edge >= 0.1 * len(points)
+    tiny = (10.5, 10.5, 11.0, 11.5)  # under a pixel wide: no whole pixel inside, its centre
+    assert human_click_point("t", 0, 0, tiny) == box_center(tiny)

@@ -10,7 +10,8 @@ Usage::
 Each step is recorded from the observation *before* the action: the cropped raw screenshot,
 the Set-of-Mark screenshot, the capture geometry (the page's CSS viewport and the
 screenshot pixels per CSS pixel, raw format v2), the candidate menu, and the gold action with both its element id
-(the BrowserGym bid) and its coordinate (the centre of the target's box, in screenshot px).
+(the BrowserGym bid) and its coordinate (in screenshot px: the centre of the target's box; on
+the sites, a click's point is drawn where a person's would land, :func:`human_click_point`).
 Clicks are executed at that coordinate (BrowserGym ``mouse_click``), so every recorded click
 coordinate is known to hit its element; typing and selecting run on the element id. Only
 episodes that end with MiniWoB's raw reward exactly 1 are kept.
@@ -154,6 +155,37 @@ def point_only_click(task: str, seed: int, index: int, box: tuple[float, float, 
     return None
 
 
+#: A person's click around an element's centre: standard deviation as a share of its width / height.
+CLICK_SPREAD = 0.17
+#: Share of a person's clicks that land near an edge of the element (within its outer fifth).
+CLICK_NEAR_EDGE = 0.12
+
+
+def human_click_point(task: str, seed: int, index: int, box: tuple[float, float, float, float]) -> tuple[float, float]:
+    """Where a person's click on ``box`` lands: a whole-pixel point drawn with
+    ``random.Random(f"{task}:{seed}:{index}:click")`` around the centre (normal, standard
+    deviation :data:`CLICK_SPREAD` of the box's width and height), or, one click in
+    :data:`CLICK_NEAR_EDGE`, within the outer fifth of a random side; always inside the box.
+    People do not click exact centres (WebMRE's human demonstrations: almost none do)."""
+    import random
+
+    rng = random.Random(f"{task}:{seed}:{index}:click")
+    x0, y0, x1, y1 = box
+    w, h = x1 - x0, y1 - y0
+    if rng.random() < CLICK_NEAR_EDGE:
+        side = rng.randrange(4)
+        fx, fy = rng.uniform(0.1, 0.9), rng.uniform(0.1, 0.9)
+        edge = rng.uniform(0.03, 0.2)
+        fx, fy = (edge, fy) if side == 0 else (1 - edge, fy) if side == 1 else (fx, edge) if side == 2 else (fx, 1 - edge)
+    else:
+        fx = min(0.95, max(0.05, rng.gauss(0.5, CLICK_SPREAD)))
+        fy = min(0.95, max(0.05, rng.gauss(0.5, CLICK_SPREAD)))
+    x, y = float(int(x0 + w * fx)), float(int(y0 + h * fy))
+    if not point_in_box((x, y), box):  # a box under two pixels wide or tall: its centre
+        return _gold_point(box)
+    return (x, y)
+
+
 class _Abandoned(Exception):
     """The expert's episode cannot be kept; the message is the attempt's reason."""
 
@@ -245,9 +277,13 @@ def _expert_step(rec: _Recording, ob: Any, index: int, expert: Callable) -> tupl
 
 
 def _gold_action(rec: _Recording, index: int, decision: Any, target: Any) -> tuple[Action, tuple[float, float] | None]:
-    """The gold action of a decision, with both its element id and its coordinate (the target's
-    box centre); a site click drawn as point-only (:func:`point_only_click`) keeps only its point."""
+    """The gold action of a decision, with both its element id and its coordinate: on a site, a
+    click's point is where a person's would land (:func:`human_click_point`), any other
+    target's coordinate its box centre; a site click drawn as point-only (:func:`point_only_click`)
+    keeps only its point."""
     point = _gold_point(target.bbox) if target is not None else None
+    if rec.site_task and target is not None and decision.type is ActionType.CLICK:
+        point = human_click_point(rec.task, rec.seed, index, target.bbox)
     human_point = (point_only_click(rec.task, rec.seed, index, target.bbox, rec.point_only_share)
                    if rec.site_task and target is not None and decision.type is ActionType.CLICK else None)
     action = Action(
