@@ -23,14 +23,16 @@ recaptured one), each from its own evidence:
 ``pixel``
     The target's action-time crop located in the shown screenshot by normalised
     cross-correlation (OpenCV's ``matchTemplate``, ``TM_CCOEFF_NORMED``); below
-    :data:`PIXEL_MIN_SCORE` it is "not found".
+    :data:`PIXEL_MIN_SCORE` it is "not found". The score map is rounded to three decimals
+    before anything is read from it (version 3): OpenCV's float32 sums differ in the fifth
+    decimal between CPUs, and the best score, its ties and the logged evidence must not.
 
 Each judge ends with a box on the shown screenshot, which is mapped to the step's candidate
 menu (:func:`map_to_menu`): the recorded element → ``confirm``; another candidate →
 ``remap``; nothing found or no candidate there → ``unmappable``; a tie → no vote
 (``ambiguous``). Every vote carries its evidence (matched ids, scores, distances) for the
 verdict log. Everything here is a pure function of its inputs: no I/O, no clock, no
-randomness, so an audit rerun is byte-identical. The inputs are built from a raw step by
+randomness, so an audit rerun is byte-identical (on another CPU too: see ``pixel``). The inputs are built from a raw step by
 :mod:`mag_dataset.harness.page_audit`.
 """
 
@@ -46,7 +48,7 @@ from mag_dataset.live.observe import FINGERPRINT_ATTRS
 from mag_dataset.schema import Box
 
 #: Version of the rule-based judges, logged with every verdict and named in the dataset card.
-PAGE_JUDGES_VERSION = 2
+PAGE_JUDGES_VERSION = 3
 #: The judges, in panel order.
 PAGE_JUDGES = ("dom", "name", "pixel")
 
@@ -362,9 +364,9 @@ def locate_crop(action_image: np.ndarray, box: Box, shown_image: np.ndarray) -> 
     if templ.shape[0] > dst.shape[0] or templ.shape[1] > dst.shape[1]:
         return None, {"why": "the crop is larger than the shown screenshot"}
     scores = cv2.matchTemplate(dst, templ, cv2.TM_CCOEFF_NORMED)
-    scores = np.nan_to_num(scores, nan=0.0, posinf=0.0, neginf=0.0)
+    scores = np.round(np.nan_to_num(scores, nan=0.0, posinf=0.0, neginf=0.0).astype(np.float64), 3)
     best = float(scores.max())
-    evidence: dict[str, Any] = {"score": round(best, 4), "grown": grown}
+    evidence: dict[str, Any] = {"score": best, "grown": grown}
     if best < PIXEL_MIN_SCORE:
         evidence["why"] = f"best match {best:.3f} < {PIXEL_MIN_SCORE}"
         return None, evidence
