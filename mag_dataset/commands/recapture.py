@@ -2,6 +2,7 @@
 
     mag recapture --raw RAW_DIR --share 0.3 --seed 0
     mag recapture --raw RAW_DIR --per-template 1       # one episode of every template
+    mag recapture --raw RAW_DIR --share 1 --drift 7    # every site episode, on a drifted site
     mag unify --raw RAW_DIR    # then flags the recaptured steps that no longer match as stale
     mag recapture --raw RAW_DIR --evidence             # the audit's DOM fingerprints, by replay
     mag recapture --raw RAW_DIR --end-at-error-pages   # undo recaptured browser error pages
@@ -40,6 +41,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=0, help="picks which episodes (default: %(default)s)")
     parser.add_argument("--no-reset", action="store_true",
                         help="replay on each site as it is now, without resetting it before its first episode")
+    parser.add_argument("--drift", type=int, default=None, metavar="SEED",
+                        help="before each episode, reset its site and move it on with this drift seed "
+                             "(other users' activity, changed prices and statuses: mag_dataset.sites.base.Site.drift)")
+    parser.add_argument("--drift-level", type=int, default=1, help="how far the drift moves each site (default: %(default)s)")
     options.add_no_progress(parser)
 
 
@@ -54,6 +59,10 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"--share must be between 0 and 1, got {args.share}")
     if args.per_template is not None and args.per_template < 1:
         raise UserError(f"--per-template must be at least 1, got {args.per_template}")
+    if args.drift_level < 1:
+        raise UserError(f"--drift-level must be at least 1, got {args.drift_level}")
+    if args.drift is not None and args.no_reset:
+        raise UserError("--drift resets each site before its episode: it cannot go with --no-reset")
     share = 0.0 if args.share is None else args.share
     raw = args.raw
     if not raw.is_dir():
@@ -84,7 +93,8 @@ def run(args: argparse.Namespace) -> int:
         sites = [site_class(n)() for n in dict.fromkeys(e.site for e in chosen)]
         with served(sites):
             report = recapture_corpus(raw, share, args.seed, log=options.progress_printer(args),
-                                      reset_first=not args.no_reset, per_template=args.per_template)
+                                      reset_first=not args.no_reset, per_template=args.per_template,
+                                      drift=args.drift, drift_level=args.drift_level)
     except (RawDataError, SiteError, LiveEnvError) as e:
         raise UserError(str(e)) from None
     print(report.summary())

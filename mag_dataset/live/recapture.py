@@ -395,7 +395,8 @@ def end_at_error_pages(raw_dir: str | Path, log: Callable[[str], None] | None = 
 
 def recapture_corpus(raw_dir: str | Path, share: float, seed: int = 0,
                      log: Callable[[str], None] | None = None, *, reset_first: bool = True,
-                     per_template: int | None = None) -> RecaptureReport:
+                     per_template: int | None = None, drift: int | None = None,
+                     drift_level: int = 1) -> RecaptureReport:
     """Recapture a seeded share of a raw corpus' site episodes in place (see the module docstring).
 
     Args:
@@ -407,6 +408,11 @@ def recapture_corpus(raw_dir: str | Path, share: float, seed: int = 0,
         reset_first: reset each site before its first recaptured episode (the default: the
             replays start from the seeded state, so the result does not depend on what was done
             on the site before); False replays on the site exactly as it is now.
+        drift: a drift seed: before *every* episode its site is reset and moved on with
+            :meth:`mag_dataset.sites.base.Site.drift` (``drift``, ``drift_level``), so each
+            replay sees the same site that moved on since the demonstration (what changed is
+            stored in the episode's ``metadata["recaptured"]["drift"]``). None: the reset-once
+            path above.
 
     Each site's first recaptured episode starts from a reset site (unless ``reset_first`` is
     False); later ones do not. Episodes already recaptured are skipped (rerunning changes
@@ -425,7 +431,18 @@ def recapture_corpus(raw_dir: str | Path, share: float, seed: int = 0,
         folder = folders[ep.episode_id]
         first = ep.site not in seen_sites and reset_first
         seen_sites.add(ep.site)
+        drifted = None
+        if drift is not None:
+            from mag_dataset.sites import site_class
+
+            site = site_class(ep.site)()
+            site.reset()
+            drifted = {"seed": drift, "level": drift_level, "changes": site.drift(drift, drift_level)}
+            first = False
         new, images, diverged = recapture_episode(folder, ep, reset_site=first)
+        if drifted is not None:
+            new = dataclasses.replace(new, metadata={**new.metadata, "recaptured": {
+                **new.metadata["recaptured"], "site_reset_before": True, "drift": drifted}})
         for name, data in images.items():
             tmp = folder / f".{name}.tmp"
             tmp.write_bytes(data)

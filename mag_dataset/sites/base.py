@@ -13,6 +13,11 @@ sites are cattle). Its life cycle:
 * :meth:`Site.reset` returns the exact seeded state in well under a second by copying each
   snapshot back into its live database with SQLite's online backup API (safe while the
   server holds connections), then :meth:`Site.after_reset` for anything else (caches).
+* :meth:`Site.drift` moves a reset site on, the way a real one moves between a demonstration
+  and its re-rendering: other users' activity (new orders, posts, tickets, revisions),
+  changed statuses, prices and counters, seeded so that the same seed gives the same
+  databases. ``mag recapture --drift SEED`` replays episodes on a drifted site: the path by
+  which WebMRE's stale screenshots arose.
 
 A **task** (:class:`mag_dataset.sites.task.SiteTask`) is a BrowserGym ``AbstractBrowserTask`` (house style 16):
 ``setup`` resets the site, logs the task's user in and opens the start page, returning the
@@ -199,6 +204,36 @@ class Site(ABC):
         """Anything beyond the databases a reset must restore (a search index, a cache)."""
 
     # ------------------------------------------------------------------ provided
+    def drift(self, seed: int, level: int = 1) -> dict[str, int]:
+        """Move the live site on from its seeded state (call on a reset site).
+
+        Writes the site's databases with the lock held (:meth:`apply_drift`, drawn with
+        ``random.Random(f"{name}:drift:{seed}:{level}")``), then :meth:`after_reset` (caches).
+        The same seed and level on a reset site give the same databases, so a recapture on a
+        drifted site is reproducible.
+
+        Args:
+            seed: which drift.
+            level: how far the site moved on (1: a few days of other users' activity; each
+                level adds as much again).
+
+        Returns:
+            What changed: a count per kind of change (``{"orders": 4, "price_changes": 6}``).
+        """
+        import random
+
+        if level < 1:
+            raise ValueError(f"drift level must be at least 1, got {level}")
+        with self.lock():
+            counts = self.apply_drift(random.Random(f"{self.name}:drift:{seed}:{level}"), level)
+            self.after_reset()
+        return counts
+
+    def apply_drift(self, rng: Any, level: int) -> dict[str, int]:
+        """Write the drift into the live databases (see :meth:`drift`); ``rng`` is a
+        ``random.Random``. Sites without one raise :class:`SiteError`."""
+        raise SiteError(f"site {self.name} has no drift")
+
     def is_set_up(self) -> bool:
         """Whether setup finished for this site's current ``version``."""
         try:
