@@ -3,9 +3,9 @@ moderation, search and profile, each with a state check on Spirit's database and
 
 Parameters come from :func:`mag_dataset.sites.forum.seed.build` (never the database), drawn with
 the task's ``random.Random``. Checks read the SQLite file after the episode (WebArena's program
-evaluators); answer tasks compare the ``finish`` answer. Experts read only the observation:
-links and fields found by their text, ``name`` and ``href``; a target below the fold is
-scrolled to first.
+evaluators); answer tasks compare the ``finish`` answer. Experts read only the observation,
+through the one expert kit (:mod:`mag_dataset.live.expert_kit`): links and fields found by
+their text, ``name`` and ``href``; a target off screen is reached by the kit's scroll policy.
 
 Navigation shared by the experts (:func:`_open_topic`): open the board from the "All
 Categories" dropdown, then the topic's link on the board's page.
@@ -19,11 +19,12 @@ import unicodedata
 from typing import Any, ClassVar
 
 from mag_dataset.actions import ActionType
-from mag_dataset.live.experts import Decision
+from mag_dataset.live import expert_kit as kit
+from mag_dataset.live.expert_kit import Decision
+from mag_dataset.live.observe import Element, Observation
 from mag_dataset.sites.forum import SITE, seed as seed_data
 from mag_dataset.sites.task import SiteTask
 
-VIEW_H = 720
 PRIVATE_CATEGORY = 1
 
 REPLY_TEXTS = (
@@ -42,10 +43,6 @@ CITIES = ("Vancouver", "Lyon", "Kraków", "Porto", "Gothenburg", "Kyoto", "Valen
 
 
 # ----------------------------------------------------------------------------- helpers
-def _norm(s: str | None) -> str:
-    return " ".join((s or "").split()).lower()
-
-
 def slugify(value: str) -> str:
     """Django's ``slugify`` (the slug in Spirit's topic URLs)."""
     value = unicodedata.normalize("NFKC", value)
@@ -53,86 +50,11 @@ def slugify(value: str) -> str:
     return re.sub(r"[-\s]+", "-", value).strip("-_")
 
 
-def _path(url: str) -> str:
-    return re.sub(r"^https?://[^/]+", "", url or "").split("#")[0]
+def _on_topic(ob: Observation, title: str) -> bool:
+    return re.search(rf"/topic/\d+/{re.escape(slugify(title))}/", kit.path(ob)) is not None
 
 
-class NotReady(Exception):
-    """An element the expert needs is not on the page (yet): the observation may predate the page's load."""
-
-
-def _visible(ob: Any, el: Any) -> bool:
-    return ob.candidate(el.bid) is not None
-
-
-def _reach(ob: Any, el: Any, then: Decision) -> Decision | None:
-    """``then`` when ``el`` is a visible candidate, else a scroll towards it (None when it has no box)."""
-    if _visible(ob, el):
-        return then
-    if el.bbox is None:
-        return None
-    focused = ob.elements.get(ob.focused) if ob.focused else None
-    typing = focused is not None and focused.tag in ("input", "textarea", "select")
-    far = abs(el.bbox[1]) >= VIEW_H  # a screen or more away: page by page, unless a field has the keys
-    if el.bbox[1] >= VIEW_H * 0.8:
-        return (Decision(ActionType.PRESS, key="PageDown") if far and not typing
-                else Decision(ActionType.SCROLL, direction="down"))
-    if el.bbox[3] <= 0:
-        return (Decision(ActionType.PRESS, key="PageUp") if far and not typing
-                else Decision(ActionType.SCROLL, direction="up"))
-    return None
-
-
-def _click(ob: Any, el: Any) -> Decision | None:
-    if el is None:
-        raise NotReady("target not found")
-    return _reach(ob, el, Decision(ActionType.CLICK, el.bid))
-
-
-def _type(ob: Any, el: Any, text: str) -> Decision | None:
-    """Fill ``el`` with ``text``; None when it already holds it."""
-    if el is None:
-        raise NotReady("field not found")
-    if (el.value or "") == text:
-        return None
-    return _reach(ob, el, Decision(ActionType.TYPE, el.bid, text=text))
-
-
-def _all(ob: Any, pred) -> list[Any]:
-    return [el for el in ob.elements.values() if pred(el)]
-
-
-def _first(ob: Any, pred, prefer_visible: bool = True) -> Any:
-    hits = _all(ob, pred)
-    if prefer_visible:
-        vis = [el for el in hits if _visible(ob, el)]
-        if vis:
-            return vis[0]
-    return next((el for el in hits if el.bbox is not None), hits[0] if hits else None)
-
-
-def _link(ob: Any, text: str | None = None, href: str | None = None, prefer_visible: bool = True) -> Any:
-    want = _norm(text) if text is not None else None
-    return _first(ob, lambda e: e.tag == "a" and (want is None or _norm(e.text) == want)
-                  and (href is None or re.search(href, e.attrs.get("href", "")) is not None), prefer_visible)
-
-
-def _field(ob: Any, name: str, tag: str | None = None) -> Any:
-    return _first(ob, lambda e: e.attrs.get("name") == name and (tag is None or e.tag == tag)
-                  and e.attrs.get("type") != "hidden")
-
-
-def _submit(ob: Any, value: str) -> Any:
-    want = _norm(value)
-    return _first(ob, lambda e: e.tag in ("input", "button") and e.attrs.get("type") == "submit"
-                  and _norm(e.attrs.get("value") or e.text) == want)
-
-
-def _on_topic(ob: Any, title: str) -> bool:
-    return re.search(rf"/topic/\d+/{re.escape(slugify(title))}/", _path(ob.url)) is not None
-
-
-def _in_row(ob: Any, el: Any) -> bool:
+def _in_row(ob: Observation, el: Element | None) -> bool:
     """Whether ``el`` lies in a topic row, where Spirit's JS turns any click into opening the topic."""
     seen = 0
     while el is not None and seen < 12:
@@ -143,52 +65,46 @@ def _in_row(ob: Any, el: Any) -> bool:
     return False
 
 
-def _open_topic(ob: Any, memory: dict, title: str, board: str) -> Decision | None:
+def _open_topic(ob: Observation, memory: dict, title: str, board: str) -> Decision | None:
     """Next step towards the topic's page (None once there): board dropdown, board page, topic link."""
     if _on_topic(ob, title):
         return None
-    topic = _link(ob, title)
-    path = _path(ob.url)
-    on_board = re.match(rf"/category/\d+/{re.escape(slugify(board))}/", path) is not None
+    topic = kit.link(ob, title, prefer_visible=True)
+    on_board = re.match(rf"/category/\d+/{re.escape(slugify(board))}/", kit.path(ob)) is not None
     if topic is not None and re.match(r"/topic/\d+/", topic.attrs.get("href", "")) and (
-            on_board or _visible(ob, topic)):  # elsewhere, a link in view is a shortcut; else go by the board
-        return _click(ob, topic)
+            on_board or kit.visible(ob, topic)):  # elsewhere, a link in view is a shortcut; else go by the board
+        return kit.click(ob, topic)
     if on_board:
-        nxt = _link(ob, href=r"[?&]page=\d+") if memory.get("paged", 0) < 5 else None
+        nxt = kit.link(ob, href=r"[?&]page=\d+", prefer_visible=True) if memory.get("paged", 0) < 5 else None
         if nxt is not None:
             memory["paged"] = memory.get("paged", 0) + 1
-            return _click(ob, nxt)
-        raise NotReady(f"topic {title!r} not on its board's page")
-    want = _norm(board)
-    item = _first(ob, lambda e: e.tag == "a" and _norm(e.text) == want and re.match(r"/category/\d+/", e.attrs.get(
-        "href", "")) is not None and not _in_row(ob, e))  # a topic row's board label opens the topic (Spirit's JS)
-    if item is not None and _visible(ob, item):
-        return _click(ob, item)
-    dropdown = _first(ob, lambda e: e.tag == "a" and "dropdown_button" in e.attrs.get("class", ""))
-    if dropdown is not None and _visible(ob, dropdown) and not memory.get("dropdown"):
-        memory["dropdown"] = True
-        return _click(ob, dropdown)
+            return kit.click(ob, nxt)
+        raise kit.NotOnPage(f"topic {title!r} not on its board's page")
+    want = kit.norm(board)
+    item = kit.find(ob, lambda e: e.tag == "a" and kit.norm(e.text) == want and re.match(
+        r"/category/\d+/", e.attrs.get("href", "")) is not None and not _in_row(ob, e),
+        prefer_visible=True)  # a topic row's board label opens the topic (Spirit's JS)
+    if item is not None and kit.visible(ob, item):
+        return kit.click(ob, item)
+    dropdown = kit.find(ob, lambda e: e.tag == "a" and "dropdown_button" in e.attrs.get("class", ""),
+                        prefer_visible=True)
+    if dropdown is not None and kit.visible(ob, dropdown) and not memory.get("dropdown"):
+        return kit.once(memory, "dropdown", kit.click(ob, dropdown))
     return Decision(ActionType.GOTO, url=re.sub(r"(https?://[^/]+).*", r"\1/", ob.url))
 
 
-def _send(ob: Any, memory: dict, button: Any) -> Decision | None:
+def _send(ob: Observation, memory: dict, button: Element | None, what: str = "submit button") -> Decision | None:
     """Click the button that submits the task's form; the expert finishes on the next step."""
-    step = _click(ob, button)
-    if step is not None and step.type is ActionType.CLICK:
-        memory["sent"] = True
-    return step
-
-
-def _finish(answer: str = "done") -> Decision:
-    return Decision(ActionType.FINISH, answer=answer)
+    return kit.once(memory, "sent", kit.click(ob, kit.require(button, what)))
 
 
 class ForumTask(SiteTask):
     """A task on the forum site; helpers to read Spirit's database.
 
-    Subclasses write :meth:`decide`; :meth:`expert` wraps it: when what it needs is missing (an
-    observation taken while the next page was still loading) it looks again, as a person waits,
-    with a harmless scroll up, at most :attr:`WAITS` times in a row.
+    Subclasses write :meth:`decide`; :meth:`expert` wraps it: when what it needs is missing
+    (None, or :class:`~mag_dataset.live.expert_kit.NotOnPage`: an observation taken while the
+    next page was still loading) it looks again, as a person waits, with a harmless scroll up,
+    at most :attr:`WAITS` times in a row.
     """
 
     site_class: ClassVar = SITE
@@ -196,10 +112,10 @@ class ForumTask(SiteTask):
 
     def expert(self, ob, memory):
         if memory.get("sent"):  # the form went off: the page now shows its outcome
-            return _finish()
+            return kit.finish()
         try:
             decision = self.decide(ob, memory)
-        except NotReady:
+        except kit.NotOnPage:
             decision = None
         if decision is None and memory.get("waited", 0) < self.WAITS:
             memory["waited"] = memory.get("waited", 0) + 1
@@ -207,7 +123,7 @@ class ForumTask(SiteTask):
         memory["waited"] = 0
         return decision
 
-    def decide(self, ob: Any, memory: dict[str, Any]) -> Decision | None:  # pragma: no cover - abstract
+    def decide(self, ob: Observation, memory: dict[str, Any]) -> Decision | None:  # pragma: no cover - abstract
         raise NotImplementedError
 
     @staticmethod
@@ -253,13 +169,13 @@ class ReplyToTopic(ForumTask):
         step = _open_topic(ob, memory, self.params["title"], self.params["board"])
         if step is not None:
             return step
-        box = _field(ob, "comment", "textarea")
-        step = _type(ob, box, self.params["text"])
+        box = kit.field(ob, "comment", "textarea", prefer_visible=True)
+        step = kit.fill(ob, kit.require(box, "reply box"), self.params["text"])
         if step is not None:
             return step
-        button = _first(ob, lambda e: e.tag == "input" and e.attrs.get("type") == "submit"
-                        and "comment__reply__actions__publish" in e.attrs.get("class", ""))
-        return _send(ob, memory, button)
+        button = kit.find(ob, lambda e: e.tag == "input" and e.attrs.get("type") == "submit"
+                          and "comment__reply__actions__publish" in e.attrs.get("class", ""), prefer_visible=True)
+        return _send(ob, memory, button, "reply's Publish button")
 
 
 class CreateTopic(ForumTask):
@@ -287,20 +203,22 @@ class CreateTopic(ForumTask):
         return ok, "topic created" if ok else f"opening post is {first!r}"
 
     def decide(self, ob, memory):
-        if "/topic/publish/" not in _path(ob.url):
-            return _click(ob, _link(ob, "Create Topic"))
-        for name, text in (("title", self.params["title"]),):
-            step = _type(ob, _field(ob, name, "input"), text)
-            if step is not None:
-                return step
-        cat = _field(ob, "category", "select")
-        if cat is not None and memory.get("category") != self.params["board"]:
-            memory["category"] = self.params["board"]
-            return _reach(ob, cat, Decision(ActionType.SELECT, cat.bid, value=self.params["board"]))
-        step = _type(ob, _field(ob, "comment", "textarea"), self.params["text"])
+        if "/topic/publish/" not in kit.path(ob):
+            return kit.click(ob, kit.link(ob, "Create Topic", prefer_visible=True))
+        step = kit.fill(ob, kit.require(kit.field(ob, "title", "input", prefer_visible=True), "title field"),
+                        self.params["title"])
         if step is not None:
             return step
-        return _send(ob, memory, _submit(ob, "Publish"))
+        cat = kit.field(ob, "category", "select", prefer_visible=True)
+        if cat is not None and not memory.get("category"):
+            step = kit.once(memory, "category", kit.select(ob, cat, self.params["board"]))
+            if step is not None:
+                return step
+        step = kit.fill(ob, kit.require(kit.field(ob, "comment", "textarea", prefer_visible=True), "message box"),
+                        self.params["text"])
+        if step is not None:
+            return step
+        return _send(ob, memory, kit.button(ob, "Publish", prefer_visible=True), "Publish button")
 
 
 class EditOwnPost(ForumTask):
@@ -324,15 +242,17 @@ class EditOwnPost(ForumTask):
         return ok, f"{self.user}'s comments in the topic: {rows!r}"
 
     def decide(self, ob, memory):
-        if re.match(r"/comment/\d+/update/", _path(ob.url)):
-            step = _type(ob, _field(ob, "comment", "textarea"), self.params["text"])
+        if re.match(r"/comment/\d+/update/", kit.path(ob)):
+            box = kit.field(ob, "comment", "textarea", prefer_visible=True)
+            step = kit.fill(ob, kit.require(box, "comment box"), self.params["text"])
             if step is not None:
                 return step
-            return _send(ob, memory, _submit(ob, "Publish") or _submit(ob, "Update"))
+            return _send(ob, memory, kit.button(ob, "Publish", prefer_visible=True)
+                         or kit.button(ob, "Update", prefer_visible=True), "Publish button")
         step = _open_topic(ob, memory, self.params["title"], self.params["board"])
         if step is not None:
             return step
-        return _click(ob, _link(ob, "edit", href=r"^/comment/\d+/update/"))
+        return kit.click(ob, kit.link(ob, "edit", href=r"^/comment/\d+/update/", prefer_visible=True))
 
 
 class LikePost(ForumTask):
@@ -357,17 +277,14 @@ class LikePost(ForumTask):
         step = _open_topic(ob, memory, self.params["title"], self.params["board"])
         if step is not None:
             return step
-        likes = _all(ob, lambda e: e.tag == "a" and "js-like" in e.attrs.get("class", ""))
-        if not likes:
+        first = kit.find(ob, lambda e: e.tag == "a" and "js-like" in e.attrs.get("class", ""))
+        if first is None:  # the opening post's like link comes first in the page
             return None
-        first = likes[0]  # the opening post's like link comes first in the page
-        if _norm(first.text).startswith("remove like"):
-            return _finish()
+        if kit.norm(first.text).startswith("remove like"):
+            return kit.finish()
         if memory.get("clicked"):  # one click only: a second one while the request is under way unlikes
-            raise NotReady("the like is under way")
-        step = _click(ob, first)
-        memory["clicked"] = step is not None and step.type is ActionType.CLICK
-        return step
+            raise kit.NotOnPage("the like is under way")
+        return kit.once(memory, "clicked", kit.click(ob, first))
 
 
 class PrivateMessage(ForumTask):
@@ -395,22 +312,20 @@ class PrivateMessage(ForumTask):
         return ok, f"participants {sorted(members)}, first message {text[:1]!r}"
 
     def decide(self, ob, memory):
-        path = _path(ob.url)
+        path = kit.path(ob)
         if path.startswith("/topic/private/publish/"):
-            for name, text in (("title", self.params["title"]), ("users", self.params["to"])):
-                step = _type(ob, _field(ob, name, "input"), text)
+            for name, tag, text in (("title", "input", self.params["title"]), ("users", "input", self.params["to"]),
+                                    ("comment", "textarea", self.params["text"])):
+                step = kit.fill(ob, kit.require(kit.field(ob, name, tag, prefer_visible=True), f"{name} field"), text)
                 if step is not None:
                     return step
-            step = _type(ob, _field(ob, "comment", "textarea"), self.params["text"])
-            if step is not None:
-                return step
-            return _send(ob, memory, _submit(ob, "Publish"))
+            return _send(ob, memory, kit.button(ob, "Publish", prefer_visible=True), "Publish button")
         if path.rstrip("/") == "/topic/private":
-            return _click(ob, _link(ob, "Create private topic"))
-        item = _link(ob, "Private topics")
-        if item is not None and _visible(ob, item):
-            return _click(ob, item)
-        return _click(ob, _link(ob, self.user, href=r"^/user/menu/"))
+            return kit.click(ob, kit.link(ob, "Create private topic", prefer_visible=True))
+        item = kit.link(ob, "Private topics", prefer_visible=True)
+        if item is not None and kit.visible(ob, item):
+            return kit.click(ob, item)
+        return kit.click(ob, kit.link(ob, self.user, href=r"^/user/menu/", prefer_visible=True))
 
 
 # ----------------------------------------------------------------------------- moderation
@@ -422,10 +337,10 @@ class _ModerateTopic(ForumTask):
         step = _open_topic(ob, memory, self.params["title"], self.params["board"])
         if step is not None:
             return step
-        item = _link(ob, self.action)
-        if item is not None and _visible(ob, item):
+        item = kit.link(ob, self.action, prefer_visible=True)
+        if item is not None and kit.visible(ob, item):
             return _send(ob, memory, item)
-        return _click(ob, _link(ob, "Moderate"))
+        return kit.click(ob, kit.link(ob, "Moderate", prefer_visible=True))
 
 
 class CloseTopic(_ModerateTopic):
@@ -473,16 +388,17 @@ class MoveTopic(ForumTask):
         return ok, "moved" if ok else f"the topic is in category {row[1]}"
 
     def decide(self, ob, memory):
-        if re.match(r"/topic/update/\d+/", _path(ob.url)):
-            cat = _field(ob, "category", "select")
+        if re.match(r"/topic/update/\d+/", kit.path(ob)):
+            cat = kit.field(ob, "category", "select", prefer_visible=True)
             if cat is not None and not memory.get("selected"):
-                memory["selected"] = True
-                return _reach(ob, cat, Decision(ActionType.SELECT, cat.bid, value=self.params["target"]))
-            return _send(ob, memory, _submit(ob, "Update"))
+                step = kit.once(memory, "selected", kit.select(ob, cat, self.params["target"]))
+                if step is not None:
+                    return step
+            return _send(ob, memory, kit.button(ob, "Update", prefer_visible=True), "Update button")
         step = _open_topic(ob, memory, self.params["title"], self.params["board"])
         if step is not None:
             return step
-        return _click(ob, _link(ob, "edit", href=r"^/topic/update/\d+/"))
+        return kit.click(ob, kit.link(ob, "edit", href=r"^/topic/update/\d+/", prefer_visible=True))
 
 
 # ----------------------------------------------------------------------------- information seeking
@@ -510,8 +426,8 @@ class CountReplies(ForumTask):
         step = _open_topic(ob, memory, self.params["title"], self.params["board"])
         if step is not None:
             return step
-        authors = _all(ob, lambda e: e.tag == "a" and "comment__info__username__link" in e.attrs.get("class", ""))
-        return _finish(str(len(authors) - 1)) if authors else None
+        authors = kit.find_all(ob, lambda e: e.tag == "a" and "comment__info__username__link" in e.attrs.get("class", ""))
+        return kit.finish(str(len(authors) - 1)) if authors else None
 
 
 class TopicAuthor(ForumTask):
@@ -525,16 +441,15 @@ class TopicAuthor(ForumTask):
 
     def check(self, answer):
         want = self.data().topic(self.params["title"]).author
-        ok = _norm(answer).strip(" .\"'") == want.lower()
+        ok = kit.norm(answer).strip(" .\"'") == want.lower()
         return ok, f"answered {answer!r}, the author is {want}"
 
     def decide(self, ob, memory):
         step = _open_topic(ob, memory, self.params["title"], self.params["board"])
         if step is not None:
             return step
-        first = _first(ob, lambda e: e.tag == "a" and "comment__info__username__link" in e.attrs.get("class", ""),
-                       prefer_visible=False)
-        return _finish(_norm(first.text)) if first is not None else None
+        first = kit.find(ob, lambda e: e.tag == "a" and "comment__info__username__link" in e.attrs.get("class", ""))
+        return kit.finish(kit.norm(first.text)) if first is not None else None
 
 
 class SearchPhrase(ForumTask):
@@ -549,18 +464,18 @@ class SearchPhrase(ForumTask):
         return {"phrase": t.phrase, "title": t.title}
 
     def check(self, answer):
-        ok = _norm(answer).strip(" .\"'") == _norm(self.params["title"]).strip(" .\"'")
+        ok = kit.norm(answer).strip(" .\"'") == kit.norm(self.params["title"]).strip(" .\"'")
         return ok, f"answered {answer!r}, the topic is {self.params['title']!r}"
 
     def decide(self, ob, memory):
-        if _path(ob.url).startswith("/search/") and "q=" in ob.url:
-            hits = _all(ob, lambda e: e.tag == "a" and "topic__link" in e.attrs.get("class", ""))
-            return _finish(" ".join(hits[0].text.split())) if len(hits) == 1 else None
-        q = _first(ob, lambda e: e.attrs.get("name") == "q" and e.tag == "input")
-        if q is not None and _visible(ob, q):  # the header's search box, opened by its icon
-            step = _type(ob, q, self.params["phrase"])
-            return step or _click(ob, _submit(ob, "Search"))
-        return _click(ob, _link(ob, href=r"^/search/$"))
+        if kit.path(ob).startswith("/search/") and kit.query(ob).get("q"):
+            hits = kit.find_all(ob, lambda e: e.tag == "a" and "topic__link" in e.attrs.get("class", ""))
+            return kit.finish(" ".join(hits[0].text.split())) if len(hits) == 1 else None
+        q = kit.field(ob, "q", "input", prefer_visible=True)
+        if q is not None and kit.visible(ob, q):  # the header's search box, opened by its icon
+            step = kit.fill(ob, q, self.params["phrase"])
+            return step or kit.click(ob, kit.require(kit.button(ob, "Search", prefer_visible=True), "Search button"))
+        return kit.click(ob, kit.link(ob, href=r"^/search/$", prefer_visible=True))
 
 
 # ----------------------------------------------------------------------------- profile
@@ -578,19 +493,19 @@ class UpdateLocation(ForumTask):
         return loc == self.params["city"], f"location is {loc!r}"
 
     def decide(self, ob, memory):
-        path = _path(ob.url)
-        if path == "/user/":
-            step = _type(ob, _field(ob, "location", "input"), self.params["city"])
+        if kit.path(ob) == "/user/":
+            box = kit.field(ob, "location", "input", prefer_visible=True)
+            step = kit.fill(ob, kit.require(box, "location field"), self.params["city"])
             if step is not None:
                 return step
-            return _send(ob, memory, _submit(ob, "Save"))
-        prefs = _link(ob, "Preferences", href=r"^/user/$")
+            return _send(ob, memory, kit.button(ob, "Save", prefer_visible=True), "Save button")
+        prefs = kit.link(ob, "Preferences", href=r"^/user/$", prefer_visible=True)
         if prefs is not None:
-            return _click(ob, prefs)
-        item = _link(ob, "Profile", href=r"^/user/\d+/")
-        if item is not None and _visible(ob, item):
-            return _click(ob, item)
-        return _click(ob, _link(ob, self.user, href=r"^/user/menu/"))
+            return kit.click(ob, prefs)
+        item = kit.link(ob, "Profile", href=r"^/user/\d+/", prefer_visible=True)
+        if item is not None and kit.visible(ob, item):
+            return kit.click(ob, item)
+        return kit.click(ob, kit.link(ob, self.user, href=r"^/user/menu/", prefer_visible=True))
 
 
 TASKS: tuple[type[ForumTask], ...] = (

@@ -13,10 +13,11 @@ import random
 import re
 import sys
 from decimal import Decimal
-from typing import Any, Callable, ClassVar
+from typing import Any, ClassVar
 
 from mag_dataset.actions import ActionType
-from mag_dataset.live.experts import Decision
+from mag_dataset.live import expert_kit as kit
+from mag_dataset.live.expert_kit import Decision
 from mag_dataset.live.observe import Element, Observation
 from mag_dataset.sites.shop import ShopSite
 from mag_dataset.sites.shop.seed_data import (COUNTRY_NAMES, CITIES, FIRST, LAST, ORDER_PIPELINE, STAFF, STREETS,
@@ -27,122 +28,46 @@ CUSTOMER = TASK_CUSTOMERS[0]["email"]
 ADMIN = STAFF["email"]
 
 
-# ----------------------------------------------------------------------------- observation helpers
-def _norm(s: str | None) -> str:
-    return " ".join((s or "").split()).lower()
-
-
-def _find(ob: Observation, pred: Callable[[Element], bool]) -> Element | None:
-    """First element (document order) matching ``pred``, visible or not."""
-    return next((el for el in ob.elements.values() if pred(el)), None)
-
-
-def _link(ob: Observation, text: str, exact: bool = True) -> Element | None:
-    want = _norm(text)
-    return _find(ob, lambda e: e.tag == "a" and (_norm(e.text) == want if exact else want in _norm(e.text)))
-
-
-def _button(ob: Observation, text: str) -> Element | None:
-    want = _norm(text)
-    return _find(ob, lambda e: (e.tag == "button" and _norm(e.text) == want)
-                 or (e.tag == "input" and e.attrs.get("type") == "submit" and _norm(e.attrs.get("value")) == want))
-
-
-def _field(ob: Observation, name: str) -> Element | None:
-    return _find(ob, lambda e: e.tag in ("input", "select", "textarea") and e.attrs.get("name") == name
-                 and e.attrs.get("type") != "hidden")
-
-
-def _path(ob: Observation) -> str:
-    return re.sub(r"^https?://[^/]+", "", ob.url)
-
-
-def _reach(ob: Observation, el: Element | None, make: Callable[[Element], Decision]) -> Decision | None:
-    """Act on ``el`` when it is a visible candidate, else scroll towards it (None: not on the page)."""
-    if el is None:
-        return None
-    if ob.candidate(el.bid) is not None:
-        return make(el)
-    if el.bbox is None or (0 <= el.bbox[1] < 720 and el.bbox[3] - el.bbox[1] < 2):
-        return None  # hidden where it stands (a select behind a select2 widget): scrolling will not help
-    focused = ob.elements.get(ob.focused or "")
-    typing = focused is not None and focused.tag in ("input", "textarea", "select")
-    if el.bbox[1] > 3 * 720 and not typing:  # far below: jump to the end of the page, as a user would
-        return Decision(ActionType.PRESS, key="End")
-    return Decision(ActionType.SCROLL, direction="up" if el.bbox[1] < 0 else "down")
-
-
-def _click(ob: Observation, el: Element | None) -> Decision | None:
-    return _reach(ob, el, lambda e: Decision(ActionType.CLICK, e.bid))
-
-
-def _fill(ob: Observation, el: Element | None, text: str) -> Decision | None:
-    """Type ``text`` into the field unless it already holds it (None when it does or is absent)."""
-    if el is None or (el.value or "") == text:
-        return None
-    return _reach(ob, el, lambda e: Decision(ActionType.TYPE, e.bid, text=text))
-
-
-def _select(ob: Observation, el: Element | None, value: str) -> Decision | None:
-    if el is None:
-        return None
-    return _reach(ob, el, lambda e: Decision(ActionType.SELECT, e.bid, value=value))
-
-
-def _flag(memory: dict[str, Any], key: str, d: Decision | None) -> Decision | None:
-    """Remember ``key`` once the decision really clicks (not while it scrolls towards the target)."""
-    if d is not None and d.type is ActionType.CLICK:
-        memory[key] = True
-    return d
-
-
-def _finish(answer: str = "done") -> Decision:
-    return Decision(ActionType.FINISH, answer=answer)
-
-
-def _page_text(ob: Observation) -> str:
-    root = _find(ob, lambda e: e.tag == "body") or _find(ob, lambda e: e.parent is None)
-    return root.all_text if root is not None else " ".join(e.own_text for e in ob.elements.values())
-
-
+# ----------------------------------------------------------------------------- shop page helpers
+# generic finding and acting come from the one expert kit (mag_dataset.live.expert_kit); these
+# read the shop's own pages
 def _h1(ob: Observation) -> str:
-    el = _find(ob, lambda e: e.tag == "h1")
+    """The page's first heading (a product page's title)."""
+    el = kit.find(ob, lambda e: e.tag == "h1")
     return el.text if el is not None else ""
 
 
 def _money_in(text: str) -> list[Decimal]:
+    """The pound amounts written in ``text``, in order."""
     return [Decimal(m.replace(",", "")) for m in re.findall(r"£\s?([0-9][0-9,]*\.[0-9]{2})", text)]
 
 
 def _search_and_open(ob: Observation, title: str) -> Decision | None:
     """Storefront: search the title and open its product page (None once on that page)."""
-    if _norm(_h1(ob)) == _norm(title) and "/catalogue/" in _path(ob):
+    if kit.norm(_h1(ob)) == kit.norm(title) and "/catalogue/" in kit.path(ob):
         return None
-    hit = _find(ob, lambda e: e.tag == "a" and _norm(e.attrs.get("title")) == _norm(title))
-    if hit is not None and "/search/" in _path(ob):
-        return _click(ob, hit)
-    box = _field(ob, "q")
-    if box is None:
-        raise ValueError("no search box on the page")
-    d = _fill(ob, box, title)
+    hit = kit.find(ob, lambda e: e.tag == "a" and kit.norm(e.attrs.get("title")) == kit.norm(title))
+    if hit is not None and "/search/" in kit.path(ob):
+        return kit.click(ob, hit)
+    d = kit.fill(ob, kit.require(kit.field(ob, "q"), "the search box"), title)
     if d is not None:
         return d
-    return _click(ob, _button(ob, "Search"))
+    return kit.click(ob, kit.button(ob, "Search"))
 
 
 def _dashboard_menu(ob: Observation, menu: str, item: str) -> Decision | None:
     """Dashboard navigation bar: open ``menu`` then click ``item``."""
-    entry = _find(ob, lambda e: e.tag == "a" and _norm(e.text) == _norm(item) and "dropdown-item" in e.attrs.get("class", ""))
-    if entry is not None and ob.candidate(entry.bid) is not None:
-        return Decision(ActionType.CLICK, entry.bid)
-    top = _find(ob, lambda e: e.tag == "a" and _norm(e.text) == _norm(menu) and "dropdown-toggle" in e.attrs.get("class", ""))
-    return _click(ob, top)
+    entry = kit.find(ob, lambda e: e.tag == "a" and kit.norm(e.text) == kit.norm(item) and "dropdown-item" in e.attrs.get("class", ""))
+    if entry is not None and kit.visible(ob, entry):  # the menu is open
+        return kit.click(ob, entry)
+    top = kit.find(ob, lambda e: e.tag == "a" and kit.norm(e.text) == kit.norm(menu) and "dropdown-toggle" in e.attrs.get("class", ""))
+    return kit.click(ob, top)
 
 
-def _debug(task: "ShopTask", ob: Observation, d: Decision | None) -> None:
+def _shop_debug(task: ShopTask, ob: Observation, d: Decision | None) -> None:
     if os.environ.get("MAG_SHOP_DEBUG"):
         cands = [f"{c.id}:{c.role}:{c.text[:30]}" for c in ob.candidates]
-        print(f"[{task.template}] {_path(ob)} -> {d}\n   {cands[:80]}", file=sys.stderr)
+        print(f"[{task.template}] {kit.location(ob)} -> {d}\n   {cands[:80]}", file=sys.stderr)
 
 
 class ShopTask(SiteTask):
@@ -153,7 +78,7 @@ class ShopTask(SiteTask):
 
     def expert(self, ob: Any, memory: dict[str, Any]) -> Any:
         d = self.decide(ob, memory)
-        _debug(self, ob, d)
+        _shop_debug(self, ob, d)
         return d
 
     def decide(self, ob: Observation, memory: dict[str, Any]) -> Decision | None:  # pragma: no cover
@@ -191,14 +116,14 @@ class AddToBasket(ShopTask):
 
     def decide(self, ob: Observation, memory: dict[str, Any]) -> Decision | None:
         if memory.get("added"):
-            return _finish()
+            return kit.finish()
         d = _search_and_open(ob, self.params["title"])
         if d is not None:
             return d
-        d = _fill(ob, _field(ob, "quantity"), str(self.params["quantity"]))
+        d = kit.fill(ob, kit.field(ob, "quantity"), str(self.params["quantity"]))
         if d is not None:
             return d
-        return _flag(memory, "added", _click(ob, _button(ob, "Add to basket")))
+        return kit.once(memory, "added", kit.click(ob, kit.button(ob, "Add to basket")))
 
 
 class AddToWishlist(ShopTask):
@@ -220,11 +145,11 @@ class AddToWishlist(ShopTask):
 
     def decide(self, ob: Observation, memory: dict[str, Any]) -> Decision | None:
         if memory.get("added"):
-            return _finish()
+            return kit.finish()
         d = _search_and_open(ob, self.params["title"])
         if d is not None:
             return d
-        return _flag(memory, "added", _click(ob, _button(ob, "Add to wish list")))
+        return kit.once(memory, "added", kit.click(ob, kit.button(ob, "Add to wish list")))
 
 
 class ProductCategory(ShopTask):
@@ -237,18 +162,18 @@ class ProductCategory(ShopTask):
         return {"title": p["title"], "category": p["category"], "top": p["top"]}
 
     def check(self, answer: str | None) -> tuple[bool, str]:
-        ok = _norm(self.params["category"]) in _norm(answer)
+        ok = kit.norm(self.params["category"]) in kit.norm(answer)
         return ok, f"answer {answer!r}, want {self.params['category']!r}"
 
     def decide(self, ob: Observation, memory: dict[str, Any]) -> Decision | None:
         d = _search_and_open(ob, self.params["title"])
         if d is not None:
             return d
-        crumbs = [e for e in ob.elements.values() if e.tag == "a" and "/catalogue/category/" in e.attrs.get("href", "")
-                  and _find(ob, lambda x: x.bid == e.parent and "breadcrumb" in x.attrs.get("class", "")) is not None]
+        crumbs = kit.find_all(ob, lambda e: e.tag == "a" and "/catalogue/category/" in e.attrs["href"]
+                              and "breadcrumb" in ob.elements[e.parent].attrs["class"])
         if not crumbs:
             return None
-        return _finish(crumbs[-1].text)
+        return kit.finish(crumbs[-1].text)
 
 
 class ProductPrice(ShopTask):
@@ -269,10 +194,10 @@ class ProductPrice(ShopTask):
         d = _search_and_open(ob, self.params["title"])
         if d is not None:
             return d
-        price = _find(ob, lambda e: e.tag == "p" and "price_color" in e.attrs.get("class", ""))
+        price = kit.find(ob, lambda e: e.tag == "p" and "price_color" in e.attrs.get("class", ""))
         if price is None or not _money_in(price.text):
             return None
-        return _finish(f"£{_money_in(price.text)[0]}")
+        return kit.finish(f"£{_money_in(price.text)[0]}")
 
 
 class Checkout(ShopTask):
@@ -302,40 +227,38 @@ class Checkout(ShopTask):
         want = (p["first"], p["last"], p["line1"], p["city"], p["postcode"].upper(), p["cc"])
         for r in new:
             got = (r[1], r[2], r[3], r[4], (r[5] or "").upper(), r[6])
-            if tuple(_norm(x) for x in got) == tuple(_norm(x) for x in want):
+            if tuple(kit.norm(x) for x in got) == tuple(kit.norm(x) for x in want):
                 return True, f"order {r[0]} ships to {', '.join(got)}"
         return False, f"new order(s) ship elsewhere: {new}"
 
     def decide(self, ob: Observation, memory: dict[str, Any]) -> Decision | None:
-        p, path = self.params, _path(ob)
+        p, path = self.params, kit.path(ob)
         if "/checkout/thank-you/" in path:
-            return _finish()
+            return kit.finish()
         if "/checkout/preview/" in path:
-            return _click(ob, _button(ob, "Place order"))
+            return kit.click(ob, kit.button(ob, "Place order"))
         if "/checkout/payment-details/" in path:
-            return _click(ob, _button(ob, "Continue") or _link(ob, "Continue"))
+            return kit.click(ob, kit.button(ob, "Continue") or kit.link(ob, "Continue"))
         if "/checkout/shipping-method/" in path:
-            return _click(ob, _button(ob, "Select option"))
+            return kit.click(ob, kit.button(ob, "Select option"))
         if "/checkout/shipping-address/" in path:
             for name, value in (("first_name", p["first"]), ("last_name", p["last"]), ("line1", p["line1"]),
                                 ("line4", p["city"]), ("postcode", p["postcode"])):
-                d = _fill(ob, _field(ob, name), value)
+                d = kit.fill(ob, kit.field(ob, name), value)
                 if d is not None:
                     return d
-            country = _field(ob, "country")
-            if country is not None and (country.value or "") != p["cc"]:
-                if not memory.get("country"):
-                    memory["country"] = True
-                    return _select(ob, country, p["cc"])
-            return _click(ob, _button(ob, "Continue"))
+            country = kit.field(ob, "country")
+            if country is not None and (country.value or "") != p["cc"] and not memory.get("country"):
+                return kit.once(memory, "country", kit.select(ob, country, p["cc"]))
+            return kit.click(ob, kit.button(ob, "Continue"))
         if path.startswith("/basket/"):
-            return _click(ob, _link(ob, "Proceed to checkout"))
+            return kit.click(ob, kit.link(ob, "Proceed to checkout"))
         if memory.get("added"):
-            return _click(ob, _link(ob, "View basket") or _button(ob, "View basket"))
+            return kit.click(ob, kit.link(ob, "View basket") or kit.button(ob, "View basket"))
         d = _search_and_open(ob, p["title"])
         if d is not None:
             return d
-        return _flag(memory, "added", _click(ob, _button(ob, "Add to basket")))
+        return kit.once(memory, "added", kit.click(ob, kit.button(ob, "Add to basket")))
 
 
 class EditProfile(ShopTask):
@@ -353,20 +276,20 @@ class EditProfile(ShopTask):
         return tuple(row) == (self.params["first"], self.params["last"]), f"name is {row[0]} {row[1]}"
 
     def decide(self, ob: Observation, memory: dict[str, Any]) -> Decision | None:
-        path = _path(ob)
+        path = kit.path(ob)
         if memory.get("saved"):
-            return _finish()
+            return kit.finish()
         if path.startswith("/accounts/profile/edit/"):
             for name, value in (("first_name", self.params["first"]), ("last_name", self.params["last"])):
-                d = _fill(ob, _field(ob, name), value)
+                d = kit.fill(ob, kit.field(ob, name), value)
                 if d is not None:
                     return d
-            return _flag(memory, "saved", _click(ob, _button(ob, "Save")))
+            return kit.once(memory, "saved", kit.click(ob, kit.button(ob, "Save")))
         if path.startswith("/accounts/profile/"):
-            return _click(ob, _link(ob, "Edit profile"))
+            return kit.click(ob, kit.link(ob, "Edit profile"))
         if path.startswith("/accounts/"):
-            return _click(ob, _link(ob, "Profile"))
-        return _click(ob, _link(ob, "Account"))
+            return kit.click(ob, kit.link(ob, "Profile"))
+        return kit.click(ob, kit.link(ob, "Account"))
 
 
 class AddAddress(ShopTask):
@@ -381,45 +304,44 @@ class AddAddress(ShopTask):
         p = self.params
         rows = self.site.query("select first_name, last_name, line1, line4, postcode, country_id from address_useraddress "
                                "where user_id = ?", (self._user_id(CUSTOMER),))
-        want = tuple(_norm(x) for x in (p["first"], p["last"], p["line1"], p["city"], p["postcode"], p["cc"]))
-        ok = any(tuple(_norm(x) for x in r) == want for r in rows)
+        want = tuple(kit.norm(x) for x in (p["first"], p["last"], p["line1"], p["city"], p["postcode"], p["cc"]))
+        ok = any(tuple(kit.norm(x) for x in r) == want for r in rows)
         return ok, f"{len(rows)} address(es); {'found' if ok else 'none matches'} {want}"
 
     def decide(self, ob: Observation, memory: dict[str, Any]) -> Decision | None:
-        p, path = self.params, _path(ob)
+        p, path = self.params, kit.path(ob)
         if memory.get("saved"):
-            return _finish()
+            return kit.finish()
         if path.startswith("/accounts/addresses/add/"):
             for name, value in (("first_name", p["first"]), ("last_name", p["last"]), ("line1", p["line1"]),
                                 ("line4", p["city"]), ("postcode", p["postcode"])):
-                d = _fill(ob, _field(ob, name), value)
+                d = kit.fill(ob, kit.field(ob, name), value)
                 if d is not None:
                     return d
-            country = _field(ob, "country")
+            country = kit.field(ob, "country")
             if country is not None and not memory.get("country"):
-                memory["country"] = True
-                return _select(ob, country, p["cc"])
-            return _flag(memory, "saved", _click(ob, _button(ob, "Save")))
+                return kit.once(memory, "country", kit.select(ob, country, p["cc"]))
+            return kit.once(memory, "saved", kit.click(ob, kit.button(ob, "Save")))
         if path.startswith("/accounts/addresses/"):
-            return _click(ob, _link(ob, "Add a new address"))
+            return kit.click(ob, kit.link(ob, "Add a new address"))
         if path.startswith("/accounts/"):
-            return _click(ob, _link(ob, "Address Book"))
-        return _click(ob, _link(ob, "Account"))
+            return kit.click(ob, kit.link(ob, "Address Book"))
+        return kit.click(ob, kit.link(ob, "Account"))
 
 
 # ----------------------------------------------------------------------------- dashboard
 def _open_order(ob: Observation, number: str) -> Decision | None:
     """Dashboard: get to order ``number``'s detail page (None once there)."""
-    path = _path(ob)
+    path = kit.path(ob)
     if path.startswith(f"/dashboard/orders/{number}/"):
         return None
     if path.startswith("/dashboard/orders/"):
-        d = _fill(ob, _field(ob, "order_number"), number)
+        d = kit.fill(ob, kit.field(ob, "order_number"), number)
         if d is not None:
             return d
-        form = _find(ob, lambda e: e.attrs.get("id") == "search_form")
-        btn = _find(ob, lambda e: e.tag == "input" and e.attrs.get("type") == "submit" and e.parent == (form.bid if form else None))
-        return _click(ob, btn or _button(ob, "Search"))
+        form = kit.by_id(ob, "search_form")
+        btn = kit.find(ob, lambda e: e.tag == "input" and e.attrs.get("type") == "submit" and e.parent == (form.bid if form else None))
+        return kit.click(ob, btn or kit.button(ob, "Search"))
     return _dashboard_menu(ob, "Fulfilment", "Orders")
 
 
@@ -439,41 +361,42 @@ class ChangeOrderStatus(ShopTask):
 
     def decide(self, ob: Observation, memory: dict[str, Any]) -> Decision | None:
         if memory.get("saved"):
-            return _finish()
+            return kit.finish()
         d = _open_order(ob, self.params["number"])
         if d is not None:
             return d
-        form = _find(ob, lambda e: e.attrs.get("id") == "order_status_form")
-        sel = _find(ob, lambda e: e.tag == "select" and e.attrs.get("name") == "new_status" and form is not None
-                    and _inside(ob, e, form.bid))
+        form = kit.by_id(ob, "order_status_form")
+        sel = kit.find(ob, lambda e: e.tag == "select" and e.attrs.get("name") == "new_status" and form is not None
+                       and _shop_inside(ob, e, form.bid))
         if sel is None:
             return None
         if not memory.get("chosen"):  # the DOM snapshot does not report a select's value: remember the choice
             d = _select2(ob, sel, self.params["status"])
-            if d is not None and (d.type is ActionType.SELECT or ob.elements[d.bid].tag == "li" if d.bid else False):
+            if d is not None and d.bid is not None and (d.type is ActionType.SELECT or ob.elements[d.bid].tag == "li"):
                 memory["chosen"] = True
             return d
-        memory["saved"] = True
-        btn = _find(ob, lambda e: e.tag == "button" and _norm(e.text) == "change status" and _inside(ob, e, form.bid))
-        return _click(ob, btn)
+        btn = kit.find(ob, lambda e: e.tag == "button" and kit.norm(e.text) == "change status"
+                       and _shop_inside(ob, e, form.bid))
+        return kit.once(memory, "saved", kit.click(ob, kit.require(btn, 'the "Change status" button')))
 
 
 def _select2(ob: Observation, sel: Element, value: str) -> Decision | None:
     """Choose ``value`` in a select the dashboard shows as a select2 widget (open it, click the option)."""
-    if ob.candidate(sel.bid) is not None:
-        return _select(ob, sel, value)
-    option = _find(ob, lambda e: e.tag == "li" and "select2-results__option" in e.attrs.get("class", "")
-                   and _norm(e.text) == _norm(value))
-    if option is not None and ob.candidate(option.bid) is not None:
-        return Decision(ActionType.CLICK, option.bid)
+    if kit.visible(ob, sel):
+        return kit.select(ob, sel, value)
+    option = kit.find(ob, lambda e: e.tag == "li" and "select2-results__option" in e.attrs.get("class", "")
+                      and kit.norm(e.text) == kit.norm(value))
+    if option is not None and kit.visible(ob, option):  # the widget is open
+        return kit.click(ob, option)
     siblings = ob.elements[sel.parent].children if sel.parent in ob.elements else []
     after = siblings[siblings.index(sel.bid) + 1:] if sel.bid in siblings else []
     widget = next((ob.elements[b] for b in after if "select2" in ob.elements[b].attrs.get("class", "")), None)
-    box = _find(ob, lambda e: e.role == "combobox" and widget is not None and _inside(ob, e, widget.bid))
-    return _click(ob, box)
+    box = kit.find(ob, lambda e: e.role == "combobox" and widget is not None and _shop_inside(ob, e, widget.bid))
+    return kit.click(ob, box)
 
 
-def _inside(ob: Observation, el: Element, ancestor: str) -> bool:
+def _shop_inside(ob: Observation, el: Element, ancestor: str) -> bool:
+    """Whether ``el`` lies inside the element ``ancestor`` (a bid)."""
     p = el.parent
     while p is not None:
         if p == ancestor:
@@ -502,19 +425,19 @@ class OrderTotal(ShopTask):
         d = _open_order(ob, self.params["number"])
         if d is not None:
             return d
-        th = _find(ob, lambda e: e.tag == "th" and _norm(e.text) == "order total")
+        th = kit.find(ob, lambda e: e.tag == "th" and kit.norm(e.text) == "order total")
         if th is None or th.parent not in ob.elements:
             return None
         head = ob.elements[th.parent]  # header row; the values are in the next row, same column
         column = [c for c in head.children if ob.elements[c].tag == "th"].index(th.bid)
         rows = [r for r in ob.elements.values() if r.tag == "tr" and r.parent == head.parent] or \
-            [r for r in ob.elements.values() if r.tag == "tr" and _inside(ob, r, ob.elements[head.parent].parent or "")]
+            [r for r in ob.elements.values() if r.tag == "tr" and _shop_inside(ob, r, ob.elements[head.parent].parent or "")]
         after = rows[rows.index(head) + 1:] if head in rows else []
         cells = [ob.elements[c] for c in (after[0].children if after else []) if ob.elements[c].tag == "td"]
         money = _money_in(cells[column].text) if len(cells) > column else []
         if not money:
             return None
-        return _finish(f"£{money[0]}")
+        return kit.finish(f"£{money[0]}")
 
 
 class CountOrdersByStatus(ShopTask):
@@ -534,14 +457,14 @@ class CountOrdersByStatus(ShopTask):
         return ok, f"answer {answer!r}, want {self.params['count']}"
 
     def decide(self, ob: Observation, memory: dict[str, Any]) -> Decision | None:
-        path = _path(ob)
+        path = kit.path(ob)
         if path.startswith("/dashboard/orders/") and "status=" in ob.url:
-            m = re.search(r"Select all (\d+)", _page_text(ob))
+            m = re.search(r"Select all (\d+)", kit.page_text(ob))
             if m:
-                return _finish(m.group(1))
+                return kit.finish(m.group(1))
             rows = {e.text for e in ob.elements.values() if e.tag == "a" and re.fullmatch(r"\d{6}", e.text)
                     and re.search(r"/dashboard/orders/\d+/", e.attrs.get("href", ""))}
-            return _finish(str(len(rows)))
+            return kit.finish(str(len(rows)))
         if path.startswith("/dashboard/orders/"):
             # the status filter is a select2 widget in the "Advanced Search" modal; the filtered
             # list has its own URL, which the agent may open directly
@@ -571,27 +494,27 @@ class EditProductStock(ShopTask):
         return ok, f"price {row[0]}, stock {row[1]}"
 
     def decide(self, ob: Observation, memory: dict[str, Any]) -> Decision | None:
-        p, path = self.params, _path(ob)
+        p, path = self.params, kit.path(ob)
         if memory.get("saved"):
-            return _finish()
+            return kit.finish()
         if re.match(r"^/dashboard/catalogue/products/\d+/", path):
-            price = _find(ob, lambda e: e.tag == "input" and e.attrs.get("name", "").endswith("-price")
-                          and e.attrs.get("name", "").startswith("stockrecords-0"))
-            stock = _find(ob, lambda e: e.tag == "input" and e.attrs.get("name") == "stockrecords-0-num_in_stock")
-            if price is not None and ob.candidate(price.bid) is None and not memory.get("tab"):
-                return _flag(memory, "tab", _click(ob, _link(ob, "Stock and pricing")))
+            price = kit.find(ob, lambda e: e.tag == "input" and e.attrs.get("name", "").endswith("-price")
+                             and e.attrs.get("name", "").startswith("stockrecords-0"))
+            stock = kit.find(ob, lambda e: e.tag == "input" and e.attrs.get("name") == "stockrecords-0-num_in_stock")
+            if price is not None and not kit.visible(ob, price) and not memory.get("tab"):
+                return kit.once(memory, "tab", kit.click(ob, kit.link(ob, "Stock and pricing")))
             for el, value in ((price, p["price"]), (stock, str(p["stock"]))):
                 if el is not None and Decimal((el.value or "0").replace(",", "") or "0") != Decimal(value):
-                    return _reach(ob, el, lambda e, v=value: Decision(ActionType.TYPE, e.bid, text=v))
-            return _flag(memory, "saved", _click(ob, _button(ob, "Save")))
+                    return kit.fill(ob, el, value)
+            return kit.once(memory, "saved", kit.click(ob, kit.button(ob, "Save")))
         if path.startswith("/dashboard/catalogue/"):
-            hit = _find(ob, lambda e: e.tag == "a" and _norm(e.text) == _norm(p["title"]))
+            hit = kit.find(ob, lambda e: e.tag == "a" and kit.norm(e.text) == kit.norm(p["title"]))
             if hit is not None and "title=" in ob.url:
-                return _click(ob, hit)
-            d = _fill(ob, _field(ob, "title"), p["title"])
+                return kit.click(ob, hit)
+            d = kit.fill(ob, kit.field(ob, "title"), p["title"])
             if d is not None:
                 return d
-            return _click(ob, _button(ob, "Search"))
+            return kit.click(ob, kit.button(ob, "Search"))
         return _dashboard_menu(ob, "Catalogue", "Products")
 
 

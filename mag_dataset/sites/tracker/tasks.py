@@ -6,140 +6,64 @@ matching a search; add a milestone and a component in the admin panel; edit a wi
 Parameters come from the seed definitions (:mod:`mag_dataset.sites.tracker.data`); each
 check reads Trac's database after the episode (WebArena's program-based evaluators), or the
 ``finish`` answer for the information-seeking ones. Every expert reads only the observation
-(elements found by id, name, tag and text; the URL) and ``memory``.
+(elements found by id, name, tag and text; the URL) and ``memory``, through the one expert kit
+(:mod:`mag_dataset.live.expert_kit`: finding, the scroll policy, acting).
 """
 
 from __future__ import annotations
 
 import random
 import re
-import urllib.parse
 from datetime import datetime, timezone
-from typing import Any, Callable
+from typing import Any
 
-from mag_dataset.actions import ActionType
-from mag_dataset.live.experts import Decision
-from mag_dataset.live.observe import Element, Observation
+from mag_dataset.live import expert_kit as kit
+from mag_dataset.live.expert_kit import Decision
+from mag_dataset.live.observe import Observation
 from mag_dataset.sites.task import SiteTask
 from mag_dataset.sites.tracker import TrackerSite
 from mag_dataset.sites.tracker.data import (
     COMPONENTS, DEVELOPERS, OPEN_MILESTONES, PRIORITIES, RESOLUTIONS, TYPES, USERS, seed_data,
 )
 
-#: The viewport height the experts scroll against (CSS px).
-_VIEW_H = 720
-_MARGIN = 8
 
-
-# ----------------------------------------------------------------------------- observation helpers
-def _norm(s: str | None) -> str:
-    return " ".join((s or "").split()).lower()
-
-
-def _find(ob: Observation, pred: Callable[[Element], bool]) -> Element | None:
-    for el in ob.elements.values():
-        try:
-            if pred(el):
-                return el
-        except (KeyError, AttributeError):
-            continue
-    return None
-
-
-def _by_id(ob: Observation, html_id: str) -> Element | None:
-    return _find(ob, lambda e: e.attrs.get("id") == html_id)
-
-
-def _by_name(ob: Observation, name: str, tag: str | None = None, value: str | None = None) -> Element | None:
-    return _find(ob, lambda e: e.attrs.get("name") == name and (tag is None or e.tag == tag)
-                 and (value is None or e.attrs.get("value") == value))
-
-
-def _link(ob: Observation, text: str, href_re: str | None = None) -> Element | None:
-    want = _norm(text)
-    return _find(ob, lambda e: e.tag == "a" and _norm(e.text) == want
-                 and (href_re is None or re.search(href_re, e.attrs.get("href", "")) is not None))
-
-
-def _path(ob: Observation) -> str:
-    return urllib.parse.urlsplit(ob.url).path
-
-
-def _query(ob: Observation) -> dict[str, list[str]]:
-    return urllib.parse.parse_qs(urllib.parse.urlsplit(ob.url).query)
-
-
-def _reach(ob: Observation, el: Element) -> Decision | None:
-    """A scroll toward ``el`` when it is not wholly in the viewport, else None (act on it)."""
-    if el.bbox is not None:
-        top, bottom = el.bbox[1], el.bbox[3]
-        if bottom > _VIEW_H - _MARGIN and top > _MARGIN:
-            return Decision(ActionType.SCROLL, direction="down")
-        if top < 0:
-            return Decision(ActionType.SCROLL, direction="up")
-    if ob.candidate(el.bid) is None:
-        raise ValueError(f"element {el.bid} ({el.tag} {el.label!r}) is not visible")
-    return None
-
-
-def _click(ob: Observation, el: Element | None, what: str) -> Decision:
-    if el is None:
-        raise ValueError(f"{what} not found on {ob.url}")
-    return _reach(ob, el) or Decision(ActionType.CLICK, el.bid)
-
-
-def _type(ob: Observation, el: Element | None, text: str, what: str) -> Decision:
-    if el is None:
-        raise ValueError(f"{what} not found on {ob.url}")
-    return _reach(ob, el) or Decision(ActionType.TYPE, el.bid, text=text)
-
-
-def _select(ob: Observation, el: Element | None, value: str, what: str) -> Decision:
-    if el is None:
-        raise ValueError(f"{what} not found on {ob.url}")
-    return _reach(ob, el) or Decision(ActionType.SELECT, el.bid, value=value)
-
-
-def _once(memory: dict[str, Any], key: str, decision: Decision) -> Decision:
-    """Record that a one-off step (a select, a checkbox) was issued, unless it is a scroll toward it."""
-    if decision.type is not ActionType.SCROLL:
-        memory[key] = True
-    return decision
-
-
-def _finish(answer: str = "done") -> Decision:
-    return Decision(ActionType.FINISH, answer=answer)
+# ----------------------------------------------------------------------------- tracker steps (on the kit)
+def _reached(d: Decision | None, what: str) -> Decision:
+    """``d``, a kit step towards ``what``; :class:`~mag_dataset.live.expert_kit.NotOnPage` when it is
+    None (``what`` has no box, or is hidden where it stands): the tracker's experts have no other way on."""
+    if d is None:
+        raise kit.NotOnPage(f"{what} cannot be brought into view")
+    return d
 
 
 def _search(ob: Observation, memory: dict[str, Any], text: str) -> Decision:
     """Type ``text`` into the header's search box, then press Enter (``memory["searched"]``)."""
-    box = _by_id(ob, "proj-search")
-    if box is None:
-        raise ValueError("search box not found")
+    box = kit.require(kit.by_id(ob, "proj-search"), "search box")
     if (box.value or "") != text:
-        return _type(ob, box, text, "search box")
-    return _once(memory, "searched", Decision(ActionType.PRESS, key="Enter"))
+        return _reached(kit.fill(ob, box, text), "search box")
+    return kit.once(memory, "searched", kit.press("Enter"))
 
 
 def _open_ticket(ob: Observation, memory: dict[str, Any], tid: int) -> Decision | None:
     """Steps to get to ticket #tid through the search box's quick jump (``#12``), or None when there."""
-    return None if _path(ob) == f"/ticket/{tid}" else _search(ob, memory, f"#{tid}")
+    return None if kit.path(ob) == f"/ticket/{tid}" else _search(ob, memory, f"#{tid}")
 
 
 def _open_modify(ob: Observation, memory: dict[str, Any]) -> Decision | None:
     """Click the ticket's "Modify" link (unfolds the ticket editor and jumps to it), once."""
     if memory.get("modify"):
         return None
-    return _once(memory, "modify", _click(ob, _find(ob, lambda e: e.tag == "a" and e.attrs.get("href") == "#modify"),
-                                          "Modify link"))
+    link = kit.require(kit.link(ob, href=r"^#modify$"), "Modify link")
+    return kit.once(memory, "modify", _reached(kit.click(ob, link), "Modify link"))
 
 
 def _comment_and_submit(ob: Observation, memory: dict[str, Any], comment: str | None) -> Decision:
     """Fill the ticket's comment box (when there is a comment to give), then Submit changes."""
-    box = _by_id(ob, "comment")
+    box = kit.by_id(ob, "comment")
     if comment is not None and box is not None and (box.value or "").strip() != comment:
-        return _type(ob, box, comment, "comment box")
-    return _once(memory, "submitted", _click(ob, _by_name(ob, "submit", "input"), "Submit changes button"))
+        return _reached(kit.fill(ob, box, comment), "comment box")
+    submit = kit.require(kit.by_name(ob, "submit", tag="input"), "Submit changes button")
+    return kit.once(memory, "submitted", _reached(kit.click(ob, submit), "Submit changes button"))
 
 
 def _user_name(user: str) -> str:
@@ -204,16 +128,20 @@ class CreateTicket(_TrackerTask):
     def expert(self, ob: Observation, memory: dict[str, Any]) -> Decision | None:
         p = self.params
         if memory.get("created"):
-            return _finish() if re.fullmatch(r"/ticket/\d+", _path(ob)) else None
-        if _path(ob) != "/newticket":
-            return _click(ob, _link(ob, "New Ticket"), "New Ticket link")
-        summary = _by_id(ob, "field-summary")
+            return kit.finish() if re.fullmatch(r"/ticket/\d+", kit.path(ob)) else None
+        if kit.path(ob) != "/newticket":
+            new = kit.require(kit.link(ob, "New Ticket"), "New Ticket link")
+            return _reached(kit.click(ob, new), "New Ticket link")
+        summary = kit.by_id(ob, "field-summary")
         if summary is not None and (summary.value or "") != p["summary"]:
-            return _type(ob, summary, p["summary"], "summary field")
-        for field in ("type", "priority", "milestone", "component"):
-            if not memory.get(field):
-                return _once(memory, field, _select(ob, _by_id(ob, f"field-{field}"), p[field], f"{field} field"))
-        return _once(memory, "created", _click(ob, _by_name(ob, "submit", "input"), "Create ticket button"))
+            return _reached(kit.fill(ob, summary, p["summary"]), "summary field")
+        for name in ("type", "priority", "milestone", "component"):
+            if not memory.get(name):
+                what = f"{name} field"
+                el = kit.require(kit.by_id(ob, f"field-{name}"), what)
+                return kit.once(memory, name, _reached(kit.select(ob, el, p[name]), what))
+        submit = kit.require(kit.by_name(ob, "submit", tag="input"), "Create ticket button")
+        return kit.once(memory, "created", _reached(kit.click(ob, submit), "Create ticket button"))
 
 
 class CommentTicket(_TrackerTask):
@@ -232,12 +160,13 @@ class CommentTicket(_TrackerTask):
 
     def expert(self, ob: Observation, memory: dict[str, Any]) -> Decision | None:
         if memory.get("submitted"):
-            return _finish()
+            return kit.finish()
         step = _open_ticket(ob, memory, self.params["ticket"])
         if step:
             return step
         if not memory.get("end"):  # the comment box is at the very bottom of the ticket page
-            return _once(memory, "end", Decision(ActionType.PRESS, key="End"))
+            memory["end"] = True  # set here: kit.once does not remember a page key (a scroll)
+            return kit.press("End")
         return _comment_and_submit(ob, memory, self.params["comment"])
 
 
@@ -261,15 +190,16 @@ class ReassignTicket(_TrackerTask):
 
     def expert(self, ob: Observation, memory: dict[str, Any]) -> Decision | None:
         if memory.get("submitted"):
-            return _finish()
+            return kit.finish()
         step = _open_ticket(ob, memory, self.params["ticket"]) or _open_modify(ob, memory)
         if step:
             return step
         if not memory.get("radio"):
-            return _once(memory, "radio", _click(ob, _by_id(ob, "action_reassign"), "reassign radio"))
+            radio = kit.require(kit.by_id(ob, "action_reassign"), "reassign radio")
+            return kit.once(memory, "radio", _reached(kit.click(ob, radio), "reassign radio"))
         if not memory.get("owner"):
-            return _once(memory, "owner", _select(ob, _by_id(ob, "action_reassign_reassign_owner"),
-                                                  self.params["owner"], "new owner list"))
+            owners = kit.require(kit.by_id(ob, "action_reassign_reassign_owner"), "new owner list")
+            return kit.once(memory, "owner", _reached(kit.select(ob, owners, self.params["owner"]), "new owner list"))
         return _comment_and_submit(ob, memory, None)
 
 
@@ -292,15 +222,17 @@ class CloseTicket(_TrackerTask):
 
     def expert(self, ob: Observation, memory: dict[str, Any]) -> Decision | None:
         if memory.get("submitted"):
-            return _finish()
+            return kit.finish()
         step = _open_ticket(ob, memory, self.params["ticket"]) or _open_modify(ob, memory)
         if step:
             return step
         if not memory.get("radio"):
-            return _once(memory, "radio", _click(ob, _by_id(ob, "action_resolve"), "resolve radio"))
+            radio = kit.require(kit.by_id(ob, "action_resolve"), "resolve radio")
+            return kit.once(memory, "radio", _reached(kit.click(ob, radio), "resolve radio"))
         if not memory.get("resolution"):
-            return _once(memory, "resolution", _select(ob, _by_id(ob, "action_resolve_resolve_resolution"),
-                                                       self.params["resolution"], "resolution list"))
+            res = kit.require(kit.by_id(ob, "action_resolve_resolve_resolution"), "resolution list")
+            return kit.once(memory, "resolution",
+                            _reached(kit.select(ob, res, self.params["resolution"]), "resolution list"))
         return _comment_and_submit(ob, memory, self.params["comment"])
 
 
@@ -320,13 +252,14 @@ class ChangeMilestone(_TrackerTask):
 
     def expert(self, ob: Observation, memory: dict[str, Any]) -> Decision | None:
         if memory.get("submitted"):
-            return _finish()
+            return kit.finish()
         step = _open_ticket(ob, memory, self.params["ticket"]) or _open_modify(ob, memory)
         if step:
             return step
         if not memory.get("milestone"):
-            return _once(memory, "milestone", _select(ob, _by_id(ob, "field-milestone"), self.params["milestone"],
-                                                      "milestone list"))
+            ms = kit.require(kit.by_id(ob, "field-milestone"), "milestone list")
+            return kit.once(memory, "milestone",
+                            _reached(kit.select(ob, ms, self.params["milestone"]), "milestone list"))
         return _comment_and_submit(ob, memory, None)
 
 
@@ -350,29 +283,32 @@ class CountQuery(_TrackerTask):
 
     def expert(self, ob: Observation, memory: dict[str, Any]) -> Decision | None:
         p = self.params
-        if _path(ob) != "/query":
-            if _path(ob) == "/report":
-                return _click(ob, _link(ob, "New Custom Query"), "New Custom Query link")
-            return _click(ob, _link(ob, "View Tickets"), "View Tickets link")
-        q = _query(ob)
+        if kit.path(ob) != "/query":
+            if kit.path(ob) == "/report":
+                custom = kit.require(kit.link(ob, "New Custom Query"), "New Custom Query link")
+                return _reached(kit.click(ob, custom), "New Custom Query link")
+            view = kit.require(kit.link(ob, "View Tickets"), "View Tickets link")
+            return _reached(kit.click(ob, view), "View Tickets link")
+        q = kit.query(ob)
         if memory.get("updated") and q.get("owner") == [p["owner"]] and q.get("status") == [p["status"]]:
-            numrows = _find(ob, lambda e: "numrows" in e.attrs.get("class", ""))
+            numrows = kit.find(ob, lambda e: "numrows" in e.attrs.get("class", ""))
             text = numrows.text if numrows is not None else ""
             m = re.search(r"(\d+|No) match", text)
             if m is None:
-                raise ValueError(f"no match count on the query page: {text!r}")
-            return _finish("0" if m.group(1) == "No" else m.group(1))
-        owner = _find(ob, lambda e: e.tag == "select" and re.fullmatch(r"\d+_owner", e.attrs.get("name", "")) is not None)
-        if owner is None:
-            raise ValueError("no owner filter on the query page")
+                raise kit.ExpertError(f"no match count on the query page: {text!r}")
+            return kit.finish("0" if m.group(1) == "No" else m.group(1))
+        owner = kit.require(kit.find(ob, lambda e: e.tag == "select"
+                                     and re.fullmatch(r"\d+_owner", e.attrs.get("name", "")) is not None),
+                            "owner filter")
         if not memory.get("owner"):
-            return _once(memory, "owner", _select(ob, owner, p["owner"], "owner filter"))
-        for box in [e for e in ob.elements.values() if e.tag == "input" and e.attrs.get("type") == "checkbox"
-                    and re.fullmatch(r"\d+_status", e.attrs.get("name", ""))]:
+            return kit.once(memory, "owner", _reached(kit.select(ob, owner, p["owner"]), "owner filter"))
+        for box in kit.find_all(ob, lambda e: e.tag == "input" and e.attrs.get("type") == "checkbox"
+                                and re.fullmatch(r"\d+_status", e.attrs.get("name", "")) is not None):
             want = box.attrs.get("value") == p["status"]
             if bool(box.checked) != want:
-                return _click(ob, box, "status checkbox")
-        return _once(memory, "updated", _click(ob, _by_name(ob, "update", "input"), "Update button"))
+                return _reached(kit.click(ob, box), "status checkbox")
+        update = kit.require(kit.by_name(ob, "update", tag="input"), "Update button")
+        return kit.once(memory, "updated", _reached(kit.click(ob, update), "Update button"))
 
 
 class TicketMilestone(_TrackerTask):
@@ -386,20 +322,20 @@ class TicketMilestone(_TrackerTask):
         return {"summary": t.final["summary"], "ticket": t.id, "milestone": t.final["milestone"]}
 
     def check(self, answer: str | None) -> tuple[bool, str]:
-        ok = _norm(answer).strip(" .\"'") == _norm(self.params["milestone"])
+        ok = kit.norm(answer).strip(" .\"'") == kit.norm(self.params["milestone"])
         return ok, f"answer {answer!r}, expected {self.params['milestone']!r}"
 
     def expert(self, ob: Observation, memory: dict[str, Any]) -> Decision | None:
         p = self.params
-        if re.fullmatch(r"/ticket/\d+", _path(ob)):
-            cell = _find(ob, lambda e: e.tag == "td" and e.attrs.get("headers") == "h_milestone")
-            if cell is None:
-                raise ValueError("no milestone cell on the ticket page")
-            return _finish(cell.text.strip())
-        if _path(ob) == "/search" and memory.get("searched"):
-            hit = _find(ob, lambda e: e.tag == "a" and re.fullmatch(r"/ticket/\d+", e.attrs.get("href", "")) is not None
-                        and _norm(p["summary"]) in _norm(e.text))
-            return _click(ob, hit, "search hit")
+        if re.fullmatch(r"/ticket/\d+", kit.path(ob)):
+            cell = kit.require(kit.find(ob, lambda e: e.tag == "td" and e.attrs.get("headers") == "h_milestone"),
+                               "milestone cell")
+            return kit.finish(cell.text.strip())
+        if kit.path(ob) == "/search" and memory.get("searched"):
+            hit = kit.require(kit.find(ob, lambda e: e.tag == "a"
+                                       and re.fullmatch(r"/ticket/\d+", e.attrs.get("href", "")) is not None
+                                       and kit.norm(p["summary"]) in kit.norm(e.text)), "search hit")
+            return _reached(kit.click(ob, hit), "search hit")
         return _search(ob, memory, p["summary"])
 
 
@@ -438,15 +374,15 @@ class SearchNewest(_TrackerTask):
 
     def expert(self, ob: Observation, memory: dict[str, Any]) -> Decision | None:
         p = self.params
-        m = re.fullmatch(r"/ticket/(\d+)", _path(ob))
+        m = re.fullmatch(r"/ticket/(\d+)", kit.path(ob))
         if m and memory.get("opened"):
-            return _finish(f"#{m.group(1)}")
-        if _path(ob) == "/search" and memory.get("searched"):
+            return kit.finish(f"#{m.group(1)}")
+        if kit.path(ob) == "/search" and memory.get("searched"):
             # results come newest first; the first ticket among them is the newest ticket
-            hit = next((e for e in ob.elements.values() if e.tag == "a" and e.parent is not None
-                        and re.fullmatch(r"/ticket/\d+", e.attrs.get("href", ""))
-                        and ob.elements.get(e.parent) is not None and ob.elements[e.parent].tag == "dt"), None)
-            return _once(memory, "opened", _click(ob, hit, "first ticket hit"))
+            hit = kit.require(kit.find(ob, lambda e: e.tag == "a" and e.parent is not None
+                                       and re.fullmatch(r"/ticket/\d+", e.attrs.get("href", "")) is not None
+                                       and ob.elements[e.parent].tag == "dt"), "first ticket hit")
+            return kit.once(memory, "opened", _reached(kit.click(ob, hit), "first ticket hit"))
         return _search(ob, memory, p["word"])
 
 
@@ -471,21 +407,25 @@ class AddMilestone(_TrackerTask):
     def expert(self, ob: Observation, memory: dict[str, Any]) -> Decision | None:
         p = self.params
         if memory.get("added"):
-            return _finish()
-        if not _path(ob).startswith("/admin"):
-            return _click(ob, _link(ob, "Admin"), "Admin link")
-        if _path(ob) != "/admin/ticket/milestones":
-            return _click(ob, _link(ob, "Milestones", r"/admin/ticket/milestones$"), "Milestones panel link")
-        name = _by_id(ob, "name")
+            return kit.finish()
+        if not kit.path(ob).startswith("/admin"):
+            admin = kit.require(kit.link(ob, "Admin"), "Admin link")
+            return _reached(kit.click(ob, admin), "Admin link")
+        if kit.path(ob) != "/admin/ticket/milestones":
+            what = "Milestones panel link"
+            panel = kit.require(kit.link(ob, "Milestones", href=r"/admin/ticket/milestones$"), what)
+            return _reached(kit.click(ob, panel), what)
+        name = kit.by_id(ob, "name")
         if name is not None and (name.value or "") != p["name"]:
-            return _type(ob, name, p["name"], "milestone name field")
-        due = _by_id(ob, "duedate")
+            return _reached(kit.fill(ob, name, p["name"]), "milestone name field")
+        due = kit.by_id(ob, "duedate")
         if due is not None and (due.value or "") != p["due"]:
-            return _type(ob, due, p["due"], "due date field")
+            return _reached(kit.fill(ob, due, p["due"]), "due date field")
         if not memory.get("closed_picker"):
             # the date picker pops up over the form: Escape closes it, as a user would
-            return _once(memory, "closed_picker", Decision(ActionType.PRESS, key="Escape"))
-        return _once(memory, "added", _click(ob, _by_name(ob, "add", "input"), "Add button"))
+            return kit.once(memory, "closed_picker", kit.press("Escape"))
+        add = kit.require(kit.by_name(ob, "add", tag="input"), "Add button")
+        return kit.once(memory, "added", _reached(kit.click(ob, add), "Add button"))
 
 
 class AddComponent(_TrackerTask):
@@ -508,18 +448,23 @@ class AddComponent(_TrackerTask):
     def expert(self, ob: Observation, memory: dict[str, Any]) -> Decision | None:
         p = self.params
         if memory.get("added"):
-            return _finish()
-        if not _path(ob).startswith("/admin"):
-            return _click(ob, _link(ob, "Admin"), "Admin link")
-        if _path(ob) != "/admin/ticket/components":
-            return _click(ob, _link(ob, "Components", r"/admin/ticket/components$"), "Components panel link")
-        name = _find(ob, lambda e: e.tag == "input" and e.attrs.get("name") == "name"
-                     and e.attrs.get("type", "text") == "text")
+            return kit.finish()
+        if not kit.path(ob).startswith("/admin"):
+            admin = kit.require(kit.link(ob, "Admin"), "Admin link")
+            return _reached(kit.click(ob, admin), "Admin link")
+        if kit.path(ob) != "/admin/ticket/components":
+            what = "Components panel link"
+            panel = kit.require(kit.link(ob, "Components", href=r"/admin/ticket/components$"), what)
+            return _reached(kit.click(ob, panel), what)
+        name = kit.find(ob, lambda e: e.tag == "input" and e.attrs.get("name") == "name"
+                        and e.attrs.get("type", "text") == "text")
         if name is not None and (name.value or "") != p["name"]:
-            return _type(ob, name, p["name"], "component name field")
+            return _reached(kit.fill(ob, name, p["name"]), "component name field")
         if not memory.get("owner"):
-            return _once(memory, "owner", _select(ob, _by_id(ob, "owner"), p["owner"], "owner list"))
-        return _once(memory, "added", _click(ob, _by_name(ob, "add", "input"), "Add button"))
+            owners = kit.require(kit.by_id(ob, "owner"), "owner list")
+            return kit.once(memory, "owner", _reached(kit.select(ob, owners, p["owner"]), "owner list"))
+        add = kit.require(kit.by_name(ob, "add", tag="input"), "Add button")
+        return kit.once(memory, "added", _reached(kit.click(ob, add), "Add button"))
 
 
 #: wiki page -> the link text on WikiStart's quick links
@@ -550,25 +495,27 @@ class EditWiki(_TrackerTask):
         lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
         if not lines or lines[-1] != p["line"]:
             return False, f"last line is {lines[-1:]!r}"
-        if _norm(text).replace(_norm(p["line"]), "").strip() != _norm(seeded[-1].text):
+        if kit.norm(text).replace(kit.norm(p["line"]), "").strip() != kit.norm(seeded[-1].text):
             return False, "the rest of the page changed"
         return author == self.user, f"saved by {author}"
 
     def expert(self, ob: Observation, memory: dict[str, Any]) -> Decision | None:
         p = self.params
         if memory.get("saved"):
-            return _finish()
-        path = _path(ob)
-        if path != f"/wiki/{p['page']}":
-            return _click(ob, _link(ob, p["title"], rf"/wiki/{p['page']}$"), f"link to {p['page']}")
-        text = _by_id(ob, "text")
+            return kit.finish()
+        if kit.path(ob) != f"/wiki/{p['page']}":
+            what = f"link to {p['page']}"
+            page = kit.require(kit.link(ob, p["title"], href=rf"/wiki/{p['page']}$"), what)
+            return _reached(kit.click(ob, page), what)
+        text = kit.by_id(ob, "text")
         if text is None:  # the page view: its edit button sits under the text
-            return _click(ob, _find(ob, lambda e: e.tag == "input" and e.attrs.get("value") == "Edit this page"),
-                          "Edit this page button")
+            edit = kit.require(kit.button(ob, "Edit this page"), "Edit this page button")
+            return _reached(kit.click(ob, edit), "Edit this page button")
         current = text.value or ""
         if p["line"] not in current:
-            return _type(ob, text, current.rstrip("\n") + "\n" + p["line"] + "\n", "page text")
-        return _once(memory, "saved", _click(ob, _by_id(ob, "save"), "Submit changes button"))
+            return _reached(kit.fill(ob, text, current.rstrip("\n") + "\n" + p["line"] + "\n"), "page text")
+        save = kit.require(kit.by_id(ob, "save"), "Submit changes button")
+        return kit.once(memory, "saved", _reached(kit.click(ob, save), "Submit changes button"))
 
 
 TASKS: tuple[type[SiteTask], ...] = (

@@ -12,39 +12,30 @@ from __future__ import annotations
 import random
 import re
 import urllib.parse
-from typing import Any, Callable, ClassVar
+from typing import Any, ClassVar
 
 from mag_dataset.actions import ActionType
-from mag_dataset.live.experts import Decision
+from mag_dataset.live import expert_kit as kit
+from mag_dataset.live.expert_kit import Decision
 from mag_dataset.live.observe import Element, Observation
-from mag_dataset.sites.base import VIEWPORT
 from mag_dataset.sites.task import SiteTask
 from mag_dataset.sites.wiki import WikiSite, db_key
 from mag_dataset.sites.wiki import seed as wseed
 
+#: A step that changes nothing: the page is observed mid-navigation, or a click is still saving.
+_WAIT = Decision(ActionType.SCROLL, direction="up")
+
 
 # ----------------------------------------------------------------------------- observation helpers
-def _norm(s: str | None) -> str:
+def _squeeze_spaces(s: str | None) -> str:
+    """Whitespace collapsed, case kept (:func:`kit.norm` lower-cases): titles, user names and
+    typed values compare case-sensitively on the wiki."""
     return " ".join((s or "").split())
 
 
 def _squash(s: str | None) -> str:
     """Lower case, no commas, single spaces: how answers are compared."""
-    return _norm((s or "").replace(",", "")).lower().strip(" .")
-
-
-def _find(ob: Observation, pred: Callable[[Element], bool]) -> Element | None:
-    for el in ob.elements.values():
-        try:
-            if pred(el):
-                return el
-        except (KeyError, AttributeError):
-            continue
-    return None
-
-
-def _by_id(ob: Observation, html_id: str) -> Element | None:
-    return _find(ob, lambda e: e.attrs.get("id") == html_id)
+    return kit.norm((s or "").replace(",", "")).strip(" .")
 
 
 def _child_link(ob: Observation, parent: Element | None) -> Element | None:
@@ -57,18 +48,6 @@ def _child_link(ob: Observation, parent: Element | None) -> Element | None:
             return el
         todo.extend(el.children)
     return None
-
-
-def _act(ob: Observation, el: Element | None, action: ActionType = ActionType.CLICK,
-         text: str | None = None) -> Decision | None:
-    """Act on ``el``, scrolling it into the viewport first when it is not a visible candidate."""
-    if el is None:
-        return None
-    if ob.candidate(el.bid) is not None:
-        return Decision(action, el.bid, text=text)
-    if el.bbox is None:
-        return None
-    return Decision(ActionType.SCROLL, direction="up" if el.bbox[1] < 0 else "down")
 
 
 def _href_title(href: str | None) -> tuple[str, dict[str, str]]:
@@ -90,59 +69,49 @@ def _at(ob: Observation, title: str, action: str = "view") -> bool:
 
 def _link_to(ob: Observation, title: str) -> Element | None:
     key = db_key(title)
-    return _find(ob, lambda e: e.tag == "a" and e.attrs.get("href", "").startswith(("/wiki/", "/index.php"))
-                 and db_key(_href_title(e.attrs["href"])[0]) == key and "action" not in e.attrs["href"])
+    return kit.find(ob, lambda e: e.tag == "a" and e.attrs.get("href", "").startswith(("/wiki/", "/index.php"))
+                    and db_key(_href_title(e.attrs["href"])[0]) == key and "action" not in e.attrs["href"])
 
 
 def _open(ob: Observation, title: str) -> Decision | None:
     """Reach the view of ``title`` with the search box: type the title, then press Go."""
-    box = _by_id(ob, "searchInput")
+    box = kit.by_id(ob, "searchInput")
     if box is None:  # observed mid-navigation (no skin yet): wait one step
-        return Decision(ActionType.SCROLL, direction="up")
-    if _norm(box.value) != title:
-        return _act(ob, box, ActionType.TYPE, title)
-    return _act(ob, _by_id(ob, "searchButton"))
+        return _WAIT
+    if _squeeze_spaces(box.value) != title:
+        return kit.fill(ob, box, title)
+    return kit.click(ob, kit.by_id(ob, "searchButton"))
 
 
 def _infobox_value(ob: Observation, label: str) -> str | None:
     """Text of the infobox cell next to the header ``label``."""
     for el in ob.elements.values():
-        if el.tag == "th" and _norm(el.text) == label and el.parent in ob.elements:
+        if el.tag == "th" and _squeeze_spaces(el.text) == label and el.parent in ob.elements:
             row = ob.elements[el.parent]
             cells = [ob.elements[c] for c in row.children if ob.elements[c].tag == "td"]
             if cells:
-                return _norm(cells[0].text)
+                return _squeeze_spaces(cells[0].text)
     return None
 
 
-def _finish(answer: str) -> Decision:
-    return Decision(ActionType.FINISH, answer=answer)
-
-
 def _save(ob: Observation) -> Decision | None:
-    """Press "Save changes"; when it is far below (the diff of an undo above the form), jump to the
-    page's end first, as a reader would, instead of wheeling over the text box."""
-    save = _by_id(ob, "wpSave")
-    if save is None or ob.candidate(save.bid) is not None or save.bbox is None:
-        return _act(ob, save)
-    focused = ob.elements.get(ob.focused or "")
-    if save.bbox[1] > 1.5 * VIEWPORT["height"] and (focused is None or focused.tag not in ("input", "textarea")):
-        return Decision(ActionType.PRESS, key="End")
-    return _act(ob, save)
+    """Press "Save changes" (below the text box, or below the diff of an undo: the kit's scroll
+    policy pages down to it)."""
+    return kit.click(ob, kit.by_id(ob, "wpSave"))
 
 
 def _write_and_save(ob: Observation, text: str) -> Decision | None:
     """On an edit form: put ``text`` in the wikitext box, then press "Save changes"."""
-    area = _by_id(ob, "wpTextbox1")
+    area = kit.by_id(ob, "wpTextbox1")
     if area is None:
         return None
-    if _norm(area.value) != _norm(text):
-        return _act(ob, area, ActionType.TYPE, text)
+    if _squeeze_spaces(area.value) != _squeeze_spaces(text):
+        return kit.fill(ob, area, text)
     return _save(ob)
 
 
 def _same_text(a: str | None, b: str | None) -> bool:
-    return _norm(a) == _norm(b)
+    return _squeeze_spaces(a) == _squeeze_spaces(b)
 
 
 def _answer_has(answer: str | None, value: str) -> bool:
@@ -196,7 +165,7 @@ class InfoboxFact(WikiTask):
         if not _at(ob, self.params["title"]):
             return _open(ob, self.params["title"])
         value = _infobox_value(ob, self.params["header"])
-        return _finish(value) if value else None
+        return kit.finish(value) if value else None
 
 
 class BirthplaceFact(WikiTask):
@@ -216,13 +185,13 @@ class BirthplaceFact(WikiTask):
 
     def expert(self, ob: Any, memory: dict[str, Any]) -> Any:
         if _at(ob, self.params["person"]):
-            cell = _find(ob, lambda e: e.tag == "th" and _norm(e.text) == "Birthplace")
+            cell = kit.find(ob, lambda e: e.tag == "th" and _squeeze_spaces(e.text) == "Birthplace")
             row = ob.elements.get(cell.parent) if cell and cell.parent else None
             td = next((ob.elements[c] for c in (row.children if row else []) if ob.elements[c].tag == "td"), None)
-            return _act(ob, _child_link(ob, td))  # the first link of the birthplace cell is the city
+            return kit.click(ob, _child_link(ob, td))  # the first link of the birthplace cell is the city
         t, _ = _href_title(ob.url)
         if t and _infobox_value(ob, "Population") and _infobox_value(ob, "Mayor"):
-            return _finish(_infobox_value(ob, "Population") or "")
+            return kit.finish(_infobox_value(ob, "Population") or "")
         return _open(ob, self.params["person"])
 
 
@@ -242,10 +211,10 @@ class LastEditor(WikiTask):
     def expert(self, ob: Any, memory: dict[str, Any]) -> Any:
         title = self.params["title"]
         if _at(ob, title, "history"):
-            user = _find(ob, lambda e: e.tag == "a" and "mw-userlink" in e.attrs.get("class", ""))
-            return _finish(_norm(user.text)) if user else None
+            user = kit.find(ob, lambda e: e.tag == "a" and "mw-userlink" in e.attrs.get("class", ""))
+            return kit.finish(_squeeze_spaces(user.text)) if user else None
         if _at(ob, title):
-            return _act(ob, _child_link(ob, _by_id(ob, "ca-history")))
+            return kit.click(ob, _child_link(ob, kit.by_id(ob, "ca-history")))
         return _open(ob, title)
 
 
@@ -269,16 +238,16 @@ class CategoryCount(WikiTask):
     def expert(self, ob: Any, memory: dict[str, Any]) -> Any:
         cat = "Category:" + self.params["category"]
         if _at(ob, cat):
-            box = _by_id(ob, "mw-pages")
+            box = kit.by_id(ob, "mw-pages")
             m = re.search(r"out of ([\d,]+) total", box.all_text if box else "")
             if m:
-                return _finish(m.group(1).replace(",", ""))
-            return _finish("1") if box and "only the following page" in box.all_text else None
+                return kit.finish(m.group(1).replace(",", ""))
+            return kit.finish("1") if box and "only the following page" in box.all_text else None
         if _at(ob, self.params["title"]):
-            links = _by_id(ob, "mw-normal-catlinks")
-            link = _find(ob, lambda e: e.tag == "a" and e.attrs.get("href") == "/wiki/" + urllib.parse.quote(
+            links = kit.by_id(ob, "mw-normal-catlinks")
+            link = kit.find(ob, lambda e: e.tag == "a" and e.attrs.get("href") == "/wiki/" + urllib.parse.quote(
                 db_key(cat), safe=":/()'!,"))
-            return _act(ob, link if links else None)
+            return kit.click(ob, link if links else None)
         return _open(ob, self.params["title"])
 
 
@@ -323,21 +292,20 @@ class EditSection(WikiTask):
     def expert(self, ob: Any, memory: dict[str, Any]) -> Any:
         p = self.params
         if _at(ob, p["title"]) and memory.get("saved"):
-            return _finish("done")
+            return kit.finish("done")
         if _at(ob, p["title"]):
-            link = _find(ob, lambda e: e.tag == "a" and "section=" in e.attrs.get("href", "")
-                         and e.attrs.get("title", "").endswith(f"section: {p['section']}"))
-            return _act(ob, link)
+            link = kit.find(ob, lambda e: e.tag == "a" and "section=" in e.attrs.get("href", "")
+                            and e.attrs.get("title", "").endswith(f"section: {p['section']}"))
+            return kit.click(ob, link)
         if _at(ob, p["title"], "edit") or _at(ob, p["title"], "submit"):
-            area, summary = _by_id(ob, "wpTextbox1"), _by_id(ob, "wpSummary")
+            area, summary = kit.by_id(ob, "wpTextbox1"), kit.by_id(ob, "wpSummary")
             if area is None or summary is None:
                 return None
             if p["sentence"] not in (area.value or ""):
-                return _act(ob, area, ActionType.TYPE, (area.value or "").rstrip() + " " + p["sentence"] + "\n")
-            if _norm(summary.value).split("*/")[-1].strip() != p["summary"]:
-                return _act(ob, summary, ActionType.TYPE, p["summary"])
-            memory["saved"] = True
-            return _save(ob)
+                return kit.fill(ob, area, (area.value or "").rstrip() + " " + p["sentence"] + "\n")
+            if _squeeze_spaces(summary.value).split("*/")[-1].strip() != p["summary"]:
+                return kit.fill(ob, summary, p["summary"])
+            return kit.once(memory, "saved", _save(ob))
         return _open(ob, p["title"])
 
 
@@ -374,13 +342,13 @@ class CreateArticle(WikiTask):
     def expert(self, ob: Any, memory: dict[str, Any]) -> Any:
         p = self.params
         if _at(ob, p["title"]):
-            return _finish("done")
+            return kit.finish("done")
         if _at(ob, p["title"], "edit") or _at(ob, p["title"], "submit"):
             return _write_and_save(ob, f"{p['text']}\n\n[[Category:{p['category']}]]\n")
-        create = _find(ob, lambda e: e.tag == "a" and "action=edit" in e.attrs.get("href", "")
-                       and db_key(_href_title(e.attrs["href"])[0]) == db_key(p["title"]))
+        create = kit.find(ob, lambda e: e.tag == "a" and "action=edit" in e.attrs.get("href", "")
+                          and db_key(_href_title(e.attrs["href"])[0]) == db_key(p["title"]))
         if create is not None and "Special:Search" in urllib.parse.unquote(ob.url):
-            return _act(ob, create)
+            return kit.click(ob, create)
         return _open(ob, p["title"])
 
 
@@ -413,18 +381,17 @@ class AddCategory(WikiTask):
     def expert(self, ob: Any, memory: dict[str, Any]) -> Any:
         p = self.params
         if _at(ob, p["title"]) and memory.get("saved"):
-            return _finish("done")
+            return kit.finish("done")
         if _at(ob, p["title"]):
-            return _act(ob, _child_link(ob, _by_id(ob, "ca-edit")))
+            return kit.click(ob, _child_link(ob, kit.by_id(ob, "ca-edit")))
         if _at(ob, p["title"], "edit") or _at(ob, p["title"], "submit"):
-            area = _by_id(ob, "wpTextbox1")
+            area = kit.by_id(ob, "wpTextbox1")
             tag = f"[[Category:{p['category']}]]"
             if area is None:
                 return None
             if tag not in (area.value or ""):
-                return _act(ob, area, ActionType.TYPE, (area.value or "").rstrip() + "\n" + tag + "\n")
-            memory["saved"] = True
-            return _save(ob)
+                return kit.fill(ob, area, (area.value or "").rstrip() + "\n" + tag + "\n")
+            return kit.once(memory, "saved", _save(ob))
         return _open(ob, p["title"])
 
 
@@ -449,15 +416,14 @@ class UndoLastEdit(WikiTask):
     def expert(self, ob: Any, memory: dict[str, Any]) -> Any:
         p = self.params
         if _at(ob, p["title"]) and memory.get("saved"):
-            return _finish("done")
+            return kit.finish("done")
         if _at(ob, p["title"], "history"):
-            return _act(ob, _find(ob, lambda e: e.tag == "a" and "undoafter=" in e.attrs.get("href", "")))
+            return kit.click(ob, kit.link(ob, href="undoafter="))
         if _at(ob, p["title"]):
-            return _act(ob, _child_link(ob, _by_id(ob, "ca-history")))
+            return kit.click(ob, _child_link(ob, kit.by_id(ob, "ca-history")))
         t, q = _href_title(ob.url)
         if db_key(t) == db_key(p["title"]) and q.get("action") in ("edit", "submit"):
-            memory["saved"] = True
-            return _save(ob)
+            return kit.once(memory, "saved", _save(ob))
         return _open(ob, p["title"])
 
 
@@ -480,14 +446,12 @@ class WatchPage(WikiTask):
     def expert(self, ob: Any, memory: dict[str, Any]) -> Any:
         p = self.params
         if _at(ob, p["title"]):
-            if _by_id(ob, "ca-unwatch") is not None:  # the star turned blue: watched
-                return _finish("done")
+            if kit.by_id(ob, "ca-unwatch") is not None:  # the star turned blue: watched
+                return kit.finish("done")
             if memory.get("clicked"):  # the star is saving (an API call): wait, never click twice
                 memory["waits"] = memory.get("waits", 0) + 1
-                return Decision(ActionType.SCROLL, direction="up") if memory["waits"] <= 6 else None
-            d = _act(ob, _child_link(ob, _by_id(ob, "ca-watch")))
-            memory["clicked"] = d is not None and d.type is ActionType.CLICK
-            return d
+                return _WAIT if memory["waits"] <= 6 else None
+            return kit.once(memory, "clicked", kit.click(ob, _child_link(ob, kit.by_id(ob, "ca-watch"))))
         return _open(ob, p["title"])
 
 
@@ -523,12 +487,12 @@ class TalkNewTopic(WikiTask):
         p = self.params
         talk = "Talk:" + p["title"]
         if _at(ob, talk):
-            return _finish("done")
+            return kit.finish("done")
         if _at(ob, talk, "edit") or _at(ob, talk, "submit"):
             return _write_and_save(ob, f"== {p['subject']} ==\n{p['message']} ~~~~\n")
         if _at(ob, p["title"]):
-            tab = _child_link(ob, _by_id(ob, "ca-talk"))
-            return _act(ob, tab) if tab is not None else Decision(ActionType.SCROLL, direction="up")
+            tab = _child_link(ob, kit.by_id(ob, "ca-talk"))
+            return kit.click(ob, tab) if tab is not None else _WAIT
         return _open(ob, p["title"])
 
 
@@ -563,24 +527,22 @@ class MovePage(WikiTask):
 
     def expert(self, ob: Any, memory: dict[str, Any]) -> Any:
         p = self.params
-        if _at(ob, p["new_title"]) or _by_id(ob, "movepage-newlink") is not None:  # "Move succeeded"
-            return _finish("done")
+        if _at(ob, p["new_title"]) or kit.by_id(ob, "movepage-newlink") is not None:  # "Move succeeded"
+            return kit.finish("done")
         if "Special:MovePage" in urllib.parse.unquote(ob.url):
-            new = _find(ob, lambda e: e.tag == "input" and e.attrs.get("name") == "wpNewTitleMain")
-            reason = _find(ob, lambda e: e.tag in ("input", "textarea") and e.attrs.get("name") == "wpReason")
-            button = _find(ob, lambda e: e.tag in ("button", "input") and e.attrs.get("name") == "wpMove")
+            new, reason = kit.field(ob, "wpNewTitleMain", "input"), kit.field(ob, "wpReason")
             if new is None or reason is None:
                 return None
-            if _norm(new.value) != p["new_title"]:
-                return _act(ob, new, ActionType.TYPE, p["new_title"])
-            if _norm(reason.value) != p["reason"]:
-                return _act(ob, reason, ActionType.TYPE, p["reason"])
-            return _act(ob, button)
+            if _squeeze_spaces(new.value) != p["new_title"]:
+                return kit.fill(ob, new, p["new_title"])
+            if _squeeze_spaces(reason.value) != p["reason"]:
+                return kit.fill(ob, reason, p["reason"])
+            return kit.click(ob, kit.by_name(ob, "wpMove"))
         if _at(ob, p["title"]):
-            move = _child_link(ob, _by_id(ob, "ca-move"))
-            if move is not None and ob.candidate(move.bid) is not None:
-                return Decision(ActionType.CLICK, move.bid)
-            return _act(ob, _by_id(ob, "p-cactions-checkbox"))
+            move = _child_link(ob, kit.by_id(ob, "ca-move"))
+            if move is not None and kit.visible(ob, move):  # the "More" menu is open
+                return kit.click(ob, move)
+            return kit.click(ob, kit.by_id(ob, "p-cactions-checkbox"))
         return _open(ob, p["title"])
 
 
