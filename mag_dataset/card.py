@@ -415,6 +415,7 @@ Coordinates and boxes are in screenshot pixels; a point is inside a box when
 
 Splits are by task, taken from {split_source}, drawn with seed `{split_seed}`
 (stored in every row as `split_seed`). Templates held out of train: {held}.
+{echoes}
 
 ## Statistics
 
@@ -473,6 +474,21 @@ def _audit_sentence(stats: dict[str, dict[str, dict[str, Any]]], judges: list[di
     # an audit file may exist only to carry `mag unify`'s flags
     return ("no label audit was run on these steps (it needs judge models, `mag audit`, or human "
             "decisions in `mag annotate`), so every step is `unaudited`; no audit label was written by hand")
+
+
+def _echoes(echoes: dict[str, Any] | None) -> str:
+    """The card's sentence on test steps that repeat train (:func:`mag_dataset.builder.corpus.test_echoes`)."""
+    if not echoes:
+        return ""
+    shared = (f" {echoes['shared_screenshots']} test steps show a screenshot that train shows too (a template's "
+              "start page) with another gold action: kept.")
+    if echoes["dropped"]:
+        return (f"No test step repeats a train step's screenshot and gold action: the {echoes['dropped']} that did "
+                f"(a shared start page with the same first click) were left out of test.{shared}\n")
+    if echoes["echoes"]:
+        return (f"{echoes['echoes']} test steps repeat a train step's screenshot and gold action (kept: the "
+                f"corpus does not set `drop_test_echoes`).{shared}\n")
+    return f"No test step repeats a train step's screenshot and gold action.{shared}\n"
 
 
 def _guide_lint(lint: dict[str, Any] | None) -> str:
@@ -538,6 +554,7 @@ def render_card(
         audited=_audit_sentence(stats, build_info.get("audit_judges")),
         audit_examples=_audit_examples(build_info.get("audit_examples") or {}),
         guide_lint=_guide_lint(build_info.get("guide_lint")),
+        echoes=_echoes(build_info.get("test_echoes")),
         fields="\n".join(f"| `{n}` | {t} | {d} |" for n, t, d in _FIELDS),
         action_table=_action_table(),
         split_source=split_source,

@@ -51,7 +51,9 @@ recordings gives the same corpus. Steps:
    several episodes show (a template's start page) stored once, in ``_shared_images``
    (:mod:`mag_dataset.compact`).
 8. **Split** (``corpus.json``): by task, seeded, held-out templates per family
-   (:func:`mag_dataset.live.recorder.write_corpus_manifest`).
+   (:func:`mag_dataset.live.recorder.write_corpus_manifest`), with ``drop_test_echoes``: the
+   builder leaves out of test every step that repeats a train step's screenshot and gold
+   action (:func:`mag_dataset.builder.corpus.test_echoes`).
 9. **Install**: the result replaces ``--out`` (default ``mag_dataset/data/raw``); the
    script refuses a result that would take the package's data folder (``--out``'s parent)
    over :data:`SIZE_CAP` on disk, measured as ``du`` does (:func:`disk_usage`).
@@ -170,7 +172,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from mag_dataset.live.recorder import write_corpus_manifest
 
-    write_corpus_manifest(merged, CORPUS_SEED)
+    write_corpus_manifest(merged, CORPUS_SEED, drop_test_echoes=True)
     out = args.out.resolve()
     size = disk_usage(merged) + disk_usage(out.parent) - disk_usage(out)  # the data folder once installed
     if size > SIZE_CAP:

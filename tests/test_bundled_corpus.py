@@ -269,3 +269,14 @@ def test_the_data_folder_fits_the_cap_on_disk():
     files = [p for p in RAW.rglob("*") if p.is_file()]
     stray = [p for p in files if p.suffix not in (".webp", ".json", ".jsonl") and p.name != "evidence.json.gz"]
     assert not stray, stray[:5]
+
+
+def test_no_test_step_echoes_a_train_step(episodes):
+    """Issue 25 item 6: no test step repeats a train step's screenshot and gold action (the
+    corpus sets drop_test_echoes); shared start pages with another action stay, counted."""
+    from mag_dataset.builder import prepare_corpus
+    from mag_dataset.builder.corpus import test_echoes
+
+    corpus = prepare_corpus(RAW, progress=False)
+    echoes, shared = test_echoes(corpus.steps)
+    assert echoes == set() and corpus.echoes["dropped"] and shared == corpus.echoes["shared_screenshots"] > 0

@@ -96,3 +96,33 @@ def test_builder_refuses_a_parameter_pair_in_both_splits(raw, tmp_path):
     (dst / "corpus.json").write_text(json.dumps(m))
     with pytest.raises(BuildError, match="same template and parameters"):
         prepare_corpus(dst, progress=False)
+
+
+def test_test_echoes_are_counted_and_left_out_when_the_manifest_says_so(synthetic_corpus, tmp_path):
+    """A test step that repeats a train step's screenshot and gold actions is an echo (the
+    synthetic templates' episodes share their pages byte for byte); `drop_test_echoes` leaves
+    them out of test, the build records both counts and the card says so."""
+    import shutil
+
+    from mag_dataset.builder import build_dataset
+    from mag_dataset.builder.corpus import test_echoes
+
+    dst = tmp_path / "raw"
+    shutil.copytree(synthetic_corpus[0], dst)
+    kept = prepare_corpus(dst, progress=False)
+    echo_ids, shared = test_echoes(kept.steps)
+    assert echo_ids and kept.echoes == {"echoes": len(echo_ids), "shared_screenshots": shared, "dropped": []}
+    train = {(s.episode_dir / s.raw.screenshot).read_bytes() for s in kept.steps_in("train")}
+    assert all((s.episode_dir / s.raw.screenshot).read_bytes() in train for s in kept.steps if s.step_id in echo_ids)
+    m = json.loads((dst / "corpus.json").read_text())
+    (dst / "corpus.json").write_text(json.dumps({**m, "drop_test_echoes": True}))
+    dropped = prepare_corpus(dst, progress=False)
+    assert {s.step_id for s in dropped.steps} == {s.step_id for s in kept.steps} - echo_ids
+    assert test_echoes(dropped.steps) == (set(), shared) and dropped.echoes["dropped"] == sorted(echo_ids)
+    out = build_dataset(dst, tmp_path / "built", progress=False)
+    info = json.loads((out / "build_info.json").read_text())
+    assert info["test_echoes"]["dropped"] == len(echo_ids) and info["test_echoes"]["shared_screenshots"] == shared
+    assert "No test step repeats a train step's screenshot and gold action" in (out / "README.md").read_text()
+    (dst / "corpus.json").write_text(json.dumps({**m, "drop_test_echoes": "yes"}))
+    with pytest.raises(BuildError, match="drop_test_echoes"):
+        prepare_corpus(dst, progress=False)

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import hashlib
 import io
+import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -150,6 +151,9 @@ class Corpus:
     steps: list[PreparedStep]
     audit_path: Path | None
     fingerprint: str
+    #: What :func:`test_echoes` found: ``{"dropped": [step ids left out of test],
+    #: "echoes": n, "shared_screenshots": n}`` (see :func:`test_echoes`).
+    echoes: dict[str, Any] = field(default_factory=dict)
 
     def steps_in(self, split: Split | str) -> list[PreparedStep]:
         split = Split(split)
@@ -251,6 +255,11 @@ def prepare_corpus(
     audit = _read_audit_of(audit_path, owner) if audit_path is not None else {}
     splits = read_splits(raw_dir, [ep for _, ep in episodes])
     steps = _prepared_steps(episodes, splits, audit, unmappable_point_only)
+    echo_ids, shared = test_echoes(steps)
+    if splits.drop_test_echoes:
+        steps = [s for s in steps if s.step_id not in echo_ids]
+    echoes = {"echoes": len(echo_ids), "shared_screenshots": shared,
+              "dropped": sorted(echo_ids) if splits.drop_test_echoes else []}
     if not steps:
         # e.g. only failed live-eval episodes without steps: the folder would not load
         raise BuildError(f"{raw_dir}: the {len(episodes)} episodes hold no steps; nothing to build")
@@ -260,7 +269,47 @@ def prepare_corpus(
         steps=steps,
         audit_path=Path(audit_path) if audit_path is not None else None,
         fingerprint=raw_fingerprint(raw_dir, audit_path),
+        echoes=echoes,
     )
+
+
+def test_echoes(steps: list[PreparedStep]) -> tuple[set[str], int]:
+    """Test steps that echo train: ``(ids of the test steps that repeat a train step's
+    screenshot, byte for byte, and its gold actions in both views; how many other test steps
+    show a screenshot that train shows too)``.
+
+    An echo can be answered by memory, not by reading the page: the episodes of one template
+    share their start page, and a test task of a seen template that begins with the same
+    click as a train task repeats that train step exactly. A shared screenshot with another
+    action (a start page, then another link) is no echo. ``corpus.json``'s
+    ``drop_test_echoes`` leaves the echoes out of the built test split; either way the
+    counts go to ``build_info.json`` and the card.
+    """
+    digests: dict[Path, str] = {}
+
+    def shot(s: PreparedStep) -> str:
+        path = (s.episode_dir / s.raw.screenshot).resolve()
+        if path not in digests:
+            digests[path] = hashlib.sha256(path.read_bytes()).hexdigest()
+        return digests[path]
+
+    def key(s: PreparedStep) -> tuple[str, str, str]:
+        return (shot(s), json.dumps(s.som_action.to_dict(), sort_keys=True),
+                json.dumps(s.coord_action.to_dict(), sort_keys=True))
+
+    train = [s for s in steps if s.split is Split.TRAIN]
+    train_keys = {key(s) for s in train}
+    train_shots = {shot(s) for s in train}
+    echoes: set[str] = set()
+    shared = 0
+    for s in steps:
+        if s.split is not Split.TEST:
+            continue
+        if key(s) in train_keys:
+            echoes.add(s.step_id)
+        elif shot(s) in train_shots:
+            shared += 1
+    return echoes, shared
 
 
 def _read_episodes(raw_dir: Path, progress: bool, include_failed: bool) -> list[tuple[Path, RawEpisode]]:

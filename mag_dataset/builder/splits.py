@@ -31,6 +31,9 @@ class CorpusSplits:
     splits: dict[str, Split]
     held_out_templates: tuple[str, ...] = ()
     source: str = CORPUS_FILE
+    #: ``corpus.json``'s ``drop_test_echoes``: leave out of test every step that repeats a train
+    #: step's screenshot and gold action (:func:`mag_dataset.builder.corpus.test_echoes`).
+    drop_test_echoes: bool = False
 
 
 def read_splits(raw_dir: Path, episodes: list[RawEpisode]) -> CorpusSplits:
@@ -54,7 +57,11 @@ def read_splits(raw_dir: Path, episodes: list[RawEpisode]) -> CorpusSplits:
         return _default_splits(episodes, task_ids)
     seed, splits, held = _read_manifest(path)
     _check_episodes(path, episodes, splits, held)
-    return CorpusSplits(seed=seed, splits={t: splits[t] for t in task_ids}, held_out_templates=tuple(held))
+    drop = json.loads(path.read_text("utf-8")).get("drop_test_echoes", False)
+    if not isinstance(drop, bool):
+        raise BuildError(f"{path}: field 'drop_test_echoes' must be true or false, got {drop!r}")
+    return CorpusSplits(seed=seed, splits={t: splits[t] for t in task_ids}, held_out_templates=tuple(held),
+                        drop_test_echoes=drop)
 
 
 def _default_splits(episodes: list[RawEpisode], task_ids: list[str]) -> CorpusSplits:

@@ -229,6 +229,9 @@ def _build_info(corpus: Corpus, views: dict[str, Any], unmappable_point_only: bo
         "audit_judges": audit_judges(verdicts),
         "audit_examples": audit_examples(corpus, verdicts),
         "guide_lint": guide_lint(corpus),
+        "test_echoes": {"echoes": corpus.echoes.get("echoes", 0), "dropped": len(corpus.echoes.get("dropped", [])),
+                        "shared_screenshots": corpus.echoes.get("shared_screenshots", 0),
+                        "examples": corpus.echoes.get("dropped", [])[:5]},
         "unmappable_point_only": unmappable_point_only,
         "views": views,
     }

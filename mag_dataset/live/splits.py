@@ -119,7 +119,8 @@ def split_tasks(task_templates: dict[str, str], split_seed: int, held_out: tuple
 
 
 def write_corpus_manifest(root: str | Path, split_seed: int, held_out: tuple[str, ...] | list[str] | None = None,
-                          test_fraction: float = TEST_FRACTION, held_out_per_family: int = HELD_OUT_PER_FAMILY) -> Path:
+                          test_fraction: float = TEST_FRACTION, held_out_per_family: int = HELD_OUT_PER_FAMILY,
+                          drop_test_echoes: bool = False) -> Path:
     """Write ``corpus.json`` (split seed, held-out templates, split per task) for a raw corpus.
 
     Reads (and validates) every episode under ``root``; written atomically. The split is
@@ -133,6 +134,9 @@ def write_corpus_manifest(root: str | Path, split_seed: int, held_out: tuple[str
         held_out: templates to keep out of train; None: ``held_out_per_family`` per family, by seed.
         test_fraction: share of each seen template's groups put in test.
         held_out_per_family: see :func:`choose_held_out`.
+        drop_test_echoes: tell the builder to leave out of test every step that repeats a
+            train step's screenshot and gold action (a template's shared start page with the
+            same first click): :func:`mag_dataset.builder.corpus.test_echoes`.
 
     Returns:
         The path of ``corpus.json``.
@@ -163,5 +167,6 @@ def write_corpus_manifest(root: str | Path, split_seed: int, held_out: tuple[str
         "held_out_per_family": held_out_per_family if held_out is None else None,
         "families": {f: sorted(t for t, fam in families.items() if fam == f) for f in sorted(set(families.values()))},
         "splits": split_tasks(templates, split_seed, held, test_fraction, groups),
+        "drop_test_echoes": drop_test_echoes,
     }
     return atomic_write(root / CORPUS_FILE, json.dumps(manifest, indent=1, sort_keys=True) + "\n")
