@@ -147,6 +147,12 @@ class ForumSite(Site):
             if not dst.is_file() or dst.stat().st_size != p.stat().st_size or dst.read_bytes() != p.read_bytes():
                 shutil.copy2(p, dst)
 
+    def apply_drift(self, rng: Any, level: int) -> dict[str, int]:
+        """Other users' activity of ``level`` stretches of a few days (:mod:`mag_dataset.sites.forum.drift`)."""
+        from mag_dataset.sites.forum import drift
+
+        return drift.apply_drift(self, rng, level)
+
     # ------------------------------------------------------------------ serve
     def server_command(self) -> ServerCommand:
         return ServerCommand(
