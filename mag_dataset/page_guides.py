@@ -18,8 +18,7 @@ Several surface forms per action type are chosen by ``random.Random(key)`` with 
 caller derives from the task id and step index, so the same recording always gets the same
 guide and a template's guides vary across its tasks. Light import: no heavy dependencies.
 
-    >>> from mag_dataset.raw import RawEpisode, RawStep
-from mag_dataset.schema import Action, Candidate, GuideSource
+    >>> from mag_dataset.schema import Action, Candidate
     >>> ctx = GuideContext(region="the 'Shipping address' form", page="Checkout")
     >>> context_guide(Action(type="click", element_id="7"),
     ...               Candidate(id="7", role="button", text="Continue", bbox=(0, 0, 9, 9)), ctx, "k:0")
@@ -214,10 +213,59 @@ def acted_element(step: RawStep) -> str | None:
     return step.action.element_id or step.metadata.get("expert_element_id")
 
 
+def _cap(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
+def plan_guide(action: Action, target: Candidate | None, ctx: GuideContext, purposes: list[str] | tuple[str, ...],
+               key: str) -> str:
+    """A guide from the expert's plan (``guide_source`` ``plan``): what the step is for in the
+    task (one of ``purposes``, infinitive clauses with the task's parameters), the action and
+    its target's label, and where on the page; phrasing chosen by ``random.Random(key)``.
+
+    >>> plan_guide(Action(type="click", element_id="7"), Candidate(id="7", role="link", text="Basket",
+    ...            bbox=(0, 0, 9, 9)), GuideContext(region="the page header"), ["check the items before paying"], "k:2")
+    "To check the items before paying, click the 'Basket' link in the page header."
+    """
+    rng = random.Random(f"{key}:plan")
+    why = " ".join(rng.choice(list(purposes)).split()).rstrip(".")
+    label, kind = _label(target), noun(target)
+    thing = f"the {_quote(label)} {kind}" if label else f"the {kind}"
+    place = _inline(ctx) if (ctx.region or ctx.page) else ""
+    t = action.type
+    if t is ActionType.TYPE:
+        field = f"the {label} field" if label and not label.lower().endswith(("field", "box")) else (
+            f"the {label}" if label else "the text field")
+        act = f"type {_quote(_text(action.text or ''))} into {field}" if action.text else f"clear {field}"
+    elif t is ActionType.SELECT:
+        act = f"choose {_quote(_text(action.value))} in {f'the {label} drop-down' if label else 'the drop-down'}"
+    elif t is ActionType.PRESS:
+        act = f"press {action.key}"
+    elif t is ActionType.FINISH:
+        if action.answer and action.answer.strip().lower() != "done":
+            return rng.choice([f"{_cap(why)}: the answer is {_quote(_text(action.answer))}, so finish with it.",
+                               f"To {why}, report {_quote(_text(action.answer))} and end the task."])
+        return rng.choice([f"{_cap(why)}: that is done, so finish the task here.",
+                           f"Nothing is left: the task was to {why}, so finish now."])
+    elif t is ActionType.HOVER:
+        act = f"hover over {thing}"
+    else:
+        act = f"click {thing}"
+    where = f" {place}" if place else ""
+    form = rng.randrange(3)
+    if form == 0:
+        return f"To {why}, {act}{where}."
+    if form == 1:
+        return f"{_cap(act)}{where} to {why}."
+    return f"{_cap(why)}: {act}{where}."
+
+
 def episode_guides(task: str, seed: int, steps: list[RawStep], contexts: list[GuideContext]) -> list[RawStep]:
-    """The steps of a recorded site episode with their context guides (``guide_source``
-    ``context_template``; the context kept in ``metadata["guide_context"]``); a scroll or a
-    page key names what it brings into view, the next step's target.
+    """The steps of a recorded site episode with their guides: from the expert's plan where it
+    stated the step's purpose (``metadata["plan_purpose"]``, ``guide_source`` ``plan``:
+    :func:`plan_guide`), else a context guide (``context_template``); the context is kept in
+    ``metadata["guide_context"]``; a scroll or a page key names what it brings into view, the
+    next step's target.
 
     Args:
         task: the task name (``sites.shop.checkout``); with ``seed`` and the step index, the
@@ -231,18 +279,22 @@ def episode_guides(task: str, seed: int, steps: list[RawStep], contexts: list[Gu
         if nxt_target is not None:
             ctx = dataclasses.replace(ctx, next_label=nxt_target.text, next_noun=noun(nxt_target))
         target = next((c for c in st.candidates if c.id == acted_element(st)), None)
-        guide = context_guide(st.action, target, ctx, f"{task}:{seed}:{i}")
-        out.append(dataclasses.replace(st, guide=guide, guide_source=GuideSource.CONTEXT_TEMPLATE,
+        purposes = st.metadata.get("plan_purpose") or []
+        if purposes:
+            guide, source = plan_guide(st.action, target, ctx, purposes, f"{task}:{seed}:{i}"), GuideSource.PLAN
+        else:
+            guide, source = context_guide(st.action, target, ctx, f"{task}:{seed}:{i}"), GuideSource.CONTEXT_TEMPLATE
+        out.append(dataclasses.replace(st, guide=guide, guide_source=source,
                                        metadata={**st.metadata, "guide_context": dataclasses.asdict(ctx)}))
     return out
 
 
 def regenerate_guides(episode: RawEpisode) -> RawEpisode:
-    """The episode with every ``context_template`` guide written again by today's generator from
-    the context its recording stored (guides of any other source, and steps without a stored
-    context, are left as they are)."""
+    """The episode with every ``context_template`` and ``plan`` guide written again by today's
+    generators from the context and plan its recording stored (guides of any other source, and
+    steps without a stored context, are left as they are)."""
     steps = list(episode.steps)
-    redo = [i for i, st in enumerate(steps) if st.guide_source is GuideSource.CONTEXT_TEMPLATE
+    redo = [i for i, st in enumerate(steps) if st.guide_source in (GuideSource.CONTEXT_TEMPLATE, GuideSource.PLAN)
             and isinstance(st.metadata.get("guide_context"), dict)]
     if not redo:
         return episode

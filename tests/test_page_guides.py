@@ -92,3 +92,28 @@ def test_a_key_press_and_a_finish_are_given_their_own_purpose():
             assert lint_step(step, "t:0", answer=answer) == [], guide
         assert "'59'" in context_guide(Action(type="finish", answer="59"), None, ctx, key)
         assert "answer" not in context_guide(Action(type="finish", answer="done"), None, ctx, key)
+
+
+def test_plan_guides_say_what_the_step_is_for_and_pass_the_lint():
+    """An expert's plan (kit.why) becomes the guide: its purpose, the action, the target's label
+    and the place, phrasing by seed; recorded purposes survive regeneration."""
+    from mag_dataset.builder.guide_lint import lint_step
+    from mag_dataset.live import expert_kit as kit
+    from mag_dataset.page_guides import plan_guide
+    from mag_dataset.raw import RawStep
+
+    d = kit.why(kit.Decision(kit.ActionType.CLICK, "7"), "check the items in your basket before paying",
+                "see what your basket holds")
+    assert d.purpose == ("check the items in your basket before paying", "see what your basket holds")
+    assert kit.why(kit.press("PageDown"), "x") == kit.press("PageDown") and kit.why(None, "x") is None
+    ctx = GuideContext(region="the page header", page="Catalogue")
+    cand = Candidate(id="7", role="link", text="Basket", bbox=(0, 0, 9, 9))
+    guides = {plan_guide(Action(type="click", element_id="7"), cand, ctx, d.purpose, f"t:{k}") for k in range(20)}
+    assert len(guides) >= 4 and all("'Basket' link" in g and "page header" in g for g in guides)
+    for action, answer in ((Action(type="type", element_id="7", text="Ghent"), None),
+                           (Action(type="finish", answer="done"), "done"), (Action(type="finish", answer="59"), "59")):
+        for k in range(8):
+            g = plan_guide(action, cand, ctx, ["find how many orders are pending"], f"t:{k}")
+            step = RawStep(step_index=0, screenshot="s.webp", som_screenshot="", image_width=9, image_height=9,
+                           candidates=(cand,), action=action, target_bbox=None, guide=g)
+            assert lint_step(step, "t:0", answer=answer) == [], g

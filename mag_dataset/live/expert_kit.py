@@ -13,7 +13,8 @@ box; the URL; the focused element) and its per-episode ``memory``. The kit gives
 * **acting** on an element: :func:`click`, :func:`fill`, :func:`select`, all through
   :func:`reach`, the one scroll policy (below); :func:`click_now` / :func:`fill_now` where a
   page fits its viewport (MiniWoB++); :func:`press`, :func:`finish`; :func:`once` for
-  one-off steps remembered in ``memory``.
+  one-off steps remembered in ``memory``; :func:`why` states what a step is for in the
+  task (its guide's purpose, the expert's plan).
 * **where** the page is: :func:`path`, :func:`query`, :func:`location`, :func:`page_text`.
 
 Absent elements. The acting helpers return None for an element that is None ("nothing to
@@ -33,6 +34,7 @@ The scroll policy (:func:`reach`), the same for every site, as a person reads a 
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import urllib.parse
 from collections.abc import Callable
@@ -68,6 +70,10 @@ class Decision:
     direction: str | None = None
     url: str | None = None
     answer: str | None = None
+    #: What the step is for in the task, in a few phrasings (infinitive clauses with the task's
+    #: parameters filled in: "check the items in your basket before paying"): the expert's
+    #: plan, from which the recorder writes the step's guide (:func:`why`).
+    purpose: tuple[str, ...] = ()
 
 
 # ----------------------------------------------------------------------------- finding
@@ -252,6 +258,15 @@ def press(key: str) -> Decision:
 def finish(answer: str = "done") -> Decision:
     """End the episode with ``answer`` (the value asked for, or ``done``)."""
     return Decision(ActionType.FINISH, answer=answer)
+
+
+def why(d: Decision | None, *phrasings: str) -> Decision | None:
+    """``d`` with the step's purpose in the task (its guide's "why", several phrasings chosen
+    by seed when the recorder writes the guide). A scroll towards the target, or None, passes
+    unchanged: its guide names what it brings into view."""
+    if d is None or is_scroll(d) or not phrasings:
+        return d
+    return dataclasses.replace(d, purpose=tuple(" ".join(p.split()) for p in phrasings))
 
 
 def is_scroll(d: Decision | None) -> bool:

@@ -229,7 +229,7 @@ def _record(task: str, seed: int, env: Any, expert: Callable | None, max_steps: 
             action, human_point = _gold_action(rec, index, decision, target)
             # clicks run at the gold coordinate (proves it hits), the rest on the element id
             bg_action = to_browsergym_action(action, View.COORD if action.type is ActionType.CLICK else View.SOM, ob.conv)
-            _keep_step(rec, ob, index, action, target, human_point, bg_action)
+            _keep_step(rec, ob, index, action, target, human_point, bg_action, getattr(decision, "purpose", ()))
             obs, reward, terminated, truncated, info = env.step(bg_action)
             if _retry_after_timeout(obs, bg_action):
                 time.sleep(RETRY_WAIT)
@@ -247,7 +247,8 @@ def _record(task: str, seed: int, env: Any, expert: Callable | None, max_steps: 
         from mag_dataset.page_guides import episode_guides
 
         return _site_episode(task, seed, rec.goal, episode_guides(task, seed, rec.steps, rec.contexts), rec.images,
-                             info, result, params=dict(getattr(task_obj, "params", {}) or {}))
+                             info, result, params=dict(getattr(task_obj, "params", {}) or {}),
+                             intent=(getattr(task_obj, "intent_template", None), getattr(task_obj, "instantiation_dict", None)))
     return _miniwob_episode(rec, info, result)
 
 
@@ -301,8 +302,9 @@ def _gold_action(rec: _Recording, index: int, decision: Any, target: Any) -> tup
 
 
 def _keep_step(rec: _Recording, ob: Any, index: int, action: Action, target: Any,
-               human_point: tuple[float, float] | None, bg_action: str) -> None:
-    """Record step ``index`` from the observation before its action."""
+               human_point: tuple[float, float] | None, bg_action: str, purpose: tuple[str, ...] = ()) -> None:
+    """Record step ``index`` from the observation before its action (``purpose``: the
+    expert's plan for it, kept in ``metadata["plan_purpose"]`` for its guide)."""
     from mag_dataset.live.observe import dom_evidence
 
     if rec.site_task:
@@ -321,6 +323,7 @@ def _keep_step(rec: _Recording, ob: Any, index: int, action: Action, target: Any
                   # point-only click keeps only its point, as a person's recording would)
                   "dom": dom_evidence(ob, target.id if target is not None and human_point is None else None),
                   **({"recorded_as": "point_only", "expert_element_id": target.id} if human_point else {}),
+                  **({"plan_purpose": list(purpose)} if rec.site_task and purpose else {}),
                   **({"viewport": [ob.width, ob.height], "page_url": ob.url, "page_title": ob.title}
                      if rec.site_task else {})},
     ))
@@ -378,12 +381,13 @@ def _kept(result: RecordResult, episode: RawEpisode, images: dict[str, bytes]) -
     return result
 
 
-#: Most steps a site expert may take (site tasks need 4-12, a few more on long lists).
-SITE_MAX_STEPS = 30
+#: Most steps a site expert may take (most site tasks need 4-12; the long ones 40 and more).
+SITE_MAX_STEPS = 80
 
 
 def _site_episode(task: str, seed: int, goal: str, steps: list[RawStep], images: dict[str, bytes],
-                  info: dict[str, Any], result: RecordResult, params: dict[str, Any]) -> RecordResult:
+                  info: dict[str, Any], result: RecordResult, params: dict[str, Any],
+                  intent: tuple[str | None, dict[str, Any] | None] = (None, None)) -> RecordResult:
     """Finish recording a site task: success is the task's state check, read after ``finish``."""
     task_info = info.get("task_info") or {}
     if not task_info.get("success"):
@@ -396,7 +400,11 @@ def _site_episode(task: str, seed: int, goal: str, steps: list[RawStep], images:
         steps=tuple(steps), source="sites", seed=seed, reward=1.0, success=True,
         # params: the template's parameters, so splits can keep one template+parameters pair in one split
         metadata={**_provenance(task), "check": str(task_info.get("reason") or ""),
-                  "params": json.loads(json.dumps(params, sort_keys=True, default=str))},
+                  "params": json.loads(json.dumps(params, sort_keys=True, default=str)),
+                  # WebArena's names: the phrasing the intent was written from, and its filled slots
+                  **({"intent_template": intent[0],
+                      "instantiation_dict": json.loads(json.dumps(intent[1] or {}, sort_keys=True, default=str))}
+                     if intent[0] else {})},
     )
     return _kept(result, episode, images)
 
@@ -454,13 +462,17 @@ def record_corpus(out_dir: str | Path, tasks: list[str], episodes: int, seed: in
         env = make_task_env(task)
         try:
             kept, k = 0, 0
+            intents: set[str] = set()
             while kept < episodes and k < max_attempts:
                 s = episode_seed(task, k, seed)
                 k += 1
                 res = record_episode(task, s, env=env, point_only_share=point_only_share)
                 results.append(res)
+                if res.ok and res.episode.intent in intents:  # one intent once per template
+                    res.ok, res.reason = False, "repeats the intent of an episode already kept"
                 if res.ok:
                     write_episode(out_dir, res.episode, res.images)
+                    intents.add(res.episode.intent)
                     kept += 1
                 if log:
                     log(attempt_log_line(res))

@@ -7,6 +7,7 @@ BrowserGym (the ``[live]`` extra); :mod:`mag_dataset.sites.base` does not.
 from __future__ import annotations
 
 import random
+import string
 import time
 import urllib.parse
 from abc import abstractmethod
@@ -28,7 +29,12 @@ class SiteTask(AbstractBrowserTask):
     Attributes:
         site_class: the :class:`Site` subclass this task runs on.
         template: template name; the task id is ``sites.<site>.<template>``.
-        intent_template: the intent with ``{param}`` slots filled from :meth:`sample`.
+        intent_template: the intent with ``{param}`` slots filled from :meth:`sample`: a goal,
+            as WebArena writes them, not a procedure.
+        intent_templates: several phrasings of that goal (optional); each task instance
+            takes one, drawn with ``random.Random(f"{task_id}:{seed}:intent")``, into
+            ``self.intent_template``. ``self.instantiation_dict`` holds the parameters the
+            chosen phrasing names (WebArena's ``instantiation_dict``).
         start_path: page the episode starts on (relative to the site's base URL).
         user: seeded user logged in before the episode (None: anonymous).
         answer_task: True for information-seeking tasks judged on the ``finish`` answer.
@@ -37,6 +43,7 @@ class SiteTask(AbstractBrowserTask):
     site_class: ClassVar[type[Site]]
     template: ClassVar[str]
     intent_template: ClassVar[str]
+    intent_templates: ClassVar[tuple[str, ...]] = ()
     start_path: ClassVar[str] = "/"
     user: ClassVar[str | None] = None
     answer_task: ClassVar[bool] = False
@@ -62,6 +69,10 @@ class SiteTask(AbstractBrowserTask):
         self.timezone_id = "UTC"
         self.site = site or self.site_class()
         self.params: dict[str, Any] = self.sample(random.Random(f"{self.get_task_id()}:{self.seed}"))
+        if self.intent_templates:  # an instance attribute: the class keeps its first phrasing
+            self.intent_template = random.Random(f"{self.get_task_id()}:{self.seed}:intent").choice(self.intent_templates)
+        fields = [f for _, f, _, _ in string.Formatter().parse(self.intent_template) if f]
+        self.instantiation_dict: dict[str, Any] = {f: self.params[f] for f in dict.fromkeys(fields)}
         self.goal = self.intent_template.format(**self.params)
         self.external_requests: list[str] = []
         self.reset_seconds: float | None = None
