@@ -249,8 +249,14 @@ def plan_guide(action: Action, target: Candidate | None, ctx: GuideContext, purp
                            f"Nothing is left: the task was to {why}, so finish now."])
     elif t is ActionType.HOVER:
         act = f"hover over {thing}"
-    else:
+    elif t is ActionType.CLICK:
         act = f"click {thing}"
+    elif t is ActionType.GO_BACK:
+        act, place = "go back to the previous page", ""
+    elif t is ActionType.GOTO:
+        act, place = f"go to {action.url}", ""
+    else:  # a scroll or a tab action: the template guide says what it does
+        return f"{_cap(why)}: {template_guide(action, target)[0].lower()}{template_guide(action, target)[1:]}"
     where = f" {place}" if place else ""
     form = rng.randrange(3)
     if form == 0:
