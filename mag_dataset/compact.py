@@ -14,6 +14,9 @@ stored once, in the smallest lossless form:
   (:func:`mag_dataset.live.observe.render_som`, deterministic);
 * each step's capture geometry (:func:`mag_dataset.raw.capture_geometry`) is written into
   its fields, and ``episode.json`` is rewritten in format v2;
+* a recaptured screenshot is stored as its pixel difference from the step's action-time
+  screenshot when that is smaller (``<name>.delta.webp``, :func:`delta_recaptures`; "Recaptured
+  screenshots as differences" in :mod:`mag_dataset.raw`);
 * a screenshot that several episodes show, byte for byte (a template's start page), is then
   stored once, in the corpus's ``_shared_images`` folder named by its sha256, and the steps
   name it there (:func:`share_images`; "Shared screenshots" in :mod:`mag_dataset.raw`).
@@ -47,6 +50,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mag_dataset.raw import (
+    DELTA_SUFFIX,
     EPISODE_FILE,
     SHARED_IMAGES_DIR,
     RawEpisode,
@@ -54,6 +58,7 @@ from mag_dataset.raw import (
     capture_geometry,
     episode_files,
     image_format,
+    is_delta,
     is_shared_image,
     iter_episode_dirs,
     read_episode,
@@ -64,6 +69,36 @@ from mag_dataset.raw import (
 #: libwebp's effort (0 fastest .. 6 smallest) and, for lossless, Pillow's ``quality`` (effort too).
 WEBP_METHOD = 4
 WEBP_QUALITY = 100
+
+
+def _encode_webp(image: object, method: int = WEBP_METHOD, quality: int = WEBP_QUALITY) -> bytes:
+    buf = io.BytesIO()
+    image.save(buf, format="WEBP", lossless=True, method=method, quality=quality, exact=True)  # type: ignore[attr-defined]
+    return buf.getvalue()
+
+
+def make_delta(base: bytes, image: bytes) -> bytes | None:
+    """A lossless WebP of ``image`` minus ``base`` (RGB, per channel, modulo 256), or None when
+    the two differ in size or ``image`` has an alpha channel (kept as it is)."""
+    import numpy as np
+    from PIL import Image
+
+    with Image.open(io.BytesIO(base)) as b, Image.open(io.BytesIO(image)) as im:
+        if b.size != im.size or im.mode in ("RGBA", "LA", "PA") or "transparency" in im.info:
+            return None
+        diff = np.asarray(im.convert("RGB")).astype(np.int16) - np.asarray(b.convert("RGB")).astype(np.int16)
+    return _encode_webp(Image.fromarray((diff % 256).astype(np.uint8), "RGB"))
+
+
+def apply_delta(base: bytes, delta: bytes) -> bytes:
+    """The screenshot a difference stands for: ``base`` plus ``delta`` (modulo 256), encoded as
+    :func:`to_lossless_webp` encodes (so the bytes are those of the file it replaced)."""
+    import numpy as np
+    from PIL import Image
+
+    with Image.open(io.BytesIO(base)) as b, Image.open(io.BytesIO(delta)) as d:
+        pixels = (np.asarray(b.convert("RGB")).astype(np.uint16) + np.asarray(d.convert("RGB"))) % 256
+    return _encode_webp(Image.fromarray(pixels.astype(np.uint8), "RGB"))
 
 
 def to_lossless_webp(png: bytes, method: int = WEBP_METHOD, quality: int = WEBP_QUALITY) -> bytes | None:
@@ -103,6 +138,8 @@ class CompactReport:
     bytes_after: int = 0
     seconds: float = 0.0
     not_round_trip: list[str] = field(default_factory=list)
+    deltas: int = 0
+    delta_saved_bytes: int = 0
     shared: int = 0
     shared_saved_bytes: int = 0
 
@@ -111,6 +148,7 @@ class CompactReport:
         return (
             f"{self.episodes} episodes ({self.changed_episodes} rewritten): {self.converted} images to lossless WebP, "
             f"{self.kept_png} kept as PNG, {self.som_dropped} Set-of-Mark images dropped, "
+            f"{self.deltas} recaptured screenshots stored as differences ({self.delta_saved_bytes / mb:.1f} MB saved), "
             f"{self.shared} screenshots shared across episodes ({self.shared_saved_bytes / mb:.1f} MB saved); "
             f"{self.bytes_before / mb:.1f} MB -> {self.bytes_after / mb:.1f} MB in {self.seconds:.1f} s"
         )
@@ -137,7 +175,44 @@ def _step_sources(ep: RawEpisode) -> set[str]:
 
 
 def _local_sources(ep: RawEpisode) -> set[str]:
-    return {n for n in _step_sources(ep) if not is_shared_image(n)}
+    """The episode's own image files (not shared ones), differences aside."""
+    return {n for n in _step_sources(ep) if not is_shared_image(n) and not is_delta(n)}
+
+
+def delta_recaptures(raw_dir: str | os.PathLike, report: CompactReport | None = None) -> CompactReport:
+    """Store every recaptured screenshot that is a lossless WebP of its action-time screenshot's
+    size as ``<name>.delta.webp``, its difference from that screenshot, when that is smaller;
+    checked before the original goes: :func:`apply_delta` gives its bytes back exactly.
+    Idempotent; each episode's JSON is replaced atomically before the originals are removed."""
+    report = report if report is not None else CompactReport()
+    for folder in iter_episode_dirs(raw_dir):
+        ep = read_episode(folder)
+        renamed: dict[str, str] = {}
+        for st in ep.steps:
+            m = st.metadata
+            base = m.get("action_time_screenshot")
+            name = st.screenshot
+            if (not m.get("recaptured") or not isinstance(base, str) or base == name or is_delta(name)
+                    or is_shared_image(name) or name in renamed):
+                continue
+            data = (folder / name).read_bytes()
+            if image_format(data) != "webp":
+                continue
+            base_bytes = (folder / base).read_bytes()
+            diff = make_delta(base_bytes, data)
+            if diff is None or len(diff) >= len(data) or apply_delta(base_bytes, diff) != data:
+                continue  # not smaller, or this machine's encoder would not give the bytes back
+            new = name.removesuffix(".webp") + DELTA_SUFFIX
+            (folder / new).write_bytes(diff)
+            renamed[name] = new
+            report.deltas += 1
+            report.delta_saved_bytes += len(data) - len(diff)
+        if renamed:
+            steps = tuple(dataclasses.replace(st, screenshot=renamed.get(st.screenshot, st.screenshot)) for st in ep.steps)
+            rewrite_episode_json(folder, dataclasses.replace(ep, steps=steps))
+            for name in renamed:
+                (folder / name).unlink()
+    return report
 
 
 def _encode_pngs(folder: Path, names: list[str], method: int, quality: int, workers: int) -> dict[str, bytes | None]:
@@ -242,7 +317,7 @@ def compact_episode(
 
 def compact_corpus(
     raw_dir: str | os.PathLike, *, method: int = WEBP_METHOD, quality: int = WEBP_QUALITY,
-    workers: int | None = None, dry_run: bool = False, share: bool = True,
+    workers: int | None = None, dry_run: bool = False, share: bool = True, delta: bool = True,
 ) -> CompactReport:
     """Compact every episode of a raw corpus in place (module docstring).
 
@@ -252,6 +327,7 @@ def compact_corpus(
         workers: threads encoding images (default: one per CPU).
         dry_run: encode and count, write nothing.
         share: store the screenshots several episodes hold once (:func:`share_images`).
+        delta: store recaptured screenshots as differences (:func:`delta_recaptures`).
 
     Returns:
         A :class:`CompactReport`.
@@ -269,6 +345,8 @@ def compact_corpus(
     n = workers or os.cpu_count() or 1
     for folder in iter_episode_dirs(raw_dir):
         compact_episode(Path(folder), report, method=method, quality=quality, workers=n, dry_run=dry_run)
+    if delta and not dry_run:
+        delta_recaptures(raw_dir, report)
     if share:
         share_images(raw_dir, report, dry_run=dry_run)
     report.seconds = time.monotonic() - start

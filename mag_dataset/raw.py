@@ -73,6 +73,13 @@ again, so code reading or writing episodes through this module sees one ``metada
 Screenshot paths are relative to the episode folder: a plain file name in it, or
 ``../_shared_images/<name>`` (below). Coordinates and boxes are in screenshot pixels.
 
+**Recaptured screenshots as differences.** A recaptured screenshot differs from its step's
+action-time one in a few regions (a counter, a new row), so ``mag compact`` may store it as
+``<name>.delta.webp`` (:data:`DELTA_SUFFIX`): a lossless WebP of the pixel difference, channel
+by channel modulo 256, from ``metadata["action_time_screenshot"]``, mostly zeros, a tenth of
+the page's size or less. :func:`screenshot_bytes` gives every reader the screenshot itself
+(the lossless WebP it was, byte for byte).
+
 **Shared screenshots.** The episodes of one template often open on the same page, pixel for
 pixel; ``mag compact`` stores such a screenshot once, in :data:`SHARED_IMAGES_DIR` at the
 corpus root, named by the first 32 hex digits of its sha256, and the steps name it as
@@ -122,6 +129,8 @@ EVIDENCE_FILE = "evidence.json.gz"
 EVIDENCE_FORMAT = "mag-page-evidence"
 #: Step-metadata keys stored in :data:`EVIDENCE_FILE` instead of ``episode.json``.
 EVIDENCE_KEYS: tuple[str, ...] = ("dom", "shown_page")
+#: Name ending of a recaptured screenshot stored as its difference from the action-time one.
+DELTA_SUFFIX = ".delta.webp"
 #: The corpus-root folder of screenshots several episodes show (see "Shared screenshots" above).
 SHARED_IMAGES_DIR = "_shared_images"
 CORPUS_FILE = "corpus.json"
@@ -366,6 +375,33 @@ def _rmtree(path: Path) -> None:
     import shutil
 
     shutil.rmtree(path)
+
+
+def is_delta(name: str) -> bool:
+    """Whether a step's screenshot path names a difference from its action-time screenshot."""
+    return name.endswith(DELTA_SUFFIX)
+
+
+def screenshot_bytes(folder: str | os.PathLike, step: RawStep) -> bytes:
+    """The bytes of a step's screenshot as an image file: its file, or, for a recaptured
+    screenshot stored as a difference (:func:`is_delta`), the lossless WebP rebuilt from it and
+    the action-time screenshot.
+
+    Raises:
+        RawDataError: a difference without its action-time screenshot.
+        OSError: a missing file.
+    """
+    folder = Path(folder)
+    data = (folder / step.screenshot).read_bytes()
+    if not is_delta(step.screenshot):
+        return data
+    base = step.metadata.get("action_time_screenshot")
+    if not isinstance(base, str) or not base:
+        raise RawDataError(folder.name, step.step_index, "screenshot",
+                           f"{step.screenshot!r} is a difference but the step names no action_time_screenshot")
+    from mag_dataset.compact import apply_delta
+
+    return apply_delta((folder / base).read_bytes(), data)
 
 
 def share_ref(file_name: str) -> str:
@@ -690,7 +726,7 @@ def som_image_bytes(folder: str | os.PathLike, step: RawStep) -> bytes:
         return (folder / step.som_screenshot).read_bytes()
     from mag_dataset.live.observe import render_som
 
-    return render_som((folder / step.screenshot).read_bytes(), step.candidates)
+    return render_som(screenshot_bytes(folder, step), step.candidates)
 
 
 def iter_episode_dirs(root: str | os.PathLike) -> list[Path]:

@@ -315,7 +315,7 @@ def test_screenshots_several_episodes_hold_are_stored_once_and_read_everywhere(r
         recaptured=True, action_time_screenshot=d["steps"][1]["screenshot"], recaptured_identical=False))
     shutil.copy(a / start, b / "step_001_recaptured.png")
     edit_episode(b, lambda d: d["steps"][1].update(screenshot="step_001_recaptured.png"))
-    compact_corpus(raw, share=False)
+    compact_corpus(raw, share=False, delta=False)
     plain = build_dataset(raw, tmp_path / "plain", progress=False)
     held: dict[str, set[str]] = {}  # sha256 -> episodes holding those bytes
     copies: dict[tuple[str, str], int] = {}  # (episode, file) -> size, per sha256
@@ -332,7 +332,7 @@ def test_screenshots_several_episodes_hold_are_stored_once_and_read_everywhere(r
     saved = sum(n for h, n in copies.values() if h in expect) - sum(
         next(n for g, n in copies.values() if g == h) for h in expect)
 
-    report = compact_corpus(raw)
+    report = compact_corpus(raw, delta=False)
     shared = sorted((raw / SHARED_IMAGES_DIR).iterdir())
     assert report.shared == len(expect) == len(shared) and report.shared_saved_bytes == saved > 0
     assert {p.stem for p in shared} == {h[:32] for h in expect} and all(p.suffix == ".webp" for p in shared)
@@ -354,7 +354,7 @@ def test_screenshots_several_episodes_hold_are_stored_once_and_read_everywhere(r
         assert all(np.array_equal(np.asarray(p.convert("RGBA")), np.asarray(q.convert("RGBA")))
                    for p, q in zip(x["screenshot"], y["screenshot"]))
     snapshot = {p: p.read_bytes() for p in raw.rglob("*") if p.is_file()}
-    assert compact_corpus(raw).shared_saved_bytes == 0
+    assert compact_corpus(raw, delta=False).shared_saved_bytes == 0
     assert snapshot == {p: p.read_bytes() for p in raw.rglob("*") if p.is_file()}
 
     # undoing b's recapture gives step 1 its own file back and leaves the shared one alone
@@ -372,7 +372,7 @@ def test_screenshots_several_episodes_hold_are_stored_once_and_read_everywhere(r
 
     # a shared file no step names any more is removed; paths out of the corpus are refused
     shutil.rmtree(a), shutil.rmtree(b)
-    compact_corpus(raw)
+    compact_corpus(raw, delta=False)
     named = {n for ep in read_corpus(raw) for st in ep.steps
              for n in (st.screenshot, st.metadata.get("action_time_screenshot")) if n and n.startswith("../")}
     assert {f"../{SHARED_IMAGES_DIR}/{p.name}" for p in (raw / SHARED_IMAGES_DIR).iterdir()} == named
@@ -381,3 +381,48 @@ def test_screenshots_several_episodes_hold_are_stored_once_and_read_everywhere(r
         edit_episode(c, lambda d, bad=bad: d["steps"][0].update(screenshot=bad))
         with pytest.raises(RawDataError, match="must be a file name in the episode folder"):
             read_episode(c)
+
+
+def test_a_recaptured_screenshot_is_stored_as_its_difference_and_read_back_exactly(raw, tmp_path):
+    """A recaptured screenshot that differs from its action-time one in a region is stored as a
+    difference (`.delta.webp`, far smaller); every reader gets the screenshot itself, byte for
+    byte: the build, the stale rule, the audit's evidence, the Set-of-Mark rendering."""
+    from mag_dataset.compact import apply_delta, make_delta
+    from mag_dataset.harness.unify import unify_corpus
+    from mag_dataset.raw import DELTA_SUFFIX, screenshot_bytes
+
+    compact_corpus(raw, share=False)
+    folder = raw / "login-form.seed-0"
+    ep = read_episode(folder)
+    st = ep.steps[1]
+    with Image.open(folder / st.screenshot) as im:
+        moved = im.convert("RGB")
+    ImageDraw.Draw(moved).rectangle((5, 5, 60, 20), fill=(200, 30, 30))  # the page moved on: a banner
+    recaptured = to_lossless_webp(_png(moved))
+    (folder / "step_001_recaptured.webp").write_bytes(recaptured)
+    edit_episode(folder, lambda d: (d["steps"][1]["metadata"].update(
+        recaptured=True, action_time_screenshot=d["steps"][1]["screenshot"], recaptured_identical=False),
+        d["steps"][1].update(screenshot="step_001_recaptured.webp")))
+    before = build_dataset(raw, tmp_path / "before", progress=False)
+    report = compact_corpus(raw, share=False)
+    st = read_episode(folder).steps[1]
+    assert report.deltas == 1 and st.screenshot == "step_001_recaptured" + DELTA_SUFFIX
+    assert not (folder / "step_001_recaptured.webp").exists()
+    assert (folder / st.screenshot).stat().st_size < len(recaptured)  # synthetic pages are tiny; site pages: ~1/30
+    assert screenshot_bytes(folder, st) == recaptured
+    assert apply_delta((folder / st.metadata["action_time_screenshot"]).read_bytes(),
+                       make_delta((folder / st.metadata["action_time_screenshot"]).read_bytes(), recaptured)) == recaptured
+    after = build_dataset(raw, tmp_path / "after", progress=False)
+    shards = sorted(p.relative_to(before) for p in before.rglob("*.parquet"))
+    assert shards and all((before / f).read_bytes() == (after / f).read_bytes() for f in shards)
+    assert unify_corpus(raw).stale == 1  # the stale rule reads the screenshot itself
+    from mag_dataset.live.observe import render_som
+
+    assert som_image_bytes(folder, st) == render_som(recaptured, st.candidates)
+    assert compact_corpus(raw, share=False).deltas == 0  # idempotent
+
+
+def _png(im) -> bytes:
+    buf = io.BytesIO()
+    im.save(buf, format="PNG")
+    return buf.getvalue()

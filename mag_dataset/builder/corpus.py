@@ -30,9 +30,11 @@ from mag_dataset.raw import (
     RawStep,
     capture_geometry,
     image_format,
+    is_delta,
     iter_episode_dirs,
     read_audit,
     read_episode,
+    screenshot_bytes,
     step_id,
 )
 from mag_dataset.schema import Action, AuditRecord, Split
@@ -103,6 +105,8 @@ class PreparedStep:
         # Both stored images are checked in both views, so an error names the same field either way.
         keys = ("screenshot", "som_screenshot") if self.raw.som_screenshot else ("screenshot",)
         data = {key: read_image(self.episode_dir / getattr(self.raw, key), self.episode.episode_id, self.raw, key) for key in keys}
+        if is_delta(self.raw.screenshot):  # a recaptured screenshot stored as a difference: the image itself
+            data["screenshot"] = screenshot_bytes(self.episode_dir, self.raw)
         self._refuse_error_page(data["screenshot"])
         if view is View.COORD:
             return {"bytes": data["screenshot"], "path": None}

@@ -25,6 +25,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="lossless effort 0..100 (Pillow's quality for lossless WebP)")
     parser.add_argument("--workers", type=int, default=None, help="encoding threads (default: one per CPU)")
     parser.add_argument("--dry-run", action="store_true", help="encode and report sizes, write nothing")
+    parser.add_argument("--no-delta", action="store_true",
+                        help="keep recaptured screenshots whole (default: store each as its difference from the "
+                             "action-time screenshot when smaller, RAW/<episode>/<name>.delta.webp)")
     parser.add_argument("--no-share", action="store_true",
                         help="keep each episode's own copy of a screenshot other episodes hold too "
                              "(default: store it once, in RAW_DIR/_shared_images)")
@@ -39,7 +42,8 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"--workers must be at least 1, got {args.workers}")
     try:
         report = _compact.compact_corpus(raw, method=args.method, quality=args.quality, workers=args.workers,
-                                         dry_run=args.dry_run, share=not args.no_share)
+                                         dry_run=args.dry_run, share=not args.no_share,
+                                         delta=not args.no_delta)
     except (RawDataError, ValueError, OSError) as e:
         raise UserError(str(e)) from None
     print(("would compact: " if args.dry_run else "compacted: ") + report.summary())

@@ -29,7 +29,7 @@ from mag_dataset.harness.page_judges import (
     StepEvidence,
     run_page_judges,
 )
-from mag_dataset.raw import RawStep
+from mag_dataset.raw import RawStep, screenshot_bytes
 
 #: PageVote.verdict -> the audit's vote (``ambiguous`` is no vote: the panel cannot confirm).
 _VOTES = {"confirm": Vote.CONFIRM, "remap": Vote.REMAP, "unmappable": Vote.UNMAPPABLE}
@@ -63,10 +63,12 @@ def has_page_evidence(step: RawStep) -> bool:
     return not shows_other or isinstance(m.get("shown_page"), dict)
 
 
-def _rgb(path: Path) -> np.ndarray:
+def _rgb(source: Path | bytes) -> np.ndarray:
+    import io
+
     from PIL import Image
 
-    with Image.open(path) as im:
+    with Image.open(io.BytesIO(source) if isinstance(source, bytes) else source) as im:
         return np.asarray(im.convert("RGB"))
 
 
@@ -92,7 +94,7 @@ def step_evidence(folder: Path, step: RawStep) -> StepEvidence:
     fps = dom.get("candidates") or {}
     action_elements = _elements({"id": c.id, "role": c.role, "text": c.text, "bbox": c.bbox,
                                  "fingerprint": fps.get(c.id)} for c in step.candidates)
-    shown_image = _rgb(folder / step.screenshot)
+    shown_image = _rgb(screenshot_bytes(folder, step))
     other = m.get("recaptured") and not m.get("recaptured_identical") and m.get("action_time_screenshot")
     if other:
         shown = _elements(m["shown_page"].get("elements") or [])

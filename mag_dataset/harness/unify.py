@@ -78,6 +78,7 @@ from mag_dataset.raw import (
     read_audit,
     read_episode,
     rewrite_episode_json,
+    screenshot_bytes,
     step_id,
     write_audit,
 )
@@ -246,7 +247,7 @@ def check_stale(
         path = folder / str(shot_name)
         if not path.is_file():
             raise RawDataError(folder.name, step.step_index, "metadata.action_time_screenshot", f"missing image file {shot_name!r}")
-        frac = pixel_diff_fraction(path.read_bytes(), (folder / step.screenshot).read_bytes(), pixel_tolerance)
+        frac = pixel_diff_fraction(path.read_bytes(), screenshot_bytes(folder, step), pixel_tolerance)
         if frac is None:
             return StaleCheck(True, "image_size")
         if frac > pixel_fraction:

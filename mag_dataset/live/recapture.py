@@ -61,7 +61,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from mag_dataset.raw import RawEpisode, is_shared_image, iter_episode_dirs, read_episode, rewrite_episode_json
+from mag_dataset.raw import (
+    RawEpisode,
+    is_shared_image,
+    iter_episode_dirs,
+    read_episode,
+    rewrite_episode_json,
+    screenshot_bytes,
+)
 
 #: Suffixes of a recaptured step's new images.
 RECAPTURED_SUFFIX = "_recaptured.png"
@@ -286,6 +293,8 @@ _RECAPTURE_KEYS = ("recaptured_identical", "recaptured_candidates", "recapture_d
 
 
 def _shows_error_page(folder: Path, st) -> bool:
+    import io
+
     from PIL import Image
 
     from mag_dataset.error_pages import is_error_screenshot
@@ -293,7 +302,7 @@ def _shows_error_page(folder: Path, st) -> bool:
     m = st.metadata
     if not m.get("recaptured") or m.get("recaptured_identical") or not m.get("action_time_screenshot"):
         return False
-    with Image.open(folder / st.screenshot) as im:
+    with Image.open(io.BytesIO(screenshot_bytes(folder, st))) as im:
         return is_error_screenshot(im, str((m.get("shown_page") or {}).get("url") or ""))
 
 

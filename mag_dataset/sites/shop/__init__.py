@@ -160,6 +160,20 @@ class ShopSite(Site):
                                    "--insecure"),
                              env=self._env(), cwd=str(self.app_dir))
 
+    def after_reset(self) -> None:
+        """Bring the Whoosh search index in line with the database (seeded after a reset, the
+        updated products re-indexed after a drift): :func:`~mag_dataset.sites.shop.drift.sync_search_index`."""
+        from mag_dataset.sites.shop.drift import sync_search_index
+
+        sync_search_index(self, self.python)
+
+    def apply_drift(self, rng: Any, level: int) -> dict[str, int]:
+        """Other customers' orders, staff's fulfilment, price and stock changes, reviews and new
+        products: :func:`mag_dataset.sites.shop.drift.drift`."""
+        from mag_dataset.sites.shop.drift import drift
+
+        return drift(self, rng, level)
+
     def login(self, page: Any, user: str) -> None:
         """Log in through Oscar's login form (by e-mail) and wait for the account page."""
         if user not in self.users:
