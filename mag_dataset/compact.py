@@ -14,9 +14,11 @@ stored once, in the smallest lossless form:
   (:func:`mag_dataset.live.observe.render_som`, deterministic);
 * each step's capture geometry (:func:`mag_dataset.raw.capture_geometry`) is written into
   its fields, and ``episode.json`` is rewritten in format v2;
-* a recaptured screenshot is stored as its pixel difference from the step's action-time
-  screenshot when that is smaller (``<name>.delta.webp``, :func:`delta_recaptures`; "Recaptured
-  screenshots as differences" in :mod:`mag_dataset.raw`);
+* a screenshot is stored as its pixel difference from another of its episode when that is
+  much smaller (``<stem>~<base>``, :func:`store_differences`; "Screenshots stored as
+  differences" in :mod:`mag_dataset.raw`): an action-time screenshot from the last one
+  stored whole before it (a field typed into changes little), a recaptured one from its
+  action-time screenshot;
 * a screenshot that several episodes show, byte for byte (a template's start page), is then
   stored once, in the corpus's ``_shared_images`` folder named by its sha256, and the steps
   name it there (:func:`share_images`; "Shared screenshots" in :mod:`mag_dataset.raw`).
@@ -50,17 +52,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mag_dataset.raw import (
-    DELTA_SUFFIX,
+    DELTA_SEP,
     EPISODE_FILE,
     SHARED_IMAGES_DIR,
     RawEpisode,
     RawStep,
     capture_geometry,
+    apply_delta,
+    delta_base,
     episode_files,
+    image_bytes,
     image_format,
     is_delta,
     is_shared_image,
     iter_episode_dirs,
+    make_delta,
     read_episode,
     rewrite_episode_json,
     share_ref,
@@ -69,36 +75,6 @@ from mag_dataset.raw import (
 #: libwebp's effort (0 fastest .. 6 smallest) and, for lossless, Pillow's ``quality`` (effort too).
 WEBP_METHOD = 4
 WEBP_QUALITY = 100
-
-
-def _encode_webp(image: object, method: int = WEBP_METHOD, quality: int = WEBP_QUALITY) -> bytes:
-    buf = io.BytesIO()
-    image.save(buf, format="WEBP", lossless=True, method=method, quality=quality, exact=True)  # type: ignore[attr-defined]
-    return buf.getvalue()
-
-
-def make_delta(base: bytes, image: bytes) -> bytes | None:
-    """A lossless WebP of ``image`` minus ``base`` (RGB, per channel, modulo 256), or None when
-    the two differ in size or ``image`` has an alpha channel (kept as it is)."""
-    import numpy as np
-    from PIL import Image
-
-    with Image.open(io.BytesIO(base)) as b, Image.open(io.BytesIO(image)) as im:
-        if b.size != im.size or im.mode in ("RGBA", "LA", "PA") or "transparency" in im.info:
-            return None
-        diff = np.asarray(im.convert("RGB")).astype(np.int16) - np.asarray(b.convert("RGB")).astype(np.int16)
-    return _encode_webp(Image.fromarray((diff % 256).astype(np.uint8), "RGB"))
-
-
-def apply_delta(base: bytes, delta: bytes) -> bytes:
-    """The screenshot a difference stands for: ``base`` plus ``delta`` (modulo 256), encoded as
-    :func:`to_lossless_webp` encodes (so the bytes are those of the file it replaced)."""
-    import numpy as np
-    from PIL import Image
-
-    with Image.open(io.BytesIO(base)) as b, Image.open(io.BytesIO(delta)) as d:
-        pixels = (np.asarray(b.convert("RGB")).astype(np.uint16) + np.asarray(d.convert("RGB"))) % 256
-    return _encode_webp(Image.fromarray(pixels.astype(np.uint8), "RGB"))
 
 
 def to_lossless_webp(png: bytes, method: int = WEBP_METHOD, quality: int = WEBP_QUALITY) -> bytes | None:
@@ -148,7 +124,7 @@ class CompactReport:
         return (
             f"{self.episodes} episodes ({self.changed_episodes} rewritten): {self.converted} images to lossless WebP, "
             f"{self.kept_png} kept as PNG, {self.som_dropped} Set-of-Mark images dropped, "
-            f"{self.deltas} recaptured screenshots stored as differences ({self.delta_saved_bytes / mb:.1f} MB saved), "
+            f"{self.deltas} screenshots stored as differences ({self.delta_saved_bytes / mb:.1f} MB saved), "
             f"{self.shared} screenshots shared across episodes ({self.shared_saved_bytes / mb:.1f} MB saved); "
             f"{self.bytes_before / mb:.1f} MB -> {self.bytes_after / mb:.1f} MB in {self.seconds:.1f} s"
         )
@@ -179,40 +155,85 @@ def _local_sources(ep: RawEpisode) -> set[str]:
     return {n for n in _step_sources(ep) if not is_shared_image(n) and not is_delta(n)}
 
 
-def delta_recaptures(raw_dir: str | os.PathLike, report: CompactReport | None = None) -> CompactReport:
-    """Store every recaptured screenshot that is a lossless WebP of its action-time screenshot's
-    size as ``<name>.delta.webp``, its difference from that screenshot, when that is smaller;
-    checked before the original goes: :func:`apply_delta` gives its bytes back exactly.
-    Idempotent; each episode's JSON is replaced atomically before the originals are removed."""
+#: An action-time screenshot is stored as a difference only below this share of its size
+#: (a new page is better stored whole: the next steps' differences are taken from it).
+KEYFRAME_RATIO = 0.5
+
+
+def _difference(folder: Path, name: str, base: str) -> bytes | None:
+    """The difference that may replace ``name`` (a whole lossless WebP) against ``base``, or None
+    when it is not smaller or would not give the file's bytes back on this machine."""
+    data = (folder / name).read_bytes()
+    if image_format(data) != "webp":
+        return None
+    base_bytes = image_bytes(folder, base)
+    diff = make_delta(base_bytes, data)
+    if diff is None or len(diff) >= len(data) or apply_delta(base_bytes, diff) != data:
+        return None
+    return diff
+
+
+def store_differences(raw_dir: str | os.PathLike, report: CompactReport | None = None) -> CompactReport:
+    """Store screenshots as differences within each episode (module docstring), in two passes:
+    each action-time screenshot against the last one stored whole before it, when the
+    difference is under :data:`KEYFRAME_RATIO` of its size; then each recaptured screenshot
+    against its action-time screenshot, when smaller. A file another difference is taken from,
+    a shared file, or one several steps name, stays as it is. Idempotent; each episode's JSON
+    is replaced atomically before the replaced files are removed."""
     report = report if report is not None else CompactReport()
     for folder in iter_episode_dirs(raw_dir):
         ep = read_episode(folder)
-        renamed: dict[str, str] = {}
+        named: dict[str, int] = {}
         for st in ep.steps:
-            m = st.metadata
-            base = m.get("action_time_screenshot")
-            name = st.screenshot
-            if (not m.get("recaptured") or not isinstance(base, str) or base == name or is_delta(name)
-                    or is_shared_image(name) or name in renamed):
-                continue
-            data = (folder / name).read_bytes()
-            if image_format(data) != "webp":
-                continue
-            base_bytes = (folder / base).read_bytes()
-            diff = make_delta(base_bytes, data)
-            if diff is None or len(diff) >= len(data) or apply_delta(base_bytes, diff) != data:
-                continue  # not smaller, or this machine's encoder would not give the bytes back
-            new = name.removesuffix(".webp") + DELTA_SUFFIX
-            (folder / new).write_bytes(diff)
-            renamed[name] = new
-            report.deltas += 1
-            report.delta_saved_bytes += len(data) - len(diff)
+            for n in {st.screenshot, st.metadata.get("action_time_screenshot") or st.screenshot}:
+                named[n] = named.get(n, 0) + 1
+        bases = {delta_base(n) for n in named if is_delta(n)}
+        renamed: dict[str, str] = {}
+
+        def movable(name: str) -> bool:
+            return (not is_delta(name) and not is_shared_image(name) and name not in bases and named.get(name) == 1
+                    and name.endswith(".webp"))
+
+        keyframe: str | None = None
+        for st in ep.steps:  # action-time screenshots, in order
+            name = str(st.metadata.get("action_time_screenshot") or st.screenshot)
+            if keyframe is not None and movable(name):
+                diff = _difference(folder, name, keyframe)
+                if diff is not None and len(diff) < KEYFRAME_RATIO * (folder / name).stat().st_size:
+                    renamed[name] = _store(folder, name, keyframe, diff, report)
+                    bases.add(keyframe)
+                    continue
+            if not is_delta(name) and not is_shared_image(name) and name.endswith(".webp"):
+                keyframe = name
+        for st in ep.steps:  # recaptured screenshots, against their action-time screenshots
+            at = st.metadata.get("action_time_screenshot")
+            if st.metadata.get("recaptured") and isinstance(at, str) and at != st.screenshot and movable(st.screenshot):
+                base = renamed.get(at, at)
+                if is_shared_image(base):
+                    continue
+                diff = _difference(folder, st.screenshot, base)
+                if diff is not None:
+                    renamed[st.screenshot] = _store(folder, st.screenshot, base, diff, report)
         if renamed:
-            steps = tuple(dataclasses.replace(st, screenshot=renamed.get(st.screenshot, st.screenshot)) for st in ep.steps)
-            rewrite_episode_json(folder, dataclasses.replace(ep, steps=steps))
+            steps = []
+            for st in ep.steps:
+                meta = dict(st.metadata)
+                if meta.get("action_time_screenshot") in renamed:
+                    meta["action_time_screenshot"] = renamed[meta["action_time_screenshot"]]
+                steps.append(dataclasses.replace(st, screenshot=renamed.get(st.screenshot, st.screenshot), metadata=meta))
+            rewrite_episode_json(folder, dataclasses.replace(ep, steps=tuple(steps)))
             for name in renamed:
                 (folder / name).unlink()
     return report
+
+
+def _store(folder: Path, name: str, base: str, diff: bytes, report: CompactReport) -> str:
+    """Write the difference replacing ``name``; its new name."""
+    new = f"{name.removesuffix('.webp')}{DELTA_SEP}{base}"
+    (folder / new).write_bytes(diff)
+    report.deltas += 1
+    report.delta_saved_bytes += (folder / name).stat().st_size - len(diff)
+    return new
 
 
 def _encode_pngs(folder: Path, names: list[str], method: int, quality: int, workers: int) -> dict[str, bytes | None]:
@@ -327,7 +348,7 @@ def compact_corpus(
         workers: threads encoding images (default: one per CPU).
         dry_run: encode and count, write nothing.
         share: store the screenshots several episodes hold once (:func:`share_images`).
-        delta: store recaptured screenshots as differences (:func:`delta_recaptures`).
+        delta: store screenshots as differences within episodes (:func:`store_differences`).
 
     Returns:
         A :class:`CompactReport`.
@@ -345,10 +366,10 @@ def compact_corpus(
     n = workers or os.cpu_count() or 1
     for folder in iter_episode_dirs(raw_dir):
         compact_episode(Path(folder), report, method=method, quality=quality, workers=n, dry_run=dry_run)
-    if delta and not dry_run:
-        delta_recaptures(raw_dir, report)
-    if share:
+    if share:  # first: a file other files are differences of must stay in its folder
         share_images(raw_dir, report, dry_run=dry_run)
+    if delta and not dry_run:
+        store_differences(raw_dir, report)
     report.seconds = time.monotonic() - start
     return report
 
@@ -378,7 +399,8 @@ def share_images(raw_dir: str | os.PathLike, report: CompactReport | None = None
     named: dict[tuple[int, str], str] = {}  # (episode, local file) -> its shared name
     holders: dict[str, set[int]] = {}
     for i, (folder, ep) in enumerate(episodes):
-        for name in sorted(_local_sources(ep)):
+        bases = {delta_base(n) for n in _step_sources(ep) if is_delta(n)}  # other files are differences of these
+        for name in sorted(_local_sources(ep) - bases):
             named[i, name] = _shared_name((folder / name).read_bytes())
             holders.setdefault(named[i, name], set()).add(i)
     share = {h for h, eps in holders.items() if len(eps) > 1 or h in existing}

@@ -73,12 +73,14 @@ again, so code reading or writing episodes through this module sees one ``metada
 Screenshot paths are relative to the episode folder: a plain file name in it, or
 ``../_shared_images/<name>`` (below). Coordinates and boxes are in screenshot pixels.
 
-**Recaptured screenshots as differences.** A recaptured screenshot differs from its step's
-action-time one in a few regions (a counter, a new row), so ``mag compact`` may store it as
-``<name>.delta.webp`` (:data:`DELTA_SUFFIX`): a lossless WebP of the pixel difference, channel
-by channel modulo 256, from ``metadata["action_time_screenshot"]``, mostly zeros, a tenth of
-the page's size or less. :func:`screenshot_bytes` gives every reader the screenshot itself
-(the lossless WebP it was, byte for byte).
+**Screenshots stored as differences.** Two screenshots of one episode often differ in a few
+regions only (a field typed into, a recaptured page with a new counter), so ``mag compact``
+may store one as ``<stem>~<base>``: a lossless WebP of its pixel difference, channel by
+channel modulo 256, from the image file ``<base>`` of the same folder (which may itself be a
+difference: ``step_003_recaptured~step_003~step_002.webp`` is a recaptured screenshot stored
+against step 3's, itself stored against step 2's). Mostly zeros, such a file is a tenth of
+the page's size or less. :func:`image_bytes` and :func:`screenshot_bytes` give every reader
+the screenshot itself (the lossless WebP it was, byte for byte).
 
 **Shared screenshots.** The episodes of one template often open on the same page, pixel for
 pixel; ``mag compact`` stores such a screenshot once, in :data:`SHARED_IMAGES_DIR` at the
@@ -98,6 +100,7 @@ from __future__ import annotations
 
 import dataclasses
 import gzip
+import io
 import json
 import math
 import os
@@ -129,8 +132,10 @@ EVIDENCE_FILE = "evidence.json.gz"
 EVIDENCE_FORMAT = "mag-page-evidence"
 #: Step-metadata keys stored in :data:`EVIDENCE_FILE` instead of ``episode.json``.
 EVIDENCE_KEYS: tuple[str, ...] = ("dom", "shown_page")
-#: Name ending of a recaptured screenshot stored as its difference from the action-time one.
-DELTA_SUFFIX = ".delta.webp"
+#: Separates a difference's own stem from the file name of its base (``step_004~step_003.webp``).
+DELTA_SEP = "~"
+#: Most differences read through to reach a whole image file.
+MAX_DELTA_DEPTH = 4
 #: The corpus-root folder of screenshots several episodes show (see "Shared screenshots" above).
 SHARED_IMAGES_DIR = "_shared_images"
 CORPUS_FILE = "corpus.json"
@@ -378,30 +383,72 @@ def _rmtree(path: Path) -> None:
 
 
 def is_delta(name: str) -> bool:
-    """Whether a step's screenshot path names a difference from its action-time screenshot."""
-    return name.endswith(DELTA_SUFFIX)
+    """Whether an image path names a difference from another file of its folder (``<stem>~<base>``)."""
+    return not is_shared_image(name) and DELTA_SEP in name
+
+
+def delta_base(name: str) -> str:
+    """The file a difference ``<stem>~<base>`` is taken from: ``<base>``."""
+    return name.split(DELTA_SEP, 1)[1]
+
+
+def image_bytes(folder: str | os.PathLike, name: str) -> bytes:
+    """The bytes of an image of an episode folder as an image file: the file itself, or, for a
+    difference (:func:`is_delta`), the lossless WebP rebuilt from it and its base.
+
+    Raises:
+        OSError: a missing file (the difference's base included).
+        ValueError: differences nested deeper than :data:`MAX_DELTA_DEPTH`.
+    """
+    folder = Path(folder)
+    chain = [name]
+    while is_delta(chain[-1]):
+        if len(chain) > MAX_DELTA_DEPTH:
+            raise ValueError(f"{folder.name}/{name}: differences nested deeper than {MAX_DELTA_DEPTH}")
+        chain.append(delta_base(chain[-1]))
+    data = (folder / chain[-1]).read_bytes()
+    if len(chain) == 1:
+        return data
+    for diff in reversed(chain[:-1]):
+        data = apply_delta(data, (folder / diff).read_bytes())
+    return data
+
+
+def _encode_webp(image: object) -> bytes:
+    """Lossless WebP with ``mag compact``'s settings (:data:`mag_dataset.compact.WEBP_METHOD` 4, quality 100)."""
+    buf = io.BytesIO()
+    image.save(buf, format="WEBP", lossless=True, method=4, quality=100, exact=True)  # type: ignore[attr-defined]
+    return buf.getvalue()
+
+
+def make_delta(base: bytes, image: bytes) -> bytes | None:
+    """A lossless WebP of ``image`` minus ``base`` (RGB, per channel, modulo 256), or None when
+    the two differ in size or ``image`` has an alpha channel (kept as it is)."""
+    import numpy as np
+    from PIL import Image
+
+    with Image.open(io.BytesIO(base)) as b, Image.open(io.BytesIO(image)) as im:
+        if b.size != im.size or im.mode in ("RGBA", "LA", "PA") or "transparency" in im.info:
+            return None
+        diff = np.asarray(im.convert("RGB")).astype(np.int16) - np.asarray(b.convert("RGB")).astype(np.int16)
+    return _encode_webp(Image.fromarray((diff % 256).astype(np.uint8), "RGB"))
+
+
+def apply_delta(base: bytes, delta: bytes) -> bytes:
+    """The screenshot a difference stands for: ``base`` plus ``delta`` (modulo 256), encoded as
+    :func:`mag_dataset.compact.to_lossless_webp` encodes (so the bytes are those of the file it replaced; a
+    difference is only stored when this gives them back)."""
+    import numpy as np
+    from PIL import Image
+
+    with Image.open(io.BytesIO(base)) as b, Image.open(io.BytesIO(delta)) as d:
+        pixels = (np.asarray(b.convert("RGB")).astype(np.uint16) + np.asarray(d.convert("RGB"))) % 256
+    return _encode_webp(Image.fromarray(pixels.astype(np.uint8), "RGB"))
 
 
 def screenshot_bytes(folder: str | os.PathLike, step: RawStep) -> bytes:
-    """The bytes of a step's screenshot as an image file: its file, or, for a recaptured
-    screenshot stored as a difference (:func:`is_delta`), the lossless WebP rebuilt from it and
-    the action-time screenshot.
-
-    Raises:
-        RawDataError: a difference without its action-time screenshot.
-        OSError: a missing file.
-    """
-    folder = Path(folder)
-    data = (folder / step.screenshot).read_bytes()
-    if not is_delta(step.screenshot):
-        return data
-    base = step.metadata.get("action_time_screenshot")
-    if not isinstance(base, str) or not base:
-        raise RawDataError(folder.name, step.step_index, "screenshot",
-                           f"{step.screenshot!r} is a difference but the step names no action_time_screenshot")
-    from mag_dataset.compact import apply_delta
-
-    return apply_delta((folder / base).read_bytes(), data)
+    """The bytes of a step's screenshot as an image file (:func:`image_bytes`)."""
+    return image_bytes(folder, step.screenshot)
 
 
 def share_ref(file_name: str) -> str:
@@ -425,6 +472,8 @@ def check_image_name(name: str, episode: str, idx: int | None, key: str, folder:
     if not _plain_file_name(name.removeprefix(f"../{SHARED_IMAGES_DIR}/") if shared else name):
         raise RawDataError(episode, idx, key, f"{name!r} must be a file name in the episode folder or "
                                               f"'../{SHARED_IMAGES_DIR}/<file>'")
+    if is_delta(name) and folder is not None and not (folder / delta_base(name)).is_file():
+        raise RawDataError(episode, idx, key, f"{name!r} is a difference from {delta_base(name)!r}, which is missing")
     if folder is None or (folder / name).is_file():
         return
     if shared:

@@ -16,7 +16,15 @@ from PIL import Image, ImageDraw
 from mag_dataset.builder import build_dataset, prepare_corpus
 from mag_dataset.cli import main
 from mag_dataset.compact import compact_corpus, to_lossless_webp
-from mag_dataset.raw import RawDataError, capture_geometry, image_format, read_corpus, read_episode, som_image_bytes
+from mag_dataset.raw import (
+    RawDataError,
+    capture_geometry,
+    image_format,
+    read_corpus,
+    read_episode,
+    screenshot_bytes,
+    som_image_bytes,
+)
 
 from synthetic_raw import edit_episode, make_corpus
 
@@ -62,7 +70,7 @@ def test_render_som_is_pinned_and_deterministic():
 def test_compact_converts_losslessly_drops_som_and_is_idempotent(raw, synthetic_corpus):
     png_corpus = synthetic_corpus[0]
     before = {ep.episode_id: ep for ep in read_corpus(png_corpus)}
-    report = compact_corpus(raw, workers=2, share=False)  # sharing: its own test below
+    report = compact_corpus(raw, workers=2, share=False, delta=False)  # sharing, differences: own tests below
     n_steps = sum(len(ep.steps) for ep in before.values())
     assert report.episodes == len(before) == 10 and report.changed_episodes == 10
     assert report.converted == n_steps and report.som_dropped == n_steps and report.kept_png == 0
@@ -83,7 +91,7 @@ def test_compact_converts_losslessly_drops_som_and_is_idempotent(raw, synthetic_
             assert (st.action, st.candidates, st.guide, st.target_bbox) == (st0.action, st0.candidates, st0.guide, st0.target_bbox)
     assert not any(p.name.startswith(".") for p in raw.iterdir())  # no temp folder left
     snapshot = {p: p.read_bytes() for p in raw.rglob("*") if p.is_file()}
-    again = compact_corpus(raw, share=False)
+    again = compact_corpus(raw, share=False, delta=False)
     assert again.changed_episodes == 0 and again.converted == 0
     assert snapshot == {p: p.read_bytes() for p in raw.rglob("*") if p.is_file()}
 
@@ -107,7 +115,7 @@ def test_compacted_build_is_byte_identical_and_renders_som(raw, tmp_path):
         folder = raw / st.episode.episode_id
         # coord keeps the raw WebP bytes; som is the rendered image, as any reader gets it
         assert c_row["screenshot"].format == "WEBP" and np.array_equal(
-            np.asarray(c_row["screenshot"].convert("RGBA")), _pixels((folder / st.raw.screenshot).read_bytes()))
+            np.asarray(c_row["screenshot"].convert("RGBA")), _pixels(screenshot_bytes(folder, st.raw)))
         assert np.array_equal(np.asarray(s_row["screenshot"].convert("RGBA")), _pixels(som_image_bytes(folder, st.raw)))
         assert not np.array_equal(np.asarray(s_row["screenshot"].convert("RGBA")), np.asarray(c_row["screenshot"].convert("RGBA")))
         for row in (s_row, c_row):
@@ -124,7 +132,7 @@ def test_compact_keeps_recaptured_action_time_screenshots(raw):
     edit_episode(folder, lambda d: d["steps"][1]["metadata"].update(recaptured=True,
                                                                     action_time_screenshot="step_001_action_time.png"))
     before = _pixels((folder / "step_001_action_time.png").read_bytes())
-    compact_corpus(raw, share=False)
+    compact_corpus(raw, share=False, delta=False)
     st = read_episode(folder).steps[1]
     assert st.metadata["action_time_screenshot"] == "step_001_action_time.webp"
     assert np.array_equal(_pixels((folder / "step_001_action_time.webp").read_bytes()), before)
@@ -385,13 +393,14 @@ def test_screenshots_several_episodes_hold_are_stored_once_and_read_everywhere(r
 
 def test_a_recaptured_screenshot_is_stored_as_its_difference_and_read_back_exactly(raw, tmp_path):
     """A recaptured screenshot that differs from its action-time one in a region is stored as a
-    difference (`.delta.webp`, far smaller); every reader gets the screenshot itself, byte for
-    byte: the build, the stale rule, the audit's evidence, the Set-of-Mark rendering."""
+    difference (`<stem>~<base>`, far smaller), and so is an action-time screenshot close to the
+    one before it; every reader gets the screenshot itself, byte for byte: the build, the stale
+    rule, the Set-of-Mark rendering; a rerun changes nothing."""
     from mag_dataset.compact import apply_delta, make_delta
     from mag_dataset.harness.unify import unify_corpus
-    from mag_dataset.raw import DELTA_SUFFIX, screenshot_bytes
+    from mag_dataset.raw import image_bytes
 
-    compact_corpus(raw, share=False)
+    compact_corpus(raw, share=False, delta=False)
     folder = raw / "login-form.seed-0"
     ep = read_episode(folder)
     st = ep.steps[1]
@@ -404,14 +413,14 @@ def test_a_recaptured_screenshot_is_stored_as_its_difference_and_read_back_exact
         recaptured=True, action_time_screenshot=d["steps"][1]["screenshot"], recaptured_identical=False),
         d["steps"][1].update(screenshot="step_001_recaptured.webp")))
     before = build_dataset(raw, tmp_path / "before", progress=False)
-    report = compact_corpus(raw, share=False)
+    compact_corpus(raw, share=False)
     st = read_episode(folder).steps[1]
-    assert report.deltas == 1 and st.screenshot == "step_001_recaptured" + DELTA_SUFFIX
+    assert st.screenshot == "step_001_recaptured~" + st.metadata["action_time_screenshot"]
     assert not (folder / "step_001_recaptured.webp").exists()
     assert (folder / st.screenshot).stat().st_size < len(recaptured)  # synthetic pages are tiny; site pages: ~1/30
     assert screenshot_bytes(folder, st) == recaptured
-    assert apply_delta((folder / st.metadata["action_time_screenshot"]).read_bytes(),
-                       make_delta((folder / st.metadata["action_time_screenshot"]).read_bytes(), recaptured)) == recaptured
+    base = image_bytes(folder, st.metadata["action_time_screenshot"])  # itself a difference from step 0's
+    assert "~" in st.metadata["action_time_screenshot"] and apply_delta(base, make_delta(base, recaptured)) == recaptured
     after = build_dataset(raw, tmp_path / "after", progress=False)
     shards = sorted(p.relative_to(before) for p in before.rglob("*.parquet"))
     assert shards and all((before / f).read_bytes() == (after / f).read_bytes() for f in shards)
@@ -419,7 +428,17 @@ def test_a_recaptured_screenshot_is_stored_as_its_difference_and_read_back_exact
     from mag_dataset.live.observe import render_som
 
     assert som_image_bytes(folder, st) == render_som(recaptured, st.candidates)
+    snapshot = {p: p.read_bytes() for p in raw.rglob("*") if p.is_file()}
     assert compact_corpus(raw, share=False).deltas == 0  # idempotent
+    assert snapshot == {p: p.read_bytes() for p in raw.rglob("*") if p.is_file()}
+    # undoing the recapture removes its difference and leaves the action-time chain readable
+    from mag_dataset.live.recapture import undo_recaptures
+
+    edit_episode(folder, lambda d: d["metadata"].update(recaptured={"diverged": False}))
+    undo_recaptures(raw)
+    st = read_episode(folder).steps[1]
+    assert not list(folder.glob("step_001_recaptured*")) and screenshot_bytes(folder, st) == image_bytes(
+        folder, st.screenshot) and "~" in st.screenshot
 
 
 def _png(im) -> bytes:

@@ -29,7 +29,7 @@ from mag_dataset.harness.page_judges import (
     StepEvidence,
     run_page_judges,
 )
-from mag_dataset.raw import RawStep, screenshot_bytes
+from mag_dataset.raw import RawStep, image_bytes, screenshot_bytes
 
 #: PageVote.verdict -> the audit's vote (``ambiguous`` is no vote: the panel cannot confirm).
 _VOTES = {"confirm": Vote.CONFIRM, "remap": Vote.REMAP, "unmappable": Vote.UNMAPPABLE}
@@ -98,7 +98,7 @@ def step_evidence(folder: Path, step: RawStep) -> StepEvidence:
     other = m.get("recaptured") and not m.get("recaptured_identical") and m.get("action_time_screenshot")
     if other:
         shown = _elements(m["shown_page"].get("elements") or [])
-        action_image = _rgb(folder / m["action_time_screenshot"])
+        action_image = _rgb(image_bytes(folder, m["action_time_screenshot"]))
     else:
         shown, action_image = action_elements, shown_image
     point = step.action.coordinate if step.action.coordinate is not None and not dom.get("target") else None

@@ -74,6 +74,7 @@ from mag_dataset.raw import (
     RawDataError,
     RawEpisode,
     RawStep,
+    image_bytes,
     iter_episode_dirs,
     read_audit,
     read_episode,
@@ -247,7 +248,7 @@ def check_stale(
         path = folder / str(shot_name)
         if not path.is_file():
             raise RawDataError(folder.name, step.step_index, "metadata.action_time_screenshot", f"missing image file {shot_name!r}")
-        frac = pixel_diff_fraction(path.read_bytes(), screenshot_bytes(folder, step), pixel_tolerance)
+        frac = pixel_diff_fraction(image_bytes(folder, str(shot_name)), screenshot_bytes(folder, step), pixel_tolerance)
         if frac is None:
             return StaleCheck(True, "image_size")
         if frac > pixel_fraction:

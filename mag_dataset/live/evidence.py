@@ -53,10 +53,14 @@ class EvidenceReport:
 
 
 def _action_time_png(folder: Path, step) -> "object":
+    import io
+
     from PIL import Image
 
+    from mag_dataset.raw import image_bytes
+
     name = step.metadata.get("action_time_screenshot") or step.screenshot
-    with Image.open(folder / name) as im:
+    with Image.open(io.BytesIO(image_bytes(folder, name))) as im:
         return im.convert("RGB")
 
 

@@ -56,6 +56,7 @@ Usage::
 from __future__ import annotations
 
 import dataclasses
+import io
 import random
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -251,7 +252,7 @@ def recapture_episode(folder: Path, episode: RawEpisode, *, reset_site: bool = F
                                                                    "recapture_ended": ended}))
                     continue
             shot = ob.image
-            with Image.open(folder / st.screenshot) as before:
+            with Image.open(io.BytesIO(screenshot_bytes(folder, st))) as before:
                 identical = before.size == shot.size and np.array_equal(np.asarray(before.convert("RGB")), np.asarray(shot))
             stem = f"step_{st.step_index:03d}" if is_shared_image(st.screenshot) else Path(st.screenshot).stem
             if identical:  # store each screenshot once: the recapture is the action-time file, pixel for pixel
@@ -293,8 +294,6 @@ _RECAPTURE_KEYS = ("recaptured_identical", "recaptured_candidates", "recapture_d
 
 
 def _shows_error_page(folder: Path, st) -> bool:
-    import io
-
     from PIL import Image
 
     from mag_dataset.error_pages import is_error_screenshot
