@@ -388,6 +388,12 @@ class WikiSite(Site):
         if page.locator("#pt-userpage").count() == 0:
             raise SiteError(f"site wiki: login as {user!r} failed; run `mag sites setup --site wiki --force`")
 
+    def apply_drift(self, rng: Any, level: int) -> dict[str, int]:
+        """A few days of the other editors' work per level: :func:`.drift.apply_drift` (no cache to clear)."""
+        from mag_dataset.sites.wiki.drift import apply_drift
+
+        return apply_drift(self, rng, level)
+
     # ------------------------------------------------------------------ state helpers (tasks' checks)
     def page_row(self, title: str, ns: int = 0) -> tuple[int, int, int] | None:
         """``(page_id, page_latest, page_is_redirect)`` of a page, or None."""
