@@ -446,6 +446,20 @@ def apply_delta(base: bytes, delta: bytes) -> bytes:
     return _encode_webp(Image.fromarray(pixels.astype(np.uint8), "RGB"))
 
 
+def image_key(folder: str | os.PathLike, name: str) -> str:
+    """A content key of an image as stored, without rebuilding it: the sha256 of a whole file's
+    bytes; for a difference, the sha256 of its base's key and its own bytes. Two equal keys are
+    the same pixels; ``mag compact`` shares the images several episodes hold before it stores
+    any as a difference, so equal screenshots of two episodes get equal keys."""
+    import hashlib
+
+    folder = Path(folder)
+    digest = hashlib.sha256((folder / name).read_bytes()).hexdigest()
+    if not is_delta(name):
+        return digest
+    return hashlib.sha256(f"{image_key(folder, delta_base(name))}:{digest}".encode()).hexdigest()
+
+
 def screenshot_bytes(folder: str | os.PathLike, step: RawStep) -> bytes:
     """The bytes of a step's screenshot as an image file (:func:`image_bytes`)."""
     return image_bytes(folder, step.screenshot)

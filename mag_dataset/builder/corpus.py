@@ -30,6 +30,7 @@ from mag_dataset.raw import (
     RawStep,
     capture_geometry,
     image_format,
+    image_key,
     is_delta,
     iter_episode_dirs,
     read_audit,
@@ -291,10 +292,10 @@ def test_echoes(steps: list[PreparedStep]) -> tuple[set[str], int]:
     """
     digests: dict[Path, str] = {}
 
-    def shot(s: PreparedStep) -> str:
+    def shot(s: PreparedStep) -> str:  # what the step shows, a difference by what it differs from
         path = (s.episode_dir / s.raw.screenshot).resolve()
         if path not in digests:
-            digests[path] = hashlib.sha256(path.read_bytes()).hexdigest()
+            digests[path] = image_key(s.episode_dir, s.raw.screenshot)
         return digests[path]
 
     def key(s: PreparedStep) -> tuple[str, str, str]:
