@@ -2,13 +2,24 @@
 moderation, search and profile, each with a state check on Spirit's database and an expert.
 
 Parameters come from :func:`mag_dataset.sites.forum.seed.build` (never the database), drawn with
-the task's ``random.Random``. Checks read the SQLite file after the episode (WebArena's program
-evaluators); answer tasks compare the ``finish`` answer. Experts read only the observation,
-through the one expert kit (:mod:`mag_dataset.live.expert_kit`): links and fields found by
-their text, ``name`` and ``href``; a target off screen is reached by the kit's scroll policy.
+the task's ``random.Random``. Each template states its goal in several phrasings
+(``intent_templates``, as WebArena's intents: what the user wants, not how). Checks read the
+SQLite file after the episode (WebArena's program evaluators); answer tasks compare the
+``finish`` answer. Experts read only the observation, through the one expert kit
+(:mod:`mag_dataset.live.expert_kit`): links and fields found by their text, ``name`` and
+``href``; a target off screen is reached by the kit's scroll policy. Every step that is not a
+scroll says what it is for in the task (:func:`~mag_dataset.live.expert_kit.why`), the plan the
+recorder writes the step's guide from.
 
-Navigation shared by the experts (:func:`_open_topic`): open the board from the "All
+Navigation shared by the experts (:meth:`ForumTask.open_topic`): open the board from the "All
 Categories" dropdown, then the topic's link on the board's page.
+
+Detours: as a person does, an expert sometimes takes a wrong but plausible turn and corrects it
+(:attr:`ForumTask.DETOURS`, one drawn per episode from ``random.Random(f"{task_id}:{seed}:detour")``):
+a board the topic could have been in, or the topic listed next to it (then back); the Moderate
+menu before the topic's own edit form; a search on half the method's name before the whole one;
+Unread topics before Private topics; the e-mail settings before the location field; a new topic
+started from a board it does not belong in (its board then chosen in the form).
 """
 
 from __future__ import annotations
@@ -39,7 +50,19 @@ NEW_TITLES = (
     "Looking for advice on {word} choices", "My experience with a new {word}", "Quick poll about {word} habits",
     "Anyone else noticed this {word} issue?", "Guide: sorting out your {word}",
 )
-CITIES = ("Vancouver", "Lyon", "Kraków", "Porto", "Gothenburg", "Kyoto", "Valencia", "Tallinn", "Bergen", "Ghent")
+CITIES = ("Vancouver", "Lyon", "Kraków", "Porto", "Gothenburg", "Kyoto", "Valencia", "Tallinn", "Bergen", "Ghent",
+          "Montreal", "Bologna", "Utrecht", "Seville", "Wellington", "Edinburgh", "Salzburg", "Helsinki", "Boulder",
+          "Granada", "Copenhagen", "Ljubljana", "Nantes", "Adelaide", "Bruges", "Reykjavik", "Cork", "Aarhus")
+#: Boards a topic of each board could plausibly have been posted in (the wrong-board detour).
+NEAR_BOARDS: dict[str, tuple[str, ...]] = {
+    "Announcements": ("General Discussion", "Help & Support"),
+    "General Discussion": ("Off-Topic", "Help & Support"),
+    "Help & Support": ("Hardware", "Software & Linux"),
+    "Hardware": ("Help & Support", "General Discussion"),
+    "Software & Linux": ("Help & Support", "General Discussion"),
+    "Gaming": ("General Discussion", "Off-Topic"),
+    "Off-Topic": ("General Discussion",),
+}
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -54,6 +77,10 @@ def _on_topic(ob: Observation, title: str) -> bool:
     return re.search(rf"/topic/\d+/{re.escape(slugify(title))}/", kit.path(ob)) is not None
 
 
+def _on_board(ob: Observation, board: str) -> bool:
+    return re.match(rf"/category/\d+/{re.escape(slugify(board))}/", kit.path(ob)) is not None
+
+
 def _in_row(ob: Observation, el: Element | None) -> bool:
     """Whether ``el`` lies in a topic row, where Spirit's JS turns any click into opening the topic."""
     seen = 0
@@ -65,54 +92,66 @@ def _in_row(ob: Observation, el: Element | None) -> bool:
     return False
 
 
-def _open_topic(ob: Observation, memory: dict, title: str, board: str) -> Decision | None:
-    """Next step towards the topic's page (None once there): board dropdown, board page, topic link."""
-    if _on_topic(ob, title):
-        return None
-    topic = kit.link(ob, title, prefer_visible=True)
-    on_board = re.match(rf"/category/\d+/{re.escape(slugify(board))}/", kit.path(ob)) is not None
-    if topic is not None and re.match(r"/topic/\d+/", topic.attrs.get("href", "")) and (
-            on_board or kit.visible(ob, topic)):  # elsewhere, a link in view is a shortcut; else go by the board
-        return kit.click(ob, topic)
-    if on_board:
-        nxt = kit.link(ob, href=r"[?&]page=\d+", prefer_visible=True) if memory.get("paged", 0) < 5 else None
-        if nxt is not None:
-            memory["paged"] = memory.get("paged", 0) + 1
-            return kit.click(ob, nxt)
-        raise kit.NotOnPage(f"topic {title!r} not on its board's page")
+def _board_item(ob: Observation, board: str) -> Element | None:
+    """The link that opens ``board`` (the "All Categories" menu's item), not a topic row's board label
+    (Spirit's JS turns a click on that into opening the topic)."""
     want = kit.norm(board)
-    item = kit.find(ob, lambda e: e.tag == "a" and kit.norm(e.text) == want and re.match(
-        r"/category/\d+/", e.attrs.get("href", "")) is not None and not _in_row(ob, e),
-        prefer_visible=True)  # a topic row's board label opens the topic (Spirit's JS)
-    if item is not None and kit.visible(ob, item):
-        return kit.click(ob, item)
-    dropdown = kit.find(ob, lambda e: e.tag == "a" and "dropdown_button" in e.attrs.get("class", ""),
-                        prefer_visible=True)
-    if dropdown is not None and kit.visible(ob, dropdown) and not memory.get("dropdown"):
-        return kit.once(memory, "dropdown", kit.click(ob, dropdown))
-    return Decision(ActionType.GOTO, url=re.sub(r"(https?://[^/]+).*", r"\1/", ob.url))
+    return kit.find(ob, lambda e: e.tag == "a" and kit.norm(e.text) == want and re.match(
+        r"/category/\d+/", e.attrs.get("href", "")) is not None and not _in_row(ob, e), prefer_visible=True)
 
 
-def _send(ob: Observation, memory: dict, button: Element | None, what: str = "submit button") -> Decision | None:
-    """Click the button that submits the task's form; the expert finishes on the next step."""
-    return kit.once(memory, "sent", kit.click(ob, kit.require(button, what)))
+def _dropdown(ob: Observation) -> Element | None:
+    """The page's category dropdown button ("All Categories" on the home page)."""
+    return kit.find(ob, lambda e: e.tag == "a" and "dropdown_button" in e.attrs.get("class", ""), prefer_visible=True)
+
+
+def _user_menu(ob: Observation, user: str) -> Element | None:
+    """The header's account menu (the logged-in user's name)."""
+    return kit.link(ob, user, href=r"^/user/menu/", prefer_visible=True)
+
+
+def _next_row(ob: Observation, topic: Element) -> Element | None:
+    """The topic link listed nearest to ``topic``'s, both in view (the wrong-topic detour); None if none is."""
+    if not kit.visible(ob, topic) or topic.bbox is None:
+        return None
+    y = (topic.bbox[1] + topic.bbox[3]) / 2
+    rows = [e for e in kit.find_all(ob, lambda e: e.tag == "a" and "topic__link" in e.attrs.get("class", "")
+                                    and re.match(r"/topic/\d+/", e.attrs.get("href", "")) is not None,
+                                    visible_only=True)
+            if e.bid != topic.bid and e.bbox is not None and kit.norm(e.text) != kit.norm(topic.text)]
+    return min(rows, key=lambda e: abs((e.bbox[1] + e.bbox[3]) / 2 - y), default=None)
+
+
+def _shown(ob: Observation, el: Element | None) -> bool:
+    return el is not None and kit.visible(ob, el)
+
+
+def _q(text: str) -> str:
+    """A title or text as the purposes quote it."""
+    return f'"{text}"'
 
 
 class ForumTask(SiteTask):
     """A task on the forum site; helpers to read Spirit's database.
 
-    Subclasses write :meth:`decide`; :meth:`expert` wraps it: when what it needs is missing
-    (None, or :class:`~mag_dataset.live.expert_kit.NotOnPage`: an observation taken while the
-    next page was still loading) it looks again, as a person waits, with a harmless scroll up,
-    at most :attr:`WAITS` times in a row.
+    Subclasses write :meth:`decide` and :meth:`goal_why`; :meth:`expert` wraps ``decide``: once
+    the task's form went off it finishes (saying what the task was for, :meth:`goal_why`); when
+    what it needs is missing (None, or :class:`~mag_dataset.live.expert_kit.NotOnPage`: an
+    observation taken while the next page was still loading) it looks again, as a person
+    waits, with a harmless scroll up, at most :attr:`WAITS` times in a row.
+
+    Attributes:
+        DETOURS: the detours the expert may take (None: none), one drawn per episode by
+            :meth:`detour`.
     """
 
     site_class: ClassVar = SITE
     WAITS: ClassVar[int] = 3
+    DETOURS: ClassVar[tuple[str | None, ...]] = (None,)
 
     def expert(self, ob, memory):
         if memory.get("sent"):  # the form went off: the page now shows its outcome
-            return kit.finish()
+            return kit.why(kit.finish(), *self.goal_why())
         try:
             decision = self.decide(ob, memory)
         except kit.NotOnPage:
@@ -124,6 +163,10 @@ class ForumTask(SiteTask):
         return decision
 
     def decide(self, ob: Observation, memory: dict[str, Any]) -> Decision | None:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def goal_why(self) -> tuple[str, ...]:  # pragma: no cover - abstract
+        """What the whole task is for, in a few phrasings (the ``finish`` step's purpose)."""
         raise NotImplementedError
 
     @staticmethod
@@ -141,6 +184,98 @@ class ForumTask(SiteTask):
     def board_id(self, board: str) -> int:
         return self.site.query("select id from spirit_category_category where title = ?", (board,))[0][0]
 
+    def detour(self, memory: dict[str, Any]) -> str | None:
+        """This episode's detour (one of :attr:`DETOURS`, drawn once from the seed and kept in
+        ``memory``); the wrong board of the ``board`` detour is drawn with it."""
+        if "detour" not in memory:
+            rng = random.Random(f"{self.get_task_id()}:{self.seed}:detour")
+            memory["detour"] = rng.choice(self.DETOURS)
+            board = self.params.get("board")
+            memory["near_board"] = rng.choice(NEAR_BOARDS[board]) if board in NEAR_BOARDS else None
+        return memory["detour"]
+
+    def send(self, ob: Observation, memory: dict, button: Element | None, what: str, *why: str) -> Decision | None:
+        """Click the button that submits the task's form (``why``: what for); the expert finishes on the next step."""
+        return kit.once(memory, "sent", kit.why(kit.click(ob, kit.require(button, what)), *why))
+
+    def open_topic(self, ob: Observation, memory: dict[str, Any], *aims: str) -> Decision | None:
+        """Next step towards the topic ``params["title"]`` (None once there): the board dropdown,
+        the board's page, the topic's link (clicked for ``aims``, what the task does there).
+
+        With the ``board`` detour, the expert first opens a board the topic could well have
+        been in (:data:`NEAR_BOARDS`), sees it is not there and goes back; with the ``topic``
+        detour, it first opens the topic listed next to it, and goes back.
+        """
+        title, board = self.params["title"], self.params["board"]
+        if _on_topic(ob, title):
+            return None
+        q = _q(title)
+        wrong = memory.get("wrong_board")
+        if wrong is not None and not memory.get("left_wrong"):
+            if not _on_board(ob, wrong):
+                return None  # the wrong board's page is still loading
+            memory["left_wrong"] = True
+            memory.pop("dropdown", None)  # the board list may have to be opened again
+            return kit.why(Decision(ActionType.GO_BACK),
+                           f"try another board, since {q} is not among the {wrong} topics",
+                           f"leave {wrong}, which does not list {q}, and look elsewhere")
+        other = memory.get("wrong_topic")
+        if other is not None and not memory.get("left_topic"):
+            if not kit.path(ob).startswith(other[1]):
+                return None  # the other topic's page is still loading
+            memory["left_topic"] = True
+            return kit.why(Decision(ActionType.GO_BACK),
+                           f"return to the list, since {_q(other[0])} is not the thread you want",
+                           f"leave {_q(other[0])}, the wrong thread, and open {q} instead")
+        pending = self.detour(memory) == "board" and wrong is None and memory.get("near_board") is not None
+        topic = kit.link(ob, title, prefer_visible=True)
+        on_board = _on_board(ob, board)
+        if topic is not None and re.match(r"/topic/\d+/", topic.attrs.get("href", "")) and (
+                on_board or (kit.visible(ob, topic) and not pending)):  # elsewhere, a link in view is a shortcut
+            near = _next_row(ob, topic) if self.detour(memory) == "topic" and other is None else None
+            if near is not None:
+                name = " ".join(near.text.split())
+                memory["wrong_topic"] = (name, re.match(r"/topic/\d+/", near.attrs["href"]).group())
+                return kit.why(kit.click(ob, near), f"check {_q(name)}, next to {q} in the list, in case it is the "
+                               "thread you mean", f"look into {_q(name)} first, which sits right by {q}")
+            return kit.why(kit.click(ob, topic), *aims)
+        if on_board:
+            nxt = kit.link(ob, href=r"[?&]page=\d+", prefer_visible=True) if memory.get("paged", 0) < 5 else None
+            if nxt is not None:
+                memory["paged"] = memory.get("paged", 0) + 1
+                return kit.why(kit.click(ob, nxt), f"look for {q} on the next page of the {board} board",
+                               f"page on through {board}, since {q} is not among these topics")
+            raise kit.NotOnPage(f"topic {title!r} not on its board's page")
+        if pending:
+            near = memory["near_board"]
+            item = _board_item(ob, near)
+            if _shown(ob, item):
+                memory["wrong_board"] = near
+                return kit.why(kit.click(ob, item), f"look for {q} in {near} first, a board it could well be in",
+                               f"check the {near} board first, in case {q} was posted there")
+        else:
+            item = _board_item(ob, board)
+            if _shown(ob, item):
+                if wrong is not None:
+                    return kit.why(kit.click(ob, item), f"open {board} this time, the board {q} was posted in",
+                                   f"look for {q} in the {board} board instead")
+                return kit.why(kit.click(ob, item), f"open the {board} board, where {q} was posted",
+                               f"look for {q} among the {board} topics")
+        dropdown = _dropdown(ob)
+        if _shown(ob, dropdown) and not memory.get("dropdown"):
+            if pending:
+                why = (f"see which board holds {q}", f"list the forum's boards and guess where {q} was posted")
+            elif wrong is not None:
+                why = (f"open the board list again and pick {board} this time",
+                       f"pick another board for {q}, {board} this time")
+            else:
+                why = (f"open the board list and go to {board}, where {q} was posted",
+                       f"see the boards, since {q} is in the {board} board")
+            return kit.once(memory, "dropdown", kit.why(kit.click(ob, dropdown), *why))
+        return kit.why(Decision(ActionType.GOTO, url=re.sub(r"(https?://[^/]+).*", r"\1/", ob.url)),
+                       "start again from the home page, where the boards are listed",
+                       f"go back to the start and look for the {board} board")
+
 
 def _pick_topic(rng: random.Random, pred=lambda i, t: True) -> tuple[int, seed_data.Topic]:
     topics = [(i, t) for i, t in enumerate(seed_data.build().topics) if pred(i, t)]
@@ -151,7 +286,14 @@ def _pick_topic(rng: random.Random, pred=lambda i, t: True) -> tuple[int, seed_d
 class ReplyToTopic(ForumTask):
     template = "reply_to_topic"
     intent_template = 'Reply to the topic "{title}" in the {board} board with the text "{text}".'
+    intent_templates = (
+        intent_template,
+        'Post a reply saying "{text}" in the "{title}" thread.',
+        'Add "{text}" as a new reply to the {board} topic "{title}".',
+        'Respond to "{title}" with the message "{text}".',
+    )
     user = "alice_w"
+    DETOURS = (None, "board", "topic")
 
     def sample(self, rng):
         _, t = _pick_topic(rng, lambda i, t: not t.closed)
@@ -165,23 +307,40 @@ class ReplyToTopic(ForumTask):
                             (row[0], self.user_id(self.user), self.params["text"]))[0][0]
         return (n == 1, f"{n} matching replies by {self.user} in the topic")
 
+    def goal_why(self):
+        q = _q(self.params["title"])
+        return (f"reply to {q} with your message", f"post your reply in the {q} thread")
+
     def decide(self, ob, memory):
-        step = _open_topic(ob, memory, self.params["title"], self.params["board"])
+        q = _q(self.params["title"])
+        step = self.open_topic(ob, memory, f"open {q}, the thread you are replying to",
+                               f"get to the {q} discussion, where your reply goes")
         if step is not None:
             return step
         box = kit.field(ob, "comment", "textarea", prefer_visible=True)
-        step = kit.fill(ob, kit.require(box, "reply box"), self.params["text"])
+        step = kit.why(kit.fill(ob, kit.require(box, "reply box"), self.params["text"]),
+                       f"write your reply to {q}", "put the reply's text in the comment box at the end of the thread")
         if step is not None:
             return step
         button = kit.find(ob, lambda e: e.tag == "input" and e.attrs.get("type") == "submit"
                           and "comment__reply__actions__publish" in e.attrs.get("class", ""), prefer_visible=True)
-        return _send(ob, memory, button, "reply's Publish button")
+        return self.send(ob, memory, button, "reply's Publish button", f"post your reply under {q}",
+                         "publish the reply so that it appears in the thread")
 
 
 class CreateTopic(ForumTask):
     template = "create_topic"
     intent_template = 'Create a new topic in the "{board}" board titled "{title}" with the message "{text}".'
+    intent_templates = (
+        intent_template,
+        'Start a thread called "{title}" in {board} whose first post says "{text}".',
+        'Post a new topic "{title}" to the {board} board, with "{text}" as its message.',
+        'I want to ask the {board} board something: open a topic named "{title}" that says "{text}".',
+    )
     user = "bob_builder"
+    #: ``board``: no detour, another route: the topic is started from its board's page (the board
+    #: comes chosen); ``near``: started from a board it could fit in, its own board then chosen in the form.
+    DETOURS = (None, "board", "near")
 
     def sample(self, rng):
         board = rng.choice([b.title for b in seed_data.BOARDS if b.title != "Announcements"])
@@ -202,29 +361,70 @@ class CreateTopic(ForumTask):
         ok = bool(first) and first[0][0] == self.params["text"]
         return ok, "topic created" if ok else f"opening post is {first!r}"
 
+    def goal_why(self):
+        p = self.params
+        return (f"start the topic {_q(p['title'])} in {p['board']}", f"post your new {p['board']} thread {_q(p['title'])}")
+
     def decide(self, ob, memory):
-        if "/topic/publish/" not in kit.path(ob):
-            return kit.click(ob, kit.link(ob, "Create Topic", prefer_visible=True))
-        step = kit.fill(ob, kit.require(kit.field(ob, "title", "input", prefer_visible=True), "title field"),
-                        self.params["title"])
+        p = self.params
+        board, detour = p["board"], self.detour(memory)
+        start = memory["near_board"] if detour == "near" else board  # the board whose page the topic is started from
+        if not re.match(r"/topic/publish/", kit.path(ob)):
+            if detour is None:
+                return kit.why(kit.click(ob, kit.link(ob, "Create Topic", prefer_visible=True)),
+                               f"start writing a new topic for the {board} board", "open the form for a new topic")
+            if _on_board(ob, start):
+                return kit.why(kit.click(ob, kit.link(ob, "Create Topic", prefer_visible=True)),
+                               f"start a new topic right here in {start}",
+                               f"write a new {start} topic from the board's own page")
+            item = _board_item(ob, start)
+            if _shown(ob, item):
+                if detour == "near":
+                    return kit.why(kit.click(ob, item), f"open {start}, a board where the topic could fit",
+                                   f"start the topic from the {start} board, which seems close enough")
+                return kit.why(kit.click(ob, item), f"open the {board} board, where the new topic belongs",
+                               f"go to {board} first and start the topic from there")
+            dropdown = _dropdown(ob)
+            if _shown(ob, dropdown) and not memory.get("dropdown"):
+                why = (("list the boards and pick one for the new topic", "find a board that fits the new topic")
+                       if detour == "near" else (f"list the boards and open {board}, where the topic goes",
+                                                 f"find the {board} board to post the new topic in"))
+                return kit.once(memory, "dropdown", kit.why(kit.click(ob, dropdown), *why))
+            return None
+        step = kit.why(kit.fill(ob, kit.require(kit.field(ob, "title", "input", prefer_visible=True), "title field"),
+                                p["title"]), f"give the new topic its title, {_q(p['title'])}",
+                       "name the topic so that readers see what it is about")
         if step is not None:
             return step
         cat = kit.field(ob, "category", "select", prefer_visible=True)
-        if cat is not None and not memory.get("category"):
-            step = kit.once(memory, "category", kit.select(ob, cat, self.params["board"]))
+        if cat is not None and not memory.get("category") and (
+                detour == "near" or not re.match(r"/topic/publish/\d+/", kit.path(ob))):  # a board page chose it
+            why = ((f"file the topic under {board}, where it belongs, not {start}",
+                    f"move the new topic from {start} to the {board} board") if detour == "near" else
+                   (f"post the topic in the {board} board", f"file the new topic under {board}"))
+            step = kit.once(memory, "category", kit.why(kit.select(ob, cat, board), *why))
             if step is not None:
                 return step
-        step = kit.fill(ob, kit.require(kit.field(ob, "comment", "textarea", prefer_visible=True), "message box"),
-                        self.params["text"])
+        step = kit.why(kit.fill(ob, kit.require(kit.field(ob, "comment", "textarea", prefer_visible=True), "message box"),
+                                p["text"]), "write the topic's opening message",
+                       f"add the first post of {_q(p['title'])}")
         if step is not None:
             return step
-        return _send(ob, memory, kit.button(ob, "Publish", prefer_visible=True), "Publish button")
+        return self.send(ob, memory, kit.button(ob, "Publish", prefer_visible=True), "Publish button",
+                         f"post {_q(p['title'])} in {board}", "publish the new topic for everyone to read")
 
 
 class EditOwnPost(ForumTask):
     template = "edit_own_post"
     intent_template = 'Edit your reply in the topic "{title}" so that it reads "{text}".'
+    intent_templates = (
+        intent_template,
+        'Change what my comment in the "{title}" thread says to "{text}".',
+        'I made a mistake in my reply to "{title}" in {board}; make it read "{text}" instead.',
+        'Update my post in "{title}" to "{text}".',
+    )
     user = "carol_j"
+    DETOURS = (None, "board", "topic")
 
     def sample(self, rng):
         def own_one(i, t):
@@ -241,24 +441,40 @@ class EditOwnPost(ForumTask):
         ok = len(rows) == 1 and rows[0][0] == self.params["text"] and rows[0][1] >= 1
         return ok, f"{self.user}'s comments in the topic: {rows!r}"
 
+    def goal_why(self):
+        q = _q(self.params["title"])
+        return (f"correct your reply in {q}", f"change the wording of your comment in {q}")
+
     def decide(self, ob, memory):
+        q = _q(self.params["title"])
         if re.match(r"/comment/\d+/update/", kit.path(ob)):
             box = kit.field(ob, "comment", "textarea", prefer_visible=True)
-            step = kit.fill(ob, kit.require(box, "comment box"), self.params["text"])
+            step = kit.why(kit.fill(ob, kit.require(box, "comment box"), self.params["text"]),
+                           "replace your old wording with the new text", f"rewrite your reply in {q}")
             if step is not None:
                 return step
-            return _send(ob, memory, kit.button(ob, "Publish", prefer_visible=True)
-                         or kit.button(ob, "Update", prefer_visible=True), "Publish button")
-        step = _open_topic(ob, memory, self.params["title"], self.params["board"])
+            return self.send(ob, memory, kit.button(ob, "Publish", prefer_visible=True)
+                             or kit.button(ob, "Update", prefer_visible=True), "Publish button",
+                             "save the corrected reply", f"put the new wording of your reply into {q}")
+        step = self.open_topic(ob, memory, f"open {q}, the thread with your reply",
+                               f"find your reply in the {q} discussion")
         if step is not None:
             return step
-        return kit.click(ob, kit.link(ob, "edit", href=r"^/comment/\d+/update/", prefer_visible=True))
+        return kit.why(kit.click(ob, kit.link(ob, "edit", href=r"^/comment/\d+/update/", prefer_visible=True)),
+                       "open your own reply for editing", f"change your comment in {q}")
 
 
 class LikePost(ForumTask):
     template = "like_opening_post"
     intent_template = 'Like the opening post of the topic "{title}".'
+    intent_templates = (
+        intent_template,
+        'Give a like to the first post in "{title}".',
+        'I found the post that started the "{title}" thread in {board} helpful. Like it.',
+        'Leave a like on the original post of "{title}".',
+    )
     user = "dave_k"
+    DETOURS = (None, "board", "topic")
 
     def sample(self, rng):
         s = self.data()
@@ -273,24 +489,38 @@ class LikePost(ForumTask):
             (self.user_id(self.user), row[0]))[0][0]
         return n == 1, f"{n} likes by {self.user} on the opening post"
 
+    def goal_why(self):
+        q = _q(self.params["title"])
+        return (f"like the post that started {q}", f"show your appreciation for the opening post of {q}")
+
     def decide(self, ob, memory):
-        step = _open_topic(ob, memory, self.params["title"], self.params["board"])
+        q = _q(self.params["title"])
+        step = self.open_topic(ob, memory, f"open {q} and like its first post", f"get to the {q} thread and its opening post")
         if step is not None:
             return step
         first = kit.find(ob, lambda e: e.tag == "a" and "js-like" in e.attrs.get("class", ""))
         if first is None:  # the opening post's like link comes first in the page
             return None
         if kit.norm(first.text).startswith("remove like"):
-            return kit.finish()
+            return kit.why(kit.finish(), *self.goal_why())
         if memory.get("clicked"):  # one click only: a second one while the request is under way unlikes
             raise kit.NotOnPage("the like is under way")
-        return kit.once(memory, "clicked", kit.click(ob, first))
+        return kit.once(memory, "clicked", kit.why(kit.click(ob, first), f"like the opening post of {q}",
+                                                   "add your like to the first post of the thread"))
 
 
 class PrivateMessage(ForumTask):
     template = "send_private_message"
     intent_template = 'Send a private message to {to} titled "{title}" saying "{text}".'
+    intent_templates = (
+        intent_template,
+        'Message {to} privately with the subject "{title}" and the text "{text}".',
+        'Start a private conversation with {to} called "{title}" and tell them "{text}".',
+        'Write to {to} in private: "{text}" (title it "{title}").',
+    )
     user = "erin_m"
+    #: ``unread``: look under Unread topics first, then open the account menu again.
+    DETOURS = (None, "unread")
 
     def sample(self, rng):
         to = rng.choice([u.username for u in seed_data.USERS if u.username != self.user])
@@ -311,41 +541,79 @@ class PrivateMessage(ForumTask):
         ok = self.params["to"] in members and bool(text) and text[0][0] == self.params["text"]
         return ok, f"participants {sorted(members)}, first message {text[:1]!r}"
 
+    def goal_why(self):
+        p = self.params
+        return (f"send {p['to']} the private message {_q(p['title'])}", f"write to {p['to']} in private")
+
     def decide(self, ob, memory):
+        p, to = self.params, self.params["to"]
         path = kit.path(ob)
         if path.startswith("/topic/private/publish/"):
-            for name, tag, text in (("title", "input", self.params["title"]), ("users", "input", self.params["to"]),
-                                    ("comment", "textarea", self.params["text"])):
-                step = kit.fill(ob, kit.require(kit.field(ob, name, tag, prefer_visible=True), f"{name} field"), text)
+            for name, tag, text, why in (
+                    ("title", "input", p["title"], (f"give the message its subject, {_q(p['title'])}",
+                                                    "title the conversation so that it is easy to find")),
+                    ("users", "input", to, (f"address the message to {to}", f"add {to} to the conversation")),
+                    ("comment", "textarea", p["text"], (f"write what you want to tell {to}",
+                                                        "put the message's text in the body"))):
+                step = kit.why(kit.fill(ob, kit.require(kit.field(ob, name, tag, prefer_visible=True), f"{name} field"),
+                                        text), *why)
                 if step is not None:
                     return step
-            return _send(ob, memory, kit.button(ob, "Publish", prefer_visible=True), "Publish button")
+            return self.send(ob, memory, kit.button(ob, "Publish", prefer_visible=True), "Publish button",
+                             f"send the message to {to}", f"deliver {_q(p['title'])} to {to}'s private topics")
         if path.rstrip("/") == "/topic/private":
-            return kit.click(ob, kit.link(ob, "Create private topic", prefer_visible=True))
+            return kit.why(kit.click(ob, kit.link(ob, "Create private topic", prefer_visible=True)),
+                           f"start a new private conversation with {to}", f"write a new private message to {to}")
+        if self.detour(memory) == "unread" and not memory.get("unread"):
+            item = kit.link(ob, "Unread topics", prefer_visible=True)
+            if _shown(ob, item):
+                return kit.once(memory, "unread", kit.why(
+                    kit.click(ob, item), f"look for your conversations with {to} under Unread topics first",
+                    "check whether private messages are kept with the unread topics"))
         item = kit.link(ob, "Private topics", prefer_visible=True)
-        if item is not None and kit.visible(ob, item):
-            return kit.click(ob, item)
-        return kit.click(ob, kit.link(ob, self.user, href=r"^/user/menu/", prefer_visible=True))
+        if _shown(ob, item):
+            return kit.why(kit.click(ob, item), f"open your private conversations, where a message to {to} starts",
+                           "see your private topics, the forum's direct messages")
+        if path.startswith("/topic/unread"):
+            why = ("open the account menu again, since private messages are not under Unread topics",
+                   "look in your account menu once more for the private messages")
+        else:
+            why = ("open your account menu, where private messages are", f"find where to message {to} privately")
+        return kit.why(kit.click(ob, _user_menu(ob, self.user)), *why)
 
 
 # ----------------------------------------------------------------------------- moderation
 class _ModerateTopic(ForumTask):
     action: ClassVar[str]  # the Moderate menu's item
     user = "mod_maria"
+    DETOURS = (None, "board", "topic")
+
+    def action_why(self) -> tuple[str, ...]:  # pragma: no cover - abstract
+        """What the Moderate menu's item is clicked for."""
+        raise NotImplementedError
 
     def decide(self, ob, memory):
-        step = _open_topic(ob, memory, self.params["title"], self.params["board"])
+        q = _q(self.params["title"])
+        step = self.open_topic(ob, memory, f"open {q}, the topic to moderate",
+                               f"get to {q}, where its moderator tools are")
         if step is not None:
             return step
         item = kit.link(ob, self.action, prefer_visible=True)
-        if item is not None and kit.visible(ob, item):
-            return _send(ob, memory, item)
-        return kit.click(ob, kit.link(ob, "Moderate", prefer_visible=True))
+        if _shown(ob, item):
+            return self.send(ob, memory, item, f"{self.action} item", *self.action_why())
+        return kit.why(kit.click(ob, kit.link(ob, "Moderate", prefer_visible=True)),
+                       f"see the moderator actions for {q}", "open the topic's moderation tools")
 
 
 class CloseTopic(_ModerateTopic):
     template = "moderator_close_topic"
     intent_template = 'As a moderator, close the topic "{title}" so that nobody can reply.'
+    intent_templates = (
+        intent_template,
+        'Lock the "{title}" thread in {board}.',
+        'No more replies should be possible in "{title}". Close it.',
+        'The discussion "{title}" has run its course; close it to new posts.',
+    )
     action = "Close topic"
 
     def sample(self, rng):
@@ -356,10 +624,24 @@ class CloseTopic(_ModerateTopic):
         row = self.topic_row(self.params["title"])
         return bool(row[2]), "closed" if row[2] else "the topic is still open"
 
+    def goal_why(self):
+        q = _q(self.params["title"])
+        return (f"close {q} to new replies", f"lock the {q} thread")
+
+    def action_why(self):
+        q = _q(self.params["title"])
+        return (f"close {q} so that nobody can reply", "lock the thread against new posts")
+
 
 class PinTopic(_ModerateTopic):
     template = "moderator_pin_topic"
     intent_template = 'As a moderator, pin the topic "{title}" to the top of the {board} board.'
+    intent_templates = (
+        intent_template,
+        'Make "{title}" stay at the top of {board}.',
+        'Pin the {board} thread "{title}".',
+        'Members keep missing "{title}"; pin it so it is listed first in its board.',
+    )
     action = "Pin topic"
     user = "mod_kenji"
 
@@ -371,11 +653,28 @@ class PinTopic(_ModerateTopic):
         row = self.topic_row(self.params["title"])
         return bool(row[3]), "pinned" if row[3] else "the topic is not pinned"
 
+    def goal_why(self):
+        p = self.params
+        return (f"pin {_q(p['title'])} to the top of {p['board']}", f"keep {_q(p['title'])} listed first in its board")
+
+    def action_why(self):
+        p = self.params
+        return (f"pin {_q(p['title'])} in {p['board']} only, not across the whole forum",
+                f"keep {_q(p['title'])} at the top of the {p['board']} list")
+
 
 class MoveTopic(ForumTask):
     template = "moderator_move_topic"
     intent_template = 'The topic "{title}" was posted in {board}; move it to the "{target}" board.'
+    intent_templates = (
+        intent_template,
+        'Move "{title}" to {target}.',
+        '"{title}" belongs in {target}, not {board}. Move it there.',
+        'Put the thread "{title}" under the {target} board.',
+    )
     user = "mod_maria"
+    #: ``moderate``: look in the Moderate menu for a move first (it only moves single comments).
+    DETOURS = (None, "board", "topic", "moderate")
 
     def sample(self, rng):
         _, t = _pick_topic(rng, lambda i, t: t.board != "Announcements")
@@ -387,18 +686,35 @@ class MoveTopic(ForumTask):
         ok = row[1] == self.board_id(self.params["target"])
         return ok, "moved" if ok else f"the topic is in category {row[1]}"
 
+    def goal_why(self):
+        p = self.params
+        return (f"move {_q(p['title'])} to {p['target']}", f"file {_q(p['title'])} under {p['target']} instead of {p['board']}")
+
     def decide(self, ob, memory):
+        p, q = self.params, _q(self.params["title"])
         if re.match(r"/topic/update/\d+/", kit.path(ob)):
             cat = kit.field(ob, "category", "select", prefer_visible=True)
             if cat is not None and not memory.get("selected"):
-                step = kit.once(memory, "selected", kit.select(ob, cat, self.params["target"]))
+                step = kit.once(memory, "selected", kit.why(kit.select(ob, cat, p["target"]),
+                                                            f"move the topic to {p['target']}",
+                                                            f"set {p['target']} as the topic's new board"))
                 if step is not None:
                     return step
-            return _send(ob, memory, kit.button(ob, "Update", prefer_visible=True), "Update button")
-        step = _open_topic(ob, memory, self.params["title"], self.params["board"])
+            return self.send(ob, memory, kit.button(ob, "Update", prefer_visible=True), "Update button",
+                             f"save the move to {p['target']}", f"apply the new board to {q}")
+        step = self.open_topic(ob, memory, f"open {q}, the topic to move", f"get to {q} and its settings")
         if step is not None:
             return step
-        return kit.click(ob, kit.link(ob, "edit", href=r"^/topic/update/\d+/", prefer_visible=True))
+        if self.detour(memory) == "moderate" and not memory.get("moderate"):
+            return kit.once(memory, "moderate", kit.why(
+                kit.click(ob, kit.link(ob, "Moderate", prefer_visible=True)),
+                f"look in the Moderate menu for a way to move {q}", "check the moderator tools for a move option first"))
+        edit = kit.link(ob, "edit", href=r"^/topic/update/\d+/", prefer_visible=True)
+        if memory.get("moderate"):
+            return kit.why(kit.click(ob, edit), "change the board in the topic's own settings, since the Moderate "
+                           "menu only moves single comments", f"edit {q} instead, where its board can be changed")
+        return kit.why(kit.click(ob, edit), f"open the topic's settings and change its board to {p['target']}",
+                       f"edit {q} to take it out of {p['board']}")
 
 
 # ----------------------------------------------------------------------------- information seeking
@@ -410,8 +726,15 @@ def _number(answer: str | None) -> int | None:
 class CountReplies(ForumTask):
     template = "count_replies"
     intent_template = 'How many replies (not counting the opening post) does the topic "{title}" have? Answer with a number.'
+    intent_templates = (
+        intent_template,
+        'How many replies has "{title}" received so far?',
+        'What is the number of replies in the {board} thread "{title}", leaving out the first post?',
+        'Besides the original post, how many posts are there in "{title}"?',
+    )
     user = "alice_w"
     answer_task = True
+    DETOURS = (None, "board", "topic")
 
     def sample(self, rng):
         _, t = _pick_topic(rng)
@@ -422,18 +745,30 @@ class CountReplies(ForumTask):
         got = _number(answer)
         return got == want, f"answered {got}, the topic has {want} replies"
 
+    def goal_why(self):
+        q = _q(self.params["title"])
+        return (f"tell how many replies {q} has", f"give the number of replies under {q}")
+
     def decide(self, ob, memory):
-        step = _open_topic(ob, memory, self.params["title"], self.params["board"])
+        q = _q(self.params["title"])
+        step = self.open_topic(ob, memory, f"open {q} and count its replies", f"see the posts of {q}, to count the replies")
         if step is not None:
             return step
         authors = kit.find_all(ob, lambda e: e.tag == "a" and "comment__info__username__link" in e.attrs.get("class", ""))
-        return kit.finish(str(len(authors) - 1)) if authors else None
+        return kit.why(kit.finish(str(len(authors) - 1)), *self.goal_why()) if authors else None
 
 
 class TopicAuthor(ForumTask):
     template = "topic_author"
     intent_template = 'Who started the topic "{title}"? Answer with the username.'
+    intent_templates = (
+        intent_template,
+        'Which member created the "{title}" thread?',
+        'Tell me the username of whoever opened "{title}" in {board}.',
+        'Who wrote the first post of "{title}"?',
+    )
     answer_task = True
+    DETOURS = (None, "board", "topic")
 
     def sample(self, rng):
         _, t = _pick_topic(rng)
@@ -444,20 +779,34 @@ class TopicAuthor(ForumTask):
         ok = kit.norm(answer).strip(" .\"'") == want.lower()
         return ok, f"answered {answer!r}, the author is {want}"
 
+    def goal_why(self):
+        q = _q(self.params["title"])
+        return (f"say who started {q}", f"name the member who opened {q}")
+
     def decide(self, ob, memory):
-        step = _open_topic(ob, memory, self.params["title"], self.params["board"])
+        q = _q(self.params["title"])
+        step = self.open_topic(ob, memory, f"open {q} to see who wrote its first post",
+                               f"find the author of {q} at the top of the thread")
         if step is not None:
             return step
         first = kit.find(ob, lambda e: e.tag == "a" and "comment__info__username__link" in e.attrs.get("class", ""))
-        return kit.finish(kit.norm(first.text)) if first is not None else None
+        return kit.why(kit.finish(kit.norm(first.text)), *self.goal_why()) if first is not None else None
 
 
 class SearchPhrase(ForumTask):
     template = "search_phrase"
     intent_template = ('Someone on the forum recommended "the {phrase} method". Search the forum for it and '
                        'answer with the title of the topic where it was mentioned.')
+    intent_templates = (
+        intent_template,
+        'Which topic mentions "the {phrase} method"? Give its title.',
+        'I remember a reply about "the {phrase} method". What is the title of the thread it was posted in?',
+        'Find the discussion where "the {phrase} method" came up and tell me its title.',
+    )
     user = "grace_h"
     answer_task = True
+    #: ``vague``: search for only the method's last word first, then for its whole name.
+    DETOURS = (None, "vague")
 
     def sample(self, rng):
         _, t = _pick_topic(rng)
@@ -467,22 +816,61 @@ class SearchPhrase(ForumTask):
         ok = kit.norm(answer).strip(" .\"'") == kit.norm(self.params["title"]).strip(" .\"'")
         return ok, f"answered {answer!r}, the topic is {self.params['title']!r}"
 
+    def goal_why(self):
+        phrase = self.params["phrase"]
+        return (f"name the topic where the {phrase} method was mentioned",
+                f"give the title of the thread that recommends the {phrase} method")
+
     def decide(self, ob, memory):
+        phrase = self.params["phrase"]
+        vague = f"{phrase.split()[-1]} method"
+        query = vague if self.detour(memory) == "vague" and not memory.get("refined") else phrase
         if kit.path(ob).startswith("/search/") and kit.query(ob).get("q"):
+            searched = kit.norm(kit.query(ob)["q"][0])
             hits = kit.find_all(ob, lambda e: e.tag == "a" and "topic__link" in e.attrs.get("class", ""))
-            return kit.finish(" ".join(hits[0].text.split())) if len(hits) == 1 else None
+            if searched != kit.norm(vague) or self.detour(memory) != "vague":
+                return kit.why(kit.finish(" ".join(hits[0].text.split())), *self.goal_why()) if len(hits) == 1 else None
+            if not memory.get("refined"):
+                if len(hits) < 2:
+                    return None  # the results are still loading
+                memory["refined"] = True  # several topics mention a method of that name: search again
+                query = phrase
         q = kit.field(ob, "q", "input", prefer_visible=True)
         if q is not None and kit.visible(ob, q):  # the header's search box, opened by its icon
-            step = kit.fill(ob, q, self.params["phrase"])
-            return step or kit.click(ob, kit.require(kit.button(ob, "Search", prefer_visible=True), "Search button"))
-        return kit.click(ob, kit.link(ob, href=r"^/search/$", prefer_visible=True))
+            if query == vague:
+                why = (f"search for the {vague} first, the part of the name you are sure of",
+                       f"try a short search for the {vague}")
+            elif memory.get("refined"):
+                why = (f"narrow the search to the {phrase} method, since the {vague} search found several topics",
+                       f"search again with the whole name, the {phrase} method")
+            else:
+                why = (f"look up the topic that mentions the {phrase} method", f"find where the {phrase} method came up")
+            step = kit.why(kit.fill(ob, q, query), *why)
+            return step or kit.why(kit.click(ob, kit.require(kit.button(ob, "Search", prefer_visible=True), "Search button")),
+                                   f"list the topics that mention the {query} method" if query == phrase else
+                                   f"see which topics mention {_q(vague)}",
+                                   "run the search and see which topics come up")
+        if memory.get("refined"):
+            why = (f"open the search box again for the whole name, the {phrase} method",
+                   f"search once more, as the {vague} search found several topics")
+        else:
+            why = (f"open the search box to look for the {phrase} method", "search the forum for the method's name")
+        return kit.why(kit.click(ob, kit.link(ob, href=r"^/search/$", prefer_visible=True)), *why)
 
 
 # ----------------------------------------------------------------------------- profile
 class UpdateLocation(ForumTask):
     template = "update_profile_location"
     intent_template = 'Change the location shown on your profile to "{city}".'
+    intent_templates = (
+        intent_template,
+        'Set my profile location to {city}.',
+        'I have moved to {city}; update my location on the forum.',
+        'Update the location in my profile settings to "{city}".',
+    )
     user = "grace_h"
+    #: ``email``: look at the e-mail settings first, then go back to the profile form.
+    DETOURS = (None, "email")
 
     def sample(self, rng):
         return {"city": rng.choice(CITIES)}
@@ -492,20 +880,41 @@ class UpdateLocation(ForumTask):
                               (self.user_id(self.user),))[0][0]
         return loc == self.params["city"], f"location is {loc!r}"
 
+    def goal_why(self):
+        city = self.params["city"]
+        return (f"change your profile location to {city}", f"show {city} as your location")
+
     def decide(self, ob, memory):
-        if kit.path(ob) == "/user/":
+        city = self.params["city"]
+        path = kit.path(ob)
+        if path.startswith("/user/email-change/"):
+            return kit.once(memory, "back", kit.why(
+                Decision(ActionType.GO_BACK), "return to the profile form, since the e-mail page has no location field",
+                "leave the e-mail settings, which are not where the location is set"))
+        if path == "/user/":
+            if self.detour(memory) == "email" and not memory.get("email"):
+                mail = kit.link(ob, href=r"^/user/email-change/", prefer_visible=True)
+                if mail is not None:
+                    return kit.once(memory, "email", kit.why(
+                        kit.click(ob, mail), "look at the account settings behind your e-mail address first",
+                        "check the e-mail settings in case the location is kept there"))
             box = kit.field(ob, "location", "input", prefer_visible=True)
-            step = kit.fill(ob, kit.require(box, "location field"), self.params["city"])
+            step = kit.why(kit.fill(ob, kit.require(box, "location field"), city), f"set your location to {city}",
+                           f"enter {city} as the place you live")
             if step is not None:
                 return step
-            return _send(ob, memory, kit.button(ob, "Save", prefer_visible=True), "Save button")
+            return self.send(ob, memory, kit.button(ob, "Save", prefer_visible=True), "Save button",
+                             f"store {city} as your new location", "keep the updated profile details")
         prefs = kit.link(ob, "Preferences", href=r"^/user/$", prefer_visible=True)
         if prefs is not None:
-            return kit.click(ob, prefs)
+            return kit.why(kit.click(ob, prefs), "edit your profile details, where the location is set",
+                           f"change the location to {city} in your profile settings")
         item = kit.link(ob, "Profile", href=r"^/user/\d+/", prefer_visible=True)
-        if item is not None and kit.visible(ob, item):
-            return kit.click(ob, item)
-        return kit.click(ob, kit.link(ob, self.user, href=r"^/user/menu/", prefer_visible=True))
+        if _shown(ob, item):
+            return kit.why(kit.click(ob, item), "open your profile page, where its settings are linked",
+                           "get to your own profile and its settings")
+        return kit.why(kit.click(ob, _user_menu(ob, self.user)), "open your account menu to reach your profile",
+                       "find your profile settings under your user name")
 
 
 TASKS: tuple[type[ForumTask], ...] = (
