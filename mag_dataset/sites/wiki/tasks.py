@@ -5,6 +5,19 @@ work (section edits, new pages, categories, moves, undo, talk pages, the watchli
 on MediaWiki's tables after the episode, as WebArena's program-based evaluators do
 (house style 18). Parameters come from :func:`mag_dataset.sites.wiki.seed.world`; each
 expert navigates from the observation only (search box, tabs, links found by id/href/text).
+
+Each template states its goal in several phrasings (``intent_templates``, WebArena's
+intents: what the user wants, not how), and its expert demonstrates as a person would:
+
+* every step but a scroll says what it is for in the task (:func:`kit.why`, the step's
+  plan guide);
+* the way to an article is drawn once per episode from the seed
+  (:meth:`WikiTask._style`): the search box with the title, a link on the Main Page, or a
+  narrower search first (a surname, a country, a topic word) and the article picked from
+  the results (or the search refined to the title when the results do not list it);
+* some episodes take a template's detour and correct it (a wrong tab or link and back, a
+  look at the history's latest diff, a preview before saving, a scroll past the target and
+  back), so that a template's episodes differ in length.
 """
 
 from __future__ import annotations
@@ -73,14 +86,44 @@ def _link_to(ob: Observation, title: str) -> Element | None:
                     and db_key(_href_title(e.attrs["href"])[0]) == key and "action" not in e.attrs["href"])
 
 
-def _open(ob: Observation, title: str) -> Decision | None:
-    """Reach the view of ``title`` with the search box: type the title, then press Go."""
-    box = kit.by_id(ob, "searchInput")
-    if box is None:  # observed mid-navigation (no skin yet): wait one step
-        return _WAIT
-    if _squeeze_spaces(box.value) != title:
-        return kit.fill(ob, box, title)
-    return kit.click(ob, kit.by_id(ob, "searchButton"))
+def _links_in(ob: Observation, parent: Element | None) -> list[Element]:
+    """Every ``<a>`` under ``parent``, in document order."""
+    if parent is None:
+        return []
+    out, todo = [], list(parent.children)
+    while todo:
+        el = ob.elements[todo.pop(0)]
+        if el.tag == "a":
+            out.append(el)
+        todo[:0] = el.children
+    return out
+
+
+def _on_search(ob: Observation) -> bool:
+    """Whether the page is Special:Search (the results of a query that named no page)."""
+    return "Special:Search" in urllib.parse.unquote(ob.url or "")
+
+
+def _search_hit(ob: Observation, title: str) -> Element | None:
+    """The heading link of ``title`` among the search results, or None when they do not list it."""
+    key = db_key(title)
+    return kit.find(ob, lambda e: e.tag == "a" and "mw-search-result-heading" in ob.elements[e.parent].attrs.get(
+        "class", "") and db_key(_href_title(e.attrs["href"])[0]) == key)
+
+
+def _on_diff(ob: Observation, title: str) -> bool:
+    """Whether the page shows a diff between two revisions of ``title``."""
+    t, q = _href_title(ob.url)
+    return db_key(t) == db_key(title) and "diff" in q
+
+
+def _tab(ob: Observation, tab_id: str) -> Element | None:
+    """The link of a page tab or a sidebar entry (``ca-edit``, ``ca-history``, ``t-whatlinkshere``)."""
+    return _child_link(ob, kit.by_id(ob, tab_id))
+
+
+#: The previous page, for a detour's way back.
+_BACK = Decision(ActionType.GO_BACK)
 
 
 def _infobox_value(ob: Observation, label: str) -> str | None:
@@ -100,16 +143,6 @@ def _save(ob: Observation) -> Decision | None:
     return kit.click(ob, kit.by_id(ob, "wpSave"))
 
 
-def _write_and_save(ob: Observation, text: str) -> Decision | None:
-    """On an edit form: put ``text`` in the wikitext box, then press "Save changes"."""
-    area = kit.by_id(ob, "wpTextbox1")
-    if area is None:
-        return None
-    if _squeeze_spaces(area.value) != _squeeze_spaces(text):
-        return kit.fill(ob, area, text)
-    return _save(ob)
-
-
 def _same_text(a: str | None, b: str | None) -> bool:
     return _squeeze_spaces(a) == _squeeze_spaces(b)
 
@@ -125,10 +158,17 @@ def _answer_has(answer: str | None, value: str) -> bool:
 
 
 class WikiTask(SiteTask):
-    """A task on :class:`~mag_dataset.sites.wiki.WikiSite`; ``self.site`` is typed for its state helpers."""
+    """A task on :class:`~mag_dataset.sites.wiki.WikiSite`; ``self.site`` is typed for its state helpers.
+
+    Attributes:
+        ways: the ways to an article this template's expert may take (:meth:`_style`).
+        detours: the detours it may take ("" in the draw: none).
+    """
 
     site_class: ClassVar[type[WikiSite]] = WikiSite
     site: WikiSite
+    ways: ClassVar[tuple[str, ...]] = ("search", "search", "browse", "narrow")
+    detours: ClassVar[tuple[str, ...]] = ()
 
     @staticmethod
     def _world() -> wseed.World:
@@ -140,39 +180,151 @@ class WikiTask(SiteTask):
         new = revs[seeded:] if seeded and len(revs) > seeded else ([] if seeded else revs)
         return [r for r in new if r[1] == self.user]
 
+    # ------------------------------------------------------------------ how this episode goes
+    def _style(self, memory: dict[str, Any]) -> tuple[str, str]:
+        """``(way, detour)`` of this episode, drawn once from the task's seed and kept in ``memory``.
+
+        ``way``: how the expert reaches an article: ``search`` (the title in the search box),
+        ``browse`` (its link on the Main Page, where the episode starts), ``narrow`` (a narrower
+        query first, :meth:`_narrow`, then the article from the results). ``detour``: one of
+        :attr:`detours`, or "" (none), each template's own.
+        """
+        if "way" not in memory:
+            rng = random.Random(f"{self.get_task_id()}:{self.seed}:detour")
+            memory["way"] = rng.choice(self.ways)
+            memory["detour"] = rng.choice(("",) + self.detours) if self.detours else ""
+        return memory["way"], memory["detour"]
+
+    def _narrow(self, title: str) -> tuple[str, tuple[str, ...]] | None:
+        """A narrower query than the title, as a person might type first, and what it is for;
+        None when there is none (the title is searched)."""
+        art = self._world().articles.get(title)
+        if art is None:
+            return None
+        if art.kind == "person":
+            last = title.split()[-1]
+            return last, (f"search for the surname {last} and pick {title} from the results",
+                          f"find {title} by searching for the surname {last}")
+        if art.kind == "species":
+            word = title.split()[-1]
+            return word, (f"search for {word} and pick the {title} among the results",
+                          f"list the {word} articles to find the {title}")
+        if art.kind == "city":
+            country = art.infobox["country"].strip("[]")
+            return f"{title} {country}", (f"search for {title} together with its country, {country}",
+                                          f"look up {title} in {country}")
+        return None
+
+    def _open(self, ob: Observation, memory: dict[str, Any], title: str, finds: tuple[str, ...],
+              opens: tuple[str, ...]) -> Decision | None:
+        """Reach the view of ``title`` the episode's way (:meth:`_style`): its link on the Main
+        Page, or the search box (a narrower query first, then the article from the results;
+        the title itself when they do not list it).
+
+        Args:
+            finds: what typing the title is for ("look up the Quengate article").
+            opens: what opening the article is for (the Go button, a result, a Main Page link).
+        """
+        way, _ = self._style(memory)
+        if memory.get("narrowed") and _on_search(ob):
+            hit = _search_hit(ob, title)
+            if hit is not None:
+                return kit.why(kit.click(ob, hit), *opens, f"pick {title} among the search results")
+        if way == "browse" and kit.path(ob) == "/wiki/Main_Page":
+            link = _link_to(ob, title)
+            if link is not None:
+                return kit.why(kit.click(ob, link), *opens, f"follow the link to {title} on the Main Page")
+        box = kit.by_id(ob, "searchInput")
+        if box is None:  # observed mid-navigation (no skin yet): wait one step
+            return _WAIT
+        narrow = self._narrow(title) if way == "narrow" and not memory.get("narrowed") else None
+        if narrow is not None:
+            query, types = narrow
+            goes = (f"list the articles that match {query}", *narrow[1])
+        elif memory.get("narrowed"):  # the results did not list the article: the title itself
+            query, goes = title, opens
+            types = (f"search again for the exact title {title}", f"refine the search to the title {title}")
+        else:
+            query, types, goes = title, finds, opens
+        if _squeeze_spaces(box.value) != query:
+            return kit.why(kit.fill(ob, box, query), *types)
+        go = kit.click(ob, kit.by_id(ob, "searchButton"))
+        if narrow is not None:
+            go = kit.once(memory, "narrowed", go)
+        return kit.why(go, *goes)
+
+    def _check_and_save(self, ob: Observation, memory: dict[str, Any], checks: tuple[str, ...],
+                        saves: tuple[str, ...]) -> Decision | None:
+        """On a filled edit form: the episode's look before saving when it takes one (detour
+        ``preview``: "Show preview"; ``changes``: "Show changes", ``checks`` its purposes), then
+        "Save changes" (``saves``), remembered as ``memory["saved"]``."""
+        _, detour = self._style(memory)
+        if detour in ("preview", "changes") and not memory.get("checked"):
+            button = kit.by_id(ob, "wpPreview" if detour == "preview" else "wpDiff")
+            return kit.once(memory, "checked", kit.why(kit.click(ob, button), *checks))
+        return kit.once(memory, "saved", kit.why(_save(ob), *saves))
+
 
 # ----------------------------------------------------------------------------- information seeking
 _CITY_FIELDS = {"population": "Population", "founded": "Founded", "elevation_m": "Elevation (m)",
                 "river": "River", "mayor": "Mayor"}
+#: How an intent names each field ("what is the founding year of ...").
+_CITY_LABELS = {"population": "population", "founded": "founding year", "elevation_m": "elevation in metres",
+                "river": "river", "mayor": "mayor"}
 
 
 class InfoboxFact(WikiTask):
     template = "infobox_fact"
     intent_template = "According to the Meridian Wiki, what is the {label} of {title}? Answer with the value only."
+    intent_templates = (intent_template,
+                        "What is the {label} of {title}?",
+                        "I need the {label} of the city of {title}. What does the wiki say?",
+                        "Find out the {label} of {title} from its wiki article.")
     answer_task = True
+    ways = ("search", "search", "narrow")  # a Main Page link alone would make a two-step episode
+    detours = ("scroll",)
 
     def sample(self, rng: random.Random) -> dict[str, Any]:
         art = rng.choice(self._world().of_kind("city"))
         field = rng.choice(sorted(_CITY_FIELDS))
-        return {"title": art.title, "field": field, "label": _CITY_FIELDS[field].split(" (")[0].lower(),
+        return {"title": art.title, "field": field, "label": _CITY_LABELS[field],
                 "header": _CITY_FIELDS[field], "value": art.infobox[field]}
 
     def check(self, answer: str | None) -> tuple[bool, str]:
         ok = _answer_has(answer, self.params["value"])
         return ok, f"answer {answer!r} {'states' if ok else 'does not state'} {self.params['value']!r}"
 
+    def _narrow(self, title: str) -> tuple[str, tuple[str, ...]] | None:
+        word = self.params["header"].split(" (")[0].lower()
+        return f"{title} {word}", (f"search for the {word} of {title} directly",
+                                   f"ask the search box about the {word} of {title}")
+
     def expert(self, ob: Any, memory: dict[str, Any]) -> Any:
-        if not _at(ob, self.params["title"]):
-            return _open(ob, self.params["title"])
-        value = _infobox_value(ob, self.params["header"])
-        return kit.finish(value) if value else None
+        p = self.params
+        _, detour = self._style(memory)
+        if not _at(ob, p["title"]):
+            return self._open(ob, memory, p["title"], (f"look up the {p['title']} article",
+                                                        f"find the article on {p['title']}"),
+                              (f"open the {p['title']} article, whose infobox gives its {p['label']}",
+                               f"read the {p['label']} of {p['title']} in its article"))
+        if detour == "scroll" and memory.get("scrolls", 0) < 2:  # read on past the infobox, then back up
+            memory["scrolls"] = memory.get("scrolls", 0) + 1
+            return Decision(ActionType.SCROLL, direction="down" if memory["scrolls"] == 1 else "up")
+        value = _infobox_value(ob, p["header"])
+        return kit.why(kit.finish(value), f"give the {p['label']} of {p['title']} from its infobox",
+                       f"tell the user the {p['label']} of {p['title']}") if value else None
 
 
 class BirthplaceFact(WikiTask):
     template = "birthplace_population"
     intent_template = ("What is the population of the city where {person} was born? Look it up on the wiki and "
                        "answer with the number.")
+    intent_templates = (intent_template,
+                        "How many people live in the city where {person} was born?",
+                        "{person} was born in a city described on the wiki. What is its population?",
+                        "Tell me the population of {person}'s birthplace.")
     answer_task = True
+    detours = ("country",)
 
     def sample(self, rng: random.Random) -> dict[str, Any]:
         art = rng.choice(self._world().of_kind("person"))
@@ -184,21 +336,43 @@ class BirthplaceFact(WikiTask):
         return ok, f"answer {answer!r} vs population {self.params['value']} of {self.params['city']}"
 
     def expert(self, ob: Any, memory: dict[str, Any]) -> Any:
-        if _at(ob, self.params["person"]):
+        p, (_, detour) = self.params, self._style(memory)
+        person = p["person"]
+        if _at(ob, person):
             cell = kit.find(ob, lambda e: e.tag == "th" and _squeeze_spaces(e.text) == "Birthplace")
             row = ob.elements.get(cell.parent) if cell and cell.parent else None
             td = next((ob.elements[c] for c in (row.children if row else []) if ob.elements[c].tag == "td"), None)
-            return kit.click(ob, _child_link(ob, td))  # the first link of the birthplace cell is the city
+            links = _links_in(ob, td)  # the birthplace cell: the city, then its country
+            if detour == "country" and not memory.get("strayed") and len(links) > 1:
+                country = _squeeze_spaces(links[1].text)
+                return kit.once(memory, "strayed", kit.why(
+                    kit.click(ob, links[1]), f"look for the population in {country}, also named in the Birthplace row",
+                    f"open {country}, the second place in {person}'s Birthplace row"))
+            return kit.why(kit.click(ob, links[0] if links else None), f"open {p['city']}, the city where {person} was born",
+                           f"follow {person}'s birthplace to its own article")
         t, _ = _href_title(ob.url)
         if t and _infobox_value(ob, "Population") and _infobox_value(ob, "Mayor"):
-            return kit.finish(_infobox_value(ob, "Population") or "")
-        return _open(ob, self.params["person"])
+            return kit.why(kit.finish(_infobox_value(ob, "Population") or ""),
+                           f"give the population of {p['city']}, where {person} was born",
+                           f"tell the user how many people live in {person}'s birthplace")
+        if memory.get("strayed") and not memory.get("back") and t and _infobox_value(ob, "Population"):
+            return kit.once(memory, "back", kit.why(
+                _BACK, f"return to {person}'s article, since {t} is the country and the task asks about the city",
+                "get back to the Birthplace row and open the city rather than the country"))
+        return self._open(ob, memory, person, (f"look up {person}'s article", f"find the article on {person}"),
+                          (f"open {person}'s article to see where {person} was born",
+                           f"find {person}'s birthplace in the article's infobox"))
 
 
 class LastEditor(WikiTask):
     template = "last_editor"
     intent_template = "Who made the most recent edit to the wiki article {title}? Answer with their user name."
+    intent_templates = (intent_template,
+                        "Who last edited the {title} article?",
+                        "Which user made the latest change to {title} on the wiki?",
+                        "Tell me the user name of the last person to edit {title}.")
     answer_task = True
+    detours = ("diff",)
 
     def sample(self, rng: random.Random) -> dict[str, Any]:
         art = rng.choice([a for a in self._world().articles.values() if a.ns == 0 and a.kind != "main"])
@@ -209,20 +383,37 @@ class LastEditor(WikiTask):
         return ok, f"answer {answer!r} vs last editor {self.params['editor']!r}"
 
     def expert(self, ob: Any, memory: dict[str, Any]) -> Any:
-        title = self.params["title"]
+        title, (_, detour) = self.params["title"], self._style(memory)
+        names = (f"name the user who last edited {title}", f"tell the user who made the latest edit to {title}")
+        if _on_diff(ob, title):  # the latest change: its author heads the newer side
+            user = kit.find(ob, lambda e: e.tag == "a" and "mw-userlink" in e.attrs.get("class", "")
+                            and _has_ancestor(ob, e, "mw-diff-ntitle2"))
+            return kit.why(kit.finish(_squeeze_spaces(user.text)), *names) if user else None
         if _at(ob, title, "history"):
+            if detour == "diff" and not memory.get("diffed"):
+                return kit.once(memory, "diffed", kit.why(
+                    kit.click(ob, kit.link(ob, "prev")), f"see what the latest edit to {title} changed and who made it",
+                    f"open the newest change to {title} to check its author"))
             user = kit.find(ob, lambda e: e.tag == "a" and "mw-userlink" in e.attrs.get("class", ""))
-            return kit.finish(_squeeze_spaces(user.text)) if user else None
+            return kit.why(kit.finish(_squeeze_spaces(user.text)), *names) if user else None
         if _at(ob, title):
-            return kit.click(ob, _child_link(ob, kit.by_id(ob, "ca-history")))
-        return _open(ob, title)
+            return kit.why(kit.click(ob, _tab(ob, "ca-history")), f"see the edits to {title}, newest first",
+                           f"find out from the history who edited {title} last")
+        return self._open(ob, memory, title, (f"look up the {title} article", f"find the article on {title}"),
+                          (f"open the {title} article, whose history names its editors",
+                           f"reach {title} to look at its edit history"))
 
 
 class CategoryCount(WikiTask):
     template = "category_count"
     intent_template = ('The wiki article {title} is in the category "{category}". How many pages does that '
                        'category list? Answer with the number.')
+    intent_templates = (intent_template,
+                        'How many pages are listed in the category "{category}" that {title} belongs to?',
+                        '{title} is filed under "{category}" on the wiki. How many pages does that category hold?',
+                        'Count the pages of the wiki category "{category}", the one {title} is in.')
     answer_task = True
+    detours = ("other",)
 
     def sample(self, rng: random.Random) -> dict[str, Any]:
         w = self._world()
@@ -236,19 +427,37 @@ class CategoryCount(WikiTask):
         return ok, f"answer {answer!r} vs {self.params['count']} pages in Category:{self.params['category']}"
 
     def expert(self, ob: Any, memory: dict[str, Any]) -> Any:
-        cat = "Category:" + self.params["category"]
+        p, (_, detour) = self.params, self._style(memory)
+        cat = "Category:" + p["category"]
+        counts = (f"give the number of pages in the {p['category']} category",
+                  f"tell the user how many pages {p['category']} lists")
         if _at(ob, cat):
             box = kit.by_id(ob, "mw-pages")
             m = re.search(r"out of ([\d,]+) total", box.all_text if box else "")
             if m:
-                return kit.finish(m.group(1).replace(",", ""))
-            return kit.finish("1") if box and "only the following page" in box.all_text else None
-        if _at(ob, self.params["title"]):
-            links = kit.by_id(ob, "mw-normal-catlinks")
-            link = kit.find(ob, lambda e: e.tag == "a" and e.attrs.get("href") == "/wiki/" + urllib.parse.quote(
-                db_key(cat), safe=":/()'!,"))
-            return kit.click(ob, link if links else None)
-        return _open(ob, self.params["title"])
+                return kit.why(kit.finish(m.group(1).replace(",", "")), *counts)
+            return kit.why(kit.finish("1"), *counts) if box and "only the following page" in box.all_text else None
+        if _at(ob, p["title"]):
+            cats = [e for e in _links_in(ob, kit.by_id(ob, "mw-normal-catlinks"))
+                    if e.attrs.get("href", "").startswith("/wiki/Category:")]
+            want = "/wiki/" + urllib.parse.quote(db_key(cat), safe=":/()'!,")
+            link = next((e for e in cats if e.attrs.get("href") == want), None)
+            other = next((e for e in cats if e is not link), None)
+            if detour == "other" and not memory.get("strayed") and other is not None:
+                name = _squeeze_spaces(other.text)
+                return kit.once(memory, "strayed", kit.why(
+                    kit.click(ob, other), f"look at the {name} category, listed with {p['category']} under the article",
+                    f"open {name}, another category of {p['title']}, first"))
+            return kit.why(kit.click(ob, link), f"open the {p['category']} category to count its pages",
+                           f"see the pages listed in {p['category']}, a category of {p['title']}")
+        if memory.get("strayed") and not memory.get("back") and kit.path(ob).startswith("/wiki/Category:"):
+            return kit.once(memory, "back", kit.why(
+                _BACK, f"return to {p['title']}, since the task asks about the {p['category']} category",
+                f"get back to the article's categories and open {p['category']} instead"))
+        return self._open(ob, memory, p["title"], (f"look up the {p['title']} article",
+                                                   f"find the article on {p['title']}"),
+                          (f"open {p['title']}, whose categories are listed at the foot of the article",
+                           f"reach the {p['category']} category through {p['title']}"))
 
 
 # ----------------------------------------------------------------------------- editing
@@ -264,7 +473,16 @@ class EditSection(WikiTask):
     template = "edit_section"
     intent_template = ('In the wiki article {title}, add the sentence "{sentence}" at the end of the {section} '
                        'section and save it with the edit summary "{summary}".')
+    intent_templates = (intent_template,
+                        ('Add "{sentence}" to the end of the {section} section of {title}, with the edit summary '
+                         '"{summary}".'),
+                        ('The {section} section of the {title} article should end with the sentence "{sentence}" '
+                         'Add it, with "{summary}" as the edit summary.'),
+                        ('Append the sentence "{sentence}" to the {section} section of {title} on the wiki '
+                         '(edit summary: "{summary}").'))
     user = "Marta Kell"
+    ways = ("search", "search", "browse")  # the form's scrolls already make long episodes
+    detours = ("whole", "preview")
 
     def sample(self, rng: random.Random) -> dict[str, Any]:
         art = rng.choice(self._world().of_kind("city"))
@@ -290,23 +508,41 @@ class EditSection(WikiTask):
         return True, "sentence added to the section with the summary"
 
     def expert(self, ob: Any, memory: dict[str, Any]) -> Any:
-        p = self.params
-        if _at(ob, p["title"]) and memory.get("saved"):
-            return kit.finish("done")
-        if _at(ob, p["title"]):
+        p, (_, detour) = self.params, self._style(memory)
+        sec, title = p["section"], p["title"]
+        if _at(ob, title) and memory.get("saved"):
+            return kit.why(kit.finish("done"), f"add the new sentence to the {sec} section of {title}",
+                           f"extend the {sec} section of {title} with one sentence")
+        if _at(ob, title):
+            if detour == "whole" and not memory.get("strayed"):
+                return kit.once(memory, "strayed", kit.why(
+                    kit.click(ob, _tab(ob, "ca-edit")), f"open the editor for the whole {title} article",
+                    f"edit {title} from the tab at the top of the article"))
             link = kit.find(ob, lambda e: e.tag == "a" and "section=" in e.attrs.get("href", "")
-                            and e.attrs.get("title", "").endswith(f"section: {p['section']}"))
-            return kit.click(ob, link)
-        if _at(ob, p["title"], "edit") or _at(ob, p["title"], "submit"):
+                            and e.attrs.get("title", "").endswith(f"section: {sec}"))
+            return kit.why(kit.click(ob, link), f"edit just the {sec} section of {title}",
+                           f"open the {sec} section on its own in the editor")
+        if _at(ob, title, "edit") or _at(ob, title, "submit"):
+            if memory.get("strayed") and not memory.get("back"):
+                return kit.once(memory, "back", kit.why(
+                    _BACK, f"return to the article and edit only the {sec} section, a smaller text to work in",
+                    f"leave the whole-article editor for the {sec} section's own edit link"))
             area, summary = kit.by_id(ob, "wpTextbox1"), kit.by_id(ob, "wpSummary")
             if area is None or summary is None:
                 return None
             if p["sentence"] not in (area.value or ""):
-                return kit.fill(ob, area, (area.value or "").rstrip() + " " + p["sentence"] + "\n")
+                return kit.why(kit.fill(ob, area, (area.value or "").rstrip() + " " + p["sentence"] + "\n"),
+                               f"add the new sentence at the end of the {sec} section",
+                               f"append the sentence to the text of the {sec} section")
             if _squeeze_spaces(summary.value).split("*/")[-1].strip() != p["summary"]:
-                return kit.fill(ob, summary, p["summary"])
-            return kit.once(memory, "saved", _save(ob))
-        return _open(ob, p["title"])
+                return kit.why(kit.fill(ob, summary, p["summary"]), "describe the change in the edit summary",
+                               f"label the edit of the {sec} section as the task asks")
+            return self._check_and_save(ob, memory, (f"see how the {sec} section reads with the new sentence",
+                                                     "check the edit before saving it"),
+                                        (f"save the new sentence in the {sec} section", f"store the edit of {title}"))
+        return self._open(ob, memory, title, (f"look up the {title} article", f"find the article on {title}"),
+                          (f"open the {title} article to edit its {sec} section",
+                           f"reach the {sec} section of {title}"))
 
 
 _NEW_ARTICLES = (("Harbour Lighthouse of Rosport", "The Harbour Lighthouse is a stone tower built in 1821."),
@@ -315,17 +551,36 @@ _NEW_ARTICLES = (("Harbour Lighthouse of Rosport", "The Harbour Lighthouse is a 
                  ("Glass Exchange", "The Glass Exchange is a trading hall with an iron and glass roof."),
                  ("Amber Coast", "The Amber Coast is a stretch of dunes known for its amber finds."),
                  ("Greywash Canal", "The Greywash Canal joins the Greywash and the Osk rivers."))
+#: What a person might search for first to see what the wiki has on each new article's topic: the
+#: query, and the topic as the step's purpose names it.
+_TOPICS = {"Harbour Lighthouse of Rosport": ("lighthouse", "lighthouses"), "Meridian Railway": ("railway", "railways"),
+           "Salt Road": ("salt", "the salt trade"), "Glass Exchange": ("glass", "glass and its trade"),
+           "Amber Coast": ("amber", "amber"), "Greywash Canal": ("canal", "canals")}
+#: The categories each new article may be filed under.
+_NEW_CATEGORIES = {"Harbour Lighthouse of Rosport": ("Landmarks", "Lighthouses", "Buildings in Valdoria"),
+                   "Meridian Railway": ("Transport", "Railways"),
+                   "Salt Road": ("Transport", "Trade routes", "Landmarks"),
+                   "Glass Exchange": ("Landmarks", "Markets", "Architecture"),
+                   "Amber Coast": ("Landmarks", "Coasts", "Nature reserves"),
+                   "Greywash Canal": ("Transport", "Canals", "Waterways")}
 
 
 class CreateArticle(WikiTask):
     template = "create_article"
     intent_template = ('Create a new wiki article titled "{title}" with the text "{text}" and put it in the '
                        'category {category}.')
+    intent_templates = (intent_template,
+                        'Start a wiki article called "{title}" that reads "{text}", in the category {category}.',
+                        ('The wiki has no article on {title} yet. Write one with the text "{text}" and file it '
+                         'under {category}.'),
+                        'Add an article "{title}" to the wiki, categorised as {category}, with the text "{text}"')
     user = "Orrin Vale"
+    ways = ("search", "narrow")  # a new page has no link on the Main Page
+    detours = ("preview",)
 
     def sample(self, rng: random.Random) -> dict[str, Any]:
         title, text = rng.choice(_NEW_ARTICLES)
-        category = rng.choice([f"Cities in {c}" for c in wseed.COUNTRIES] + ["Landmarks", "Transport"])
+        category = rng.choice(_NEW_CATEGORIES[title])
         return {"title": title, "text": text, "category": category}
 
     def check(self, answer: str | None) -> tuple[bool, str]:
@@ -339,17 +594,36 @@ class CreateArticle(WikiTask):
             return False, f"the article is not in Category:{p['category']}"
         return True, "article created with its text and category"
 
+    def _narrow(self, title: str) -> tuple[str, tuple[str, ...]] | None:
+        word, topic = _TOPICS[title]
+        return word, (f"see what the wiki already has on {topic}", f"check which articles mention {topic} so far")
+
     def expert(self, ob: Any, memory: dict[str, Any]) -> Any:
         p = self.params
-        if _at(ob, p["title"]):
-            return kit.finish("done")
-        if _at(ob, p["title"], "edit") or _at(ob, p["title"], "submit"):
-            return _write_and_save(ob, f"{p['text']}\n\n[[Category:{p['category']}]]\n")
+        title = p["title"]
+        if _at(ob, title):
+            return kit.why(kit.finish("done"), f"create the {title} article in {p['category']}",
+                           f"add a new article on {title} to the wiki")
+        if _at(ob, title, "edit") or _at(ob, title, "submit"):
+            area = kit.by_id(ob, "wpTextbox1")
+            text = f"{p['text']}\n\n[[Category:{p['category']}]]\n"
+            if area is None:
+                return None
+            if _squeeze_spaces(area.value) != _squeeze_spaces(text):
+                return kit.why(kit.fill(ob, area, text), f"write the text of {title} and put it in {p['category']}",
+                               f"give the new article its text and its category line for {p['category']}")
+            return self._check_and_save(ob, memory, (f"see how the new {title} article will look",
+                                                     "check the new article before saving it"),
+                                        (f"create the {title} article", "save the new article"))
         create = kit.find(ob, lambda e: e.tag == "a" and "action=edit" in e.attrs.get("href", "")
-                          and db_key(_href_title(e.attrs["href"])[0]) == db_key(p["title"]))
-        if create is not None and "Special:Search" in urllib.parse.unquote(ob.url):
-            return kit.click(ob, create)
-        return _open(ob, p["title"])
+                          and db_key(_href_title(e.attrs["href"])[0]) == db_key(title))
+        if create is not None and _on_search(ob):
+            return kit.why(kit.click(ob, create), f"start the new {title} article, which does not exist yet",
+                           f"create {title} from the search results")
+        return self._open(ob, memory, title, (f"check whether an article titled {title} exists",
+                                              f"make sure the wiki has no {title} article yet"),
+                          (f"see whether {title} exists and get the link to create it",
+                           f"search for {title} before creating it"))
 
 
 _EXTRA_CATEGORIES = {"city": ("Historic towns", "River ports"), "person": ("Featured biographies",),
@@ -359,7 +633,13 @@ _EXTRA_CATEGORIES = {"city": ("Historic towns", "River ports"), "person": ("Feat
 class AddCategory(WikiTask):
     template = "add_category"
     intent_template = "Add the wiki article {title} to the category {category}, keeping its existing categories."
+    intent_templates = (intent_template,
+                        "Put {title} in the category {category} as well.",
+                        "Categorise the {title} article under {category} too, without removing its other categories.",
+                        "{title} belongs in the category {category}. Add it there.")
     user = "Lise Amberg"
+    ways = ("search", "search", "browse")  # the form's scrolls already make long episodes
+    detours = ("changes", "look")
 
     def sample(self, rng: random.Random) -> dict[str, Any]:
         kind = rng.choice(sorted(_EXTRA_CATEGORIES))
@@ -379,26 +659,46 @@ class AddCategory(WikiTask):
         return True, "category added"
 
     def expert(self, ob: Any, memory: dict[str, Any]) -> Any:
-        p = self.params
-        if _at(ob, p["title"]) and memory.get("saved"):
-            return kit.finish("done")
-        if _at(ob, p["title"]):
-            return kit.click(ob, _child_link(ob, kit.by_id(ob, "ca-edit")))
-        if _at(ob, p["title"], "edit") or _at(ob, p["title"], "submit"):
+        p, (_, detour) = self.params, self._style(memory)
+        title, cat = p["title"], p["category"]
+        if _at(ob, title) and memory.get("saved"):
+            return kit.why(kit.finish("done"), f"add {title} to the {cat} category",
+                           f"file {title} under {cat} as well")
+        if _at(ob, title):
+            if detour == "look" and not memory.get("looked"):  # the category bar at the foot of the page first
+                here = Decision(ActionType.FINISH)
+                step = kit.reach(ob, next(iter(_links_in(ob, kit.by_id(ob, "catlinks"))), None), here)
+                if step is not None and step is not here:
+                    return step
+                memory["looked"] = True
+            return kit.why(kit.click(ob, _tab(ob, "ca-edit")), f"open the editor of {title} to add the category",
+                           f"edit {title}, whose categories are set in its text")
+        if _at(ob, title, "edit") or _at(ob, title, "submit"):
             area = kit.by_id(ob, "wpTextbox1")
-            tag = f"[[Category:{p['category']}]]"
+            tag = f"[[Category:{cat}]]"
             if area is None:
                 return None
             if tag not in (area.value or ""):
-                return kit.fill(ob, area, (area.value or "").rstrip() + "\n" + tag + "\n")
-            return kit.once(memory, "saved", _save(ob))
-        return _open(ob, p["title"])
+                return kit.why(kit.fill(ob, area, (area.value or "").rstrip() + "\n" + tag + "\n"),
+                               f"add a {cat} category line below the existing ones",
+                               f"put {title} in {cat} while keeping its other categories")
+            return self._check_and_save(ob, memory, (f"check that the {cat} line is the only change",
+                                                     "review the change before saving it"),
+                                        (f"save {title} with the new category", "store the edit"))
+        return self._open(ob, memory, title, (f"look up the {title} article", f"find the article on {title}"),
+                          (f"open {title} to add a category to it", f"reach the {title} article to categorise it"))
 
 
 class UndoLastEdit(WikiTask):
     template = "undo_last_edit"
-    intent_template = "Undo the most recent edit to the wiki article {title} (from its history) and save."
+    intent_template = "Undo the most recent edit to the wiki article {title}."
+    intent_templates = (intent_template,
+                        "Revert the last change that was made to {title}.",
+                        "The latest edit to the {title} article was a mistake. Undo it.",
+                        "Restore {title} to how it read before its most recent edit.")
     user = "Yara Quell"
+    ways = ("search", "search", "browse")  # the undo form's scrolls already make long episodes
+    detours = ("edit", "diff")
 
     def sample(self, rng: random.Random) -> dict[str, Any]:
         art = rng.choice([a for a in self._world().articles.values() if a.ns == 0 and a.kind != "main"])
@@ -414,23 +714,47 @@ class UndoLastEdit(WikiTask):
         return True, "last edit undone"
 
     def expert(self, ob: Any, memory: dict[str, Any]) -> Any:
-        p = self.params
-        if _at(ob, p["title"]) and memory.get("saved"):
-            return kit.finish("done")
-        if _at(ob, p["title"], "history"):
-            return kit.click(ob, kit.link(ob, href="undoafter="))
-        if _at(ob, p["title"]):
-            return kit.click(ob, _child_link(ob, kit.by_id(ob, "ca-history")))
+        p, (_, detour) = self.params, self._style(memory)
+        title = p["title"]
+        undoes = (f"undo the latest edit to {title}", f"revert the most recent change to {title}")
+        if _at(ob, title) and memory.get("saved"):
+            return kit.why(kit.finish("done"), *undoes)
+        if _on_diff(ob, title):  # the latest change, with its own undo link
+            return kit.why(kit.click(ob, kit.link(ob, href="undoafter=")), *undoes)
+        if _at(ob, title, "history"):
+            if detour == "diff" and not memory.get("diffed"):
+                return kit.once(memory, "diffed", kit.why(
+                    kit.click(ob, kit.link(ob, "prev")), f"see what the latest edit to {title} changed before undoing it",
+                    "look at the newest change first"))
+            return kit.why(kit.click(ob, kit.link(ob, href="undoafter=")), *undoes)
+        if _at(ob, title):
+            if detour == "edit" and not memory.get("strayed"):
+                return kit.once(memory, "strayed", kit.why(
+                    kit.click(ob, _tab(ob, "ca-edit")), f"look for a way to undo the last edit in the editor of {title}",
+                    f"open the editor of {title} to put the old text back"))
+            return kit.why(kit.click(ob, _tab(ob, "ca-history")), f"find the latest edit to {title} in its history",
+                           f"see the edits to {title}, each with its undo link")
         t, q = _href_title(ob.url)
-        if db_key(t) == db_key(p["title"]) and q.get("action") in ("edit", "submit"):
-            return kit.once(memory, "saved", _save(ob))
-        return _open(ob, p["title"])
+        if db_key(t) == db_key(title) and q.get("action") in ("edit", "submit"):
+            if memory.get("strayed") and not memory.get("back") and "undo" not in q:
+                return kit.once(memory, "back", kit.why(
+                    _BACK, f"return to {title}, whose history has an undo link for each edit",
+                    "leave the editor for the history, where the last edit can be undone"))
+            return kit.once(memory, "saved", kit.why(_save(ob), f"save {title} as it was before the latest edit",
+                                                      "store the undo"))
+        return self._open(ob, memory, title, (f"look up the {title} article", f"find the article on {title}"),
+                          (f"open {title} to get to its history", f"reach the {title} article to undo its last edit"))
 
 
 class WatchPage(WikiTask):
     template = "watch_page"
     intent_template = "Add the wiki article {title} to your watchlist."
+    intent_templates = (intent_template,
+                        "Watch the {title} article so that its changes show up in my watchlist.",
+                        "I want to follow changes to {title}. Put it on my watchlist.",
+                        "Start watching the wiki page {title}.")
     user = "Tobias Renn"
+    detours = ("watchlist",)
 
     def sample(self, rng: random.Random) -> dict[str, Any]:
         art = rng.choice([a for a in self._world().articles.values() if a.ns == 0 and a.kind != "main"])
@@ -444,15 +768,28 @@ class WatchPage(WikiTask):
         return ok, f"{self.params['title']} {'is' if ok else 'is not'} on {self.user}'s watchlist"
 
     def expert(self, ob: Any, memory: dict[str, Any]) -> Any:
-        p = self.params
-        if _at(ob, p["title"]):
+        p, (_, detour) = self.params, self._style(memory)
+        title = p["title"]
+        if _at(ob, title):
             if kit.by_id(ob, "ca-unwatch") is not None:  # the star turned blue: watched
-                return kit.finish("done")
+                return kit.why(kit.finish("done"), f"put {title} on your watchlist",
+                               f"follow the changes to {title} from the watchlist")
             if memory.get("clicked"):  # the star is saving (an API call): wait, never click twice
                 memory["waits"] = memory.get("waits", 0) + 1
                 return _WAIT if memory["waits"] <= 6 else None
-            return kit.once(memory, "clicked", kit.click(ob, _child_link(ob, kit.by_id(ob, "ca-watch"))))
-        return _open(ob, p["title"])
+            if detour == "watchlist" and not memory.get("strayed"):
+                return kit.once(memory, "strayed", kit.why(
+                    kit.click(ob, _tab(ob, "pt-watchlist")), f"check whether {title} is on your watchlist already",
+                    "look at your watchlist first"))
+            return kit.once(memory, "clicked", kit.why(
+                kit.click(ob, _tab(ob, "ca-watch")), f"add {title} to your watchlist",
+                f"watch {title} so that its changes show up in your watchlist"))
+        if memory.get("strayed") and not memory.get("back") and "Watchlist" in urllib.parse.unquote(ob.url or ""):
+            return kit.once(memory, "back", kit.why(
+                _BACK, f"return to {title} to watch it from the article",
+                f"go back to {title}, which is not on the watchlist yet"))
+        return self._open(ob, memory, title, (f"look up the {title} article", f"find the article on {title}"),
+                          (f"open the {title} article to watch it", f"reach {title}, whose Watch tab adds it to the watchlist"))
 
 
 _TALK = (("Population figure", "The population figure needs a source from the latest census."),
@@ -465,7 +802,12 @@ class TalkNewTopic(WikiTask):
     template = "talk_new_topic"
     intent_template = ('Start a discussion on the talk page of the wiki article {title}: a section headed '
                        '"{subject}" with the message "{message}".')
+    intent_templates = (intent_template,
+                        'Open a new topic "{subject}" on the talk page of {title}, saying "{message}"',
+                        'Post "{message}" on the discussion page of {title}, in a new section headed "{subject}".',
+                        'Raise this on the {title} talk page under the heading "{subject}": "{message}"')
     user = "Nico Ferro"
+    detours = ("article", "preview")
 
     def sample(self, rng: random.Random) -> dict[str, Any]:
         art = rng.choice(self._world().of_kind("city") + self._world().of_kind("species"))
@@ -484,16 +826,36 @@ class TalkNewTopic(WikiTask):
         return True, "topic started"
 
     def expert(self, ob: Any, memory: dict[str, Any]) -> Any:
-        p = self.params
-        talk = "Talk:" + p["title"]
+        p, (_, detour) = self.params, self._style(memory)
+        title, talk = p["title"], "Talk:" + p["title"]
+        to_talk = (f"open the discussion page of {title}", f"start the topic on the talk page of {title}")
         if _at(ob, talk):
-            return kit.finish("done")
+            return kit.why(kit.finish("done"), f"start the {p['subject']} topic on the talk page of {title}",
+                           f"raise the {p['subject']} point on {title}'s discussion page")
         if _at(ob, talk, "edit") or _at(ob, talk, "submit"):
-            return _write_and_save(ob, f"== {p['subject']} ==\n{p['message']} ~~~~\n")
-        if _at(ob, p["title"]):
-            tab = _child_link(ob, kit.by_id(ob, "ca-talk"))
-            return kit.click(ob, tab) if tab is not None else _WAIT
-        return _open(ob, p["title"])
+            area = kit.by_id(ob, "wpTextbox1")
+            text = f"== {p['subject']} ==\n{p['message']} ~~~~\n"
+            if area is None:
+                return None
+            if _squeeze_spaces(area.value) != _squeeze_spaces(text):
+                return kit.why(kit.fill(ob, area, text), f"write the {p['subject']} heading and the message, signed",
+                               f"put the new topic {p['subject']} and its message on the talk page")
+            return self._check_and_save(ob, memory, ("see how the new topic will look", "check the message before posting it"),
+                                        (f"post the {p['subject']} topic", "save the new section of the talk page"))
+        if _at(ob, title, "edit") and memory.get("strayed"):  # the article's editor: the talk page's tab is here too
+            tab = _tab(ob, "ca-talk")
+            return kit.why(kit.click(ob, tab), f"switch to the discussion page of {title}, where topics go rather than in "
+                           "the article", "leave the article's text alone and open its talk page") if tab else _WAIT
+        if _at(ob, title):
+            if detour == "article" and not memory.get("strayed"):
+                return kit.once(memory, "strayed", kit.why(
+                    kit.click(ob, _tab(ob, "ca-edit")), f"open the editor of {title} to write the message",
+                    f"look for a place for the topic in the editor of {title}"))
+            tab = _tab(ob, "ca-talk")
+            return kit.why(kit.click(ob, tab), *to_talk) if tab is not None else _WAIT
+        return self._open(ob, memory, title, (f"look up the {title} article", f"find the article on {title}"),
+                          (f"open {title}, whose Discussion tab leads to its talk page",
+                           f"reach {title} to start a topic about it"))
 
 
 _MOVES = ("{title} (city)", "{title} ({country})", "City of {title}")
@@ -502,7 +864,12 @@ _MOVES = ("{title} (city)", "{title} ({country})", "City of {title}")
 class MovePage(WikiTask):
     template = "move_page"
     intent_template = 'As an administrator, rename (move) the wiki article {title} to "{new_title}" with the reason "{reason}".'
+    intent_templates = (intent_template,
+                        'Rename the {title} article to "{new_title}", giving "{reason}" as the reason.',
+                        'Move the wiki page {title} to the new title "{new_title}" (reason: "{reason}").',
+                        '{title} should be called "{new_title}" from now on. Move it with the reason "{reason}".')
     user = "Admin"
+    detours = ("links",)
 
     def sample(self, rng: random.Random) -> dict[str, Any]:
         art = rng.choice(self._world().of_kind("city"))
@@ -526,24 +893,52 @@ class MovePage(WikiTask):
         return True, "article moved"
 
     def expert(self, ob: Any, memory: dict[str, Any]) -> Any:
-        p = self.params
-        if _at(ob, p["new_title"]) or kit.by_id(ob, "movepage-newlink") is not None:  # "Move succeeded"
-            return kit.finish("done")
+        p, (_, detour) = self.params, self._style(memory)
+        title, new_title = p["title"], p["new_title"]
+        if _at(ob, new_title) or kit.by_id(ob, "movepage-newlink") is not None:  # "Move succeeded"
+            return kit.why(kit.finish("done"), f"rename {title} to {new_title}",
+                           f"move {title} to its new title, {new_title}")
         if "Special:MovePage" in urllib.parse.unquote(ob.url):
             new, reason = kit.field(ob, "wpNewTitleMain", "input"), kit.field(ob, "wpReason")
             if new is None or reason is None:
                 return None
-            if _squeeze_spaces(new.value) != p["new_title"]:
-                return kit.fill(ob, new, p["new_title"])
+            if _squeeze_spaces(new.value) != new_title:
+                return kit.why(kit.fill(ob, new, new_title), f"give the article its new title, {new_title}",
+                               f"set the title {title} is moved to")
             if _squeeze_spaces(reason.value) != p["reason"]:
-                return kit.fill(ob, reason, p["reason"])
-            return kit.click(ob, kit.by_name(ob, "wpMove"))
-        if _at(ob, p["title"]):
-            move = _child_link(ob, kit.by_id(ob, "ca-move"))
+                return kit.why(kit.fill(ob, reason, p["reason"]), "record why the article is renamed",
+                               f"state the reason for the move, {p['reason']}")
+            return kit.why(kit.click(ob, kit.by_name(ob, "wpMove")), f"rename {title} to {new_title}",
+                           "carry out the move with the new title and reason")
+        if "Special:WhatLinksHere" in urllib.parse.unquote(ob.url) and memory.get("strayed") \
+                and not memory.get("back"):
+            return kit.once(memory, "back", kit.why(
+                _BACK, f"return to {title} to rename it, now that its links are checked",
+                "get back to the article and move it"))
+        if _at(ob, title):
+            if detour == "links" and not memory.get("strayed"):
+                return kit.once(memory, "strayed", kit.why(
+                    kit.click(ob, _tab(ob, "t-whatlinkshere")), f"check which pages link to {title} before renaming it",
+                    f"see what refers to {title} before moving it"))
+            move = _tab(ob, "ca-move")
             if move is not None and kit.visible(ob, move):  # the "More" menu is open
-                return kit.click(ob, move)
-            return kit.click(ob, kit.by_id(ob, "p-cactions-checkbox"))
-        return _open(ob, p["title"])
+                return kit.why(kit.click(ob, move), f"open the form that renames {title}",
+                               f"give {title} a new title through its page actions")
+            return kit.why(kit.click(ob, kit.by_id(ob, "p-cactions-checkbox")),
+                           f"find the option to rename {title} in the page's menu",
+                           "show the page actions, where the move option is")
+        return self._open(ob, memory, title, (f"look up the {title} article", f"find the article on {title}"),
+                          (f"open {title}, the article to rename", f"reach {title} to move it"))
+
+
+def _has_ancestor(ob: Observation, el: Element, html_id: str) -> bool:
+    """Whether ``el`` lies inside the element with HTML ``id`` ``html_id``."""
+    p = el.parent
+    while p is not None and p in ob.elements:
+        if ob.elements[p].attrs.get("id") == html_id:
+            return True
+        p = ob.elements[p].parent
+    return False
 
 
 TASKS: tuple[type[SiteTask], ...] = (InfoboxFact, BirthplaceFact, LastEditor, CategoryCount, EditSection,
