@@ -152,6 +152,12 @@ class TrackerSite(Site):
                   "--hostname", "127.0.0.1", "--port", str(self.port), str(self.env_dir)),
             env={"PYTHONDONTWRITEBYTECODE": "1", "TZ": "UTC"}, cwd=str(self.home))
 
+    def apply_drift(self, rng: Any, level: int) -> dict[str, int]:
+        """A few days of the other members' activity per level: :func:`mag_dataset.sites.tracker.drift.apply_drift`."""
+        from mag_dataset.sites.tracker.drift import apply_drift
+
+        return apply_drift(self, rng, level)
+
     def after_reset(self) -> None:
         """Put ``trac.ini`` back if an admin page changed it (Trac reloads it by mtime)."""
         seed_ini = self.home / "trac.ini.seed"
