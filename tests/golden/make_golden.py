@@ -2,6 +2,7 @@
 
     python tests/golden/make_golden.py              # from the bundled corpus as it is now
     python tests/golden/make_golden.py --rescore    # keep the stored gold and outputs
+    python tests/golden/make_golden.py --rerun      # keep the stored gold, run the baseline again
 
 Writes ``tests/golden/heuristic_bundled_test.json``: the gold records of the bundled
 corpus' test split (both views, so the file is self-contained), the heuristic baseline's
@@ -9,7 +10,9 @@ raw outputs in every contract and view, and the expected per-step scores and mic
 ``tests/test_golden.py`` re-scores the stored outputs against the stored gold and checks
 every number exactly. Run this only when a scorer change is intended, and review the diff.
 ``--rescore`` re-scores the stored outputs against the stored gold (for a scorer change
-that must not move the gold or the outputs in the same diff).
+that must not move the gold or the outputs in the same diff). ``--rerun`` keeps the stored
+gold and runs the heuristic baseline on it again (for an intended change of the baseline's
+outputs, such as its guide templates, that must not move the gold in the same diff).
 """
 
 from __future__ import annotations
@@ -83,10 +86,29 @@ def rescore() -> dict:
     return data
 
 
+def rerun() -> dict:
+    """The stored golden file with the baseline run again on its stored gold, and rescored."""
+    from mag_dataset.dataset import step_from_record
+    from mag_dataset.heuristic import heuristic_predictions
+    from mag_dataset.scoring import SCORER_VERSION
+
+    data = json.loads(GOLDEN.read_text("utf-8"))
+    steps = {v: [step_from_record(r) for r in recs] for v, recs in data["gold"].items()}
+    menus = {s.step_id: s.candidates for s in steps["som"]}
+    for run in data["runs"]:
+        view = run["view"]
+        preds = heuristic_predictions(steps[view], view, run["contract"], menus=menus)
+        run["predictions"] = [{"step_id": p.step_id, "output": p.output} for p in preds]
+        run.update(_expected(steps[view], preds, view, run["contract"], menus if view == "coord" else None))
+    data["scorer_version"] = SCORER_VERSION
+    return data
+
+
 def main() -> int:
     from mag_dataset.fileio import atomic_write
 
-    data = rescore() if "--rescore" in sys.argv[1:] else build()
+    args = sys.argv[1:]
+    data = rescore() if "--rescore" in args else rerun() if "--rerun" in args else build()
     atomic_write(GOLDEN, json.dumps(data, ensure_ascii=False, indent=1, sort_keys=False) + "\n")
     n = sum(len(r["predictions"]) for r in data["runs"])
     print(f"wrote {GOLDEN} ({n} scored predictions, {len(data['runs'])} runs)")
