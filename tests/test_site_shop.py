@@ -25,7 +25,8 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.xdist_group("si
 
 SEEDS = site_expert_seeds(1)
 TEMPLATES = ("add_to_basket", "add_to_wishlist", "product_category", "product_price", "checkout", "edit_profile",
-             "add_address", "change_order_status", "order_total", "count_orders_by_status", "edit_product_stock")
+             "add_address", "change_order_status", "order_total", "count_orders_by_status", "edit_product_stock",
+             "multi_product_order")
 
 
 @pytest.fixture(scope="module")

@@ -1,13 +1,23 @@
 """Live tasks on the tracker site (Trac): tickets, queries, roadmap, wiki and admin.
 
-Eleven templates, GitLab-like as in WebArena: create, comment, reassign, close and re-plan
-tickets; count with the custom query; look a ticket up by its title; find the newest ticket
-matching a search; add a milestone and a component in the admin panel; edit a wiki page.
-Parameters come from the seed definitions (:mod:`mag_dataset.sites.tracker.data`); each
-check reads Trac's database after the episode (WebArena's program-based evaluators), or the
-``finish`` answer for the information-seeking ones. Every expert reads only the observation
-(elements found by id, name, tag and text; the URL) and ``memory``, through the one expert kit
-(:mod:`mag_dataset.live.expert_kit`: finding, the scroll policy, acting).
+Twelve templates, GitLab-like as in WebArena: create, comment, reassign, close and re-plan
+tickets; triage several tickets at once (the long one: five tickets, some 60 steps); count
+with the custom query; look a ticket up by its title; find the newest ticket matching a
+search; add a milestone and a component in the admin panel; edit a wiki page. Each template
+states its goal in several phrasings (``intent_templates``, WebArena's ``intent`` style: what
+the user wants, not the clicks). Parameters come from the seed definitions
+(:mod:`mag_dataset.sites.tracker.data`); each check reads Trac's database after the episode
+(WebArena's program-based evaluators), or the ``finish`` answer for the information-seeking ones.
+
+Every expert reads only the observation (elements found by id, name, tag and text; the URL),
+``memory`` and its parameters, through the one expert kit (:mod:`mag_dataset.live.expert_kit`:
+finding, the scroll policy, acting), and says what each step is for in the task
+(:func:`~mag_dataset.live.expert_kit.why`: the plan its guides are written from). Some
+demonstrate like a person rather than a script: drawn once per task instance from its seed
+(:meth:`_TrackerTask.detour`), the expert first looks in a plausible wrong place and comes back
+(a report instead of the custom query, the wrong admin panel or wiki page), searches with a
+query it then refines, checks the roadmap first, previews a comment before posting it, or reads
+down a results list before opening the top hit; so episodes of one template differ in length.
 """
 
 from __future__ import annotations
@@ -17,6 +27,7 @@ import re
 from datetime import datetime, timezone
 from typing import Any
 
+from mag_dataset.actions import ActionType
 from mag_dataset.live import expert_kit as kit
 from mag_dataset.live.expert_kit import Decision
 from mag_dataset.live.observe import Observation
@@ -25,6 +36,9 @@ from mag_dataset.sites.tracker import TrackerSite
 from mag_dataset.sites.tracker.data import (
     COMPONENTS, DEVELOPERS, OPEN_MILESTONES, PRIORITIES, RESOLUTIONS, TYPES, USERS, seed_data,
 )
+
+#: Share of task instances whose expert takes its template's detour.
+DETOUR_SHARE = 0.6
 
 
 # ----------------------------------------------------------------------------- tracker steps (on the kit)
@@ -36,42 +50,114 @@ def _reached(d: Decision | None, what: str) -> Decision:
     return d
 
 
-def _search(ob: Observation, memory: dict[str, Any], text: str) -> Decision:
-    """Type ``text`` into the header's search box, then press Enter (``memory["searched"]``)."""
+def _go_back(*purposes: str) -> Decision:
+    """Back to the previous page (the end of a detour), with what that is for."""
+    return kit.why(Decision(ActionType.GO_BACK), *purposes)  # type: ignore[return-value]
+
+
+def _search(ob: Observation, memory: dict[str, Any], text: str, typed: tuple[str, ...],
+            entered: tuple[str, ...]) -> Decision:
+    """Type ``text`` into the header's search box (``typed``: what for), then press Enter
+    (``entered``: what for; ``memory["searched"]``). A box far above the view (the page was
+    left at a comment) is reached with Home, as a person would, not a screen at a time."""
     box = kit.require(kit.by_id(ob, "proj-search"), "search box")
+    if box.bbox is not None and -box.bbox[3] >= kit.view_height(ob) and not kit.typing(ob):
+        return kit.press("Home")
     if (box.value or "") != text:
-        return _reached(kit.fill(ob, box, text), "search box")
-    return kit.once(memory, "searched", kit.press("Enter"))
+        return kit.why(_reached(kit.fill(ob, box, text), "search box"), *typed)
+    return kit.once(memory, "searched", kit.why(kit.press("Enter"), *entered))
 
 
-def _open_ticket(ob: Observation, memory: dict[str, Any], tid: int) -> Decision | None:
+def _open_ticket(ob: Observation, memory: dict[str, Any], tid: int, *, typed: tuple[str, ...] = (),
+                 entered: tuple[str, ...] = ()) -> Decision | None:
     """Steps to get to ticket #tid through the search box's quick jump (``#12``), or None when there."""
-    return None if kit.path(ob) == f"/ticket/{tid}" else _search(ob, memory, f"#{tid}")
+    if kit.path(ob) == f"/ticket/{tid}":
+        return None
+    typed = typed or (f"jump straight to ticket #{tid}", f"find ticket #{tid} by its number")
+    entered = entered or (f"open ticket #{tid}", f"go to ticket #{tid} from the search box")
+    return _search(ob, memory, f"#{tid}", typed, entered)
 
 
-def _open_modify(ob: Observation, memory: dict[str, Any]) -> Decision | None:
+def _find_by_title(ob: Observation, memory: dict[str, Any], tid: int, summary: str) -> Decision | None:
+    """Steps to get to ticket #tid by searching its title and opening the hit (``memory["found"]``),
+    rather than by its number; None once there."""
+    if kit.path(ob) == f"/ticket/{tid}" or memory.get("found"):
+        return None
+    if kit.path(ob) == "/search" and memory.get("searched"):
+        hit = kit.require(kit.link(ob, href=rf"^/ticket/{tid}$", prefer_visible=True), "search hit")
+        return kit.once(memory, "found", kit.why(_reached(kit.click(ob, hit), "search hit"),
+                                                 f"open #{tid}, the ticket with that title",
+                                                 f"pick ticket #{tid} among the matches"))
+    return _search(ob, memory, summary, ("find the ticket by its title", "look the ticket up by its title"),
+                   ("list the tickets with that title", "run the search for the title"))
+
+
+def _open_modify(ob: Observation, memory: dict[str, Any], *purposes: str) -> Decision | None:
     """Click the ticket's "Modify" link (unfolds the ticket editor and jumps to it), once."""
     if memory.get("modify"):
         return None
     link = kit.require(kit.link(ob, href=r"^#modify$"), "Modify link")
-    return kit.once(memory, "modify", _reached(kit.click(ob, link), "Modify link"))
+    return kit.once(memory, "modify", kit.why(_reached(kit.click(ob, link), "Modify link"), *purposes))
 
 
-def _comment_and_submit(ob: Observation, memory: dict[str, Any], comment: str | None) -> Decision:
-    """Fill the ticket's comment box (when there is a comment to give), then Submit changes."""
+def _comment_and_submit(ob: Observation, memory: dict[str, Any], comment: str | None, *,
+                        written: tuple[str, ...] = (), submitted: tuple[str, ...],
+                        preview: tuple[str, ...] = ()) -> Decision:
+    """Fill the ticket's comment box (when there is a comment to give; ``written``: what for),
+    click Preview first when ``preview`` says what for (once), then Submit changes (``submitted``)."""
     box = kit.by_id(ob, "comment")
     if comment is not None and box is not None and (box.value or "").strip() != comment:
-        return _reached(kit.fill(ob, box, comment), "comment box")
+        return kit.why(_reached(kit.fill(ob, box, comment), "comment box"), *written)
+    if preview and not memory.get("previewed"):
+        button = kit.require(kit.by_name(ob, "preview", tag="input"), "Preview button")
+        return kit.once(memory, "previewed", kit.why(_reached(kit.click(ob, button), "Preview button"), *preview))
     submit = kit.require(kit.by_name(ob, "submit", tag="input"), "Submit changes button")
-    return kit.once(memory, "submitted", _reached(kit.click(ob, submit), "Submit changes button"))
+    return kit.once(memory, "submitted", kit.why(_reached(kit.click(ob, submit), "Submit changes button"), *submitted))
+
+
+def _toggle(ob: Observation, memory: dict[str, Any], el: Any, key: str, what: str, *purposes: str) -> Decision:
+    """Click the radio button or checkbox ``el`` (``memory[key]`` remembers the click); when the page
+    still shows it unchanged after that click (a click on the very edge of a small box can miss it),
+    click its label instead, as a person would."""
+    if memory.get(key):
+        label = kit.find(ob, lambda e: e.tag == "label" and e.attrs.get("for") == el.attrs.get("id"))
+        if label is not None:
+            return kit.why(_reached(kit.click(ob, label), f"label of the {what}"), *purposes)
+    return kit.once(memory, key, kit.why(_reached(kit.click(ob, el), what), *purposes))
+
+
+def _inside(ob: Observation, el: Any, html_id: str) -> bool:
+    """Whether ``el`` lies inside the element with HTML id ``html_id``."""
+    seen: set[str] = set()
+    bid = el.parent
+    while bid is not None and bid in ob.elements and bid not in seen:
+        seen.add(bid)
+        if ob.elements[bid].attrs.get("id") == html_id:
+            return True
+        bid = ob.elements[bid].parent
+    return False
 
 
 def _user_name(user: str) -> str:
     return USERS[user][1]
 
 
+def _first_name(user: str) -> str:
+    return _user_name(user).split()[0]
+
+
 class _TrackerTask(SiteTask):
     site_class = TrackerSite
+    #: The detours this template's expert may take (:meth:`detour`); empty: none.
+    detours: tuple[str, ...] = ()
+
+    def detour(self, memory: dict[str, Any]) -> str | None:
+        """The detour this task instance's expert takes (one of :attr:`detours`), or None: drawn
+        once from the seed (``random.Random(f"{task_id}:{seed}:detour")``) and kept in ``memory``."""
+        if "detour" not in memory:
+            rng = random.Random(f"{self.get_task_id()}:{self.seed}:detour")
+            memory["detour"] = rng.choice(self.detours) if self.detours and rng.random() < DETOUR_SHARE else None
+        return memory["detour"]
 
     def _ticket_row(self, tid: int) -> dict[str, Any]:
         cols = ("summary", "type", "component", "priority", "milestone", "owner", "status", "resolution",
@@ -102,14 +188,22 @@ class CreateTicket(_TrackerTask):
     template = "create_ticket"
     intent_template = ('Create a new {type} ticket with the summary "{summary}" in the component {component}, '
                        "with priority {priority} and milestone {milestone}.")
+    intent_templates = (
+        intent_template,
+        'Open a {priority}-priority {type} ticket in {component} titled "{summary}" and plan it for {milestone}.',
+        'File a ticket "{summary}": type {type}, component {component}, priority {priority}, milestone {milestone}.',
+        'I need a {type} ticket for {milestone} saying "{summary}" (component {component}, {priority} priority).',
+    )
     user = "erin"
+    #: search for an existing report of the problem first; preview the ticket before filing it
+    detours = ("duplicates", "preview")
 
     def sample(self, rng: random.Random) -> dict[str, Any]:
         thing = rng.choice(("export button", "login banner", "CSV importer", "status page", "email digest",
                             "avatar upload", "keyboard shortcuts", "audit report"))
         problem = rng.choice(("is slow on large projects", "breaks on Safari", "shows stale data",
                               "needs a confirmation dialog", "loses its settings after an upgrade"))
-        return {"summary": f"The {thing} {problem}", "type": rng.choice(TYPES),
+        return {"summary": f"The {thing} {problem}", "thing": thing, "type": rng.choice(TYPES),
                 "component": rng.choice(sorted(COMPONENTS)), "priority": rng.choice(PRIORITIES),
                 "milestone": rng.choice(OPEN_MILESTONES)}
 
@@ -128,26 +222,61 @@ class CreateTicket(_TrackerTask):
     def expert(self, ob: Observation, memory: dict[str, Any]) -> Decision | None:
         p = self.params
         if memory.get("created"):
-            return kit.finish() if re.fullmatch(r"/ticket/\d+", kit.path(ob)) else None
+            if not re.fullmatch(r"/ticket/\d+", kit.path(ob)):
+                return None
+            return kit.why(kit.finish(), f'file the {p["type"]} "{p["summary"]}" for {p["milestone"]}',
+                           f"report the problem with the {p['thing']}")
         if kit.path(ob) != "/newticket":
+            if self.detour(memory) == "duplicates" and not (kit.path(ob) == "/search" and memory.get("searched")):
+                return _search(ob, memory, p["thing"],
+                               (f"check whether someone already reported the {p['thing']} problem",
+                                f"look for an existing ticket about the {p['thing']} first"),
+                               (f"list the tickets that mention the {p['thing']}",
+                                "run the search for similar tickets"))
             new = kit.require(kit.link(ob, "New Ticket"), "New Ticket link")
-            return _reached(kit.click(ob, new), "New Ticket link")
+            purposes = ((f"report the {p['thing']} problem as a new ticket, since no result describes it",
+                         "start a new ticket, as none of the results is this problem") if memory.get("searched") else
+                        (f"start a new {p['type']} ticket", "open the form for reporting a problem"))
+            return kit.why(_reached(kit.click(ob, new), "New Ticket link"), *purposes)
         summary = kit.by_id(ob, "field-summary")
         if summary is not None and (summary.value or "") != p["summary"]:
-            return _reached(kit.fill(ob, summary, p["summary"]), "summary field")
+            return kit.why(_reached(kit.fill(ob, summary, p["summary"]), "summary field"),
+                           "give the ticket its title", f"describe the {p['thing']} problem in one line")
+        purposes = {
+            "type": (f"file it as a {p['type']}", f"mark the ticket as a {p['type']}"),
+            "priority": (f"give it {p['priority']} priority", f"set its urgency to {p['priority']}"),
+            "milestone": (f"plan it for the {p['milestone']} milestone", f"schedule the work for {p['milestone']}"),
+            "component": (f"file it under the {p['component']} component",
+                          f"send it to the people who look after {p['component']}"),
+        }
         for name in ("type", "priority", "milestone", "component"):
             if not memory.get(name):
                 what = f"{name} field"
                 el = kit.require(kit.by_id(ob, f"field-{name}"), what)
-                return kit.once(memory, name, _reached(kit.select(ob, el, p[name]), what))
+                return kit.once(memory, name, kit.why(_reached(kit.select(ob, el, p[name]), what), *purposes[name]))
+        if self.detour(memory) == "preview" and not memory.get("previewed"):
+            preview = kit.require(kit.by_name(ob, "preview", tag="input"), "Preview button")
+            return kit.once(memory, "previewed", kit.why(_reached(kit.click(ob, preview), "Preview button"),
+                                                         "check how the new ticket will look before filing it",
+                                                         "see a preview of the ticket first"))
         submit = kit.require(kit.by_name(ob, "submit", tag="input"), "Create ticket button")
-        return kit.once(memory, "created", _reached(kit.click(ob, submit), "Create ticket button"))
+        return kit.once(memory, "created", kit.why(_reached(kit.click(ob, submit), "Create ticket button"),
+                                                   "file the ticket with these fields",
+                                                   f"submit the new {p['type']} for {p['milestone']}"))
 
 
 class CommentTicket(_TrackerTask):
     template = "comment_ticket"
     intent_template = 'Add the comment "{comment}" to ticket #{ticket}.'
+    intent_templates = (
+        intent_template,
+        'Leave a note on ticket #{ticket} saying "{comment}"',
+        'Post "{comment}" as a comment on #{ticket}.',
+        'Let everyone following ticket #{ticket} know: "{comment}"',
+    )
     user = "bob"
+    #: preview the comment before posting it; read down the ticket's history instead of jumping to its end
+    detours = ("preview", "history")
 
     def sample(self, rng: random.Random) -> dict[str, Any]:
         return {"ticket": rng.choice(seed_data().tickets).id, "comment": _fresh_comment(rng)}
@@ -159,26 +288,43 @@ class CommentTicket(_TrackerTask):
         return False, f"no new comment by {self.user} with that text on #{self.params['ticket']} (new: {new!r})"
 
     def expert(self, ob: Observation, memory: dict[str, Any]) -> Decision | None:
+        t = self.params["ticket"]
         if memory.get("submitted"):
-            return kit.finish()
-        step = _open_ticket(ob, memory, self.params["ticket"])
+            return kit.why(kit.finish(), f"comment on ticket #{t}", f"add the note to #{t}")
+        step = _open_ticket(ob, memory, t)
         if step:
             return step
-        if not memory.get("end"):  # the comment box is at the very bottom of the ticket page
+        detour = self.detour(memory)
+        if detour != "history" and not memory.get("end"):  # the comment box is at the very bottom of the page
             memory["end"] = True  # set here: kit.once does not remember a page key (a scroll)
             return kit.press("End")
-        return _comment_and_submit(ob, memory, self.params["comment"])
+        # "history": the scroll policy pages down through the description and the comments to the box
+        preview = (("check how the comment will read before posting it", "see the comment formatted first")
+                   if detour == "preview" else ())
+        return _comment_and_submit(ob, memory, self.params["comment"], preview=preview,
+                                   written=(f"write the note for ticket #{t}", f"let the people following #{t} know"),
+                                   submitted=(f"post the comment on ticket #{t}",
+                                              "add the note to the ticket's history"))
 
 
 class ReassignTicket(_TrackerTask):
     template = "reassign_ticket"
     intent_template = 'Reassign ticket #{ticket} ("{summary}") to {owner_name}.'
+    intent_templates = (
+        intent_template,
+        "Hand ticket #{ticket} over to {owner_name}.",
+        '{owner_name} is taking over "{summary}" (ticket #{ticket}): reassign it.',
+        "Make {owner_name} the owner of ticket #{ticket}.",
+    )
     user = "alice"
+    #: find the ticket by its title instead of its number; look at the current owner's other tickets first
+    detours = ("by_title", "owner_tickets")
 
     def sample(self, rng: random.Random) -> dict[str, Any]:
         t = rng.choice(_open_tickets())
         owner = rng.choice([d for d in DEVELOPERS if d != t.final["owner"]])
-        return {"ticket": t.id, "summary": t.final["summary"], "owner": owner, "owner_name": _user_name(owner)}
+        return {"ticket": t.id, "summary": t.final["summary"], "owner": owner, "owner_name": _user_name(owner),
+                "old_owner": t.final["owner"], "old_owner_name": _user_name(t.final["owner"])}
 
     def check(self, answer: str | None) -> tuple[bool, str]:
         t = self._ticket_row(self.params["ticket"])
@@ -189,28 +335,58 @@ class ReassignTicket(_TrackerTask):
         return True, "reassigned"
 
     def expert(self, ob: Observation, memory: dict[str, Any]) -> Decision | None:
+        p, t = self.params, self.params["ticket"]
         if memory.get("submitted"):
-            return kit.finish()
-        step = _open_ticket(ob, memory, self.params["ticket"]) or _open_modify(ob, memory)
+            return kit.why(kit.finish(), f"hand ticket #{t} over to {p['owner_name']}",
+                           f"make {p['owner_name']} the owner of #{t}")
+        detour = self.detour(memory)
+        step = _find_by_title(ob, memory, t, p["summary"]) if detour == "by_title" else None
         if step:
             return step
-        if not memory.get("radio"):
-            radio = kit.require(kit.by_id(ob, "action_reassign"), "reassign radio")
-            return kit.once(memory, "radio", _reached(kit.click(ob, radio), "reassign radio"))
+        if detour == "owner_tickets" and memory.get("owner_list") and not memory.get("back"):
+            memory["back"] = True
+            return _go_back(f"return to ticket #{t} to hand it over", f"get back to #{t} and reassign it")
+        step = _open_ticket(ob, memory, t)
+        if step:
+            return step
+        if detour == "owner_tickets" and not memory.get("owner_list"):
+            current = kit.require(kit.link(ob, href=rf"^/query\?owner={p['old_owner']}&"), "owner link")
+            return kit.once(memory, "owner_list", kit.why(
+                _reached(kit.click(ob, current), "owner link"),
+                f"see what else {p['old_owner_name']} is working on before the handover",
+                f"check {p['old_owner_name']}'s other open tickets first"))
+        step = _open_modify(ob, memory, f"open the form for changing ticket #{t}", "unfold the ticket's editing form")
+        if step:
+            return step
+        radio = kit.require(kit.by_id(ob, "action_reassign"), "reassign radio")
+        if not radio.checked:
+            return _toggle(ob, memory, radio, "radio", "reassign radio", "choose to give the ticket a new owner",
+                           f"start handing #{t} to someone else")
         if not memory.get("owner"):
             owners = kit.require(kit.by_id(ob, "action_reassign_reassign_owner"), "new owner list")
-            return kit.once(memory, "owner", _reached(kit.select(ob, owners, self.params["owner"]), "new owner list"))
-        return _comment_and_submit(ob, memory, None)
+            return kit.once(memory, "owner", kit.why(_reached(kit.select(ob, owners, p["owner"]), "new owner list"),
+                                                     f"make {p['owner_name']} the new owner",
+                                                     f"pick {p['owner_name']} to take it over"))
+        return _comment_and_submit(ob, memory, None, submitted=(f"save the handover to {p['owner_name']}",
+                                                                f"record {p['owner_name']} as the owner of #{t}"))
 
 
 class CloseTicket(_TrackerTask):
     template = "close_ticket"
     intent_template = 'Close ticket #{ticket} with the resolution "{resolution}" and the comment "{comment}".'
+    intent_templates = (
+        intent_template,
+        'Resolve ticket #{ticket} as {resolution}, with the comment "{comment}"',
+        'Mark #{ticket} as {resolution} and close it, noting "{comment}"',
+        'Please close ticket #{ticket} ({resolution}) and explain: "{comment}"',
+    )
     user = "carol"
+    detours = ("preview", "by_title")  # preview the closing comment first; find the ticket by its title
 
     def sample(self, rng: random.Random) -> dict[str, Any]:
         t = rng.choice(_open_tickets())
-        return {"ticket": t.id, "resolution": rng.choice(RESOLUTIONS), "comment": _fresh_comment(rng)}
+        return {"ticket": t.id, "summary": t.final["summary"], "resolution": rng.choice(RESOLUTIONS),
+                "comment": _fresh_comment(rng)}
 
     def check(self, answer: str | None) -> tuple[bool, str]:
         t = self._ticket_row(self.params["ticket"])
@@ -221,25 +397,44 @@ class CloseTicket(_TrackerTask):
         return True, "closed with the resolution and comment"
 
     def expert(self, ob: Observation, memory: dict[str, Any]) -> Decision | None:
+        p, t = self.params, self.params["ticket"]
         if memory.get("submitted"):
-            return kit.finish()
-        step = _open_ticket(ob, memory, self.params["ticket"]) or _open_modify(ob, memory)
+            return kit.why(kit.finish(), f"close ticket #{t} as {p['resolution']}",
+                           f"resolve #{t} with the comment")
+        step = ((_find_by_title(ob, memory, t, p["summary"]) if self.detour(memory) == "by_title" else None)
+                or _open_ticket(ob, memory, t)
+                or _open_modify(ob, memory, f"open the form for changing ticket #{t}",
+                                "unfold the ticket's editing form"))
         if step:
             return step
-        if not memory.get("radio"):
-            radio = kit.require(kit.by_id(ob, "action_resolve"), "resolve radio")
-            return kit.once(memory, "radio", _reached(kit.click(ob, radio), "resolve radio"))
+        radio = kit.require(kit.by_id(ob, "action_resolve"), "resolve radio")
+        if not radio.checked:
+            return _toggle(ob, memory, radio, "radio", "resolve radio", f"choose to close #{t}", "resolve the ticket")
         if not memory.get("resolution"):
             res = kit.require(kit.by_id(ob, "action_resolve_resolve_resolution"), "resolution list")
-            return kit.once(memory, "resolution",
-                            _reached(kit.select(ob, res, self.params["resolution"]), "resolution list"))
-        return _comment_and_submit(ob, memory, self.params["comment"])
+            return kit.once(memory, "resolution", kit.why(
+                _reached(kit.select(ob, res, p["resolution"]), "resolution list"),
+                f"record {p['resolution']} as the resolution", f"say why the ticket is closed ({p['resolution']})"))
+        preview = (("check how the closing comment will read", "see the comment formatted before closing the ticket")
+                   if self.detour(memory) == "preview" else ())
+        return _comment_and_submit(ob, memory, p["comment"], preview=preview,
+                                   written=("explain the resolution in a comment", "write the closing comment"),
+                                   submitted=(f"close ticket #{t} as {p['resolution']}",
+                                              "store the resolution and the comment"))
 
 
 class ChangeMilestone(_TrackerTask):
     template = "change_milestone"
     intent_template = 'Move ticket #{ticket} ("{summary}") to the milestone {milestone}.'
+    intent_templates = (
+        intent_template,
+        "Plan ticket #{ticket} for {milestone}.",
+        'Reschedule "{summary}" (#{ticket}) for the {milestone} milestone.',
+        "Set the milestone of ticket #{ticket} to {milestone}.",
+    )
     user = "dave"
+    #: look at the target milestone on the roadmap first; and open its page from there to see its tickets
+    detours = ("roadmap", "milestone")
 
     def sample(self, rng: random.Random) -> dict[str, Any]:
         t = rng.choice(_open_tickets())
@@ -251,28 +446,52 @@ class ChangeMilestone(_TrackerTask):
         return (got == self.params["milestone"]), f"milestone is {got!r}"
 
     def expert(self, ob: Observation, memory: dict[str, Any]) -> Decision | None:
+        p, t = self.params, self.params["ticket"]
         if memory.get("submitted"):
-            return kit.finish()
-        step = _open_ticket(ob, memory, self.params["ticket"]) or _open_modify(ob, memory)
+            return kit.why(kit.finish(), f"move ticket #{t} to {p['milestone']}", f"plan #{t} for {p['milestone']}")
+        detour = self.detour(memory)
+        if detour is not None and not memory.get("roadmap"):
+            road = kit.require(kit.link(ob, "Roadmap", href=r"^/roadmap$", prefer_visible=True), "Roadmap link")
+            return kit.once(memory, "roadmap", kit.why(_reached(kit.click(ob, road), "Roadmap link"),
+                                                       f"check on the roadmap when {p['milestone']} is due",
+                                                       f"see what {p['milestone']} covers before moving the ticket"))
+        if detour == "milestone" and not memory.get("milestone_page"):
+            what = f"link to the {p['milestone']} milestone"
+            page = kit.require(kit.link(ob, href=rf"^/milestone/{p['milestone']}$", prefer_visible=True), what)
+            return kit.once(memory, "milestone_page", kit.why(
+                _reached(kit.click(ob, page), what), f"see which tickets are already planned for {p['milestone']}",
+                f"look at what {p['milestone']} holds before adding #{t} to it"))
+        step = _open_ticket(ob, memory, t) or _open_modify(ob, memory, f"open the form for changing ticket #{t}",
+                                                           "unfold the ticket's editing form")
         if step:
             return step
         if not memory.get("milestone"):
             ms = kit.require(kit.by_id(ob, "field-milestone"), "milestone list")
-            return kit.once(memory, "milestone",
-                            _reached(kit.select(ob, ms, self.params["milestone"]), "milestone list"))
-        return _comment_and_submit(ob, memory, None)
+            return kit.once(memory, "milestone", kit.why(
+                _reached(kit.select(ob, ms, p["milestone"]), "milestone list"),
+                f"move the ticket to {p['milestone']}", f"plan #{t} for {p['milestone']}"))
+        return _comment_and_submit(ob, memory, None, submitted=(f"save the new milestone of #{t}",
+                                                                "store the change on the ticket"))
 
 
 class CountQuery(_TrackerTask):
     template = "count_query"
-    intent_template = ("With a custom ticket query, count the tickets owned by {owner_name} whose status is "
-                       "{status}. Answer with the number only.")
+    intent_template = "How many tickets owned by {owner_name} have the status {status}? Answer with the number only."
+    intent_templates = (
+        intent_template,
+        "Count {owner_name}'s tickets whose status is {status}. Give just the number.",
+        "What is the number of {status} tickets that {owner_name} owns?",
+        "Tell me how many of {owner_name}'s tickets are {status}.",
+        "How many {status} tickets does {owner_name} own?",
+        "{owner_name} asks how many of the tickets they own are {status}: what is the count?",
+    )
     user = "alice"
     answer_task = True
+    detours = ("report",)  # try the ready-made Active Tickets report first, then go back to the custom query
 
     def sample(self, rng: random.Random) -> dict[str, Any]:
         owner = rng.choice(DEVELOPERS)
-        status = rng.choice(("assigned", "closed", "new", "accepted"))
+        status = rng.choice(("assigned", "closed", "new", "accepted", "reopened"))
         count = sum(1 for t in seed_data().tickets if t.final["owner"] == owner and t.final["status"] == status)
         return {"owner": owner, "owner_name": _user_name(owner), "status": status, "count": count}
 
@@ -283,39 +502,67 @@ class CountQuery(_TrackerTask):
 
     def expert(self, ob: Observation, memory: dict[str, Any]) -> Decision | None:
         p = self.params
+        name, status = p["owner_name"], p["status"]
         if kit.path(ob) != "/query":
+            if re.fullmatch(r"/report/\d+", kit.path(ob)):
+                memory["back"] = True
+                return _go_back("return to the list of reports, since this one cannot filter by owner and status",
+                                "build a custom query instead of this fixed report")
             if kit.path(ob) == "/report":
+                if self.detour(memory) == "report" and not memory.get("report"):
+                    report = kit.require(kit.link(ob, href=r"^/report/1$"), "Active Tickets report")
+                    return kit.once(memory, "report", kit.why(
+                        _reached(kit.click(ob, report), "Active Tickets report"),
+                        f"look for {name}'s tickets in the report of active tickets first",
+                        "try the ready-made report of active tickets first"))
                 custom = kit.require(kit.link(ob, "New Custom Query"), "New Custom Query link")
-                return _reached(kit.click(ob, custom), "New Custom Query link")
+                return kit.why(_reached(kit.click(ob, custom), "New Custom Query link"),
+                               "filter the tickets by owner and status", f"build a query for {name}'s {status} tickets")
             view = kit.require(kit.link(ob, "View Tickets"), "View Tickets link")
-            return _reached(kit.click(ob, view), "View Tickets link")
+            return kit.why(_reached(kit.click(ob, view), "View Tickets link"),
+                           f"find a way to list {name}'s tickets", "open the ticket reports and queries")
         q = kit.query(ob)
-        if memory.get("updated") and q.get("owner") == [p["owner"]] and q.get("status") == [p["status"]]:
+        if memory.get("updated") and q.get("owner") == [p["owner"]] and q.get("status") == [status]:
             numrows = kit.find(ob, lambda e: "numrows" in e.attrs.get("class", ""))
             text = numrows.text if numrows is not None else ""
             m = re.search(r"(\d+|No) match", text)
             if m is None:
                 raise kit.ExpertError(f"no match count on the query page: {text!r}")
-            return kit.finish("0" if m.group(1) == "No" else m.group(1))
+            return kit.why(kit.finish("0" if m.group(1) == "No" else m.group(1)),
+                           f"count {name}'s {status} tickets", f"tell how many {status} tickets {name} owns")
         owner = kit.require(kit.find(ob, lambda e: e.tag == "select"
                                      and re.fullmatch(r"\d+_owner", e.attrs.get("name", "")) is not None),
                             "owner filter")
         if not memory.get("owner"):
-            return kit.once(memory, "owner", _reached(kit.select(ob, owner, p["owner"]), "owner filter"))
+            return kit.once(memory, "owner", kit.why(_reached(kit.select(ob, owner, p["owner"]), "owner filter"),
+                                                     f"keep only {name}'s tickets",
+                                                     f"filter the list to tickets owned by {name}"))
         for box in kit.find_all(ob, lambda e: e.tag == "input" and e.attrs.get("type") == "checkbox"
                                 and re.fullmatch(r"\d+_status", e.attrs.get("name", "")) is not None):
-            want = box.attrs.get("value") == p["status"]
+            value = box.attrs.get("value")
+            want = value == status
             if bool(box.checked) != want:
-                return _reached(kit.click(ob, box), "status checkbox")
+                purposes = ((f"include {status} tickets", f"count the {status} tickets too") if want else
+                            (f"leave out {value} tickets", f"count only {status} tickets, not {value} ones"))
+                return _toggle(ob, memory, box, f"clicked {value}", "status checkbox", *purposes)
         update = kit.require(kit.by_name(ob, "update", tag="input"), "Update button")
-        return kit.once(memory, "updated", _reached(kit.click(ob, update), "Update button"))
+        return kit.once(memory, "updated", kit.why(_reached(kit.click(ob, update), "Update button"),
+                                                   "apply the filters and count the matches",
+                                                   "run the query with these filters"))
 
 
 class TicketMilestone(_TrackerTask):
     template = "ticket_milestone"
     intent_template = 'Which milestone is the ticket titled "{summary}" planned for? Answer with the milestone name.'
+    intent_templates = (
+        intent_template,
+        'In which milestone is "{summary}" scheduled?',
+        'When is "{summary}" supposed to ship? Tell me the milestone.',
+        'Look up the ticket "{summary}" and tell me its milestone.',
+    )
     user = "grace"
     answer_task = True
+    detours = ("refine",)  # search the first words of the title, then refine to the whole title
 
     def sample(self, rng: random.Random) -> dict[str, Any]:
         t = rng.choice([t for t in seed_data().tickets if t.final["milestone"]])
@@ -327,16 +574,31 @@ class TicketMilestone(_TrackerTask):
 
     def expert(self, ob: Observation, memory: dict[str, Any]) -> Decision | None:
         p = self.params
+        refine = self.detour(memory) == "refine"
         if re.fullmatch(r"/ticket/\d+", kit.path(ob)):
             cell = kit.require(kit.find(ob, lambda e: e.tag == "td" and e.attrs.get("headers") == "h_milestone"),
                                "milestone cell")
-            return kit.finish(cell.text.strip())
+            return kit.why(kit.finish(cell.text.strip()), f'tell which milestone "{p["summary"]}" is planned for',
+                           "report the milestone the ticket is planned for")
         if kit.path(ob) == "/search" and memory.get("searched"):
+            if refine and not memory.get("refined"):
+                box = kit.require(kit.by_id(ob, "q"), "search field")
+                if (box.value or "") != p["summary"]:
+                    return kit.why(_reached(kit.fill(ob, box, p["summary"]), "search field"),
+                                   "narrow the results down to the whole title", "search for the full title instead")
+                return kit.once(memory, "refined", kit.why(kit.press("Enter"), "run the search with the whole title",
+                                                           "search again with the full title"))
             hit = kit.require(kit.find(ob, lambda e: e.tag == "a"
                                        and re.fullmatch(r"/ticket/\d+", e.attrs.get("href", "")) is not None
                                        and kit.norm(p["summary"]) in kit.norm(e.text)), "search hit")
-            return _reached(kit.click(ob, hit), "search hit")
-        return _search(ob, memory, p["summary"])
+            return kit.why(_reached(kit.click(ob, hit), "search hit"), "open the ticket with that title",
+                           "read the ticket's milestone on its page")
+        if refine:
+            return _search(ob, memory, " ".join(p["summary"].split()[:3]),
+                           ("search for the ticket by the start of its title", "look the ticket up by its first words"),
+                           ("list the tickets that match", "run the search"))
+        return _search(ob, memory, p["summary"], ("find the ticket by its title", "look the ticket up by its title"),
+                       ("list the tickets with that title", "run the search"))
 
 
 def _search_matches(word: str) -> list[int]:
@@ -351,17 +613,31 @@ def _search_matches(word: str) -> list[int]:
     return out
 
 
-#: Words for the search template: each matches a few tickets, none of the wiki pages' titles.
+#: Words for the search template: each matches a few tickets, none of the wiki pages' titles, and none
+#: is a TracLink the search box would jump to.
 SEARCH_WORDS = ("Unicode", "Turkish", "CSV", "deprecated", "race", "memory", "autocomplete", "webhook",
-                "Docker", "tokenizer", "bisected", "workaround", "widget", "changelog")
+                "Docker", "tokenizer", "bisected", "workaround", "widget", "changelog", "timezone", "pagination",
+                "locale", "encoding", "proxy", "iOS", "cron", "backup", "migration", "offline", "retry",
+                "permission", "staging", "leak", "upload", "nightly", "lint", "ranking", "photo", "draft", "cache")
 
 
 class SearchNewest(_TrackerTask):
     template = "search_newest"
-    intent_template = ('Search the tickets for "{word}", open the most recently created ticket that matches, '
-                       "and tell me its number (like #12).")
+    intent_template = ('Which is the most recently created ticket that mentions "{word}"? '
+                       "Answer with its number (like #12).")
+    intent_templates = (
+        intent_template,
+        'What is the newest ticket about "{word}"? Give its number.',
+        'Find the latest ticket that mentions "{word}" and tell me its ticket number.',
+        'I am looking for the most recent "{word}" ticket: what is its number?',
+        'Several tickets mention "{word}". Which of them was opened last? Give its number.',
+        'Tell me the number of the newest ticket mentioning "{word}".',
+    )
     user = "frank"
     answer_task = True
+    #: read down the results past the top hit before opening it; search "<word> bug" first, then widen;
+    #: leave milestones and wiki pages out of the results and search again
+    detours = ("scan", "refine", "tickets_only")
 
     def sample(self, rng: random.Random) -> dict[str, Any]:
         words = [w for w in SEARCH_WORDS if len(_search_matches(w)) >= 2]
@@ -373,23 +649,70 @@ class SearchNewest(_TrackerTask):
         return nums == [str(self.params["ticket"])], f"answer {answer!r}, expected #{self.params['ticket']}"
 
     def expert(self, ob: Observation, memory: dict[str, Any]) -> Decision | None:
-        p = self.params
+        word = self.params["word"]
+        detour = self.detour(memory)
         m = re.fullmatch(r"/ticket/(\d+)", kit.path(ob))
         if m and memory.get("opened"):
-            return kit.finish(f"#{m.group(1)}")
+            return kit.why(kit.finish(f"#{m.group(1)}"), f'tell the number of the newest ticket that mentions "{word}"',
+                           "report the number of the most recent match")
         if kit.path(ob) == "/search" and memory.get("searched"):
+            if detour == "refine" and not memory.get("refined"):
+                box = kit.require(kit.by_id(ob, "q"), "search field")
+                if (box.value or "") != word:
+                    return kit.why(_reached(kit.fill(ob, box, word), "search field"),
+                                   f'search for "{word}" alone, so that tickets without the word "bug" show up too',
+                                   f'widen the search to every ticket that mentions "{word}"')
+                return kit.once(memory, "refined", kit.why(kit.press("Enter"), "run the wider search",
+                                                           f'list every ticket that mentions "{word}"'))
+            if detour == "tickets_only" and not memory.get("filtered"):
+                for realm, noun in (("milestone", "milestones"), ("wiki", "wiki pages")):
+                    box = kit.by_id(ob, realm)
+                    if box is not None and box.checked:
+                        return _toggle(ob, memory, box, f"unchecked {realm}", f"{realm} filter",
+                                       f"leave {noun} out of the results", "keep only tickets in the results")
+                again = kit.require(kit.find(ob, lambda e: e.tag == "input" and e.attrs.get("type") == "submit"
+                                             and _inside(ob, e, "fullsearch")), "Search button")
+                return kit.once(memory, "filtered", kit.why(_reached(kit.click(ob, again), "Search button"),
+                                                            "search again among the tickets only",
+                                                            "list only the matching tickets"))
             # results come newest first; the first ticket among them is the newest ticket
-            hit = kit.require(kit.find(ob, lambda e: e.tag == "a" and e.parent is not None
-                                       and re.fullmatch(r"/ticket/\d+", e.attrs.get("href", "")) is not None
-                                       and ob.elements[e.parent].tag == "dt"), "first ticket hit")
-            return kit.once(memory, "opened", _reached(kit.click(ob, hit), "first ticket hit"))
-        return _search(ob, memory, p["word"])
+            hits = kit.find_all(ob, lambda e: e.tag == "a" and e.parent is not None
+                                and re.fullmatch(r"/ticket/\d+", e.attrs.get("href", "")) is not None
+                                and ob.elements[e.parent].tag == "dt")
+            first = kit.require(hits[0] if hits else None, "first ticket hit")
+            if detour == "scan" and not memory.get("scanned") and first.bbox is not None:
+                # read on down the list past the top hit (when the page is long enough to take it out of
+                # view), then come back up to it: the scroll policy brings it back for the click
+                centre = (first.bbox[1] + first.bbox[3]) / 2
+                bottom = max((el.bbox[3] for el in ob.elements.values() if el.bbox is not None), default=0.0)
+                if centre > 0 and bottom - kit.view_height(ob) > centre + 20:
+                    return Decision(ActionType.SCROLL, direction="down")
+                memory["scanned"] = True
+            return kit.once(memory, "opened", kit.why(_reached(kit.click(ob, first), "first ticket hit"),
+                                                      "open the newest match, which the results list first",
+                                                      "open the most recent matching ticket to read its number"))
+        if detour == "refine":
+            return _search(ob, memory, f"{word} bug", (f'look for bug reports that mention "{word}"',
+                                                       f'search for "{word}" bugs'),
+                           ("list the matching tickets", "run the search"))
+        return _search(ob, memory, word,
+                       (f'find every ticket that mentions "{word}"', f'search the tickets for "{word}"'),
+                       ("list the matching tickets, newest first", "run the search"))
 
 
 class AddMilestone(_TrackerTask):
     template = "add_milestone"
-    intent_template = 'In the admin panel, add a milestone named "{name}" due on {due}.'
+    intent_template = 'Add a milestone named "{name}" due on {due}.'
+    intent_templates = (
+        intent_template,
+        'We need a new milestone called "{name}", due {due}.',
+        'Set up the milestone "{name}" with the due date {due}.',
+        'Create the "{name}" milestone; it is due on {due}.',
+    )
     user = "admin"
+    #: check the roadmap's milestones first, completed ones included; open the admin's Versions panel before
+    #: the Milestones one
+    detours = ("roadmap", "versions")
 
     def sample(self, rng: random.Random) -> dict[str, Any]:
         name = rng.choice(("Fornax", "Gemini", "Hydra", "Indus", "Lyra", "Mensa", "Norma", "Orion", "Pavo"))
@@ -406,37 +729,80 @@ class AddMilestone(_TrackerTask):
 
     def expert(self, ob: Observation, memory: dict[str, Any]) -> Decision | None:
         p = self.params
+        name = p["name"]
         if memory.get("added"):
-            return kit.finish()
+            return kit.why(kit.finish(), f"add the milestone {name} due on {p['due']}",
+                           f"set up {name} with its due date")
+        detour = self.detour(memory)
         if not kit.path(ob).startswith("/admin"):
+            if detour == "roadmap" and not memory.get("roadmap"):
+                road = kit.require(kit.link(ob, "Roadmap", href=r"^/roadmap$", prefer_visible=True), "Roadmap link")
+                return kit.once(memory, "roadmap", kit.why(
+                    _reached(kit.click(ob, road), "Roadmap link"),
+                    f"check on the roadmap that there is no {name} milestone yet",
+                    "see the existing milestones and their due dates first"))
+            if detour == "roadmap" and kit.path(ob) == "/roadmap" and not memory.get("shown"):
+                done = kit.require(kit.by_id(ob, "showcompleted"), "Show completed milestones checkbox")
+                if not done.checked:
+                    return _toggle(ob, memory, done, "completed", "Show completed milestones checkbox",
+                                   "include the completed milestones in the list",
+                                   f"make sure no finished milestone is called {name} either")
+                update = kit.require(kit.button(ob, "Update"), "Update button")
+                return kit.once(memory, "shown", kit.why(_reached(kit.click(ob, update), "Update button"),
+                                                         "show every milestone, completed ones too",
+                                                         "list the completed milestones as well"))
             admin = kit.require(kit.link(ob, "Admin"), "Admin link")
-            return _reached(kit.click(ob, admin), "Admin link")
+            return kit.why(_reached(kit.click(ob, admin), "Admin link"),
+                           "open the administration pages, where milestones are managed",
+                           "get to the project settings to add the milestone")
         if kit.path(ob) != "/admin/ticket/milestones":
+            if detour == "versions" and not memory.get("versions"):
+                what = "Versions panel link"
+                panel = kit.require(kit.link(ob, "Versions", href=r"/admin/ticket/versions$"), what)
+                return kit.once(memory, "versions", kit.why(_reached(kit.click(ob, panel), what),
+                                                            "look for the release dates under Versions first",
+                                                            "check whether releases are planned as versions"))
             what = "Milestones panel link"
             panel = kit.require(kit.link(ob, "Milestones", href=r"/admin/ticket/milestones$"), what)
-            return _reached(kit.click(ob, panel), what)
-        name = kit.by_id(ob, "name")
-        if name is not None and (name.value or "") != p["name"]:
-            return _reached(kit.fill(ob, name, p["name"]), "milestone name field")
+            purposes = (("switch to the list of milestones, where due dates are set",
+                         f"add {name} where the milestones are kept") if memory.get("versions") else
+                        (f"open the list of milestones to add {name}", "manage the milestones, where the new one goes"))
+            return kit.why(_reached(kit.click(ob, panel), what), *purposes)
+        field = kit.by_id(ob, "name")
+        if field is not None and (field.value or "") != name:
+            return kit.why(_reached(kit.fill(ob, field, name), "milestone name field"),
+                           f"name the new milestone {name}", "enter the milestone's name")
         due = kit.by_id(ob, "duedate")
         if due is not None and (due.value or "") != p["due"]:
-            return _reached(kit.fill(ob, due, p["due"]), "due date field")
+            return kit.why(_reached(kit.fill(ob, due, p["due"]), "due date field"),
+                           f"set its due date to {p['due']}", f"make {name} due on {p['due']}")
         if not memory.get("closed_picker"):
             # the date picker pops up over the form: Escape closes it, as a user would
-            return kit.once(memory, "closed_picker", kit.press("Escape"))
+            return kit.once(memory, "closed_picker", kit.why(kit.press("Escape"),
+                                                             "close the date picker that covers the form",
+                                                             "dismiss the calendar pop-up"))
         add = kit.require(kit.by_name(ob, "add", tag="input"), "Add button")
-        return kit.once(memory, "added", _reached(kit.click(ob, add), "Add button"))
+        return kit.once(memory, "added", kit.why(_reached(kit.click(ob, add), "Add button"),
+                                                 f"add {name} to the milestones", f"create the milestone {name}"))
 
 
 class AddComponent(_TrackerTask):
     template = "add_component"
-    intent_template = 'In the admin panel, add a component named "{name}" owned by {owner_name}.'
+    intent_template = 'Add a component named "{name}" owned by {owner_name}.'
+    intent_templates = (
+        intent_template,
+        'Create the component "{name}" with {owner_name} as its default owner.',
+        'We need a new "{name}" component; {owner_name} will own it.',
+        'Set up a new component, "{name}", whose tickets go to {owner_name} by default.',
+    )
     user = "admin"
+    #: open the Ticket Types panel first and go back; open the Milestones panel first
+    detours = ("types", "milestones")
 
     def sample(self, rng: random.Random) -> dict[str, Any]:
         owner = rng.choice(DEVELOPERS)
         name = rng.choice(("billing", "notifications", "reporting", "importer", "i18n", "plugins", "webhooks",
-                           "analytics", "scheduler"))
+                           "analytics", "scheduler", "payments", "exports", "integrations", "caching", "sso"))
         return {"name": name, "owner": owner, "owner_name": _user_name(owner)}
 
     def check(self, answer: str | None) -> tuple[bool, str]:
@@ -447,35 +813,71 @@ class AddComponent(_TrackerTask):
 
     def expert(self, ob: Observation, memory: dict[str, Any]) -> Decision | None:
         p = self.params
+        name, owner_name = p["name"], p["owner_name"]
         if memory.get("added"):
-            return kit.finish()
+            return kit.why(kit.finish(), f"add the component {name} owned by {owner_name}",
+                           f"set up {name} with {owner_name} as its owner")
         if not kit.path(ob).startswith("/admin"):
             admin = kit.require(kit.link(ob, "Admin"), "Admin link")
-            return _reached(kit.click(ob, admin), "Admin link")
+            return kit.why(_reached(kit.click(ob, admin), "Admin link"),
+                           "open the administration pages, where components are managed",
+                           "get to the project settings to add the component")
         if kit.path(ob) != "/admin/ticket/components":
+            detour = self.detour(memory)
+            if detour is not None and not memory.get("wrong_panel"):
+                label, href = {"types": ("Ticket Types", "type"), "milestones": ("Milestones", "milestones")}[detour]
+                what = f"{label} panel link"
+                panel = kit.require(kit.link(ob, label, href=rf"/admin/ticket/{href}$"), what)
+                purposes = (("look for the component settings under Ticket Types first",
+                             "check whether components are set up with the ticket types") if detour == "types" else
+                            ("look for the component settings next to the milestones first",
+                             "check whether components are managed with the milestones"))
+                return kit.once(memory, "wrong_panel", kit.why(_reached(kit.click(ob, panel), what), *purposes))
+            if detour == "types" and kit.path(ob) == "/admin/ticket/type" and not memory.get("back"):
+                memory["back"] = True
+                return _go_back("return to the page before, since this one only lists ticket types",
+                                "get back to where the admin panels started")
             what = "Components panel link"
             panel = kit.require(kit.link(ob, "Components", href=r"/admin/ticket/components$"), what)
-            return _reached(kit.click(ob, panel), what)
-        name = kit.find(ob, lambda e: e.tag == "input" and e.attrs.get("name") == "name"
-                        and e.attrs.get("type", "text") == "text")
-        if name is not None and (name.value or "") != p["name"]:
-            return _reached(kit.fill(ob, name, p["name"]), "component name field")
+            purposes = (("switch to the list of components, where new ones are added",
+                         f"add {name} where the components are kept") if memory.get("wrong_panel") else
+                        (f"open the list of components to add {name}", "manage the components, where the new one goes"))
+            return kit.why(_reached(kit.click(ob, panel), what), *purposes)
+        field = kit.find(ob, lambda e: e.tag == "input" and e.attrs.get("name") == "name"
+                         and e.attrs.get("type", "text") == "text")
+        if field is not None and (field.value or "") != name:
+            return kit.why(_reached(kit.fill(ob, field, name), "component name field"),
+                           f"name the new component {name}", "enter the component's name")
         if not memory.get("owner"):
             owners = kit.require(kit.by_id(ob, "owner"), "owner list")
-            return kit.once(memory, "owner", _reached(kit.select(ob, owners, p["owner"]), "owner list"))
+            return kit.once(memory, "owner", kit.why(_reached(kit.select(ob, owners, p["owner"]), "owner list"),
+                                                     f"make {owner_name} its default owner",
+                                                     f"send its new tickets to {owner_name}"))
         add = kit.require(kit.by_name(ob, "add", tag="input"), "Add button")
-        return kit.once(memory, "added", _reached(kit.click(ob, add), "Add button"))
+        return kit.once(memory, "added", kit.why(_reached(kit.click(ob, add), "Add button"),
+                                                 f"add the {name} component", f"create {name} with its owner"))
 
 
 #: wiki page -> the link text on WikiStart's quick links
 WIKI_PAGES = {"ReleaseProcess": "Release process", "CodingStyle": "Coding style", "Onboarding": "Onboarding",
               "Architecture": "Architecture", "MeetingNotes": "Meeting notes"}
+#: WikiStart's quick links to wiki pages, in their order on the page (page -> link text)
+QUICK_LINKS = {"ReleaseProcess": "Release process", "CodingStyle": "Coding style", "Onboarding": "Onboarding",
+               "Architecture": "Architecture", "TeamContacts": "Team", "MeetingNotes": "Meeting notes"}
 
 
 class EditWiki(_TrackerTask):
     template = "edit_wiki"
     intent_template = 'Add the line "{line}" at the end of the wiki page "{title}".'
+    intent_templates = (
+        intent_template,
+        'Append "{line}" to the {title} wiki page.',
+        'On the wiki page "{title}", add a last line saying "{line}"',
+        'The {title} page of the wiki should end with "{line}"; please add it.',
+    )
     user = "carol"
+    #: open a neighbouring quick link first and come back; preview the page before saving it
+    detours = ("wrong_page", "preview")
 
     def sample(self, rng: random.Random) -> dict[str, Any]:
         page = rng.choice(sorted(WIKI_PAGES))
@@ -499,26 +901,158 @@ class EditWiki(_TrackerTask):
             return False, "the rest of the page changed"
         return author == self.user, f"saved by {author}"
 
+    def _wrong_page(self) -> str:
+        """The quick link next to the task's page (above or below it, drawn from the seed)."""
+        order = list(QUICK_LINKS)
+        i = order.index(self.params["page"])
+        near = [order[j] for j in (i - 1, i + 1) if 0 <= j < len(order)]
+        return random.Random(f"{self.get_task_id()}:{self.seed}:detour:page").choice(near)
+
     def expert(self, ob: Observation, memory: dict[str, Any]) -> Decision | None:
         p = self.params
+        title = p["title"]
         if memory.get("saved"):
-            return kit.finish()
+            return kit.why(kit.finish(), f"add the line to the {title} page", f"end the {title} page with the new line")
+        detour = self.detour(memory)
+        if detour == "wrong_page" and not memory.get("back"):
+            wrong = self._wrong_page()
+            if kit.path(ob) == f"/wiki/{wrong}":
+                memory["back"] = True
+                return _go_back(f"return to the quick links, since the line belongs on the {title} page",
+                                f"get back to the start page and open {title} instead")
+            if not memory.get("wrong"):
+                what = f"link to {wrong}"
+                link = kit.require(kit.link(ob, QUICK_LINKS[wrong], href=rf"/wiki/{wrong}$"), what)
+                return kit.once(memory, "wrong", kit.why(_reached(kit.click(ob, link), what),
+                                                         f"check the {QUICK_LINKS[wrong]} page first, in case the line "
+                                                         "belongs there",
+                                                         f"look at the {QUICK_LINKS[wrong]} page first"))
         if kit.path(ob) != f"/wiki/{p['page']}":
             what = f"link to {p['page']}"
-            page = kit.require(kit.link(ob, p["title"], href=rf"/wiki/{p['page']}$"), what)
-            return _reached(kit.click(ob, page), what)
+            page = kit.require(kit.link(ob, title, href=rf"/wiki/{p['page']}$"), what)
+            return kit.why(_reached(kit.click(ob, page), what), "open the page the line belongs on",
+                           f"get to the {title} page to add the line")
         text = kit.by_id(ob, "text")
         if text is None:  # the page view: its edit button sits under the text
             edit = kit.require(kit.button(ob, "Edit this page"), "Edit this page button")
-            return _reached(kit.click(ob, edit), "Edit this page button")
+            return kit.why(_reached(kit.click(ob, edit), "Edit this page button"), "open the page for editing",
+                           f"start editing the {title} page")
         current = text.value or ""
         if p["line"] not in current:
-            return _reached(kit.fill(ob, text, current.rstrip("\n") + "\n" + p["line"] + "\n"), "page text")
+            return kit.why(_reached(kit.fill(ob, text, current.rstrip("\n") + "\n" + p["line"] + "\n"), "page text"),
+                           "add the line at the end of the page", f"put the new line below the last line of {title}")
+        if detour == "preview" and not memory.get("previewed"):
+            preview = kit.require(kit.by_name(ob, "preview", tag="input"), "Preview Page button")
+            return kit.once(memory, "previewed", kit.why(_reached(kit.click(ob, preview), "Preview Page button"),
+                                                         "check how the page will look with the new line",
+                                                         "see the page rendered before it is stored"))
         save = kit.require(kit.by_id(ob, "save"), "Submit changes button")
-        return kit.once(memory, "saved", _reached(kit.click(ob, save), "Submit changes button"))
+        return kit.once(memory, "saved", kit.why(_reached(kit.click(ob, save), "Submit changes button"),
+                                                 f"store the new version of the {title} page",
+                                                 f"save the {title} page with the new line"))
+
+
+def _id_list(ids: list[int]) -> str:
+    """``#3, #17 and #42``."""
+    tags = [f"#{i}" for i in ids]
+    return ", ".join(tags[:-1]) + f" and {tags[-1]}" if len(tags) > 1 else tags[0]
+
+
+class TriageTickets(_TrackerTask):
+    """The long template (WebArena's multi-part GitLab goals): five tickets, each opened, re-prioritised,
+    re-planned, reassigned and commented (nine actions apiece; some 60 steps with the scrolls)."""
+
+    template = "triage_tickets"
+    intent_template = ('Triage tickets {tickets}: assign each to {owner_name}, plan it for {milestone} with '
+                       'priority {priority}, and comment "{comment}" on it.')
+    intent_templates = (
+        intent_template,
+        ("{owner_name} is taking over tickets {tickets} for the {milestone} release. Reassign them to "
+         '{owner_name}, set their priority to {priority}, and leave the comment "{comment}" on each.'),
+        ("Plan tickets {tickets} into {milestone} at {priority} priority, owned by {owner_name}, each with the "
+         'comment "{comment}"'),
+        ('Hand tickets {tickets} to {owner_name} for {milestone} (priority {priority}) and note "{comment}" on '
+         "every one of them."),
+    )
+    user = "dave"
+    detours = ("roadmap",)  # look at the milestone on the roadmap before starting
+    #: how many tickets one task triages
+    N_TICKETS = 5
+
+    def sample(self, rng: random.Random) -> dict[str, Any]:
+        owner = rng.choice(DEVELOPERS)
+        milestone = rng.choice(("Cirrus", "Dorado", "Equinox"))
+        priority = rng.choice(PRIORITIES[:3])
+        pool = [t for t in _open_tickets() if t.final["owner"] != owner and t.final["milestone"] != milestone
+                and t.final["priority"] != priority]
+        ids = sorted(t.id for t in rng.sample(pool, self.N_TICKETS))
+        first = _first_name(owner)
+        comment = rng.choice((f"Triaged for {milestone}: {first} takes this over.",
+                              f"Planned for {milestone}; {first} owns it now.",
+                              f"From the {milestone} planning meeting: {first} will look into it."))
+        return {"ids": ids, "tickets": _id_list(ids), "owner": owner, "owner_name": _user_name(owner),
+                "milestone": milestone, "priority": priority, "comment": comment}
+
+    def check(self, answer: str | None) -> tuple[bool, str]:
+        p = self.params
+        for tid in p["ids"]:
+            t = self._ticket_row(tid)
+            for k in ("owner", "milestone", "priority"):
+                if t[k] != p[k]:
+                    return False, f"#{tid} has {k}={t[k]!r}, wanted {p[k]!r}"
+            if t["status"] != "assigned":
+                return False, f"#{tid} has the status {t['status']!r}, wanted 'assigned'"
+            if p["comment"] not in [c.strip() for c in self._new_comments(tid, self.user)]:
+                return False, f"#{tid} lacks the comment"
+        return True, f"all {len(p['ids'])} tickets triaged"
+
+    def expert(self, ob: Observation, memory: dict[str, Any]) -> Decision | None:
+        p = self.params
+        ids, name, milestone, priority = p["ids"], p["owner_name"], p["milestone"], p["priority"]
+        todo = [tid for tid in ids if not memory.get(f"ticket{tid}", {}).get("submitted")]
+        if not todo:
+            return kit.why(kit.finish(), f"triage the {len(ids)} tickets for {milestone}",
+                           f"hand all {len(ids)} tickets to {name} for {milestone}")
+        if self.detour(memory) == "roadmap" and not memory.get("roadmap"):
+            road = kit.require(kit.link(ob, "Roadmap", href=r"^/roadmap$", prefer_visible=True), "Roadmap link")
+            return kit.once(memory, "roadmap", kit.why(_reached(kit.click(ob, road), "Roadmap link"),
+                                                       f"see what is already planned for {milestone} first",
+                                                       f"check when {milestone} is due before adding the tickets"))
+        tid = todo[0]
+        m = memory.setdefault(f"ticket{tid}", {})
+        if tid == ids[0]:
+            typed = (f"start with ticket #{tid}", f"open the first ticket to triage, #{tid}")
+        elif tid == ids[-1]:
+            typed = (f"open the last ticket to triage, #{tid}", f"finish the triage with ticket #{tid}")
+        else:
+            typed = (f"move on to ticket #{tid}", f"open the next ticket to triage, #{tid}")
+        step = (_open_ticket(ob, m, tid, typed=typed, entered=(f"open ticket #{tid}", f"jump to ticket #{tid}"))
+                or _open_modify(ob, m, f"open the editing form of #{tid}", "unfold the ticket's editing form"))
+        if step:
+            return step
+        fields = (("priority", "field-priority", priority,
+                   (f"set the priority of #{tid} to {priority}", f"give #{tid} {priority} priority")),
+                  ("milestone", "field-milestone", milestone,
+                   (f"plan #{tid} for {milestone}", f"move #{tid} into {milestone}")))
+        for key, html_id, value, purposes in fields:
+            if not m.get(key):
+                el = kit.require(kit.by_id(ob, html_id), f"{key} list")
+                return kit.once(m, key, kit.why(_reached(kit.select(ob, el, value), f"{key} list"), *purposes))
+        radio = kit.require(kit.by_id(ob, "action_reassign"), "reassign radio")
+        if not radio.checked:
+            return _toggle(ob, m, radio, "radio", "reassign radio", f"start handing #{tid} to {name}",
+                           "choose to give the ticket a new owner")
+        if not m.get("owner"):
+            owners = kit.require(kit.by_id(ob, "action_reassign_reassign_owner"), "new owner list")
+            return kit.once(m, "owner", kit.why(_reached(kit.select(ob, owners, p["owner"]), "new owner list"),
+                                                f"make {name} the owner of #{tid}", f"pick {name} as the new owner"))
+        return _comment_and_submit(ob, m, p["comment"], written=(f"note the triage on #{tid}",
+                                                                 "write the comment the triage calls for"),
+                                   submitted=(f"store the triage of #{tid}",
+                                              f"keep the new owner, milestone and priority of #{tid}"))
 
 
 TASKS: tuple[type[SiteTask], ...] = (
     CreateTicket, CommentTicket, ReassignTicket, CloseTicket, ChangeMilestone, CountQuery, TicketMilestone,
-    SearchNewest, AddMilestone, AddComponent, EditWiki,
+    SearchNewest, AddMilestone, AddComponent, EditWiki, TriageTickets,
 )
