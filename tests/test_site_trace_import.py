@@ -95,7 +95,8 @@ def test_trace_of_an_expert_episode_imports_builds_and_its_gold_echo_scores_one(
     assert (ep.intent, ep.site, ep.source) == (goal, "forum", "playwright-trace")
     # one step per page action of the expert (the BrowserGym calls), in order, with its target
     kinds = {"click": "click", "fill": "type", "select_option": "select", "scroll": "scroll", "scroll_at": "scroll",
-             "keyboard_press": "press", "goto": "goto", "mouse_click": "click"}
+             "keyboard_press": "press", "goto": "goto", "mouse_click": "click", "go_back": "go_back",
+             "go_forward": "go_forward"}  # the expert's detours come back with go_back()
     from mag_dataset.harness.trace_import import read_trace
 
     calls = [(c.api_name, c.error[:200]) for c in read_trace(trace).calls if c.cls in ("Frame", "Page")
