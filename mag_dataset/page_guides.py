@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import dataclasses
 import random
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -65,6 +66,18 @@ class GuideContext:
     page: str = ""
     next_label: str = ""
     next_noun: str = ""
+
+
+
+#: A section heading's own edit links, as MediaWiki draws them ("History [ edit ]").
+_EDIT_LINKS = re.compile(r"\s*\[\s*edit(?:\s*\|\s*edit source)?\s*\]\s*$", re.IGNORECASE)
+
+_EDIT_LINKS_IN = re.compile(r"\s*\[\s*edit(?:\s*\|\s*edit source)?\s*\](?=['\"])", re.IGNORECASE)
+
+
+def _heading(text: str | None) -> str:
+    """A section heading as a guide names it: :func:`_clean`, without the heading's edit links."""
+    return _EDIT_LINKS.sub("", _clean(text))
 
 
 def noun(target: Candidate | None) -> str:
@@ -193,7 +206,11 @@ def context_guide(action: Action, target: Candidate | None, ctx: GuideContext, k
             nxt = f"the {_quote(_clean(ctx.next_label))} {ctx.next_noun or 'element'}"
             return rng.choice([f"Scroll {direction} {page} to bring {nxt} into view.",
                                f"{nxt[0].upper() + nxt[1:]} is further {direction}: scroll {direction} {page} to reach it."])
-        return f"Scroll {direction} {page} to see the rest of its content."
+        further = {"down": "further down", "up": "higher up", "left": "to the left", "right": "to the right"}.get(
+            direction, f"further {direction}")
+        return rng.choice([f"Scroll {direction} {page} to look at what is {further}.",
+                           f"More of {page} is {further}: scroll {direction} to read it.",
+                           f"Scroll {direction} to see the part of {page} {further}."])
     if t is ActionType.PRESS:
         return f"{where}, press {action.key} {_key_purpose(action.key or '', ctx, rng)}."
     if t is ActionType.FINISH:
@@ -284,6 +301,8 @@ def episode_guides(task: str, seed: int, steps: list[RawStep], contexts: list[Gu
         nxt_target = next((c for c in nxt.candidates if c.id == acted_element(nxt)), None) if nxt else None
         if nxt_target is not None:
             ctx = dataclasses.replace(ctx, next_label=nxt_target.text, next_noun=noun(nxt_target))
+        if _EDIT_LINKS_IN.search(ctx.region):  # a context stored before headings lost their edit links
+            ctx = dataclasses.replace(ctx, region=_EDIT_LINKS_IN.sub("", ctx.region))
         target = next((c for c in st.candidates if c.id == acted_element(st)), None)
         purposes = st.metadata.get("plan_purpose") or []
         if purposes:
@@ -349,15 +368,15 @@ def guide_context(elements: dict[str, Any], bid: str | None, next_target: Candid
         if key in _LANDMARKS:
             region = _LANDMARKS[key]
         elif anc.tag in ("form", "table", "fieldset"):
-            inner = [c for c in _descendants(elements, p) if elements[c].tag in _HEADINGS and _clean(elements[c].text)]
-            title = _clean(elements[inner[0]].text) if inner else ""
+            inner = [c for c in _descendants(elements, p) if elements[c].tag in _HEADINGS and _heading(elements[c].text)]
+            title = _heading(elements[inner[0]].text) if inner else ""
             kind = {"form": "form", "table": "table", "fieldset": "section"}[anc.tag]
             region = f"the {_quote(title)} {kind}" if title and len(title) <= 40 else f"the {kind}"
         p = anc.parent
     if el is not None and not region:
         before = [b for b in heads if order(b) < order(el.bid) and elements[b].tag != "h1"]
-        if before and len(_clean(elements[before[-1]].text)) <= 40:
-            region = f"the {_quote(_clean(elements[before[-1]].text))} section"
+        if before and 0 < len(_heading(elements[before[-1]].text)) <= 40:
+            region = f"the {_quote(_heading(elements[before[-1]].text))} section"
     nxt_label = _label(next_target) if next_target is not None else ""
     return GuideContext(region=region, page=page if len(page) <= 50 else "",
                         next_label=nxt_label, next_noun=noun(next_target) if next_target is not None else "")

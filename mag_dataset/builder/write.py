@@ -243,6 +243,7 @@ def _write_build(tmp: Path, corpus: Corpus, unmappable_point_only: bool) -> dict
     Returns:
         The build info written (``family_statistics`` included).
     """
+    from mag_dataset.builder.realism import format_realism, realism_statistics
     from mag_dataset.card import family_statistics, medians, render_card, split_statistics
     from mag_dataset.hub_eval import write_eval_yaml
 
@@ -259,9 +260,11 @@ def _write_build(tmp: Path, corpus: Corpus, unmappable_point_only: bool) -> dict
     info = _build_info(corpus, views, unmappable_point_only)
     families = family_statistics(st.row(View.SOM) for st in corpus.steps)
     info["family_statistics"] = families
+    info["realism"] = realism_statistics(corpus.steps)
     (tmp / BUILD_INFO_FILE).write_text(json.dumps(info, indent=1, sort_keys=True) + "\n", "utf-8")
     med = {s.value: medians(st.row(View.SOM) for st in corpus.steps_in(s)) for s in corpus.splits_present}
-    (tmp / CARD_FILE).write_text(render_card(info, stats, med, families), "utf-8")
+    realism = format_realism(info["realism"]) if info["realism"] else None
+    (tmp / CARD_FILE).write_text(render_card(info, stats, med, families, realism), "utf-8")
     write_eval_yaml(tmp)  # the Hub benchmark registration, tasks checked against the card's configs
     write_checksums(tmp)
     return info
@@ -269,11 +272,13 @@ def _write_build(tmp: Path, corpus: Corpus, unmappable_point_only: bool) -> dict
 
 def _refresh_readme(readme: str | os.PathLike, info: dict[str, Any]) -> None:
     """Replace the generated statistics block of ``readme`` with this build's, atomically."""
+    from mag_dataset.builder.realism import format_realism
     from mag_dataset.card import readme_block, replace_readme_block
     from mag_dataset.fileio import atomic_write
 
     text = Path(readme).read_text("utf-8")
-    atomic_write(Path(readme), replace_readme_block(text, readme_block(info["family_statistics"], info)))
+    realism = format_realism(info["realism"]) if info.get("realism") else None
+    atomic_write(Path(readme), replace_readme_block(text, readme_block(info["family_statistics"], info, realism)))
 
 
 def build_dataset(
