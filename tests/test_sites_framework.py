@@ -264,3 +264,33 @@ def test_a_site_venv_that_cannot_install_names_the_site_and_the_fix(tmp_path: Pa
     assert message.startswith(f"site shop: could not install its packages with {installer} (")
     assert message.endswith("then run `mag sites setup --site shop --force`")
     assert (tmp_path / "venv" / "bin" / "python").is_file()  # the venv itself was made
+
+
+def test_every_template_has_a_kind_and_navigation_checks_read_the_final_page():
+    """Each template says what its check reads (WebArena's three kinds); a navigation check is
+    WebArena's url_match: the same path (base and trailing slash ignored), the named query
+    parameters equal, others ignored."""
+    from types import SimpleNamespace
+
+    from mag_dataset.sites import tasks_of
+    from mag_dataset.sites.task import TASK_KINDS, SiteTask
+
+    for name in site_names():
+        for task_id, cls in tasks_of(name).items():
+            assert cls.kind in TASK_KINDS, task_id
+            assert (cls.kind == "information") == cls.answer_task, task_id
+    with pytest.raises(TypeError, match="kind is 'browse'"):
+        type("Bad", (SiteTask,), {"kind": "browse"})
+
+    def ended_on(url: str | None, path: str, **query: str) -> tuple[bool, str]:
+        task = SimpleNamespace(final_url=url, site=SimpleNamespace(base_url="http://127.0.0.1:8080"))
+        return SiteTask.on_page(task, path, **query)
+
+    assert ended_on("http://127.0.0.1:8080/t/some-topic/12/", "/t/some-topic/12")[0]
+    assert ended_on("http://127.0.0.1:8080/search?q=rain&page=2", "/search", q="rain")[0]
+    assert ended_on("http://127.0.0.1:8080/wiki/R%C3%B8dby", "/wiki/Rødby")[0]
+    ok, reason = ended_on("http://127.0.0.1:8080/search?q=snow", "/search", q="rain")
+    assert not ok and "q is 'snow', not 'rain'" in reason
+    ok, reason = ended_on("http://127.0.0.1:8080/", "/u/alice")
+    assert not ok and reason == "ended on http://127.0.0.1:8080/, not on /u/alice"
+    assert ended_on(None, "/u/alice") == (False, "no final page (expected /u/alice)")

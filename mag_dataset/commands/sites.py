@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from typing import Any
 
 from mag_dataset.cli import UserError
 
@@ -128,11 +129,27 @@ def _tasks(args: argparse.Namespace, chosen: list[str]) -> int:
 
     try:
         ids = task_ids(args.patterns) if args.patterns else [t for n in chosen for t in sorted(tasks_of(n))]
-        for t in ids:
-            print(f"{t}\t{task_class(t).intent_template}")
+        classes = {t: task_class(t) for t in ids}
     except SiteError as e:
         raise UserError(str(e)) from None
+    for t, cls in classes.items():
+        print(f"{t}\t{cls.kind}\t{cls.intent_template}")
+    print(_task_counts(classes), file=sys.stderr)
     return 0
+
+
+def _task_counts(classes: dict[str, Any]) -> str:
+    """A table of templates per site and kind (what the checks read), for `mag sites tasks`."""
+    from mag_dataset.sites.task import TASK_KINDS
+
+    sites = sorted({t.split(".")[1] for t in classes})
+    rows = [["site", *TASK_KINDS, "templates"]]
+    for name in [*sites, "all"]:
+        mine = [c for t, c in classes.items() if name == "all" or t.split(".")[1] == name]
+        rows.append([name, *(str(sum(c.kind == k for c in mine)) for k in TASK_KINDS), str(len(mine))])
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return "\n".join("  ".join(v.ljust(w) if i == 0 else v.rjust(w) for i, (v, w) in enumerate(zip(r, widths)))
+                     for r in rows)
 
 
 #: action -> what it does to the chosen sites (``tasks`` lists task ids instead: :func:`_tasks`)

@@ -18,6 +18,9 @@ from browsergym.core.task import AbstractBrowserTask
 from mag_dataset.sites.base import VIEWPORT, Site
 
 
+#: What a task's check reads (:attr:`SiteTask.kind`), in WebArena's terms: the answer, the final page, the state.
+TASK_KINDS = ("information", "navigation", "state")
+
 #: Most seconds a step waits for the page's navigation in flight (a form post, a link) to finish.
 SETTLE_TIMEOUT = 15.0
 
@@ -38,6 +41,11 @@ class SiteTask(AbstractBrowserTask):
         start_path: page the episode starts on (relative to the site's base URL).
         user: seeded user logged in before the episode (None: anonymous).
         answer_task: True for information-seeking tasks judged on the ``finish`` answer.
+        kind: WebArena's three kinds of task, by what the check reads: ``"information"``
+            (the ``finish`` answer; WebArena's ``string_match``), ``"navigation"`` (the page
+            the agent ends on, :attr:`final_url`; WebArena's ``url_match``) or ``"state"`` (the
+            application's state; WebArena's ``program_html``). Left unset, it follows
+            ``answer_task``: ``"information"`` or ``"state"``.
     """
 
     site_class: ClassVar[type[Site]]
@@ -47,6 +55,14 @@ class SiteTask(AbstractBrowserTask):
     start_path: ClassVar[str] = "/"
     user: ClassVar[str | None] = None
     answer_task: ClassVar[bool] = False
+    kind: ClassVar[str] = ""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if not cls.__dict__.get("kind"):
+            cls.kind = "information" if cls.answer_task else "state"
+        if cls.kind not in TASK_KINDS:
+            raise TypeError(f"{cls.__name__}.kind is {cls.kind!r}; one of {', '.join(TASK_KINDS)}")
 
     @classmethod
     def get_task_id(cls) -> str:
@@ -76,6 +92,8 @@ class SiteTask(AbstractBrowserTask):
         self.goal = self.intent_template.format(**self.params)
         self.external_requests: list[str] = []
         self.reset_seconds: float | None = None
+        #: the page the agent was on when it finished (read by navigation tasks' checks)
+        self.final_url: str | None = None
 
     # ------------------------------------------------------------------ to fill
     @abstractmethod
@@ -148,8 +166,30 @@ class SiteTask(AbstractBrowserTask):
         answers = [m for m in chat_messages[last_user + 1:] if m.get("role") == "assistant"]
         if not answers:
             return 0.0, False, "", {}
+        self.final_url = page.url
         ok, reason = self.check(str(answers[-1].get("message") or ""))
         return (1.0 if ok else 0.0), True, "", {"success": ok, "reason": reason}
+
+    def on_page(self, path: str, **query: str) -> tuple[bool, str]:
+        """Navigation tasks' check: did the agent finish on ``path`` (under the site's base URL)
+        with at least these query parameters? WebArena's ``url_match``: same path, and the
+        named parameters equal (others, and their order, ignored); a trailing slash ignored.
+        """
+        want = f"{path}" + (f"?{urllib.parse.urlencode(query)}" if query else "")
+        if not self.final_url:
+            return False, f"no final page (expected {want})"
+        got = urllib.parse.urlsplit(self.final_url)
+        base_path = urllib.parse.urlsplit(self.site.base_url).path.rstrip("/")
+        got_path = urllib.parse.unquote(got.path)
+        if base_path and got_path.startswith(base_path):
+            got_path = got_path[len(base_path):]
+        if got_path.rstrip("/") != urllib.parse.unquote(path).rstrip("/"):
+            return False, f"ended on {self.final_url}, not on {want}"
+        params = urllib.parse.parse_qs(got.query)
+        for key, value in query.items():
+            if params.get(key, [None])[0] != str(value):
+                return False, f"ended on {self.final_url}: {key} is {params.get(key, [None])[0]!r}, not {value!r}"
+        return True, f"ended on {want}"
 
     def teardown(self) -> None:
         """Nothing to undo: the next ``setup`` resets the site."""
