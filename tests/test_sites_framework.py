@@ -283,7 +283,7 @@ def test_every_template_has_a_kind_and_navigation_checks_read_the_final_page():
         type("Bad", (SiteTask,), {"kind": "browse"})
 
     def ended_on(url: str | None, path: str, **query: str) -> tuple[bool, str]:
-        task = SimpleNamespace(final_url=url, site=SimpleNamespace(base_url="http://127.0.0.1:8080"))
+        task = SimpleNamespace(final_url=url, site=SimpleNamespace(name="forum", base_url="http://127.0.0.1:8080"))
         return SiteTask.on_page(task, path, **query)
 
     assert ended_on("http://127.0.0.1:8080/t/some-topic/12/", "/t/some-topic/12")[0]
@@ -294,3 +294,5 @@ def test_every_template_has_a_kind_and_navigation_checks_read_the_final_page():
     ok, reason = ended_on("http://127.0.0.1:8080/", "/u/alice")
     assert not ok and reason == "ended on http://127.0.0.1:8080/, not on /u/alice"
     assert ended_on(None, "/u/alice") == (False, "no final page (expected /u/alice)")
+    ok, reason = ended_on("http://127.0.0.1:9090/u/alice", "/u/alice")  # the same path on another site
+    assert not ok and "not on the forum site (http://127.0.0.1:8080)" in reason

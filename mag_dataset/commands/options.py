@@ -154,10 +154,16 @@ def task_list(values: list[str] | None) -> list[str]:
 
 
 def sites_of(tasks: list[str] | tuple[str, ...]) -> list[Any]:
-    """The sites the site tasks (``sites.<site>.<template>``) among ``tasks`` need, each once, in order."""
-    from mag_dataset.sites import site_class
+    """The sites the site tasks (``sites.<site>.<template>``) among ``tasks`` need, each once, in order:
+    a task's own site, then the other sites of a cross-site task."""
+    from mag_dataset.sites import site_class, task_class
 
-    return [site_class(n)() for n in dict.fromkeys(t.split(".")[1] for t in tasks if t.startswith("sites."))]
+    names: dict[str, None] = {}
+    for t in tasks:
+        if t.startswith("sites."):
+            names[t.split(".")[1]] = None
+            names.update(dict.fromkeys(c.name for c in task_class(t).other_sites))
+    return [site_class(n)() for n in names]
 
 
 def add_no_progress(parser: argparse.ArgumentParser) -> None:

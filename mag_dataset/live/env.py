@@ -217,7 +217,8 @@ def make_site_env(task_id: str, *, pre_observation_delay: float = 0.5,
 
     try:
         cls = site_task_class(task_id)
-        cls.site_class().running_url()
+        for needed in (cls.site_class, *cls.other_sites):
+            needed().running_url()
     except SiteError as e:
         raise LiveEnvError(str(e)) from None
     action_set = HighLevelActionSet(subsets=list(action_subsets), multiaction=True, strict=False)

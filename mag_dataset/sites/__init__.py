@@ -3,7 +3,8 @@
 One room per site (``mag_dataset/sites/<name>/``): ``__init__.py`` names its
 :class:`~mag_dataset.sites.base.Site` subclass as ``SITE`` (cheap to import: no browser, no
 app), ``tasks.py`` its task classes as ``TASKS`` (BrowserGym tasks named
-``sites.<site>.<template>``, each with a state-based check and an expert).
+``sites.<site>.<template>``, each with a state-based check and an expert). Tasks that span
+two sites live in :mod:`mag_dataset.sites.cross_site`, each listed under the site it ends on.
 
 :data:`SITES` is the explicit table of sites; :func:`task_ids` expands shell-style patterns
 (``sites.shop.*``) against every site's templates.
@@ -73,7 +74,8 @@ def tasks_of(name: str) -> dict[str, type["SiteTask"]]:
     """Task id -> task class, for one site (imports BrowserGym)."""
     site_class(name)
     module = importlib.import_module(SITES[name] + ".tasks")
-    return {cls.get_task_id(): cls for cls in module.TASKS}
+    cross = importlib.import_module("mag_dataset.sites.cross_site")
+    return {cls.get_task_id(): cls for cls in [*module.TASKS, *cross.tasks_ending_on(name)]}
 
 
 def _all_tasks() -> dict[str, type["SiteTask"]]:

@@ -46,6 +46,11 @@ class SiteTask(AbstractBrowserTask):
             the agent ends on, :attr:`final_url`; WebArena's ``url_match``) or ``"state"`` (the
             application's state; WebArena's ``program_html``). Left unset, it follows
             ``answer_task``: ``"information"`` or ``"state"``.
+        other_sites: the other sites of a cross-site task (WebArena's multi-site tasks, such
+            as a wiki fact posted on the forum): served alongside the task's own site, reset
+            with it, reached with ``goto`` (:meth:`url_on`). The task is registered under the
+            site it ends on (``site_class``), from :mod:`mag_dataset.sites.cross_site`.
+        other_users: per other site, the seeded user logged in there before the episode.
     """
 
     site_class: ClassVar[type[Site]]
@@ -56,6 +61,8 @@ class SiteTask(AbstractBrowserTask):
     user: ClassVar[str | None] = None
     answer_task: ClassVar[bool] = False
     kind: ClassVar[str] = ""
+    other_sites: ClassVar[tuple[type[Site], ...]] = ()
+    other_users: ClassVar[dict[str, str]] = {}
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -84,6 +91,8 @@ class SiteTask(AbstractBrowserTask):
         self.locale = "en-US"
         self.timezone_id = "UTC"
         self.site = site or self.site_class()
+        #: the other sites of a cross-site task, by name (their homes and ports from the environment)
+        self.others: dict[str, Site] = {c.name: c() for c in self.other_sites}
         self.params: dict[str, Any] = self.sample(random.Random(f"{self.get_task_id()}:{self.seed}"))
         if self.intent_templates:  # an instance attribute: the class keeps its first phrasing
             self.intent_template = random.Random(f"{self.get_task_id()}:{self.seed}:intent").choice(self.intent_templates)
@@ -140,6 +149,12 @@ class SiteTask(AbstractBrowserTask):
         page.on("requestfailed", lambda r: pending.discard(r))
         _keep_viewport_after_screenshots()
         self.reset_seconds = self.site.reset() if self.reset_site else None
+        for name, other in self.others.items():
+            other.running_url()
+            if self.reset_site:
+                self.reset_seconds += other.reset()
+            if self.other_users.get(name):
+                other.login(page, self.other_users[name])
         if self.user is not None:
             self.site.login(page, self.user)
         page.goto(base + self.start_path)
@@ -170,16 +185,28 @@ class SiteTask(AbstractBrowserTask):
         ok, reason = self.check(str(answers[-1].get("message") or ""))
         return (1.0 if ok else 0.0), True, "", {"success": ok, "reason": reason}
 
-    def on_page(self, path: str, **query: str) -> tuple[bool, str]:
-        """Navigation tasks' check: did the agent finish on ``path`` (under the site's base URL)
-        with at least these query parameters? WebArena's ``url_match``: same path, and the
-        named parameters equal (others, and their order, ignored); a trailing slash ignored.
+    def url_on(self, name: str, path: str = "/") -> str:
+        """The URL of ``path`` on one of this task's sites (its own or another), for ``goto``."""
+        where = self.site if name == self.site.name else self.others.get(name)
+        if where is None:
+            raise KeyError(f"{self.get_task_id()} uses no site {name!r}")
+        return where.base_url + path
+
+    def on_page(self, path: str, *, on_site: str | None = None, **query: str) -> tuple[bool, str]:
+        """Navigation tasks' check: did the agent finish on ``path`` (under the base URL of the
+        task's site, or of the other site ``on_site``) with at least these query parameters?
+        WebArena's ``url_match``: same site and path, and the named parameters equal (others,
+        and their order, ignored); a trailing slash ignored.
         """
+        where = self.site if on_site in (None, self.site.name) else self.others[on_site]
         want = f"{path}" + (f"?{urllib.parse.urlencode(query)}" if query else "")
         if not self.final_url:
             return False, f"no final page (expected {want})"
         got = urllib.parse.urlsplit(self.final_url)
-        base_path = urllib.parse.urlsplit(self.site.base_url).path.rstrip("/")
+        base = urllib.parse.urlsplit(where.base_url)
+        if got.netloc != base.netloc:
+            return False, f"ended on {self.final_url}, not on the {where.name} site ({where.base_url})"
+        base_path = base.path.rstrip("/")
         got_path = urllib.parse.unquote(got.path)
         if base_path and got_path.startswith(base_path):
             got_path = got_path[len(base_path):]
