@@ -917,7 +917,732 @@ class UpdateLocation(ForumTask):
                        "find your profile settings under your user name")
 
 
+# ----------------------------------------------------------------------------- shared by the newer templates
+#: Words and phrases the search-results template asks for: each is in at least one topic title.
+SEARCH_TERMS = ("laptop", "backup", "keyboard", "games", "battery", "monitor", "coffee", "password", "printer",
+                "thermal paste", "Bluetooth", "podcasts", "SSD")
+MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
+
+
+def _dates(answer: str | None) -> set[tuple[int, int, int]]:
+    """Every date written in ``answer`` as (year, month, day): ISO (2024-01-14), day first
+    (14 Jan 2024, 14th of January 2024) or month first (Jan. 14, 2024, January 14th 2024)."""
+    text = (answer or "").lower()
+    found = {(int(y), int(m), int(d)) for y, m, d in re.findall(r"\b(\d{4})-(\d{1,2})-(\d{1,2})\b", text)}
+
+    def month(name: str) -> int | None:
+        return MONTHS.index(name[:3]) + 1 if name[:3] in MONTHS else None
+
+    for d, name, y in re.findall(r"\b(\d{1,2})(?:st|nd|rd|th)?\s+(?:of\s+)?([a-z]{3,9})\.?,?\s+(\d{4})\b", text):
+        if month(name):
+            found.add((int(y), month(name), int(d)))
+    for name, d, y in re.findall(r"\b([a-z]{3,9})\.?\s+(\d{1,2})(?:st|nd|rd|th)?,?\s+(\d{4})\b", text):
+        if month(name):
+            found.add((int(y), month(name), int(d)))
+    return found
+
+
+def _board_name(text: str | None) -> str:
+    """A board's name as answers are compared: "&" and "and" alike, punctuation and case ignored."""
+    return " ".join(re.sub(r"[^\w\s]", " ", kit.norm(text).replace("&", " and ")).split())
+
+
+def _author_links(ob: Observation) -> list[Element]:
+    """The posters' name links of the topic's posts, in the order of the posts."""
+    return kit.find_all(ob, lambda e: e.tag == "a" and "comment__info__username__link" in e.attrs.get("class", ""))
+
+
+def _user_tab(ob: Observation, tab: str) -> Element | None:
+    """A profile's tab link (``topics``, ``likes``), not the header's "Topics" (the active topics)."""
+    return kit.link(ob, href=rf"^/user/{tab}/\d+/", prefer_visible=True)
+
+
+def _post_action(ob: Observation, member: str, href: str) -> Element | None:
+    """The link of ``member``'s post whose ``href`` matches ``href`` (its report or quote link): the
+    first such link after the member's name, in the order of the page."""
+    seen = False
+    for el in ob.elements.values():
+        if el.tag == "a" and "comment__info__username__link" in el.attrs.get("class", ""):
+            seen = kit.norm(el.text) == kit.norm(member)
+        elif seen and el.tag == "a" and re.match(href, el.attrs.get("href", "")):
+            return el
+    return None
+
+
+def _one_time_repliers(t: seed_data.Topic, *besides: str) -> list[str]:
+    """Members with exactly one reply in ``t``, other than its author and ``besides``."""
+    names = [p.author for p in t.posts[1:]]
+    return sorted({n for n in names if names.count(n) == 1 and n not in (t.author, *besides)})
+
+
+def _topic_titles(ob: Observation) -> list[Element]:
+    """The topic links of a topic list (a board, a profile's topics, search results)."""
+    return kit.find_all(ob, lambda e: e.tag == "a" and "topic__link" in e.attrs.get("class", ""))
+
+
+class _SearchingTask(ForumTask):
+    """A task that starts with the header's search box."""
+
+    def search_for(self, ob: Observation, memory: dict[str, Any], text: str, *aims: str) -> Decision | None:
+        """Next step of a search for ``text`` (typed for ``aims``); None once its results are shown."""
+        if kit.path(ob).startswith("/search/") and kit.norm(kit.query(ob).get("q", [""])[0]) == kit.norm(text):
+            return None
+        box = kit.field(ob, "q", "input", prefer_visible=True)
+        if box is not None and kit.visible(ob, box):
+            step = kit.why(kit.fill(ob, box, text), *aims)
+            return step or kit.why(kit.click(ob, kit.require(kit.button(ob, "Search", prefer_visible=True),
+                                                              "Search button")),
+                                   f"run the search for {_q(text)}", "see which topics the search finds")
+        return kit.why(kit.click(ob, kit.link(ob, href=r"^/search/$", prefer_visible=True)),
+                       "open the forum's search box", f"get the search box to look for {_q(text)}")
+
+
+def _quoted_title(title: str) -> str:
+    """A title as a search query: its words (a colon or a question mark would read as query syntax)."""
+    return " ".join(re.sub(r"[^\w\s'-]", " ", title).split())
+
+
+# ----------------------------------------------------------------------------- navigation
+class OpenAuthorProfile(ForumTask):
+    template = "open_topic_author_profile"
+    kind = "navigation"
+    intent_template = 'Open the profile page of the user who started the topic "{title}".'
+    intent_templates = (
+        intent_template,
+        'Take me to the profile of whoever created "{title}".',
+        'Show me the page of the member who opened the {board} thread "{title}".',
+        'I want to see the profile of the original poster of "{title}".',
+    )
+    user = "dave_k"
+    DETOURS = (None, "board", "topic")
+
+    def sample(self, rng):
+        _, t = _pick_topic(rng, lambda i, t: t.author != self.user)
+        return {"title": t.title, "board": t.board}
+
+    def check(self, answer):
+        author = self.data().topic(self.params["title"]).author
+        return self.on_page(f"/user/{self.user_id(author)}/{slugify(author)}/")
+
+    def goal_why(self):
+        q = _q(self.params["title"])
+        return (f"show the profile of the member who started {q}", f"end on the profile page of {q}'s author")
+
+    def decide(self, ob, memory):
+        q = _q(self.params["title"])
+        step = self.open_topic(ob, memory, f"open {q} to see who started it", f"find the author of {q} in the thread")
+        if step is not None:
+            return step
+        authors = _author_links(ob)
+        return self.send(ob, memory, authors[0] if authors else None, "opening post's author",
+                         f"open the profile of the member who wrote the first post of {q}",
+                         f"go to the page of {q}'s original poster")
+
+
+class OpenBoard(ForumTask):
+    template = "open_board"
+    kind = "navigation"
+    intent_template = "Show me the topics of the {board} board."
+    intent_templates = (
+        intent_template,
+        "Open the {board} board.",
+        "Take me to the list of threads in {board}.",
+        "I want to browse what people posted in the {board} category.",
+    )
+    user = "alice_w"
+
+    def sample(self, rng):
+        return {"board": rng.choice([b.title for b in seed_data.BOARDS])}
+
+    def check(self, answer):
+        board = self.params["board"]
+        return self.on_page(f"/category/{self.board_id(board)}/{slugify(board)}/")
+
+    def goal_why(self):
+        board = self.params["board"]
+        return (f"show the topics of the {board} board", f"end on the list of {board} threads")
+
+    def decide(self, ob, memory):
+        board = self.params["board"]
+        if _on_board(ob, board):
+            return kit.why(kit.finish(), *self.goal_why())
+        item = _board_item(ob, board)
+        if _shown(ob, item):
+            return kit.why(kit.click(ob, item), f"open the {board} board and its topics",
+                           f"pick {board} among the forum's boards")
+        dropdown = _dropdown(ob)
+        if _shown(ob, dropdown) and not memory.get("dropdown"):
+            return kit.once(memory, "dropdown", kit.why(kit.click(ob, dropdown), f"list the forum's boards to find {board}",
+                                                        "open the board list"))
+        return None
+
+
+class OpenSearchResults(_SearchingTask):
+    template = "open_search_results"
+    kind = "navigation"
+    intent_template = 'Open the search results for "{term}".'
+    intent_templates = (
+        intent_template,
+        'Search the forum for "{term}" and show me the results.',
+        'Show me which topics come up when searching for "{term}".',
+        'I want to see the forum search results for "{term}".',
+    )
+    user = "grace_h"
+
+    def sample(self, rng):
+        return {"term": rng.choice(SEARCH_TERMS)}
+
+    def check(self, answer):
+        return self.on_page("/search/", q=self.params["term"])
+
+    def goal_why(self):
+        term = self.params["term"]
+        return (f"show the search results for {_q(term)}", f"end on the topics matching {_q(term)}")
+
+    def decide(self, ob, memory):
+        term = self.params["term"]
+        step = self.search_for(ob, memory, term, f"search for {_q(term)}", f"type {_q(term)} into the search box")
+        return step if step is not None else kit.why(kit.finish(), *self.goal_why())
+
+
+class OpenMethodTopic(_SearchingTask):
+    template = "open_method_topic"
+    kind = "navigation"
+    intent_template = 'Take me to the thread where someone recommended "the {phrase} method".'
+    intent_templates = (
+        intent_template,
+        'Open the topic in which "the {phrase} method" is mentioned.',
+        'Somebody wrote about "the {phrase} method" in a reply; show me that discussion.',
+        'Go to the thread that talks about "the {phrase} method".',
+    )
+    user = "heidi_r"
+
+    def sample(self, rng):
+        _, t = _pick_topic(rng)
+        return {"phrase": t.phrase, "title": t.title}
+
+    def check(self, answer):
+        row = self.topic_row(self.params["title"])
+        return self.on_page(f"/topic/{row[0]}/{slugify(self.params['title'])}/")
+
+    def goal_why(self):
+        phrase = self.params["phrase"]
+        return (f"show the thread that mentions the {phrase} method", f"end on the topic recommending the {phrase} method")
+
+    def decide(self, ob, memory):
+        phrase = self.params["phrase"]
+        step = self.search_for(ob, memory, phrase, f"look for the topic that mentions the {phrase} method",
+                               f"search for {_q(phrase)}, the method's name")
+        if step is not None:
+            return step
+        hits = _topic_titles(ob)
+        return self.send(ob, memory, hits[0] if len(hits) == 1 else None, "search result",
+                         f"open the one topic that mentions the {phrase} method",
+                         f"go to the thread where the {phrase} method came up")
+
+
+class _AuthorTabTask(ForumTask):
+    """The topic's author's profile, then one of its tabs (``tab``: ``topics``, ``likes``)."""
+
+    tab: ClassVar[str]
+    DETOURS = (None, "board", "topic")
+
+    def sample(self, rng):
+        _, t = _pick_topic(rng, lambda i, t: t.author != self.user)
+        return {"title": t.title, "board": t.board}
+
+    def tab_why(self) -> tuple[str, ...]:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def on_tab(self, ob: Observation, memory: dict[str, Any]) -> Decision | None:
+        """What to do on the author's tab (navigation: nothing, the wrapper finishes)."""
+        return None
+
+    def decide(self, ob, memory):
+        q = _q(self.params["title"])
+        if memory.get("tab") and kit.path(ob).startswith(f"/user/{self.tab}/"):
+            return self.on_tab(ob, memory)
+        if re.match(r"/user/\d+/", kit.path(ob)) and memory.get("profile"):
+            return kit.once(memory, "tab", kit.why(kit.click(ob, _user_tab(ob, self.tab)), *self.tab_why()))
+        step = self.open_topic(ob, memory, f"open {q} to find out who started it",
+                               f"get to {q}, whose first post names its author")
+        if step is not None:
+            return step
+        authors = _author_links(ob)
+        return kit.once(memory, "profile", kit.why(kit.click(ob, authors[0] if authors else None),
+                                                   f"open the profile of {q}'s author",
+                                                   f"go to the page of the member who started {q}"))
+
+
+class OpenAuthorTopics(_AuthorTabTask):
+    template = "open_topic_author_topics"
+    kind = "navigation"
+    intent_template = 'Show me all the topics started by the author of "{title}".'
+    intent_templates = (
+        intent_template,
+        'List every thread opened by the member who created "{title}".',
+        'Whoever started "{title}" in {board}: show me the other topics they started.',
+        'Open the list of topics posted by the original poster of "{title}".',
+    )
+    user = "erin_m"
+    tab = "topics"
+
+    def check(self, answer):
+        author = self.data().topic(self.params["title"]).author
+        return self.on_page(f"/user/topics/{self.user_id(author)}/{slugify(author)}/")
+
+    def goal_why(self):
+        q = _q(self.params["title"])
+        return (f"show the topics started by {q}'s author", f"end on the list of threads by the member who opened {q}")
+
+    def tab_why(self):
+        return ("list the topics this member started", "switch to the profile's Topics tab")
+
+    def on_tab(self, ob, memory):
+        return kit.why(kit.finish(), *self.goal_why())
+
+
+class OpenAuthorLikes(_AuthorTabTask):
+    template = "open_topic_author_likes"
+    kind = "navigation"
+    intent_template = 'Show me the posts that the author of "{title}" has liked.'
+    intent_templates = (
+        intent_template,
+        'Which posts did the member who started "{title}" like? Open that list.',
+        'Open the likes of whoever created the {board} topic "{title}".',
+        'Take me to the list of posts liked by the original poster of "{title}".',
+    )
+    user = "judy_c"
+    tab = "likes"
+
+    def check(self, answer):
+        author = self.data().topic(self.params["title"]).author
+        return self.on_page(f"/user/likes/{self.user_id(author)}/{slugify(author)}/")
+
+    def goal_why(self):
+        q = _q(self.params["title"])
+        return (f"show the posts liked by {q}'s author", f"end on the likes of the member who opened {q}")
+
+    def tab_why(self):
+        return ("see the posts this member liked", "switch to the profile's Likes tab")
+
+    def on_tab(self, ob, memory):
+        return kit.why(kit.finish(), *self.goal_why())
+
+
+class OpenLastReplierProfile(ForumTask):
+    template = "open_last_replier_profile"
+    kind = "navigation"
+    intent_template = 'Open the profile of the member who wrote the latest reply in "{title}".'
+    intent_templates = (
+        intent_template,
+        'Who replied last to "{title}"? Take me to their profile page.',
+        'Show me the profile of the last person to post in the {board} thread "{title}".',
+        'Go to the user page of whoever posted the most recent reply to "{title}".',
+    )
+    user = "ivan_p"
+    DETOURS = (None, "board", "topic")
+
+    def sample(self, rng):
+        _, t = _pick_topic(rng, lambda i, t: t.posts[-1].author != self.user)
+        return {"title": t.title, "board": t.board}
+
+    def check(self, answer):
+        last = self.data().topic(self.params["title"]).posts[-1].author
+        return self.on_page(f"/user/{self.user_id(last)}/{slugify(last)}/")
+
+    def goal_why(self):
+        q = _q(self.params["title"])
+        return (f"show the profile of the last member to reply in {q}", f"end on the page of {q}'s latest poster")
+
+    def decide(self, ob, memory):
+        q = _q(self.params["title"])
+        step = self.open_topic(ob, memory, f"open {q} and see who replied last",
+                               f"get to {q}, whose newest reply is at the bottom")
+        if step is not None:
+            return step
+        authors = _author_links(ob)
+        return self.send(ob, memory, authors[-1] if authors else None, "latest reply's author",
+                         f"open the profile of whoever wrote the latest reply in {q}",
+                         "go to the page of the member who posted last")
+
+
+class OpenTopicBoard(_SearchingTask):
+    template = "open_topic_board"
+    kind = "navigation"
+    intent_template = 'Show me the other topics of the board that "{title}" was posted in.'
+    intent_templates = (
+        intent_template,
+        'Open the board where the topic "{title}" lives.',
+        'Take me to the category "{title}" belongs to.',
+        'I liked "{title}"; show me the list of threads in its board.',
+    )
+    user = "frank_t"
+
+    def sample(self, rng):
+        _, t = _pick_topic(rng)
+        return {"title": t.title, "board": t.board}
+
+    def check(self, answer):
+        board = self.params["board"]
+        return self.on_page(f"/category/{self.board_id(board)}/{slugify(board)}/")
+
+    def goal_why(self):
+        q = _q(self.params["title"])
+        return (f"show the board {q} was posted in", f"end on the list of topics next to {q}")
+
+    def decide(self, ob, memory):
+        title = self.params["title"]
+        q = _q(title)
+        if _on_topic(ob, title):
+            crumb = kit.find(ob, lambda e: e.tag == "a" and re.match(r"/category/\d+/", e.attrs.get("href", ""))
+                             is not None and not _in_row(ob, e))
+            return self.send(ob, memory, crumb, "board link above the title", f"open the board {q} is filed under",
+                             f"follow the link to {q}'s board")
+        step = self.search_for(ob, memory, _quoted_title(title), f"find {q}, since its board is not given",
+                               f"search for the topic {q}")
+        if step is not None:
+            return step
+        hit = next((e for e in _topic_titles(ob) if kit.norm(e.text) == kit.norm(title)), None)
+        return kit.why(kit.click(ob, hit), f"open {q} to see which board it is in",
+                       f"go to {q}, whose page names its board")
+
+
+# ----------------------------------------------------------------------------- information seeking (newer)
+class CountAuthorTopics(_AuthorTabTask):
+    template = "count_author_topics"
+    intent_template = 'How many topics has the member who started "{title}" opened on the forum? Answer with a number.'
+    intent_templates = (
+        intent_template,
+        'Count the threads started by the author of "{title}".',
+        'The original poster of "{title}" in {board}: how many topics have they created in all?',
+        'How many topics did whoever wrote "{title}" start?',
+    )
+    user = "frank_t"
+    answer_task = True
+    tab = "topics"
+
+    def check(self, answer):
+        author = self.data().topic(self.params["title"]).author
+        want = sum(t.author == author for t in self.data().topics)
+        got = _number(answer)
+        return got == want, f"answered {got}, {author} started {want} topics"
+
+    def goal_why(self):
+        q = _q(self.params["title"])
+        return (f"tell how many topics {q}'s author started", f"give the number of threads by the member who opened {q}")
+
+    def tab_why(self):
+        return ("list the topics this member started, to count them", "open the profile's Topics tab and count")
+
+    def on_tab(self, ob, memory):
+        rows = _topic_titles(ob)
+        return kit.why(kit.finish(str(len(rows))), *self.goal_why()) if rows else None
+
+
+class LastReplyDate(ForumTask):
+    template = "last_reply_date"
+    intent_template = 'When was the topic "{title}" last replied to? Give the date.'
+    intent_templates = (
+        intent_template,
+        'On what day was the latest reply in "{title}" posted?',
+        'What is the date of the most recent post in the {board} thread "{title}"?',
+        'When did somebody last reply to "{title}"?',
+    )
+    user = "bob_builder"
+    answer_task = True
+    DETOURS = (None, "board", "topic")
+
+    def sample(self, rng):
+        _, t = _pick_topic(rng)
+        return {"title": t.title, "board": t.board}
+
+    def check(self, answer):
+        day = self.data().topic(self.params["title"]).posts[-1].date[:10]
+        want = tuple(int(x) for x in day.split("-"))
+        got = _dates(answer)
+        return want in got, f"answered {answer!r}, the last reply is of {day}"
+
+    def goal_why(self):
+        q = _q(self.params["title"])
+        return (f"say when {q} was last replied to", f"give the date of the newest post in {q}")
+
+    def decide(self, ob, memory):
+        q = _q(self.params["title"])
+        step = self.open_topic(ob, memory, f"open {q} and look at its newest reply",
+                               f"get to {q} to see when its last reply was posted")
+        if step is not None:
+            return step
+        dates = kit.find_all(ob, lambda e: e.tag == "ul" and "comment__info__date" in e.attrs.get("class", ""))
+        day = " ".join((dates[-1].all_text or dates[-1].text).split()).split(",")[0] if dates else ""
+        return kit.why(kit.finish(day), *self.goal_why()) if _dates(day) else None
+
+
+class TopicBoard(_SearchingTask):
+    template = "topic_board"
+    intent_template = 'Which board is the topic "{title}" in? Answer with the board name.'
+    intent_templates = (
+        intent_template,
+        'In which category was "{title}" posted?',
+        'Tell me the board that the thread "{title}" belongs to.',
+        'Where on the forum is "{title}" filed? Give the board.',
+    )
+    user = "judy_c"
+    answer_task = True
+
+    def sample(self, rng):
+        _, t = _pick_topic(rng)
+        return {"title": t.title, "board": t.board}
+
+    def check(self, answer):
+        ok = _board_name(answer) == _board_name(self.params["board"])
+        return ok, f"answered {answer!r}, the topic is in {self.params['board']}"
+
+    def goal_why(self):
+        q = _q(self.params["title"])
+        return (f"name the board {q} is in", f"tell which board holds {q}")
+
+    def decide(self, ob, memory):
+        title = self.params["title"]
+        q = _q(title)
+        if _on_topic(ob, title):
+            crumb = kit.find(ob, lambda e: e.tag == "a" and re.match(r"/category/\d+/", e.attrs.get("href", ""))
+                             is not None and not _in_row(ob, e))
+            return kit.why(kit.finish(" ".join(crumb.text.split())), *self.goal_why()) if crumb is not None else None
+        step = self.search_for(ob, memory, _quoted_title(title), f"find {q} with the search",
+                               f"search for the topic {q}")
+        if step is not None:
+            return step
+        hit = next((e for e in _topic_titles(ob) if kit.norm(e.text) == kit.norm(title)), None)
+        return kit.why(kit.click(ob, hit), f"open {q}, whose page names its board",
+                       f"go to {q} to read the board above its title")
+
+
+class OpeningPostLikes(ForumTask):
+    template = "count_opening_post_likes"
+    intent_template = 'How many likes does the opening post of "{title}" have? Answer with a number.'
+    intent_templates = (
+        intent_template,
+        'How many people liked the first post in "{title}"?',
+        'Count the likes on the post that started the {board} thread "{title}".',
+        'What is the like count of the original post of "{title}"?',
+    )
+    user = "heidi_r"
+    answer_task = True
+    DETOURS = (None, "board", "topic")
+
+    def sample(self, rng):
+        _, t = _pick_topic(rng, lambda i, t: t.author != self.user)
+        return {"title": t.title, "board": t.board}
+
+    def check(self, answer):
+        s = self.data()
+        i = next(i for i, t in enumerate(s.topics) if t.title == self.params["title"])
+        want = sum(like.topic == i and like.post == 0 for like in s.likes)
+        got = _number(answer)
+        return got == want, f"answered {got}, the opening post has {want} likes"
+
+    def goal_why(self):
+        q = _q(self.params["title"])
+        return (f"tell how many likes the first post of {q} has", f"give the like count of {q}'s opening post")
+
+    def decide(self, ob, memory):
+        q = _q(self.params["title"])
+        step = self.open_topic(ob, memory, f"open {q} and look at its first post",
+                               f"get to {q} to read the likes of its opening post")
+        if step is not None:
+            return step
+        first = kit.find(ob, lambda e: e.tag == "a" and "js-like" in e.attrs.get("class", ""))
+        n = re.search(r"\((\d+)\)", first.text or "") if first is not None else None
+        return kit.why(kit.finish(n.group(1)), *self.goal_why()) if n else None
+
+
+# ----------------------------------------------------------------------------- state (newer)
+class FollowTopic(ForumTask):
+    template = "follow_topic"
+    intent_template = 'Notify me of new replies in the topic "{title}".'
+    intent_templates = (
+        intent_template,
+        'Subscribe to "{title}" so that I hear about new posts.',
+        'I want to follow the {board} thread "{title}"; turn on its notifications.',
+        'Watch "{title}" for replies.',
+    )
+    user = "carol_j"
+    DETOURS = (None, "board", "topic")
+
+    def sample(self, rng):
+        _, t = _pick_topic(rng)
+        return {"title": t.title, "board": t.board}
+
+    def check(self, answer):
+        row = self.topic_row(self.params["title"])
+        rows = self.site.query("select is_active from spirit_topic_notification_topicnotification "
+                               "where topic_id = ? and user_id = ?", (row[0], self.user_id(self.user)))
+        ok = bool(rows) and bool(rows[0][0])
+        return ok, "subscribed" if ok else f"notification rows {rows!r}"
+
+    def goal_why(self):
+        q = _q(self.params["title"])
+        return (f"get notified of new replies in {q}", f"follow {q}")
+
+    def decide(self, ob, memory):
+        q = _q(self.params["title"])
+        step = self.open_topic(ob, memory, f"open {q}, the thread to follow", f"get to {q} and its notification button")
+        if step is not None:
+            return step
+        return self.send(ob, memory, kit.button(ob, "Notify Me", prefer_visible=True), "Notify Me button",
+                         f"subscribe to replies in {q}", "turn on notifications for this thread")
+
+
+class ReportReply(ForumTask):
+    template = "report_reply_as_spam"
+    intent_template = "Report {member}'s reply in the topic \"{title}\" as spam."
+    intent_templates = (
+        intent_template,
+        'Flag the post {member} wrote in "{title}" as spam.',
+        '{member} posted spam in the {board} thread "{title}". Report their reply.',
+        'Send a spam report about {member}\'s comment in "{title}".',
+    )
+    user = "alice_w"
+    DETOURS = (None, "board", "topic")
+
+    def sample(self, rng):
+        _, t = _pick_topic(rng, lambda i, t: bool(_one_time_repliers(t, self.user)))
+        return {"title": t.title, "board": t.board, "member": rng.choice(_one_time_repliers(t, self.user))}
+
+    def check(self, answer):
+        row = self.topic_row(self.params["title"])
+        rows = self.site.query(
+            "select f.reason from spirit_comment_flag_flag f join spirit_comment_comment c on c.id = f.comment_id "
+            "where c.topic_id = ? and c.user_id = ? and f.user_id = ?",
+            (row[0], self.user_id(self.params["member"]), self.user_id(self.user)))
+        ok = len(rows) == 1 and rows[0][0] == 0
+        return ok, f"your reports on {self.params['member']}'s reply: {rows!r} (0: spam)"
+
+    def goal_why(self):
+        p = self.params
+        return (f"report {p['member']}'s reply in {_q(p['title'])} as spam", f"flag {p['member']}'s post to the moderators")
+
+    def decide(self, ob, memory):
+        p, q = self.params, _q(self.params["title"])
+        member = p["member"]
+        if re.match(r"/comment/flag/\d+/create/", kit.path(ob)):
+            reason = kit.field(ob, "reason", "select", prefer_visible=True)
+            if reason is not None and not memory.get("reason"):
+                step = kit.once(memory, "reason", kit.why(kit.select(ob, reason, "Spam"), "give spam as the reason",
+                                                          f"say that {member}'s post is spam"))
+                if step is not None:
+                    return step
+            return self.send(ob, memory, kit.button(ob, "Report", prefer_visible=True), "Report button",
+                             "send the report to the moderators", f"file the spam report on {member}'s reply")
+        step = self.open_topic(ob, memory, f"open {q}, where {member} replied", f"find {member}'s reply in {q}")
+        if step is not None:
+            return step
+        report = _post_action(ob, member, r"/comment/flag/\d+/create/")
+        return kit.why(kit.click(ob, report), f"report {member}'s reply", f"open the report form of {member}'s post")
+
+
+class RenameOwnTopic(ForumTask):
+    template = "rename_own_topic"
+    intent_template = 'Rename your topic "{title}" to "{new_title}".'
+    intent_templates = (
+        intent_template,
+        'Change the title of my thread "{title}" to "{new_title}".',
+        'My {board} topic "{title}" should be called "{new_title}" now. Update it.',
+        'Edit the title of "{title}", which I started, so that it reads "{new_title}".',
+    )
+    user = "carol_j"
+    DETOURS = (None, "board", "topic")
+    #: How the new title is made from the old one.
+    RENAMES = ("[Solved] {title}", "{title} (updated)", "{title} - summary inside", "Update: {title}")
+
+    def sample(self, rng):
+        _, t = _pick_topic(rng, lambda i, t: t.author == self.user and not t.closed)
+        return {"title": t.title, "board": t.board, "new_title": rng.choice(self.RENAMES).format(title=t.title)}
+
+    def check(self, answer):
+        p = self.params
+        new = self.site.query("select user_id from spirit_topic_topic where title = ?", (p["new_title"],))
+        old = self.site.query("select count(*) from spirit_topic_topic where title = ?", (p["title"],))[0][0]
+        ok = len(new) == 1 and new[0][0] == self.user_id(self.user) and old == 0
+        return ok, f"{len(new)} topics titled {p['new_title']!r}, {old} still titled {p['title']!r}"
+
+    def goal_why(self):
+        p = self.params
+        return (f"rename {_q(p['title'])} to {_q(p['new_title'])}", f"give your topic the title {_q(p['new_title'])}")
+
+    def decide(self, ob, memory):
+        p, q = self.params, _q(self.params["title"])
+        if re.match(r"/topic/update/\d+/", kit.path(ob)):
+            box = kit.field(ob, "title", "input", prefer_visible=True)
+            step = kit.why(kit.fill(ob, kit.require(box, "title field"), p["new_title"]),
+                           f"type the new title, {_q(p['new_title'])}", "replace the topic's old title")
+            if step is not None:
+                return step
+            return self.send(ob, memory, kit.button(ob, "Update", prefer_visible=True), "Update button",
+                             "save the new title", f"rename {q} for good")
+        step = self.open_topic(ob, memory, f"open {q}, the topic you want to rename", f"get to your topic {q}")
+        if step is not None:
+            return step
+        return kit.why(kit.click(ob, kit.link(ob, "edit", href=r"^/topic/update/\d+/", prefer_visible=True)),
+                       f"open the settings of {q}, where its title can be changed", "edit your topic's title")
+
+
+class QuoteReply(ForumTask):
+    template = "reply_quoting_post"
+    intent_template = 'In the topic "{title}", reply to {member}\'s post quoting it, with the text "{text}".'
+    intent_templates = (
+        intent_template,
+        'Quote {member}\'s reply in "{title}" and answer it with "{text}".',
+        'Respond to what {member} said in the {board} thread "{title}": quote their post and add "{text}".',
+        'Post "{text}" in "{title}" as a reply that quotes {member}.',
+    )
+    user = "grace_h"
+    DETOURS = (None, "board", "topic")
+
+    def sample(self, rng):
+        _, t = _pick_topic(rng, lambda i, t: not t.closed and bool(_one_time_repliers(t, self.user)))
+        return {"title": t.title, "board": t.board, "member": rng.choice(_one_time_repliers(t, self.user)),
+                "text": rng.choice(REPLY_TEXTS).format(word=rng.choice(WORDS))}
+
+    def check(self, answer):
+        p = self.params
+        row = self.topic_row(p["title"])
+        rows = [r[0] for r in self.site.query(
+            "select comment from spirit_comment_comment where topic_id = ? and user_id = ? and not is_removed",
+            (row[0], self.user_id(self.user)))]
+        quoting = [c for c in rows if f"@{p['member']} said:" in c and p["text"] in c]
+        return len(quoting) == 1, f"{len(rows)} posts by {self.user} in the topic, {len(quoting)} quoting {p['member']}"
+
+    def goal_why(self):
+        p = self.params
+        return (f"answer {p['member']}'s post in {_q(p['title'])}, quoting it", f"reply to {p['member']} with a quote")
+
+    def decide(self, ob, memory):
+        p, q = self.params, _q(self.params["title"])
+        member, text = p["member"], p["text"]
+        if re.match(r"/comment/\d+/publish/\d+/quote/", kit.path(ob)):
+            box = kit.require(kit.field(ob, "comment", "textarea", prefer_visible=True), "comment box")
+            quoted = (box.value or "").rstrip()
+            if text not in quoted:
+                if f"@{member} said:" not in quoted:
+                    return None  # the quote is still being filled in
+                return kit.why(kit.fill(ob, box, f"{quoted}\n\n{text}"), f"write your answer below {member}'s quoted words",
+                               f"add your reply to {member} under the quote")
+            return self.send(ob, memory, kit.button(ob, "Publish", prefer_visible=True), "Publish button",
+                             f"post your reply quoting {member}", f"publish the answer to {member} in {q}")
+        step = self.open_topic(ob, memory, f"open {q}, where {member} posted", f"find {member}'s post in {q}")
+        if step is not None:
+            return step
+        return kit.why(kit.click(ob, _post_action(ob, member, r"/comment/\d+/publish/\d+/quote/")),
+                       f"quote {member}'s post in a new reply", f"start a reply that quotes {member}")
+
+
 TASKS: tuple[type[ForumTask], ...] = (
     ReplyToTopic, CreateTopic, EditOwnPost, LikePost, PrivateMessage, CloseTopic, PinTopic, MoveTopic,
     CountReplies, TopicAuthor, SearchPhrase, UpdateLocation,
+    OpenAuthorProfile, OpenBoard, OpenSearchResults, OpenMethodTopic, OpenAuthorTopics, OpenAuthorLikes,
+    OpenLastReplierProfile, OpenTopicBoard,
+    CountAuthorTopics, LastReplyDate, TopicBoard, OpeningPostLikes,
+    FollowTopic, ReportReply, RenameOwnTopic, QuoteReply,
 )
