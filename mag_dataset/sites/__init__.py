@@ -70,12 +70,13 @@ def site(name: str) -> Site:
     return site_class(name)()
 
 
-def tasks_of(name: str) -> dict[str, type["SiteTask"]]:
-    """Task id -> task class, for one site (imports BrowserGym)."""
+def tasks_of(name: str, *, cross_site: bool = True) -> dict[str, type["SiteTask"]]:
+    """Task id -> task class, for one site (imports BrowserGym): its own templates and, unless
+    ``cross_site`` is False, the cross-site ones that end on it."""
     site_class(name)
     module = importlib.import_module(SITES[name] + ".tasks")
-    cross = importlib.import_module("mag_dataset.sites.cross_site")
-    return {cls.get_task_id(): cls for cls in [*module.TASKS, *cross.tasks_ending_on(name)]}
+    cross = importlib.import_module("mag_dataset.sites.cross_site").tasks_ending_on(name) if cross_site else []
+    return {cls.get_task_id(): cls for cls in [*module.TASKS, *cross]}
 
 
 def _all_tasks() -> dict[str, type["SiteTask"]]:
