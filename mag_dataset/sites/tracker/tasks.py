@@ -1,13 +1,19 @@
 """Live tasks on the tracker site (Trac): tickets, queries, roadmap, wiki and admin.
 
-Twelve templates, GitLab-like as in WebArena: create, comment, reassign, close and re-plan
-tickets; triage several tickets at once (the long one: five tickets, some 60 steps); count
-with the custom query; look a ticket up by its title; find the newest ticket matching a
-search; add a milestone and a component in the admin panel; edit a wiki page. Each template
-states its goal in several phrasings (``intent_templates``, WebArena's ``intent`` style: what
-the user wants, not the clicks). Parameters come from the seed definitions
+Twenty-six templates, GitLab-like as in WebArena, of its three kinds. State changes: create,
+comment, reassign, close, reopen and re-plan tickets, change their priority and keywords;
+triage several tickets at once (the long one: five tickets, some 60 steps); add a milestone
+and a component in the admin panel, edit a milestone's description and a wiki page.
+Information (the ``finish`` answer): count with the custom query; look a ticket's milestone
+or reporter up; find the newest ticket matching a search; count a milestone's tickets, read
+its due date. Navigation (the page the agent ends on): a ticket by its title, a milestone,
+someone's open tickets, a component's tickets in a given order, a saved report, someone's
+activity on the timeline, a wiki page's history. Each template states its goal in several
+phrasings (``intent_templates``, WebArena's ``intent`` style: what the user wants, not the
+clicks). Parameters come from the seed definitions
 (:mod:`mag_dataset.sites.tracker.data`); each check reads Trac's database after the episode
-(WebArena's program-based evaluators), or the ``finish`` answer for the information-seeking ones.
+(WebArena's program-based evaluators), the ``finish`` answer for the information-seeking ones,
+or the final page's URL for the navigation ones (WebArena's ``url_match``).
 
 Every expert reads only the observation (elements found by id, name, tag and text; the URL),
 ``memory`` and its parameters, through the one expert kit (:mod:`mag_dataset.live.expert_kit`:
@@ -24,6 +30,7 @@ from __future__ import annotations
 
 import random
 import re
+import urllib.parse
 from datetime import datetime, timezone
 from typing import Any
 
@@ -34,7 +41,8 @@ from mag_dataset.live.observe import Observation
 from mag_dataset.sites.task import SiteTask
 from mag_dataset.sites.tracker import TrackerSite
 from mag_dataset.sites.tracker.data import (
-    COMPONENTS, DEVELOPERS, OPEN_MILESTONES, PRIORITIES, RESOLUTIONS, TYPES, USERS, seed_data,
+    COMPONENTS, DEVELOPERS, MILESTONES, OPEN_MILESTONES, PRIORITIES, REPORTERS, RESOLUTIONS, TYPES, USERS,
+    seed_data,
 )
 
 #: Share of task instances whose expert takes its template's detour.
@@ -1052,7 +1060,688 @@ class TriageTickets(_TrackerTask):
                                               f"keep the new owner, milestone and priority of #{tid}"))
 
 
+# ----------------------------------------------------------------------------- navigation, lookups and more edits
+#: The statuses of an open ticket: a query for "open tickets" filters on these (or on ``status=!closed``).
+OPEN_STATUSES = ("accepted", "assigned", "new", "reopened")
+#: Keywords the seed gives tickets (:mod:`mag_dataset.sites.tracker.data`); a task adds one a ticket lacks.
+KEYWORDS = ("regression", "performance", "security", "ui", "needinfo", "easy", "ux", "crash")
+
+
+def _final_query(url: str | None) -> dict[str, list[str]]:
+    """The query of the page a navigation task finished on (empty without one)."""
+    return urllib.parse.parse_qs(urllib.parse.urlsplit(url or "").query)
+
+
+def _open_only(url: str | None) -> tuple[bool, str]:
+    """Whether the query page ``url`` lists only open tickets: ``status=!closed``, or the four open statuses."""
+    got = _final_query(url).get("status", [])
+    ok = set(got) in ({"!closed"}, set(OPEN_STATUSES))
+    return ok, f"status filter {got!r}" + ("" if ok else ", wanted the open tickets only")
+
+
+def _completed(milestone: str) -> bool:
+    return MILESTONES[milestone][1] is not None
+
+
+def _to_milestone(ob: Observation, memory: dict[str, Any], milestone: str, *purposes: str) -> Decision | None:
+    """Steps to the page of ``milestone`` through the roadmap (completed milestones shown first when it is
+    one of them; ``purposes``: what opening it is for), or None once there."""
+    if kit.path(ob) == f"/milestone/{milestone}":
+        return None
+    if kit.path(ob) != "/roadmap":
+        road = kit.require(kit.link(ob, "Roadmap", href=r"^/roadmap$", prefer_visible=True), "Roadmap link")
+        return kit.why(_reached(kit.click(ob, road), "Roadmap link"), f"find {milestone} among the milestones",
+                       "open the roadmap, which lists the milestones")
+    what = f"link to the {milestone} milestone"
+    page = kit.link(ob, href=rf"^/milestone/{milestone}$", prefer_visible=True)
+    if page is None and _completed(milestone):
+        done = kit.require(kit.by_id(ob, "showcompleted"), "Show completed milestones checkbox")
+        if not done.checked:
+            return _toggle(ob, memory, done, "completed", "Show completed milestones checkbox",
+                           f"include the completed milestones, since {milestone} is finished",
+                           f"list the finished milestones too, {milestone} among them")
+        update = kit.require(kit.button(ob, "Update"), "Update button")
+        return kit.why(_reached(kit.click(ob, update), "Update button"), "show the completed milestones as well",
+                       f"bring {milestone} back onto the roadmap")
+    return kit.why(_reached(kit.click(ob, kit.require(page, what)), what), *purposes)
+
+
+class OpenTicketByTitle(_TrackerTask):
+    template = "open_ticket_by_title"
+    kind = "navigation"
+    intent_template = 'Open the ticket titled "{summary}".'
+    intent_templates = (
+        intent_template,
+        'Show me the ticket "{summary}".',
+        'Take me to the ticket about "{summary}".',
+        'I want to read the ticket "{summary}"; bring it up.',
+    )
+    user = "grace"
+    detours = ("refine",)  # search the first words of the title, then the whole title
+
+    def sample(self, rng: random.Random) -> dict[str, Any]:
+        t = rng.choice(seed_data().tickets)
+        return {"ticket": t.id, "summary": t.final["summary"]}
+
+    def check(self, answer: str | None) -> tuple[bool, str]:
+        return self.on_page(f"/ticket/{self.params['ticket']}")
+
+    def expert(self, ob: Observation, memory: dict[str, Any]) -> Decision | None:
+        p, t = self.params, self.params["ticket"]
+        if kit.path(ob) == f"/ticket/{t}":
+            return kit.why(kit.finish(), f'show the ticket "{p["summary"]}"', f"stay on ticket #{t}, the one asked for")
+        if self.detour(memory) == "refine":
+            if not memory.get("searched"):
+                return _search(ob, memory, " ".join(p["summary"].split()[:3]),
+                               ("look the ticket up by the start of its title", "search for the first words of the title"),
+                               ("list the tickets that match", "run the search"))
+            if kit.path(ob) == "/search" and not memory.get("refined"):
+                box = kit.require(kit.by_id(ob, "q"), "search field")
+                if (box.value or "") != p["summary"]:
+                    return kit.why(_reached(kit.fill(ob, box, p["summary"]), "search field"),
+                                   "narrow the results down to the whole title", "search for the full title instead")
+                return kit.once(memory, "refined", kit.why(kit.press("Enter"), "run the search with the whole title",
+                                                           "search again with the full title"))
+        return _find_by_title(ob, memory, t, p["summary"])
+
+
+class OpenMilestone(_TrackerTask):
+    template = "open_milestone"
+    kind = "navigation"
+    intent_template = "Open the milestone {milestone}."
+    intent_templates = (
+        intent_template,
+        "Show me the page of the {milestone} milestone.",
+        "Take me to milestone {milestone}.",
+        "I'd like to see how the {milestone} milestone is going; open its page.",
+    )
+    user = "bob"
+
+    def sample(self, rng: random.Random) -> dict[str, Any]:
+        return {"milestone": rng.choice(sorted(MILESTONES))}
+
+    def check(self, answer: str | None) -> tuple[bool, str]:
+        return self.on_page(f"/milestone/{self.params['milestone']}")
+
+    def expert(self, ob: Observation, memory: dict[str, Any]) -> Decision | None:
+        m = self.params["milestone"]
+        step = _to_milestone(ob, memory, m, f"open the page of {m}", f"see the {m} milestone on its own page")
+        if step:
+            return step
+        return kit.why(kit.finish(), f"show the {m} milestone", f"stay on the page of {m}")
+
+
+class OwnerOpenTickets(_TrackerTask):
+    template = "owner_open_tickets"
+    kind = "navigation"
+    intent_template = "Show me the open tickets assigned to {owner_name}."
+    intent_templates = (
+        intent_template,
+        "List the tickets {owner_name} still has to work on, all the open ones.",
+        "Bring up {owner_name}'s open tickets.",
+        "I need the list of open tickets owned by {owner_name}.",
+    )
+    user = "frank"
+    detours = ("report",)  # try the ready-made Active Tickets report first, then the custom query
+
+    def sample(self, rng: random.Random) -> dict[str, Any]:
+        owner = rng.choice(DEVELOPERS)
+        return {"owner": owner, "owner_name": _user_name(owner)}
+
+    def check(self, answer: str | None) -> tuple[bool, str]:
+        ok, reason = self.on_page("/query", owner=self.params["owner"])
+        return _open_only(self.final_url) if ok else (ok, reason)
+
+    def expert(self, ob: Observation, memory: dict[str, Any]) -> Decision | None:
+        p = self.params
+        name = p["owner_name"]
+        if kit.path(ob) != "/query":
+            if re.fullmatch(r"/report/\d+", kit.path(ob)):
+                memory["back"] = True
+                return _go_back("return to the list of reports, since this one shows everybody's tickets",
+                                f"build a query of {name}'s tickets instead of this report")
+            if kit.path(ob) == "/report":
+                if self.detour(memory) == "report" and not memory.get("report"):
+                    report = kit.require(kit.link(ob, href=r"^/report/1$"), "Active Tickets report")
+                    return kit.once(memory, "report", kit.why(
+                        _reached(kit.click(ob, report), "Active Tickets report"),
+                        f"look for {name}'s tickets in the report of active tickets first",
+                        "try the ready-made report of active tickets first"))
+                custom = kit.require(kit.link(ob, "New Custom Query"), "New Custom Query link")
+                return kit.why(_reached(kit.click(ob, custom), "New Custom Query link"),
+                               f"filter the tickets by their owner, {name}", "build a query of the open tickets by owner")
+            view = kit.require(kit.link(ob, "View Tickets"), "View Tickets link")
+            return kit.why(_reached(kit.click(ob, view), "View Tickets link"),
+                           f"find a way to list {name}'s tickets", "open the ticket reports and queries")
+        q = kit.query(ob)
+        if memory.get("updated") and q.get("owner") == [p["owner"]]:
+            return kit.why(kit.finish(), f"show {name}'s open tickets", f"leave the list of {name}'s open tickets on screen")
+        owner = kit.require(kit.find(ob, lambda e: e.tag == "select"
+                                     and re.fullmatch(r"\d+_owner", e.attrs.get("name", "")) is not None),
+                            "owner filter")
+        if not memory.get("owner"):
+            return kit.once(memory, "owner", kit.why(_reached(kit.select(ob, owner, p["owner"]), "owner filter"),
+                                                     f"keep only {name}'s tickets",
+                                                     f"filter the list to tickets owned by {name}"))
+        for box in kit.find_all(ob, lambda e: e.tag == "input" and e.attrs.get("type") == "checkbox"
+                                and re.fullmatch(r"\d+_status", e.attrs.get("name", "")) is not None):
+            value = box.attrs.get("value")
+            want = value in OPEN_STATUSES
+            if bool(box.checked) != want:
+                purposes = ((f"include {value} tickets", f"list the {value} tickets too") if want else
+                            (f"leave out {value} tickets", "keep only the open tickets"))
+                return _toggle(ob, memory, box, f"clicked {value}", "status checkbox", *purposes)
+        update = kit.require(kit.by_name(ob, "update", tag="input"), "Update button")
+        return kit.once(memory, "updated", kit.why(_reached(kit.click(ob, update), "Update button"),
+                                                   f"list {name}'s open tickets", "run the query with these filters"))
+
+
+#: sort key of the query -> (how the intent says it, the column header's text, descending)
+SORTS: dict[str, tuple[str, str, bool]] = {
+    "summary": ("title", "Summary", False), "owner": ("owner", "Owner", False),
+    "milestone": ("milestone", "Milestone", False), "type": ("type", "Type", False),
+    "status": ("status", "Status", False), "id": ("ticket number, newest first", "Ticket", True),
+}
+
+
+class ComponentTicketsSorted(_TrackerTask):
+    template = "component_tickets_sorted"
+    kind = "navigation"
+    intent_template = "Show the open tickets of the {component} component sorted by {sort_label}."
+    intent_templates = (
+        intent_template,
+        "List the open {component} tickets, ordered by {sort_label}.",
+        "I want to go through the {component} component's open tickets by {sort_label}; bring them up that way.",
+        "Open the list of open tickets in {component}, sorted by {sort_label}.",
+    )
+    user = "bob"
+
+    def sample(self, rng: random.Random) -> dict[str, Any]:
+        component = rng.choice(sorted(COMPONENTS))
+        order = rng.choice(sorted(SORTS))
+        label, header, desc = SORTS[order]
+        return {"component": component, "order": order, "sort_label": label, "header": header, "desc": desc}
+
+    def check(self, answer: str | None) -> tuple[bool, str]:
+        p = self.params
+        ok, reason = self.on_page("/query", component=p["component"], order=p["order"])
+        if not ok:
+            return ok, reason
+        desc = _final_query(self.final_url).get("desc", ["0"])[0] not in ("", "0")
+        if desc != p["desc"]:
+            return False, f"sorted {'descending' if desc else 'ascending'}, wanted the other way"
+        return _open_only(self.final_url)
+
+    def expert(self, ob: Observation, memory: dict[str, Any]) -> Decision | None:
+        p = self.params
+        c, label = p["component"], p["sort_label"]
+        if kit.path(ob) != "/query":
+            what = f"link to the {c} tickets"
+            link = kit.require(kit.link(ob, c, href=rf"^/query\?component={re.escape(c)}&status=!closed"), what)
+            return kit.why(_reached(kit.click(ob, link), what), f"list the open tickets of {c}",
+                           f"open the {c} component's open tickets from the start page")
+        q = kit.query(ob)
+        desc = q.get("desc", ["0"])[0] not in ("", "0")
+        if q.get("order") == [p["order"]] and desc == p["desc"]:
+            return kit.why(kit.finish(), f"show the open {c} tickets sorted by {label}",
+                           f"leave the {c} tickets on screen in the order asked for")
+        what = f"{p['header']} column header"
+        header = kit.require(kit.link(ob, p["header"], href=r"^/query\?.*order="), what)
+        purposes = ((f"reverse the order so that the newest {c} tickets come first", "sort again, now descending")
+                    if q.get("order") == [p["order"]] else
+                    (f"sort the tickets by {p['header'].lower()}", f"order the {c} tickets by {label}"))
+        return kit.why(_reached(kit.click(ob, header), what), *purposes)
+
+
+#: report number -> what it lists, as the intent says it (report 5 is report 4 with descriptions: left out)
+REPORTS: dict[int, str] = {
+    1: "all active tickets", 2: "the active tickets grouped by version", 3: "the active tickets grouped by milestone",
+    4: "the accepted, active tickets grouped by owner", 6: "all tickets by milestone, closed ones included",
+    7: "my own tickets", 8: "the active tickets with mine listed first",
+}
+
+
+class OpenReport(_TrackerTask):
+    template = "open_report"
+    kind = "navigation"
+    intent_template = "Open the report of {what}."
+    intent_templates = (
+        intent_template,
+        "Show me the ready-made report that lists {what}.",
+        "Take me to the tracker's report of {what}.",
+        "I need the saved report with {what}; open it.",
+    )
+    user = "carol"
+    detours = ("neighbour",)  # open the report next to it first, then go back to the list
+
+    def sample(self, rng: random.Random) -> dict[str, Any]:
+        report = rng.choice(sorted(REPORTS))
+        return {"report": report, "what": REPORTS[report]}
+
+    def check(self, answer: str | None) -> tuple[bool, str]:
+        return self.on_page(f"/report/{self.params['report']}")
+
+    def _neighbour(self) -> int:
+        order = sorted(REPORTS)
+        i = order.index(self.params["report"])
+        near = [order[j] for j in (i - 1, i + 1) if 0 <= j < len(order)]
+        return random.Random(f"{self.get_task_id()}:{self.seed}:detour:report").choice(near)
+
+    def expert(self, ob: Observation, memory: dict[str, Any]) -> Decision | None:
+        p = self.params
+        n, what = p["report"], p["what"]
+        if kit.path(ob) == f"/report/{n}":
+            return kit.why(kit.finish(), f"show the report of {what}", f"stay on report {{{n}}}, the one asked for")
+        if re.fullmatch(r"/report/\d+", kit.path(ob)):
+            memory["back"] = True
+            return _go_back(f"return to the list of reports, since this one is not the report of {what}",
+                            "get back to the reports and pick the right one")
+        if kit.path(ob) != "/report":
+            view = kit.require(kit.link(ob, "View Tickets"), "View Tickets link")
+            return kit.why(_reached(kit.click(ob, view), "View Tickets link"), "open the list of saved reports",
+                           f"find the report of {what} among the reports")
+        if self.detour(memory) == "neighbour" and not memory.get("back"):
+            wrong = self._neighbour()
+            what_link = f"report {wrong}"
+            link = kit.require(kit.link(ob, href=rf"^/report/{wrong}$"), what_link)
+            return kit.once(memory, "neighbour", kit.why(_reached(kit.click(ob, link), what_link),
+                                                         f"check report {{{wrong}}} first, in case it lists {what}",
+                                                         f"look at report {{{wrong}}} first"))
+        what_link = f"report {n}"
+        link = kit.require(kit.link(ob, href=rf"^/report/{n}$"), what_link)
+        return kit.why(_reached(kit.click(ob, link), what_link), f"open the report of {what}",
+                       f"pick report {{{n}}}, which lists {what}")
+
+
+class AuthorTimeline(_TrackerTask):
+    template = "author_timeline"
+    kind = "navigation"
+    intent_template = 'Show me what the user "{author}" did on the tracker in the last {days} days.'
+    intent_templates = (
+        intent_template,
+        'Open the timeline of the changes made by "{author}" over the past {days} days.',
+        "I want to review {author}'s activity of the last {days} days; show it on the timeline.",
+        'List everything "{author}" changed in the last {days} days, on the timeline.',
+    )
+    user = "alice"
+
+    def sample(self, rng: random.Random) -> dict[str, Any]:
+        author = rng.choice(DEVELOPERS + REPORTERS)
+        return {"author": author, "author_name": _user_name(author), "days": rng.choice((7, 14, 45, 60, 90))}
+
+    def check(self, answer: str | None) -> tuple[bool, str]:
+        return self.on_page("/timeline", authors=self.params["author"], daysback=str(self.params["days"]))
+
+    def expert(self, ob: Observation, memory: dict[str, Any]) -> Decision | None:
+        p = self.params
+        author, days = p["author"], str(p["days"])
+        if kit.path(ob) != "/timeline":
+            tl = kit.require(kit.link(ob, "Timeline", href=r"^/timeline$", prefer_visible=True), "Timeline link")
+            return kit.why(_reached(kit.click(ob, tl), "Timeline link"), "open the timeline of recent changes",
+                           f"go to the timeline to see {author}'s activity")
+        q = kit.query(ob)
+        if memory.get("updated") and q.get("authors") == [author] and q.get("daysback") == [days]:
+            return kit.why(kit.finish(), f"show {author}'s changes of the last {days} days",
+                           f"leave {author}'s activity on screen")
+        back = kit.require(kit.field(ob, "daysback", "input"), "days back field")
+        if (back.value or "") != days:
+            return kit.why(_reached(kit.fill(ob, back, days), "days back field"), f"go back {days} days",
+                           f"cover the last {days} days")
+        who = kit.require(kit.field(ob, "authors", "input"), "author field")
+        if (who.value or "") != author:
+            return kit.why(_reached(kit.fill(ob, who, author), "author field"), f"keep only the changes made by {author}",
+                           f"filter the timeline to {author}")
+        update = kit.require(kit.by_name(ob, "update", tag="input"), "Update button")
+        return kit.once(memory, "updated", kit.why(_reached(kit.click(ob, update), "Update button"),
+                                                   "apply the filters to the timeline",
+                                                   f"show {author}'s activity of the last {days} days"))
+
+
+class WikiHistory(_TrackerTask):
+    template = "wiki_history"
+    kind = "navigation"
+    intent_template = 'Open the history of the wiki page "{title}".'
+    intent_templates = (
+        intent_template,
+        "Show me who changed the {title} page of the wiki, and when.",
+        'Take me to the list of versions of the wiki page "{title}".',
+        "I want to see the edit history of the {title} wiki page.",
+    )
+    user = "alice"
+
+    def sample(self, rng: random.Random) -> dict[str, Any]:
+        page = rng.choice(sorted(QUICK_LINKS))
+        return {"page": page, "title": QUICK_LINKS[page]}
+
+    def check(self, answer: str | None) -> tuple[bool, str]:
+        return self.on_page(f"/wiki/{self.params['page']}", action="history")
+
+    def expert(self, ob: Observation, memory: dict[str, Any]) -> Decision | None:
+        p = self.params
+        page, title = p["page"], p["title"]
+        if kit.path(ob) == f"/wiki/{page}":
+            if kit.query(ob).get("action") == ["history"]:
+                return kit.why(kit.finish(), f"show the history of the {title} page",
+                               f"leave the list of versions of {title} on screen")
+            hist = kit.require(kit.link(ob, "History", href=rf"^/wiki/{page}\?action=history$"), "History link")
+            return kit.why(_reached(kit.click(ob, hist), "History link"), f"open the version history of {title}",
+                           "see who changed the page and when")
+        what = f"link to {page}"
+        link = kit.require(kit.link(ob, title, href=rf"/wiki/{page}$"), what)
+        return kit.why(_reached(kit.click(ob, link), what), f"open the {title} page",
+                       f"go to the {title} page, whose history is wanted")
+
+
+class TicketReporter(_TrackerTask):
+    template = "ticket_reporter"
+    intent_template = "Who reported ticket #{ticket}? Answer with their full name."
+    intent_templates = (
+        intent_template,
+        "Who opened ticket #{ticket}?",
+        "Tell me the name of the person who filed ticket #{ticket}.",
+        "Ticket #{ticket}: who is its reporter?",
+    )
+    user = "dave"
+    answer_task = True
+
+    def sample(self, rng: random.Random) -> dict[str, Any]:
+        t = rng.choice(seed_data().tickets)
+        return {"ticket": t.id, "reporter": t.final["reporter"], "reporter_name": _user_name(t.final["reporter"])}
+
+    def check(self, answer: str | None) -> tuple[bool, str]:
+        p = self.params
+        got = kit.norm(answer).strip(" .\"'")
+        ok = got in (kit.norm(p["reporter_name"]), p["reporter"])
+        return ok, f"answer {answer!r}, expected {p['reporter_name']!r}"
+
+    def expert(self, ob: Observation, memory: dict[str, Any]) -> Decision | None:
+        t = self.params["ticket"]
+        step = _open_ticket(ob, memory, t)
+        if step:
+            return step
+        cell = kit.require(kit.find(ob, lambda e: e.tag == "td" and e.attrs.get("headers") == "h_reporter"),
+                           "reporter cell")
+        return kit.why(kit.finish(cell.text.strip()), f"tell who reported ticket #{t}",
+                       f"report the name next to \"Reported by\" on #{t}")
+
+
+#: what a count of a milestone's tickets covers -> (the intent's words, the label on the milestone page)
+COUNTS: dict[str, tuple[str, str]] = {
+    "total": ("are planned for", "Total number of tickets"), "closed": ("have been closed in", "closed"),
+    "active": ("are still open in", "active"),
+}
+
+
+class MilestoneTicketCount(_TrackerTask):
+    template = "milestone_ticket_count"
+    intent_template = "How many tickets {which_words} the milestone {milestone}? Answer with the number only."
+    intent_templates = (
+        intent_template,
+        "Give me the number of tickets that {which_words} {milestone}.",
+        "Count the tickets that {which_words} milestone {milestone}.",
+        "What is the number of tickets that {which_words} the {milestone} milestone?",
+    )
+    user = "erin"
+    answer_task = True
+
+    def sample(self, rng: random.Random) -> dict[str, Any]:
+        which = rng.choice(sorted(COUNTS))
+        # a completed milestone has no open ticket left: only its total is worth asking for
+        milestone = rng.choice([m for m in sorted(MILESTONES) if which == "total" or not _completed(m)])
+        tickets = [t for t in seed_data().tickets if t.final["milestone"] == milestone]
+        count = (len(tickets) if which == "total" else
+                 sum(1 for t in tickets if (t.final["status"] == "closed") == (which == "closed")))
+        return {"milestone": milestone, "which": which, "which_words": COUNTS[which][0], "count": count}
+
+    def check(self, answer: str | None) -> tuple[bool, str]:
+        nums = re.findall(r"\d+", answer or "")
+        return nums == [str(self.params["count"])], f"answer {answer!r}, expected {self.params['count']}"
+
+    def expert(self, ob: Observation, memory: dict[str, Any]) -> Decision | None:
+        p = self.params
+        m, words = p["milestone"], p["which_words"]
+        step = _to_milestone(ob, memory, m, f"open {m} to read its ticket counts",
+                             f"see how many tickets {words} {m} on its page")
+        if step:
+            return step
+        legend = kit.require(kit.find(ob, lambda e: e.tag == "p" and "legend" in e.attrs.get("class", "").split()),
+                             "ticket counts")
+        found = re.search(rf"{COUNTS[p['which']][1]}:\s*(\d+)", legend.all_text or legend.text)
+        if found is None:
+            raise kit.ExpertError(f"no {p['which']} count in {legend.text!r}")
+        return kit.why(kit.finish(found.group(1)), f"tell how many tickets {words} {m}",
+                       f"report the count shown on the {m} page")
+
+
+_DATE_FORMATS = ("%Y-%m-%d", "%B %d, %Y", "%d %B %Y", "%b %d, %Y", "%d %b %Y", "%Y/%m/%d")
+
+
+def _dates_in(text: str | None) -> set[str]:
+    """The dates written in ``text`` (ISO or spelled-out month), as ``YYYY-MM-DD``."""
+    found = set(re.findall(r"\d{4}-\d{2}-\d{2}", text or ""))
+    for piece in re.findall(r"[A-Za-z]+ \d{1,2}, \d{4}|\d{1,2} [A-Za-z]+ \d{4}|\d{4}/\d{2}/\d{2}", text or ""):
+        for fmt in _DATE_FORMATS:
+            try:
+                found.add(datetime.strptime(piece, fmt).strftime("%Y-%m-%d"))
+                break
+            except ValueError:
+                continue
+    return found
+
+
+class MilestoneDue(_TrackerTask):
+    template = "milestone_due"
+    intent_template = "What is the due date of the milestone {milestone}? Answer as YYYY-MM-DD."
+    intent_templates = (
+        intent_template,
+        "When is {milestone} due?",
+        "By which date should the {milestone} milestone be done?",
+        "Tell me the due date of milestone {milestone}.",
+    )
+    user = "grace"
+    answer_task = True
+
+    def sample(self, rng: random.Random) -> dict[str, Any]:
+        milestone = rng.choice([m for m, (due, done, _) in MILESTONES.items() if due is not None and done is None])
+        return {"milestone": milestone, "due": MILESTONES[milestone][0].strftime("%Y-%m-%d")}  # type: ignore[union-attr]
+
+    def check(self, answer: str | None) -> tuple[bool, str]:
+        got = _dates_in(answer)
+        return got == {self.params["due"]}, f"answer {answer!r}, expected {self.params['due']}"
+
+    def expert(self, ob: Observation, memory: dict[str, Any]) -> Decision | None:
+        m = self.params["milestone"]
+        step = _to_milestone(ob, memory, m, f"open {m} to read its due date", f"look up when {m} is due on its page")
+        if step:
+            return step
+        date = kit.require(kit.find(ob, lambda e: e.tag == "p" and "date" in e.attrs.get("class", "").split()),
+                           "due date")
+        found = re.search(r"\d{4}-\d{2}-\d{2}", date.all_text or date.text)
+        if found is None:
+            raise kit.ExpertError(f"no date in {date.text!r}")
+        return kit.why(kit.finish(found.group(0)), f"tell when {m} is due", f"report the due date of {m}")
+
+
+class ChangePriority(_TrackerTask):
+    template = "change_priority"
+    intent_template = "{direction} the priority of ticket #{ticket} to {priority}."
+    intent_templates = (
+        intent_template,
+        "Set the priority of ticket #{ticket} to {priority}.",
+        'Ticket #{ticket} ("{summary}") should be {priority}; change its priority.',
+        "Make #{ticket} a {priority} ticket.",
+    )
+    user = "dave"
+    detours = ("by_title",)  # find the ticket by its title instead of its number
+
+    def sample(self, rng: random.Random) -> dict[str, Any]:
+        t = rng.choice(_open_tickets())
+        priority = rng.choice([x for x in PRIORITIES if x != t.final["priority"]])
+        direction = "Raise" if PRIORITIES.index(priority) < PRIORITIES.index(t.final["priority"]) else "Lower"
+        return {"ticket": t.id, "summary": t.final["summary"], "priority": priority, "direction": direction,
+                "status": t.final["status"]}
+
+    def check(self, answer: str | None) -> tuple[bool, str]:
+        t = self._ticket_row(self.params["ticket"])
+        if t["priority"] != self.params["priority"]:
+            return False, f"priority is {t['priority']!r}, wanted {self.params['priority']!r}"
+        return t["status"] == self.params["status"], f"status {t['status']!r}"
+
+    def expert(self, ob: Observation, memory: dict[str, Any]) -> Decision | None:
+        p, t = self.params, self.params["ticket"]
+        if memory.get("submitted"):
+            return kit.why(kit.finish(), f"make #{t} a {p['priority']} ticket", f"change the priority of #{t}")
+        step = ((_find_by_title(ob, memory, t, p["summary"]) if self.detour(memory) == "by_title" else None)
+                or _open_ticket(ob, memory, t)
+                or _open_modify(ob, memory, f"open the form for changing ticket #{t}", "unfold the ticket's editing form"))
+        if step:
+            return step
+        if not memory.get("priority"):
+            el = kit.require(kit.by_id(ob, "field-priority"), "priority list")
+            return kit.once(memory, "priority", kit.why(_reached(kit.select(ob, el, p["priority"]), "priority list"),
+                                                        f"set the priority to {p['priority']}",
+                                                        f"{p['direction'].lower()} #{t} to {p['priority']}"))
+        return _comment_and_submit(ob, memory, None, submitted=(f"save the new priority of #{t}",
+                                                                "store the change on the ticket"))
+
+
+class AddKeyword(_TrackerTask):
+    template = "add_keyword"
+    intent_template = 'Add the keyword "{keyword}" to ticket #{ticket}.'
+    intent_templates = (
+        intent_template,
+        'Tag ticket #{ticket} with "{keyword}".',
+        'Ticket #{ticket} ("{summary}") should carry the keyword "{keyword}" too; add it, keeping the others.',
+        'Put "{keyword}" among the keywords of #{ticket}.',
+    )
+    user = "carol"
+
+    def sample(self, rng: random.Random) -> dict[str, Any]:
+        t = rng.choice(_open_tickets())
+        old = t.final["keywords"].split()
+        return {"ticket": t.id, "summary": t.final["summary"], "old": old,
+                "keyword": rng.choice([k for k in KEYWORDS if k not in old])}
+
+    def check(self, answer: str | None) -> tuple[bool, str]:
+        p = self.params
+        rows = self.site.query("SELECT keywords FROM ticket WHERE id=?", (p["ticket"],))
+        words = set((rows[0][0] or "").replace(",", " ").split()) if rows else set()
+        want = set(p["old"]) | {p["keyword"]}
+        return words == want, f"keywords {sorted(words)}, wanted {sorted(want)}"
+
+    def expert(self, ob: Observation, memory: dict[str, Any]) -> Decision | None:
+        t, kw = self.params["ticket"], self.params["keyword"]
+        if memory.get("submitted"):
+            return kit.why(kit.finish(), f'tag #{t} with "{kw}"', f"add the keyword to #{t}")
+        step = _open_ticket(ob, memory, t) or _open_modify(ob, memory, f"open the form for changing ticket #{t}",
+                                                           "unfold the ticket's editing form")
+        if step:
+            return step
+        box = kit.require(kit.by_id(ob, "field-keywords"), "keywords field")
+        current = (box.value or "").split()
+        if kw not in current:
+            return kit.why(_reached(kit.fill(ob, box, " ".join(current + [kw])), "keywords field"),
+                           f'add "{kw}" after the keywords #{t} already has', f'tag the ticket with "{kw}"')
+        return _comment_and_submit(ob, memory, None, submitted=(f"save the new keyword of #{t}",
+                                                                "store the change on the ticket"))
+
+
+class ReopenTicket(_TrackerTask):
+    template = "reopen_ticket"
+    intent_template = 'Reopen ticket #{ticket} with the comment "{comment}"'
+    intent_templates = (
+        intent_template,
+        'Ticket #{ticket} ("{summary}") is not solved after all: reopen it, saying "{comment}"',
+        'Please reopen the closed ticket #{ticket} and note "{comment}".',
+        'Reopen #{ticket}; explain why with "{comment}"',
+    )
+    user = "erin"
+
+    def sample(self, rng: random.Random) -> dict[str, Any]:
+        t = rng.choice([t for t in seed_data().tickets if t.final["status"] == "closed"])
+        comment = rng.choice(("Still happens on build {n}.", "Seen again by a customer (report {n}).",
+                              "The fix did not reach release {n}.")).format(n=rng.randint(1000, 9999))
+        return {"ticket": t.id, "summary": t.final["summary"], "comment": comment}
+
+    def check(self, answer: str | None) -> tuple[bool, str]:
+        t = self._ticket_row(self.params["ticket"])
+        if t["status"] != "reopened":
+            return False, f"status is {t['status']!r}, wanted 'reopened'"
+        if self.params["comment"] not in [c.strip() for c in self._new_comments(self.params["ticket"], self.user)]:
+            return False, "reopened, but without the comment"
+        return True, "reopened with the comment"
+
+    def expert(self, ob: Observation, memory: dict[str, Any]) -> Decision | None:
+        p, t = self.params, self.params["ticket"]
+        if memory.get("submitted"):
+            return kit.why(kit.finish(), f"reopen ticket #{t}", f"put #{t} back among the open tickets")
+        step = _open_ticket(ob, memory, t) or _open_modify(ob, memory, f"open the form for changing ticket #{t}",
+                                                           "unfold the ticket's editing form")
+        if step:
+            return step
+        radio = kit.require(kit.by_id(ob, "action_reopen"), "reopen radio")
+        if not radio.checked:
+            return _toggle(ob, memory, radio, "radio", "reopen radio", f"choose to reopen #{t}",
+                           "put the ticket back into the open state")
+        return _comment_and_submit(ob, memory, p["comment"],
+                                   written=("say why the ticket is reopened", "write the reason in a comment"),
+                                   submitted=(f"reopen ticket #{t}", "store the new status and the comment"))
+
+
+class EditMilestoneDescription(_TrackerTask):
+    template = "edit_milestone_description"
+    intent_template = 'Change the description of the milestone {milestone} to "{description}".'
+    intent_templates = (
+        intent_template,
+        'The {milestone} milestone should be described as "{description}"; update it.',
+        'Replace the description of milestone {milestone} with "{description}"',
+        'Rewrite the {milestone} milestone\'s description to read "{description}"',
+    )
+    user = "dave"
+
+    def sample(self, rng: random.Random) -> dict[str, Any]:
+        milestone = rng.choice(OPEN_MILESTONES)
+        who = _user_name(rng.choice(DEVELOPERS))
+        description = rng.choice((
+            "Scope frozen on 2025-06-{d:02d}: bug fixes only from now on.",
+            "Release manager: {who}. Planning meeting on 2025-06-{d:02d}.",
+            "Focus: stability and the open blockers; {who} coordinates.",
+            "Moved the UI theme here; review with {who} on 2025-07-{d:02d}.",
+        )).format(d=rng.randint(3, 28), who=who)
+        return {"milestone": milestone, "description": description}
+
+    def check(self, answer: str | None) -> tuple[bool, str]:
+        p = self.params
+        rows = self.site.query("SELECT description FROM milestone WHERE name=?", (p["milestone"],))
+        got = rows[0][0] if rows else None
+        return kit.norm(got) == kit.norm(p["description"]), f"description {got!r}"
+
+    def expert(self, ob: Observation, memory: dict[str, Any]) -> Decision | None:
+        p = self.params
+        m = p["milestone"]
+        if memory.get("saved") and kit.path(ob) == f"/milestone/{m}":
+            return kit.why(kit.finish(), f"give {m} its new description", f"update the description of {m}")
+        step = _to_milestone(ob, memory, m, f"open {m}, whose description changes", f"go to the {m} milestone")
+        if step:
+            return step
+        text = kit.by_id(ob, "description")
+        if text is None:
+            edit = kit.require(kit.button(ob, "Edit milestone"), "Edit milestone button")
+            return kit.why(_reached(kit.click(ob, edit), "Edit milestone button"), f"open {m} for editing",
+                           "start editing the milestone")
+        if (text.value or "").strip() != p["description"]:
+            return kit.why(_reached(kit.fill(ob, text, p["description"]), "description field"),
+                           "replace the old description with the new one", f"write the new description of {m}")
+        save = kit.require(kit.by_name(ob, "save", tag="input"), "Submit changes button")
+        return kit.once(memory, "saved", kit.why(_reached(kit.click(ob, save), "Submit changes button"),
+                                                 f"save the new description of {m}", "store the change to the milestone"))
+
+
 TASKS: tuple[type[SiteTask], ...] = (
     CreateTicket, CommentTicket, ReassignTicket, CloseTicket, ChangeMilestone, CountQuery, TicketMilestone,
     SearchNewest, AddMilestone, AddComponent, EditWiki, TriageTickets,
+    # navigation (the page the agent ends on), information (the answer), state
+    OpenTicketByTitle, OpenMilestone, OwnerOpenTickets, ComponentTicketsSorted, OpenReport, AuthorTimeline,
+    WikiHistory, TicketReporter, MilestoneTicketCount, MilestoneDue, ChangePriority, AddKeyword, ReopenTicket,
+    EditMilestoneDescription,
 )
