@@ -26,7 +26,11 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.xdist_group("si
 SEEDS = site_expert_seeds(1)
 TEMPLATES = ("add_to_basket", "add_to_wishlist", "product_category", "product_price", "checkout", "edit_profile",
              "add_address", "change_order_status", "order_total", "count_orders_by_status", "edit_product_stock",
-             "multi_product_order")
+             "multi_product_order",
+             # pages to open (navigation), answers to find (information), changes to make (state)
+             "category_sorted_by_price", "cheapest_in_category_page", "search_results_sorted", "review_form_page",
+             "my_order_page", "open_dashboard_order", "open_customer_page", "product_stock", "order_customer",
+             "customer_last_order_items", "write_review", "reorder_item", "add_order_note", "update_order_address")
 
 
 @pytest.fixture(scope="module")
@@ -59,10 +63,23 @@ def _checksum(db) -> dict[str, tuple[int, str]]:
 
 def test_task_table_lists_every_template():
     from mag_dataset.sites import tasks_of
+    from mag_dataset.sites.shop.tasks import TASKS
 
-    ids = sorted(tasks_of("shop"))
-    assert ids == sorted(f"sites.shop.{t}" for t in TEMPLATES)
-    assert len(ids) >= 10
+    assert sorted(c.get_task_id() for c in TASKS) == sorted(f"sites.shop.{t}" for t in TEMPLATES)
+    assert sorted(tasks_of("shop", cross_site=False)) == sorted(f"sites.shop.{t}" for t in TEMPLATES)
+    assert set(tasks_of("shop")) > set(tasks_of("shop", cross_site=False))  # + the cross-site ones ending here
+
+
+def test_templates_cover_the_site():
+    """WebArena's three kinds of shopping task: pages to open, answers to find, changes to make."""
+    from collections import Counter
+
+    from mag_dataset.sites.shop.tasks import TASKS
+
+    kinds = Counter(c.kind for c in TASKS)
+    assert len(TASKS) >= 25, kinds
+    assert kinds["navigation"] >= 6 and kinds["information"] >= 6 and kinds["state"] >= 10, kinds
+    assert {c.user for c in TASKS} >= {None, "admin@shop.test", "emma.smith@shop.test", "liam.johnson@shop.test"}
 
 
 def test_setup_record_shows_seeded_counts(shop):
@@ -130,7 +147,7 @@ def test_expert_succeeds(shop, template):
 def test_noop_fails_every_check(shop):
     from mag_dataset.sites import tasks_of
 
-    classes = tasks_of("shop")
+    classes = tasks_of("shop", cross_site=False)
     assert len(classes) == len(TEMPLATES)
     for task_id, cls in classes.items():
         for seed in (1, 2, 3):

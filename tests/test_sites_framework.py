@@ -281,6 +281,10 @@ def test_every_template_has_a_kind_and_navigation_checks_read_the_final_page():
             assert (cls.kind == "information") == cls.answer_task, task_id
     with pytest.raises(TypeError, match="kind is 'browse'"):
         type("Bad", (SiteTask,), {"kind": "browse"})
+    nav = type("Nav", (SiteTask,), {"kind": "navigation"})
+    answer = type("Answer", (SiteTask,), {"answer_task": True})
+    assert type("SubNav", (nav,), {}).kind == "navigation"  # a kind set on a base class is inherited
+    assert (answer.kind, type("Change", (answer,), {"answer_task": False}).kind) == ("information", "state")
 
     def ended_on(url: str | None, path: str, **query: str) -> tuple[bool, str]:
         task = SimpleNamespace(final_url=url, site=SimpleNamespace(name="forum", base_url="http://127.0.0.1:8080"))

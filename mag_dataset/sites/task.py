@@ -66,8 +66,10 @@ class SiteTask(AbstractBrowserTask):
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        if not cls.__dict__.get("kind"):
-            cls.kind = "information" if cls.answer_task else "state"
+        if cls.__dict__.get("kind"):  # set here: kept, and inherited by subclasses
+            cls._set_kind = cls.kind
+        else:  # inherited from a class that set it, else what answer_task says
+            cls.kind = getattr(cls, "_set_kind", "") or ("information" if cls.answer_task else "state")
         if cls.kind not in TASK_KINDS:
             raise TypeError(f"{cls.__name__}.kind is {cls.kind!r}; one of {', '.join(TASK_KINDS)}")
 

@@ -16,6 +16,7 @@ lengths of a template's episodes vary.
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 import random
 import re
@@ -28,8 +29,8 @@ from mag_dataset.live import expert_kit as kit
 from mag_dataset.live.expert_kit import Decision
 from mag_dataset.live.observe import Element, Observation
 from mag_dataset.sites.shop import ShopSite
-from mag_dataset.sites.shop.seed_data import (COUNTRY_NAMES, CITIES, FIRST, LAST, ORDER_PIPELINE, STAFF, STREETS,
-                                              TASK_CUSTOMERS, seed_data)
+from mag_dataset.sites.shop.seed_data import (CATEGORY_TREE, COUNTRY_NAMES, CITIES, FIRST, LAST, ORDER_PIPELINE,
+                                              STAFF, STREETS, TASK_CUSTOMERS, seed_data)
 from mag_dataset.sites.task import SiteTask
 
 CUSTOMER = TASK_CUSTOMERS[0]["email"]
@@ -1059,7 +1060,741 @@ class MultiProductOrder(ShopTask):
             f"put the {it['title']} in your basket", f"add product {k + 1} of 4, the {it['title']}, to the basket"))
 
 
+
+# ----------------------------------------------------------------------------- storefront: pages to open
+#: The second seeded customer (three orders, several lines in stock): tasks about "my orders".
+ORDERING_CUSTOMER = TASK_CUSTOMERS[1]["email"]
+#: The storefront's sort options (``sort_by`` value -> its label in the "Sort by" list).
+SORT_LABELS = {"price-asc": "Price low to high", "price-desc": "Price high to low", "newest": "Newest",
+               "title-asc": "Title A to Z"}
+
+
+def _shop_date(iso: str) -> str:
+    """A seeded timestamp as a person writes the day ("16 August 2024")."""
+    d = dt.datetime.fromisoformat(iso)
+    return f"{d.day} {d:%B %Y}"
+
+
+def _shop_leaves() -> list[tuple[str, str]]:
+    """Every leaf category with its top-level category: ``[(leaf, top)]``."""
+    return [(leaf, top) for top, subs in CATEGORY_TREE.items() for leaf in subs]
+
+
+def _shop_open_category(ob: Observation, memory: dict[str, Any], category: str, top: str, aim: str, *,
+                        via_all: bool = False) -> Decision | None:
+    """Storefront: get to the product list of the leaf ``category`` (under ``top``), through the
+    "Browse store" menu and the category tree, to ``aim`` (an infinitive clause); None once there.
+
+    Args:
+        via_all: the person opens "All products" from the menu (not ``top``) and picks the
+            category from the tree beside the list.
+    """
+    path, h1 = kit.path(ob), kit.norm(_h1(ob))
+    if "/catalogue/category/" in path and h1 == kit.norm(category):
+        return None
+    if ("/catalogue/category/" in path and h1 == kit.norm(top)) or (via_all and memory.get("all_products")):
+        leaf = kit.find(ob, lambda e: e.tag == "a" and kit.norm(e.text) == kit.norm(category)
+                        and "/catalogue/category/" in e.attrs.get("href", ""), prefer_visible=True)
+        return kit.why(kit.click(ob, leaf), f"open the {category} category to {aim}",
+                       f"narrow the products down to {category}, where you can {aim}")
+    item = "All products" if via_all else top
+    d = _dashboard_menu(ob, "Browse store", item,
+                        ("open the store's menu of product categories", f"find the {category} section of the store"),
+                        (f"browse every product and pick {category} from the category tree" if via_all else
+                         f"go to the {top} department, which holds {category}",
+                         f"look through {'all the products' if via_all else top} for the {category} category"))
+    if via_all and d is not None and d.bid is not None and "dropdown-item" in ob.elements[d.bid].attrs.get("class", ""):
+        memory["all_products"] = True
+    return d
+
+
+def _shop_sort(ob: Observation, sort: str, *purposes: str) -> Decision | None:
+    """A product list's "Sort by" choice (the list reloads itself); None once the URL says it is sorted so."""
+    if (kit.query(ob).get("sort_by") or [""])[0] == sort:
+        return None
+    return kit.why(kit.select(ob, kit.field(ob, "sort_by", "select", prefer_visible=True), SORT_LABELS[sort]),
+                   *purposes)
+
+
+def _shop_first_product(ob: Observation) -> Element | None:
+    """The first product of a product list (its title link)."""
+    return kit.find(ob, lambda e: e.tag == "a" and bool(e.attrs.get("title"))
+                    and re.fullmatch(r"/catalogue/[^/]+_\d+/", e.attrs.get("href", "")) is not None)
+
+
+def _shop_cell_below(ob: Observation, header: str, row: int = 0) -> str | None:
+    """The text of a table's cell under the column headed ``header``, in its ``row``-th data row."""
+    th = kit.find(ob, lambda e: e.tag == "th" and kit.norm(e.all_text or e.text) == kit.norm(header))
+    if th is None or th.parent not in ob.elements:
+        return None
+    head = ob.elements[th.parent]
+    cols = [c for c in head.children if ob.elements[c].tag in ("th", "td")]
+    table = head.parent
+    while table is not None and table in ob.elements and ob.elements[table].tag != "table":
+        table = ob.elements[table].parent
+    if th.bid not in cols or table is None:
+        return None
+    rows = [e for e in ob.elements.values() if e.tag == "tr" and _shop_inside(ob, e, table)]
+    after = [r for r in rows[rows.index(head) + 1:] if any(ob.elements[c].tag == "td" for c in r.children)]
+    if len(after) <= row:
+        return None
+    cells = [ob.elements[c] for c in after[row].children if ob.elements[c].tag in ("th", "td")]
+    col = cols.index(th.bid)
+    return " ".join((cells[col].all_text or cells[col].text).split()) if len(cells) > col else None
+
+
+def _shop_extreme(category: str, cheapest: bool) -> dict[str, Any] | None:
+    """The cheapest (or dearest) product of ``category``; None when two share that price."""
+    ps = [p for p in seed_data()["products"] if p["category"] == category]
+    best = (min if cheapest else max)(Decimal(p["price"]) for p in ps)
+    hits = [p for p in ps if Decimal(p["price"]) == best]
+    return hits[0] if len(hits) == 1 else None
+
+
+class ShopNavTask(ShopTask):
+    """Navigation tasks on the shop (each sets ``kind = "navigation"``: judged on the page the agent
+    finishes on), with the paths their checks expect, read from the database."""
+
+    def _product_path(self, upc: str) -> str:
+        pid, slug = self.site.query("select id, slug from catalogue_product where upc = ?", (upc,))[0]
+        return f"/catalogue/{slug}_{pid}/"
+
+    def _category_path(self, category: str, top: str) -> str:
+        (leaf_id, leaf_slug), = self.site.query("select id, slug from catalogue_category where name = ?", (category,))
+        (top_slug,), = self.site.query("select slug from catalogue_category where name = ? and depth = 1", (top,))
+        return f"/catalogue/category/{top_slug}/{leaf_slug}_{leaf_id}/"
+
+
+class CategorySortedByPrice(ShopNavTask):
+    template = "category_sorted_by_price"
+    kind = "navigation"
+    intent_template = "Show me the products in the {category} category sorted by price, {order}."
+    intent_templates = (
+        intent_template,
+        "I want to browse {category}, {order}. Open that list.",
+        "List the {category} products by price, {order}.",
+        "Show me all {category} items ordered by price ({order}).",
+    )
+    detours = ("all",)
+    detour_share = 0.5
+
+    def sample(self, rng: random.Random) -> dict[str, Any]:
+        category, top = rng.choice(_shop_leaves())
+        sort = rng.choice(("price-asc", "price-desc"))
+        return {"category": category, "top": top, "sort": sort,
+                "order": "cheapest first" if sort == "price-asc" else "most expensive first"}
+
+    def check(self, answer: str | None) -> tuple[bool, str]:
+        return self.on_page(self._category_path(self.params["category"], self.params["top"]),
+                            sort_by=self.params["sort"])
+
+    def decide(self, ob: Observation, memory: dict[str, Any]) -> Decision | None:
+        p = self.params
+        d = _shop_open_category(ob, memory, p["category"], p["top"], f"sort them by price, {p['order']}",
+                                via_all=self.detour(memory) == "all")
+        if d is not None:
+            return d
+        d = _shop_sort(ob, p["sort"], f"order the {p['category']} products by price, {p['order']}",
+                       f"sort the list so the {p['order'].replace(' first', '')} products come first")
+        if d is not None:
+            return d
+        return kit.why(kit.finish(), f"show the {p['category']} products sorted by price, {p['order']}",
+                       f"leave the {p['category']} list open, {p['order']}")
+
+
+class CheapestInCategoryPage(ShopNavTask):
+    template = "cheapest_in_category_page"
+    kind = "navigation"
+    intent_template = "Open the page of the {extreme} product in the {category} category."
+    intent_templates = (
+        intent_template,
+        "Take me to the {extreme} item sold under {category}.",
+        "Show me the product page of the {extreme} {category} product.",
+        "Which is the {extreme} thing in {category}? Open its page.",
+    )
+    detours = ("all",)
+    detour_share = 0.5
+
+    def sample(self, rng: random.Random) -> dict[str, Any]:
+        options = [(leaf, top, cheap) for leaf, top in _shop_leaves() for cheap in (True, False)
+                   if _shop_extreme(leaf, cheap) is not None]
+        category, top, cheap = rng.choice(options)
+        p = _shop_extreme(category, cheap)
+        assert p is not None
+        return {"category": category, "top": top, "extreme": "cheapest" if cheap else "most expensive",
+                "sort": "price-asc" if cheap else "price-desc", "upc": p["upc"], "title": p["title"]}
+
+    def check(self, answer: str | None) -> tuple[bool, str]:
+        return self.on_page(self._product_path(self.params["upc"]))
+
+    def decide(self, ob: Observation, memory: dict[str, Any]) -> Decision | None:
+        p = self.params
+        if memory.get("opened") and "/catalogue/category/" not in kit.path(ob):
+            return kit.why(kit.finish(), f"show the {p['extreme']} product of {p['category']}",
+                           f"leave the page of the {p['extreme']} {p['category']} product open")
+        d = _shop_open_category(ob, memory, p["category"], p["top"], f"find its {p['extreme']} product",
+                                via_all=self.detour(memory) == "all")
+        if d is not None:
+            return d
+        d = _shop_sort(ob, p["sort"], f"bring the {p['extreme']} {p['category']} product to the top of the list",
+                       f"sort the {p['category']} products by price to spot the {p['extreme']} one")
+        if d is not None:
+            return d
+        return kit.once(memory, "opened", kit.why(kit.click(ob, _shop_first_product(ob)),
+                                                  f"open the first product of the sorted list, the {p['extreme']} one",
+                                                  f"go to the page of the {p['extreme']} {p['category']} product"))
+
+
+class SearchResultsSorted(ShopNavTask):
+    template = "search_results_sorted"
+    kind = "navigation"
+    intent_template = 'Show me the search results for "{q}", {order}.'
+    intent_templates = (
+        intent_template,
+        'Search the shop for "{q}" and list the results {order}.',
+        'I am looking for "{q}". Show me what the shop has, {order}.',
+        'Find "{q}" products for me, sorted {order}.',
+    )
+    ORDERS = {"price-asc": "cheapest first", "price-desc": "most expensive first", "newest": "newest first",
+              "title-asc": "in alphabetical order"}
+
+    def sample(self, rng: random.Random) -> dict[str, Any]:
+        pool = [p for p in seed_data()["products"] if not re.search(r"[0-9&-]", p["title"])]
+        q = _shop_broad_query(rng.choice(pool))
+        sort = rng.choice(sorted(self.ORDERS))
+        return {"q": q, "sort": sort, "order": self.ORDERS[sort]}
+
+    def check(self, answer: str | None) -> tuple[bool, str]:
+        return self.on_page("/search/", q=self.params["q"], sort_by=self.params["sort"])
+
+    def decide(self, ob: Observation, memory: dict[str, Any]) -> Decision | None:
+        p = self.params
+        if "/search/" in kit.path(ob) and kit.norm((kit.query(ob).get("q") or [""])[0]) == kit.norm(p["q"]):
+            d = _shop_sort(ob, p["sort"], f"list the results {p['order']}", f"sort the {p['q']} results {p['order']}")
+            if d is not None:
+                return d
+            return kit.why(kit.finish(), f"show the results for {p['q']} {p['order']}",
+                           f"leave the sorted results for {p['q']} on screen")
+        box = kit.require(kit.field(ob, "q"), "the search box")
+        if (box.value or "") != p["q"]:
+            return kit.why(kit.fill(ob, box, p["q"]), f"look up {p['q']} in the shop",
+                           f"search the catalogue for {p['q']}")
+        return _shop_submit_search(ob, box, f"list every product matching {p['q']}", f"run the search for {p['q']}")
+
+
+class ReviewFormPage(ShopNavTask):
+    template = "review_form_page"
+    kind = "navigation"
+    intent_template = 'I want to write a review of "{title}". Open the page where I can write it.'
+    intent_templates = (
+        intent_template,
+        'Take me to the review form of the "{title}".',
+        'Open the page to leave a review for "{title}".',
+        'I\'d like to rate the "{title}"; bring up its review form.',
+    )
+    user = CUSTOMER
+    detours = ("refine",)
+    detour_share = 0.4
+
+    def sample(self, rng: random.Random) -> dict[str, Any]:
+        return _shop_product_params(rng.choice(seed_data()["products"]))
+
+    def check(self, answer: str | None) -> tuple[bool, str]:
+        return self.on_page(self._product_path(self.params["upc"]) + "reviews/add/")
+
+    def decide(self, ob: Observation, memory: dict[str, Any]) -> Decision | None:
+        p = self.params
+        if kit.path(ob).endswith("/reviews/add/"):
+            return kit.why(kit.finish(), f"show the form for reviewing the {p['title']}",
+                           f"leave the review form of the {p['title']} open")
+        d = _search_and_open(ob, memory, p, "find its review form", refine=self.detour(memory) == "refine")
+        if d is not None:
+            return d
+        return kit.why(kit.click(ob, kit.link(ob, "Write a review", prefer_visible=True)),
+                       f"open the form for reviewing the {p['title']}", "get to the page where reviews are written")
+
+
+class MyOrderPage(ShopNavTask):
+    template = "my_order_page"
+    kind = "navigation"
+    intent_template = "Show me the details of my order #{number}."
+    intent_templates = (
+        intent_template,
+        "Open my order #{number}.",
+        "I want to see what was in the order I placed on {date}. Open it.",
+        "Take me to the page of the order I placed on {date}.",
+    )
+    user = ORDERING_CUSTOMER
+    detours = ("profile",)
+    detour_share = 0.4
+
+    def sample(self, rng: random.Random) -> dict[str, Any]:
+        # the customer has three orders: consecutive seeds take each in turn
+        orders = [o for o in seed_data()["orders"] if o["email"] == ORDERING_CUSTOMER]
+        o = orders[self.seed % len(orders)]
+        return {"number": o["number"], "date": _shop_date(o["placed"])}
+
+    def check(self, answer: str | None) -> tuple[bool, str]:
+        return self.on_page(f"/accounts/orders/{self.params['number']}/")
+
+    def decide(self, ob: Observation, memory: dict[str, Any]) -> Decision | None:
+        number, path = self.params["number"], kit.path(ob)
+        if path.startswith(f"/accounts/orders/{number}/"):
+            return kit.why(kit.finish(), f"show the details of order #{number}",
+                           f"leave order #{number} open on screen")
+        if path.startswith("/accounts/orders/"):
+            return kit.why(kit.click(ob, kit.link(ob, number, href=r"/accounts/orders/\d+/")),
+                           f"open order #{number}, placed on {self.params['date']}",
+                           f"see the items and address of order #{number}")
+        if path.startswith("/accounts/"):
+            if self.detour(memory) == "profile" and not memory.get("edit_seen"):
+                return kit.once(memory, "edit_seen", kit.why(
+                    kit.click(ob, kit.link(ob, "Email History", prefer_visible=True)),
+                    "look for the order confirmation among the e-mails first",
+                    f"check whether order #{number} is listed with your e-mails"))
+            return kit.why(kit.click(ob, kit.link(ob, "Order History", prefer_visible=True)),
+                           "list the orders you have placed", f"find order #{number} among your past orders")
+        return kit.why(kit.click(ob, kit.link(ob, "Account", prefer_visible=True)),
+                       "open your account, which keeps your orders", "get to your order history")
+
+
+class OpenDashboardOrder(ShopNavTask):
+    template = "open_dashboard_order"
+    kind = "navigation"
+    intent_template = "Open order #{number} in the shop dashboard."
+    intent_templates = (
+        intent_template,
+        "Show me the admin page of order #{number}.",
+        "Bring up order #{number} in the admin panel.",
+        "I need to look at order #{number}; open it in the dashboard.",
+    )
+    user = ADMIN
+    start_path = "/dashboard/"
+    detours = ("customers",)
+    detour_share = 0.4
+
+    def sample(self, rng: random.Random) -> dict[str, Any]:
+        return {"number": rng.choice(seed_data()["orders"])["number"]}
+
+    def check(self, answer: str | None) -> tuple[bool, str]:
+        return self.on_page(f"/dashboard/orders/{self.params['number']}/")
+
+    def decide(self, ob: Observation, memory: dict[str, Any]) -> Decision | None:
+        number = self.params["number"]
+        if self.detour(memory) == "customers":
+            d = _shop_customers_detour(ob, memory, number)
+            if d is not None:
+                return d
+        d = _open_order(ob, number)
+        if d is not None:
+            return d
+        return kit.why(kit.finish(), f"show order #{number} in the dashboard", f"leave order #{number} open")
+
+
+def _shop_open_customer(ob: Observation, email: str, who: str, aim: str) -> Decision | None:
+    """Dashboard: get to the customer page of ``email`` (``who``: the name), to ``aim``; None once there."""
+    path = kit.path(ob)
+    if re.match(r"^/dashboard/users/\d+/$", path):
+        return None
+    if path.startswith("/dashboard/users/"):
+        hit = kit.link(ob, email, href=r"^/dashboard/users/\d+/$")
+        if hit is not None and "email=" in ob.url:
+            return kit.why(kit.click(ob, hit), f"open {who}'s customer page to {aim}",
+                           f"go to the record of {who} ({email})")
+        d = kit.fill(ob, kit.field(ob, "email"), email)
+        if d is not None:
+            return kit.why(d, f"look {who} up by e-mail address", f"find {email} among the customers")
+        return kit.why(kit.click(ob, kit.button(ob, "Search")), f"filter the customers down to {email}",
+                       f"find {who} among the customers")
+    return _dashboard_menu(ob, "Customers", "Customers", ("open the customers menu", f"find {who}'s account"),
+                           (f"see the shop's customers, {who} among them", f"list the customers to {aim}"))
+
+
+class OpenCustomerPage(ShopNavTask):
+    template = "open_customer_page"
+    kind = "navigation"
+    intent_template = "Open the dashboard page of the customer {first} {last} ({email})."
+    intent_templates = (
+        intent_template,
+        "Show me the customer record of {email} in the admin panel.",
+        "Bring up {first} {last}'s account ({email}) in the dashboard.",
+        "I need the customer details of {first} {last}, e-mail {email}. Open them.",
+    )
+    user = ADMIN
+    start_path = "/dashboard/"
+
+    def sample(self, rng: random.Random) -> dict[str, Any]:
+        c = rng.choice(seed_data()["customers"][len(TASK_CUSTOMERS):])
+        return {"email": c["email"], "first": c["first"], "last": c["last"]}
+
+    def check(self, answer: str | None) -> tuple[bool, str]:
+        return self.on_page(f"/dashboard/users/{self._user_id(self.params['email'])}/")
+
+    def decide(self, ob: Observation, memory: dict[str, Any]) -> Decision | None:
+        p = self.params
+        who = f"{p['first']} {p['last']}"
+        d = _shop_open_customer(ob, p["email"], who, "show their details")
+        if d is not None:
+            return d
+        return kit.why(kit.finish(), f"show {who}'s customer page", f"leave the record of {p['email']} open")
+
+
+# ----------------------------------------------------------------------------- information
+class ProductStock(ShopTask):
+    template = "product_stock"
+    intent_template = 'How many units of "{title}" are in stock? Answer with the number.'
+    intent_templates = (
+        intent_template,
+        'How many "{title}" does the shop have left?',
+        'What is the stock level of the "{title}"?',
+        'Tell me how many "{title}" are available.',
+    )
+    answer_task = True
+    detours = ("refine",)
+    detour_share = 0.4
+
+    def sample(self, rng: random.Random) -> dict[str, Any]:
+        p = _in_stock(rng)
+        return {**_shop_product_params(p), "stock": p["stock"]}
+
+    def check(self, answer: str | None) -> tuple[bool, str]:
+        got = re.findall(r"\d+", answer or "")
+        ok = bool(got) and int(got[0]) == self.params["stock"]
+        return ok, f"answer {answer!r}, want {self.params['stock']}"
+
+    def decide(self, ob: Observation, memory: dict[str, Any]) -> Decision | None:
+        p = self.params
+        d = _search_and_open(ob, memory, p, "see how many are in stock", refine=self.detour(memory) == "refine")
+        if d is not None:
+            return d
+        m = re.search(r"In stock \((\d+) available\)", kit.page_text(ob))
+        if m is None:
+            return None
+        return kit.why(kit.finish(m.group(1)), f"tell the user how many {p['title']} are in stock",
+                       "report the number of units the product page says are available")
+
+
+class OrderCustomer(ShopTask):
+    template = "order_customer"
+    intent_template = "Who placed order #{number}? Answer with the customer's name."
+    intent_templates = (
+        intent_template,
+        "Which customer placed order #{number}?",
+        "Tell me the name of the customer behind order #{number}.",
+        "Whose order is #{number}?",
+    )
+    user = ADMIN
+    start_path = "/dashboard/"
+    answer_task = True
+    detours = ("customers",)
+    detour_share = 0.4
+
+    def sample(self, rng: random.Random) -> dict[str, Any]:
+        o = rng.choice(seed_data()["orders"])
+        c = next(c for c in seed_data()["customers"] if c["email"] == o["email"])
+        return {"number": o["number"], "name": f"{c['first']} {c['last']}"}
+
+    def check(self, answer: str | None) -> tuple[bool, str]:
+        ok = kit.norm(self.params["name"]) in kit.norm(answer)
+        return ok, f"answer {answer!r}, want {self.params['name']!r}"
+
+    def decide(self, ob: Observation, memory: dict[str, Any]) -> Decision | None:
+        number = self.params["number"]
+        if self.detour(memory) == "customers":
+            d = _shop_customers_detour(ob, memory, number)
+            if d is not None:
+                return d
+        d = _open_order(ob, number)
+        if d is not None:
+            return d
+        name = _shop_cell_below(ob, "Name")
+        if not name:
+            return None
+        return kit.why(kit.finish(name), f"tell the user who placed order #{number}",
+                       f"report the customer named in order #{number}'s details")
+
+
+class CustomerLastOrderItems(ShopTask):
+    template = "customer_last_order_items"
+    intent_template = "How many items did {first} {last} ({email}) buy in their most recent order?"
+    intent_templates = (
+        intent_template,
+        "What is the number of items in the latest order of the customer {email}?",
+        "How many items were in {first} {last}'s last order? Their e-mail is {email}.",
+        "Count the items of the most recent order placed by {email}.",
+    )
+    user = ADMIN
+    start_path = "/dashboard/"
+    answer_task = True
+
+    def sample(self, rng: random.Random) -> dict[str, Any]:
+        orders = seed_data()["orders"]
+        pool = [c for c in seed_data()["customers"] if sum(o["email"] == c["email"] for o in orders) >= 2]
+        c = rng.choice(pool)
+        last = max((o for o in orders if o["email"] == c["email"]), key=lambda o: o["placed"])
+        return {"email": c["email"], "first": c["first"], "last": c["last"], "number": last["number"],
+                "items": sum(ln["quantity"] for ln in last["lines"])}
+
+    def check(self, answer: str | None) -> tuple[bool, str]:
+        got = re.findall(r"\d+", answer or "")
+        ok = bool(got) and int(got[0]) == self.params["items"]
+        return ok, f"answer {answer!r}, want {self.params['items']}"
+
+    def decide(self, ob: Observation, memory: dict[str, Any]) -> Decision | None:
+        p = self.params
+        who = f"{p['first']} {p['last']}"
+        d = _shop_open_customer(ob, p["email"], who, "see their orders")
+        if d is not None:
+            return d
+        items = _shop_cell_below(ob, "Num items")
+        if not items or not items.isdigit():
+            return None
+        return kit.why(kit.finish(items), f"tell the user how many items {who}'s latest order held",
+                       "report the item count of the newest order in the customer's list")
+
+
+# ----------------------------------------------------------------------------- state
+#: Reviews a customer writes, by score: (title, text).
+REVIEWS = {
+    1: ("Broke within a week", "Stopped working after a few days. I would not buy it again."),
+    2: ("Not what I expected", "It does the job, but it feels cheap and the colour is off."),
+    3: ("Decent for the price", "Does what it says. Nothing special, but fine for everyday use."),
+    4: ("Very good", "Well made and arrived quickly. Only a small scratch on the box."),
+    5: ("Absolutely love it", "Excellent quality and great value. I would recommend it to anyone."),
+}
+
+
+class WriteReview(ShopTask):
+    template = "write_review"
+    intent_template = 'Write a review of "{title}": {score} stars, titled "{review_title}", saying "{body}"'
+    intent_templates = (
+        intent_template,
+        'Rate the "{title}" {score} out of 5 with the title "{review_title}" and the text "{body}"',
+        'Post a {score}-star review for "{title}". Title: "{review_title}". Review: "{body}"',
+        'Leave a review on the "{title}" page: score {score}, title "{review_title}", comment "{body}"',
+    )
+    user = CUSTOMER
+    detours = ("refine",)
+    detour_share = 0.4
+
+    def sample(self, rng: random.Random) -> dict[str, Any]:
+        score = rng.randint(1, 5)
+        title, body = REVIEWS[score]
+        return {**_shop_product_params(rng.choice(seed_data()["products"])), "score": score,
+                "review_title": title, "body": body}
+
+    def check(self, answer: str | None) -> tuple[bool, str]:
+        p = self.params
+        rows = self.site.query("select r.score, r.title, r.body from reviews_productreview r join catalogue_product p "
+                               "on p.id = r.product_id where p.upc = ? and r.user_id = ?",
+                               (p["upc"], self._user_id(CUSTOMER)))
+        ok = any(r[0] == p["score"] and kit.norm(r[1]) == kit.norm(p["review_title"])
+                 and kit.norm(r[2]) == kit.norm(p["body"]) for r in rows)
+        return ok, f"reviews of {p['upc']} by the customer: {rows}"
+
+    def decide(self, ob: Observation, memory: dict[str, Any]) -> Decision | None:
+        p = self.params
+        title, n = p["title"], p["score"]
+        if memory.get("saved"):
+            return kit.why(kit.finish(), f"post your {n}-star review of the {title}",
+                           f"have your review of the {title} published")
+        if kit.path(ob).endswith("/reviews/add/"):
+            d = kit.fill(ob, kit.field(ob, "title"), p["review_title"])
+            if d is not None:
+                return kit.why(d, f"give the review the title {p['review_title']}", "name your review")
+            if not memory.get("starred"):
+                box = kit.find(ob, lambda e: e.tag == "div" and "star-rating" in e.attrs.get("class", "").split())
+                stars = kit.find_all(ob, lambda e: e.tag == "i" and box is not None and _shop_inside(ob, e, box.bid))
+                if len(stars) < n:
+                    return None
+                return kit.once(memory, "starred", kit.why(kit.click(ob, stars[n - 1]),
+                                                           f"give the {title} {n} out of 5 stars",
+                                                           f"rate the product {n} stars"))
+            d = kit.fill(ob, kit.field(ob, "body", "textarea"), p["body"])
+            if d is not None:
+                return kit.why(d, "say what you think of the product", f"write the text of your review of the {title}")
+            return kit.once(memory, "saved", kit.why(kit.click(ob, kit.button(ob, "Save review")),
+                                                     f"publish your review of the {title}", "submit the review"))
+        d = _search_and_open(ob, memory, p, "review it", refine=self.detour(memory) == "refine")
+        if d is not None:
+            return d
+        return kit.why(kit.click(ob, kit.link(ob, "Write a review", prefer_visible=True)),
+                       f"open the form for reviewing the {title}", "start writing your review")
+
+
+class ReorderItem(ShopTask):
+    template = "reorder_item"
+    intent_template = 'I want the "{title}" from my order #{number} again. Put it back in my basket.'
+    intent_templates = (
+        intent_template,
+        'Re-order the "{title}" I bought in order #{number}.',
+        'Add the "{title}" from my order of {date} to my basket again.',
+        'Buy again: the "{title}" from order #{number}. Just add it to the basket for now.',
+    )
+    user = ORDERING_CUSTOMER
+    detours = ("all",)
+    detour_share = 0.3
+
+    def sample(self, rng: random.Random) -> dict[str, Any]:
+        stock = {p["upc"]: p["stock"] for p in seed_data()["products"]}
+        pool = [(o, ln) for o in seed_data()["orders"] if o["email"] == ORDERING_CUSTOMER for ln in o["lines"]
+                if stock[ln["upc"]] >= ln["quantity"]]
+        o, ln = rng.choice(pool)
+        return {"number": o["number"], "date": _shop_date(o["placed"]), "title": ln["title"], "upc": ln["upc"]}
+
+    def check(self, answer: str | None) -> tuple[bool, str]:
+        rows = self.site.query(
+            "select p.upc, l.quantity from basket_line l join basket_basket b on b.id = l.basket_id "
+            "join catalogue_product p on p.id = l.product_id where b.owner_id = ? and b.status = 'Open'",
+            (self._user_id(ORDERING_CUSTOMER),))
+        ok = any(u == self.params["upc"] and q >= 1 for u, q in rows)
+        return ok, f"open basket lines {rows}"
+
+    def decide(self, ob: Observation, memory: dict[str, Any]) -> Decision | None:
+        p, path = self.params, kit.path(ob)
+        title, number = p["title"], p["number"]
+        if memory.get("added"):
+            return kit.why(kit.finish(), f"have the {title} in your basket again",
+                           f"re-order the {title} from order #{number}")
+        if path.startswith(f"/accounts/orders/{number}/"):
+            els = list(ob.elements.values())
+            at = next((i for i, e in enumerate(els) if e.tag == "a" and kit.norm(e.text) == kit.norm(title)), None)
+            btn = next((e for e in els[at:] if e.tag == "button" and kit.norm(e.text) == "re-order"), None) \
+                if at is not None else None
+            return kit.once(memory, "added", kit.why(kit.click(ob, kit.require(btn, f"the Re-order button of {title}")),
+                                                     f"put the {title} back in your basket",
+                                                     f"buy the {title} again, as in order #{number}"))
+        if path.startswith("/accounts/orders/"):
+            return kit.why(kit.click(ob, kit.link(ob, number, href=r"/accounts/orders/\d+/")),
+                           f"open order #{number}, which had the {title}",
+                           f"find the {title} in order #{number}")
+        if path.startswith("/accounts/"):
+            return kit.why(kit.click(ob, kit.link(ob, "Order History", prefer_visible=True)),
+                           "list the orders you have placed", f"find order #{number} among your past orders")
+        return kit.why(kit.click(ob, kit.link(ob, "Account", prefer_visible=True)),
+                       "open your account, which keeps your past orders",
+                       f"get to order #{number} through your account")
+
+
+#: Notes staff add to an order.
+ORDER_NOTES = ("Customer called to ask about the delivery date", "Gift wrap requested by phone",
+               "Parcel was damaged in transit; replacement promised", "Customer asked for an invoice by e-mail",
+               "Please double-check the address before shipping")
+
+
+class AddOrderNote(ShopTask):
+    template = "add_order_note"
+    intent_template = 'Add the note "{note}" to order #{number} in the dashboard.'
+    intent_templates = (
+        intent_template,
+        'Leave a note on order #{number}: "{note}".',
+        'Record "{note}" as a note on order #{number}.',
+        'Order #{number} needs a staff note saying "{note}". Add it.',
+    )
+    user = ADMIN
+    start_path = "/dashboard/"
+    detours = ("customers",)
+    detour_share = 0.4
+
+    def sample(self, rng: random.Random) -> dict[str, Any]:
+        return {"number": rng.choice(seed_data()["orders"])["number"], "note": rng.choice(ORDER_NOTES)}
+
+    def check(self, answer: str | None) -> tuple[bool, str]:
+        rows = self.site.query("select n.message from order_ordernote n join order_order o on o.id = n.order_id "
+                               "where o.number = ?", (self.params["number"],))
+        ok = any(kit.norm(r[0]) == kit.norm(self.params["note"]) for r in rows)
+        return ok, f"notes of order {self.params['number']}: {rows}"
+
+    def decide(self, ob: Observation, memory: dict[str, Any]) -> Decision | None:
+        number, note = self.params["number"], self.params["note"]
+        if memory.get("saved"):
+            return kit.why(kit.finish(), f"keep the note on order #{number}", f"add the staff note to order #{number}")
+        if self.detour(memory) == "customers":
+            d = _shop_customers_detour(ob, memory, number)
+            if d is not None:
+                return d
+        d = _open_order(ob, number)
+        if d is not None:
+            return d
+        box = kit.field(ob, "message", "textarea")
+        if box is None:
+            return None
+        if not kit.visible(ob, box) and not memory.get("tab"):
+            return kit.once(memory, "tab", kit.why(kit.click(ob, kit.link(ob, "Notes", href=r"^#notes$")),
+                                                   f"open the notes of order #{number}",
+                                                   "go to the tab where staff notes are written"))
+        d = kit.fill(ob, box, note)
+        if d is not None:
+            return kit.why(d, "write the note", f"type the note for order #{number}")
+        return kit.once(memory, "saved", kit.why(kit.click(ob, kit.button(ob, "Save note")),
+                                                 f"save the note on order #{number}", "store the note with the order"))
+
+
+class UpdateOrderAddress(ShopTask):
+    template = "update_order_address"
+    intent_template = ("The customer of order #{number} has moved: change the order's shipping address to {line1}, "
+                       "{city}, {postcode}.")
+    intent_templates = (
+        intent_template,
+        "Update the shipping address of order #{number} to {line1}, {city} {postcode}.",
+        "Order #{number} should be delivered to {line1}, {city}, {postcode} instead. Fix the address.",
+        "Change where order #{number} ships: the new address is {line1}, {city}, {postcode}.",
+    )
+    user = ADMIN
+    start_path = "/dashboard/"
+
+    def sample(self, rng: random.Random) -> dict[str, Any]:
+        o = rng.choice(seed_data()["orders"])
+        cc = o["address"]["country"]
+        city = rng.choice([c for c, k in CITIES if k == cc])
+        postcode = (f"{rng.choice('ABCDEFGH')}{rng.choice('JKLMNP')}{rng.randint(1, 19)} {rng.randint(1, 9)}AB"
+                    if cc in ("GB", "IE") else str(rng.randint(10000, 99999)))
+        return {"number": o["number"], "line1": f"{rng.randint(1, 240)} {rng.choice(STREETS)}", "city": city,
+                "postcode": postcode}
+
+    def check(self, answer: str | None) -> tuple[bool, str]:
+        p = self.params
+        row = self.site.query("select a.line1, a.line4, a.postcode from order_order o join order_shippingaddress a "
+                              "on a.id = o.shipping_address_id where o.number = ?", (p["number"],))[0]
+        ok = tuple(kit.norm(x) for x in row) == tuple(kit.norm(x) for x in (p["line1"], p["city"], p["postcode"]))
+        return ok, f"order {p['number']} ships to {', '.join(row)}"
+
+    def decide(self, ob: Observation, memory: dict[str, Any]) -> Decision | None:
+        p, path = self.params, kit.path(ob)
+        number = p["number"]
+        if memory.get("saved"):
+            return kit.why(kit.finish(), f"ship order #{number} to {p['line1']}, {p['city']}",
+                           f"have order #{number} delivered to the new address")
+        if path.startswith(f"/dashboard/orders/{number}/shipping-address/"):
+            for name, value, purposes in (
+                    ("line1", p["line1"], (f"give {p['line1']} as the new street address",
+                                           "replace the old street address")),
+                    ("line4", p["city"], (f"set the city to {p['city']}", f"say the new address is in {p['city']}")),
+                    ("postcode", p["postcode"], (f"give the postcode {p['postcode']}", "update the postcode"))):
+                d = kit.fill(ob, kit.field(ob, name), value)
+                if d is not None:
+                    return kit.why(d, *purposes)
+            return kit.once(memory, "saved", kit.why(kit.click(ob, kit.button(ob, "Update address")),
+                                                     f"save the new shipping address of order #{number}",
+                                                     "store the corrected address"))
+        d = _open_order(ob, number)
+        if d is not None:
+            return d
+        # its text is not rendered while the Shipping tab is folded: found by where it leads
+        update = kit.find(ob, lambda e: e.tag == "a"
+                          and e.attrs.get("href", "").endswith(f"/{number}/shipping-address/"))
+        if update is not None and not kit.visible(ob, update) and not memory.get("tab"):
+            return kit.once(memory, "tab", kit.why(kit.click(ob, kit.link(ob, "Shipping", href=r"^#shipping$")),
+                                                   f"see where order #{number} is being shipped",
+                                                   "open the order's shipping details"))
+        return kit.why(kit.click(ob, update), f"change the shipping address of order #{number}",
+                       "open the form that edits the delivery address")
+
+
 TASKS: tuple[type[SiteTask], ...] = (
     AddToBasket, AddToWishlist, ProductCategory, ProductPrice, Checkout, EditProfile, AddAddress,
     ChangeOrderStatus, OrderTotal, CountOrdersByStatus, EditProductStock, MultiProductOrder,
+    CategorySortedByPrice, CheapestInCategoryPage, SearchResultsSorted, ReviewFormPage, MyOrderPage,
+    OpenDashboardOrder, OpenCustomerPage, ProductStock, OrderCustomer, CustomerLastOrderItems, WriteReview,
+    ReorderItem, AddOrderNote, UpdateOrderAddress,
 )
