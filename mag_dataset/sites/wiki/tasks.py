@@ -3,7 +3,9 @@
 WebArena's wiki tasks are information seeking on a Wikipedia mirror; these add the editor's
 work (section edits, new pages, categories, moves, undo, talk pages, the watchlist) judged
 on MediaWiki's tables after the episode, as WebArena's program-based evaluators do
-(house style 18). Parameters come from :func:`mag_dataset.sites.wiki.seed.world`; each
+(house style 18), and WebArena's own two kinds: information seeking (the ``finish`` answer)
+and navigation (:class:`WikiNavigationTask`: the page the agent ends on, a history, a diff, a
+category, a user's contributions). Parameters come from :func:`mag_dataset.sites.wiki.seed.world`; each
 expert navigates from the observation only (search box, tabs, links found by id/href/text).
 
 Each template states its goal in several phrasings (``intent_templates``, WebArena's
@@ -941,5 +943,774 @@ def _has_ancestor(ob: Observation, el: Element, html_id: str) -> bool:
     return False
 
 
-TASKS: tuple[type[SiteTask], ...] = (InfoboxFact, BirthplaceFact, LastEditor, CategoryCount, EditSection,
-                                     CreateArticle, AddCategory, UndoLastEdit, WatchPage, TalkNewTopic, MovePage)
+# ----------------------------------------------------------------------------- navigation (the page the agent ends on)
+def _articles() -> list[wseed.Article]:
+    """The seeded articles (namespace 0, the Main Page aside)."""
+    return [a for a in wseed.world().articles.values() if a.ns == 0 and a.kind != "main"]
+
+
+def _plain_link(value: str) -> str:
+    """``Quengate`` from an infobox value ``[[Quengate]]``."""
+    return value.strip().strip("[]'")
+
+
+def _cell_links(ob: Observation, label: str) -> list[Element]:
+    """The links of the infobox cell next to the header ``label``."""
+    cell = kit.find(ob, lambda e: e.tag == "th" and _squeeze_spaces(e.text) == label)
+    row = ob.elements.get(cell.parent) if cell is not None and cell.parent else None
+    td = next((ob.elements[c] for c in (row.children if row else []) if ob.elements[c].tag == "td"), None)
+    return _links_in(ob, td)
+
+
+class WikiNavigationTask(WikiTask):
+    """A navigation task (WebArena's ``url_match``): the agent finishes on a page of the wiki.
+
+    MediaWiki shows a page at two URLs, ``/wiki/Title?...`` and ``/index.php?title=Title&...``;
+    :meth:`_on_title` accepts either. Each subclass sets ``kind`` itself (:class:`SiteTask` reads
+    it from the class's own namespace).
+    """
+
+    def _on_title(self, title: str, action: str | None = "view", **query: str) -> tuple[bool, str]:
+        """Did the agent finish on ``title`` (with ``action``; None: any) and these query parameters?"""
+        key = db_key(title)
+        ok, _ = self.on_page("/wiki/" + key, **query)
+        if not ok:
+            ok, _ = self.on_page("/index.php", title=key, **query)
+        if ok and action is not None:
+            got = dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(self.final_url or "").query))
+            if got.get("action", "view") != action or (action == "view" and ("diff" in got or "oldid" in got)):
+                return False, f"ended on {self.final_url}, not on the {action} of {title}"
+        where = title if action in (None, "view") else f"the {action} of {title}"
+        return ok, (f"ended on {where}" if ok else f"ended on {self.final_url}, not on {where}")
+
+
+class OpenHistory(WikiNavigationTask):
+    template = "open_history"
+    kind = "navigation"
+    intent_template = "Open the revision history of the wiki article {title}."
+    intent_templates = (intent_template,
+                        "Show me the edit history of {title}.",
+                        "I want to see every past revision of the {title} article. Take me there.",
+                        "Bring up the list of changes that have been made to {title}.")
+    detours = ("edit",)
+
+    def sample(self, rng: random.Random) -> dict[str, Any]:
+        return {"title": rng.choice(_articles()).title}
+
+    def check(self, answer: str | None) -> tuple[bool, str]:
+        return self._on_title(self.params["title"], "history")
+
+    def expert(self, ob: Any, memory: dict[str, Any]) -> Any:
+        p, (_, detour) = self.params, self._style(memory)
+        title = p["title"]
+        shows = (f"show the revision history of {title}", f"bring up the list of past edits to {title}")
+        if _at(ob, title, "history"):
+            return kit.why(kit.finish("done"), *shows)
+        if _at(ob, title, "edit") and memory.get("strayed"):  # the source view has the History tab too
+            return kit.why(kit.click(ob, _tab(ob, "ca-history")), f"switch from the source to the history of {title}",
+                           "open the History tab, which lists the revisions rather than the text")
+        if _at(ob, title):
+            if detour == "edit" and not memory.get("strayed"):  # "View source" for a reader who is not logged in
+                return kit.once(memory, "strayed", kit.why(
+                    kit.click(ob, _tab(ob, "ca-edit") or _tab(ob, "ca-viewsource")),
+                    f"look for the earlier versions of {title} in its source",
+                    f"open the source of {title}, thinking the old versions are there"))
+            return kit.why(kit.click(ob, _tab(ob, "ca-history")), *shows)
+        return self._open(ob, memory, title, (f"look up the {title} article", f"find the article on {title}"),
+                          (f"open {title}, whose History tab lists its revisions",
+                           f"reach the {title} article to get to its history"))
+
+
+class CapitalArticle(WikiNavigationTask):
+    template = "capital_article"
+    kind = "navigation"
+    intent_template = "Show me the wiki article about the capital of the country that {city} is in."
+    intent_templates = (intent_template,
+                        "{city} lies in a country of the Meridian continent. Open the article on that country's capital.",
+                        "Take me to the wiki page of the capital of {city}'s country.",
+                        "I want to read about the capital city of the country where {city} is. Open its article.")
+
+    def sample(self, rng: random.Random) -> dict[str, Any]:
+        w = self._world()
+        city = rng.choice([a for a in w.of_kind("city") if "Capital cities" not in a.categories])
+        country = _plain_link(city.infobox["country"])
+        return {"city": city.title, "country": country, "capital": _plain_link(w.articles[country].infobox["capital"])}
+
+    def check(self, answer: str | None) -> tuple[bool, str]:
+        return self._on_title(self.params["capital"])
+
+    def expert(self, ob: Any, memory: dict[str, Any]) -> Any:
+        p = self.params
+        city, country, capital = p["city"], p["country"], p["capital"]
+        if _at(ob, capital):
+            return kit.why(kit.finish("done"), f"show the article on {capital}, the capital of {country}",
+                           f"bring up {country}'s capital, {capital}")
+        if _at(ob, country):
+            links = _cell_links(ob, "Capital")
+            return kit.why(kit.click(ob, links[0] if links else _link_to(ob, capital)),
+                           f"follow the Capital row of {country}'s infobox to {capital}",
+                           f"open {capital}, named as the capital of {country}")
+        if _at(ob, city):
+            links = _cell_links(ob, "Country")
+            return kit.why(kit.click(ob, links[0] if links else _link_to(ob, country)),
+                           f"open {country}, the country {city} is in, whose infobox names its capital",
+                           f"follow the Country row of {city}'s infobox to {country}")
+        return self._open(ob, memory, city, (f"look up the {city} article", f"find the article on {city}"),
+                          (f"open {city} to find out which country it is in",
+                           f"read the country of {city} in its infobox"))
+
+
+class CategoryPage(WikiNavigationTask):
+    template = "category_page"
+    kind = "navigation"
+    intent_template = 'Open the list of pages in the wiki category "{category}".'
+    intent_templates = (intent_template,
+                        "Show me every page filed under the category {category}.",
+                        'Take me to the category page "{category}" on the wiki.',
+                        "I want to browse the {category} category. Open it.")
+    ways = ("search", "narrow", "member")  # a Main Page link alone would make a two-step episode
+
+    def sample(self, rng: random.Random) -> dict[str, Any]:
+        w = self._world()
+        cats = [c for c in w.all_categories() if len(w.category_members(c)) >= 2 and c != "Infobox templates"]
+        cat = rng.choice(cats)
+        member = rng.choice([t for t in w.category_members(cat) if w.articles[t].ns == 0])
+        return {"category": cat, "member": member}
+
+    def check(self, answer: str | None) -> tuple[bool, str]:
+        return self._on_title("Category:" + self.params["category"])
+
+    def _narrow(self, title: str) -> tuple[str, tuple[str, ...]] | None:
+        name = title.split(":", 1)[-1]
+        return name, (f"search for {name} without the Category: prefix",
+                      f"look for {name} in the search box first")
+
+    def expert(self, ob: Any, memory: dict[str, Any]) -> Any:
+        p, (way, _) = self.params, self._style(memory)
+        cat, member = "Category:" + p["category"], p["member"]
+        lists = (f"show the pages of the {p['category']} category", f"bring up the {p['category']} category's list")
+        if _at(ob, cat):
+            return kit.why(kit.finish("done"), *lists)
+        if way == "member":
+            if _at(ob, member):
+                want = "/wiki/" + urllib.parse.quote(db_key(cat), safe=":/()'!,")
+                link = next((e for e in _links_in(ob, kit.by_id(ob, "mw-normal-catlinks"))
+                             if e.attrs.get("href") == want), None)
+                return kit.why(kit.click(ob, link), f"open {p['category']} from the categories at the foot of {member}",
+                               f"follow {member}'s category link to {p['category']}")
+            return self._open(ob, memory, member, (f"look up {member}, which is filed under {p['category']}",
+                                                   f"find the article on {member}, one of the {p['category']} pages"),
+                              (f"open {member}, whose category links lead to {p['category']}",
+                               f"reach the {p['category']} category through {member}"))
+        return self._open(ob, memory, cat, (f"go straight to the category page {cat}",
+                                            f"type the category's full name, {cat}"), lists)
+
+
+class LatestDiff(WikiNavigationTask):
+    template = "latest_diff"
+    kind = "navigation"
+    intent_template = "Show the differences between the last two revisions of the wiki article {title}."
+    intent_templates = (intent_template,
+                        "What changed in the most recent edit to {title}? Show me the diff.",
+                        "Open the comparison of the latest revision of {title} with the one before it.",
+                        "Bring up the diff of the newest change to the {title} article.")
+    detours = ("revision",)
+
+    def sample(self, rng: random.Random) -> dict[str, Any]:
+        return {"title": rng.choice(_articles()).title}
+
+    def check(self, answer: str | None) -> tuple[bool, str]:
+        title = self.params["title"]
+        ok, reason = self._on_title(title, None)
+        if not ok:
+            return ok, reason
+        revs = self.site.revisions(title)
+        latest, prev = str(revs[-1][0]), str(revs[-2][0])
+        q = dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(self.final_url or "").query))
+        diff, old = q.get("diff"), q.get("oldid")
+        if (old == prev and diff in (latest, "cur")) or (old == latest and diff == "prev") \
+                or (diff == latest and old is None):
+            return True, f"ended on the diff of revisions {prev} and {latest} of {title}"
+        return False, f"ended on {self.final_url}, not on the diff of revisions {prev} and {latest}"
+
+    def expert(self, ob: Any, memory: dict[str, Any]) -> Any:
+        p, (_, detour) = self.params, self._style(memory)
+        title = p["title"]
+        shows = (f"compare the latest revision of {title} with the one before it",
+                 f"show what the newest edit to {title} changed")
+        if _on_diff(ob, title):
+            return kit.why(kit.finish("done"), *shows)
+        t, q = _href_title(ob.url)
+        if db_key(t) == db_key(title) and "oldid" in q and memory.get("strayed") and not memory.get("back"):
+            return kit.once(memory, "back", kit.why(
+                _BACK, f"return to the history of {title}, since the old text alone does not show the changes",
+                "go back to the list of revisions and open the comparison instead"))
+        if _at(ob, title, "history"):
+            if detour == "revision" and not memory.get("strayed"):
+                date = kit.find(ob, lambda e: e.tag == "a" and "mw-changeslist-date" in e.attrs.get("class", ""))
+                return kit.once(memory, "strayed", kit.why(
+                    kit.click(ob, date), f"open the latest revision of {title} first",
+                    f"look at the newest version of {title} from its date in the history"))
+            return kit.why(kit.click(ob, kit.link(ob, "prev")), *shows)
+        if _at(ob, title):
+            return kit.why(kit.click(ob, _tab(ob, "ca-history")), f"find the two latest revisions of {title} in its history",
+                           f"open the history of {title}, where each edit can be compared with the one before")
+        return self._open(ob, memory, title, (f"look up the {title} article", f"find the article on {title}"),
+                          (f"open {title} to get to its history", f"reach the {title} article to compare its revisions"))
+
+
+class EditorContributions(WikiNavigationTask):
+    template = "last_editor_contributions"
+    kind = "navigation"
+    intent_template = "Open the contributions page of the user who made the latest edit to the wiki article {title}."
+    intent_templates = (intent_template,
+                        "Who last edited {title}? Show me all of that user's contributions.",
+                        "I want to see every edit by the person who last changed {title}. Take me to their contributions.",
+                        "Show me the list of edits made by whoever edited the {title} article most recently.")
+    detours = ("diff",)
+
+    def sample(self, rng: random.Random) -> dict[str, Any]:
+        art = rng.choice(_articles())
+        return {"title": art.title, "editor": art.last_editor}
+
+    def check(self, answer: str | None) -> tuple[bool, str]:
+        editor = self.params["editor"]
+        ok, reason = self._on_title("Special:Contributions/" + editor, None)
+        if not ok:
+            ok, _ = self._on_title("Special:Contributions", None, target=editor)
+        return ok, (f"ended on the contributions of {editor}" if ok else reason)
+
+    def expert(self, ob: Any, memory: dict[str, Any]) -> Any:
+        p, (_, detour) = self.params, self._style(memory)
+        title, editor = p["title"], p["editor"]
+        opens = (f"open the contributions of {editor}, who edited {title} last",
+                 f"show every edit by {editor}, the latest editor of {title}")
+        if urllib.parse.unquote(kit.path(ob)).startswith("/wiki/Special:Contributions/"):
+            return kit.why(kit.finish("done"), f"show the contributions of {editor}, the last editor of {title}",
+                           f"list every edit by {editor}")
+        if _on_diff(ob, title):  # the newer side names its author with a contribs link
+            link = kit.find(ob, lambda e: e.tag == "a" and "mw-usertoollinks-contribs" in e.attrs.get("class", "")
+                            and _has_ancestor(ob, e, "mw-diff-ntitle2"))
+            return kit.why(kit.click(ob, link), *opens)
+        if _at(ob, title, "history"):
+            if detour == "diff" and not memory.get("diffed"):
+                return kit.once(memory, "diffed", kit.why(
+                    kit.click(ob, kit.link(ob, "prev")), f"open the latest change to {title} to see who made it",
+                    f"check the newest edit to {title} and its author"))
+            link = kit.find(ob, lambda e: e.tag == "a" and "mw-usertoollinks-contribs" in e.attrs.get("class", ""))
+            return kit.why(kit.click(ob, link), *opens)
+        if _at(ob, title):
+            return kit.why(kit.click(ob, _tab(ob, "ca-history")), f"find out from the history who edited {title} last",
+                           f"see the edits to {title}, newest first, each with its author")
+        return self._open(ob, memory, title, (f"look up the {title} article", f"find the article on {title}"),
+                          (f"open {title}, whose history names its latest editor",
+                           f"reach {title} to find out who edited it last"))
+
+
+class TalkPage(WikiNavigationTask):
+    template = "talk_page"
+    kind = "navigation"
+    intent_template = "Go to the talk page of the wiki article {title}."
+    intent_templates = (intent_template,
+                        "Open the discussion page of {title}.",
+                        "Take me to where editors discuss the {title} article.",
+                        "Show me the talk page for {title} on the wiki.")
+
+    def sample(self, rng: random.Random) -> dict[str, Any]:
+        return {"title": rng.choice(_articles()).title}
+
+    def check(self, answer: str | None) -> tuple[bool, str]:
+        return self._on_title("Talk:" + self.params["title"], None)  # no talk page yet: its editor
+
+    def expert(self, ob: Any, memory: dict[str, Any]) -> Any:
+        title = self.params["title"]
+        t, _ = _href_title(ob.url)
+        if db_key(t) == db_key("Talk:" + title):
+            return kit.why(kit.finish("done"), f"show the discussion page of {title}",
+                           f"bring up where editors discuss {title}")
+        if _at(ob, title):
+            return kit.why(kit.click(ob, _tab(ob, "ca-talk")), f"switch to the discussion page of {title}",
+                           f"open the Discussion tab of {title}")
+        return self._open(ob, memory, title, (f"look up the {title} article", f"find the article on {title}"),
+                          (f"open {title}, whose Discussion tab leads to its talk page",
+                           f"reach the {title} article to get to its talk page"))
+
+
+class WhatLinksHere(WikiNavigationTask):
+    template = "what_links_here"
+    kind = "navigation"
+    intent_template = "Show me which wiki pages link to {title}."
+    intent_templates = (intent_template,
+                        "Open the list of pages that link to the {title} article.",
+                        "Which articles refer to {title}? Take me to the list.",
+                        "I want to see what links to {title} on the wiki.")
+    detours = ("related",)
+
+    def sample(self, rng: random.Random) -> dict[str, Any]:
+        return {"title": rng.choice(_articles()).title}
+
+    def check(self, answer: str | None) -> tuple[bool, str]:
+        title = self.params["title"]
+        ok, reason = self._on_title("Special:WhatLinksHere/" + title, None)
+        if not ok:
+            ok, _ = self._on_title("Special:WhatLinksHere", None, target=title)
+        return ok, (f"ended on the pages that link to {title}" if ok else reason)
+
+    def expert(self, ob: Any, memory: dict[str, Any]) -> Any:
+        p, (_, detour) = self.params, self._style(memory)
+        title = p["title"]
+        here = urllib.parse.unquote(kit.path(ob))
+        lists = (f"list the pages that link to {title}", f"open What links here for {title}")
+        if here.startswith("/wiki/Special:WhatLinksHere/"):
+            return kit.why(kit.finish("done"), f"show the pages that link to {title}",
+                           f"bring up the list of pages referring to {title}")
+        if here.startswith("/wiki/Special:RecentChangesLinked/") and not memory.get("back"):
+            return kit.once(memory, "back", kit.why(
+                _BACK, f"return to {title}, since Related changes lists edits, not the pages that link to it",
+                "go back and pick What links here instead"))
+        if _at(ob, title):
+            if detour == "related" and not memory.get("strayed"):
+                return kit.once(memory, "strayed", kit.why(
+                    kit.click(ob, _tab(ob, "t-recentchangeslinked")), f"look for the pages connected to {title}",
+                    f"try the Related changes of {title} first"))
+            return kit.why(kit.click(ob, _tab(ob, "t-whatlinkshere")), *lists)
+        return self._open(ob, memory, title, (f"look up the {title} article", f"find the article on {title}"),
+                          (f"open {title}, whose tools list the pages that link to it",
+                           f"reach {title} to see what links to it"))
+
+
+# ----------------------------------------------------------------------------- information seeking, more
+def _history_users(ob: Observation) -> list[Element]:
+    """The user links of a history page's rows, newest first."""
+    return [e for e in kit.find_all(ob, lambda e: e.tag == "a" and "mw-userlink" in e.attrs.get("class", ""))
+            if _has_ancestor(ob, e, "pagehistory")]
+
+
+class FirstEditor(WikiTask):
+    template = "first_editor"
+    intent_template = "Who made the first edit to the wiki article {title}? Answer with their user name."
+    intent_templates = (intent_template,
+                        "Who created the {title} article on the wiki?",
+                        "Which user started the article {title}?",
+                        "Tell me the user name of the person who wrote the first version of {title}.")
+    answer_task = True
+    detours = ("latest",)
+
+    def sample(self, rng: random.Random) -> dict[str, Any]:
+        art = rng.choice(_articles())
+        return {"title": art.title, "creator": art.revisions[0].user}
+
+    def check(self, answer: str | None) -> tuple[bool, str]:
+        ok = _squash(answer).removeprefix("user:").strip() == _squash(self.params["creator"])
+        return ok, f"answer {answer!r} vs first editor {self.params['creator']!r}"
+
+    def expert(self, ob: Any, memory: dict[str, Any]) -> Any:
+        p, (_, detour) = self.params, self._style(memory)
+        title = p["title"]
+        if _at(ob, title, "history"):
+            users = _history_users(ob)
+            if not users:
+                return None
+            if detour == "latest" and not memory.get("looked"):  # the newest row first, then on to the oldest
+                memory["looked"] = True
+                return Decision(ActionType.SCROLL, direction="down")
+            return kit.why(kit.reach(ob, users[-1], kit.finish(_squeeze_spaces(users[-1].text))),
+                           f"name the user who made the first edit to {title}, at the bottom of its history",
+                           f"tell the user who created {title}")
+        if _at(ob, title):
+            return kit.why(kit.click(ob, _tab(ob, "ca-history")), f"see every edit to {title}, the oldest at the bottom",
+                           f"find out from the history who created {title}")
+        return self._open(ob, memory, title, (f"look up the {title} article", f"find the article on {title}"),
+                          (f"open {title}, whose history names the user who created it",
+                           f"reach the {title} article to look at its first edit"))
+
+
+class RevisionCount(WikiTask):
+    template = "revision_count"
+    intent_template = "How many revisions does the wiki article {title} have? Answer with the number."
+    intent_templates = (intent_template,
+                        "How many times has {title} been edited, counting the edit that created it?",
+                        "Count the edits in the history of the {title} article.",
+                        "What is the total number of edits made to {title} on the wiki?")
+    answer_task = True
+    detours = ("info",)
+
+    def sample(self, rng: random.Random) -> dict[str, Any]:
+        art = rng.choice(_articles())
+        return {"title": art.title, "count": len(art.revisions)}
+
+    def check(self, answer: str | None) -> tuple[bool, str]:
+        ok = _answer_has(answer, str(self.params["count"]))
+        return ok, f"answer {answer!r} vs {self.params['count']} revisions of {self.params['title']}"
+
+    def expert(self, ob: Any, memory: dict[str, Any]) -> Any:
+        p, (_, detour) = self.params, self._style(memory)
+        title = p["title"]
+        counts = (f"give the number of edits to {title}", f"tell the user how many revisions {title} has")
+        if _at(ob, title, "info"):
+            row = kit.by_id(ob, "mw-pageinfo-edits")
+            cells = [ob.elements[c] for c in (row.children if row else []) if ob.elements[c].tag == "td"]
+            if len(cells) < 2:
+                return None
+            return kit.why(kit.reach(ob, cells[1], kit.finish(_squeeze_spaces(cells[1].text))), *counts)
+        if _at(ob, title, "history"):
+            users = _history_users(ob)
+            if not users:
+                return None
+            return kit.why(kit.reach(ob, users[-1], kit.finish(str(len(users)))), *counts)
+        if _at(ob, title):
+            if detour == "info":
+                return kit.why(kit.click(ob, _tab(ob, "t-info")), f"open the page information of {title}, "
+                               "which gives its total number of edits", f"read the edit count of {title} in its page information")
+            return kit.why(kit.click(ob, _tab(ob, "ca-history")), f"count the revisions of {title} in its history",
+                           f"list every edit to {title}")
+        return self._open(ob, memory, title, (f"look up the {title} article", f"find the article on {title}"),
+                          (f"open {title} to count its edits", f"reach the {title} article and its history"))
+
+
+class CapitalPopulation(WikiTask):
+    template = "capital_population"
+    intent_template = "What is the population of the capital of {country}? Answer with the number."
+    intent_templates = (intent_template,
+                        "How many people live in the capital city of {country}, according to the wiki?",
+                        "Find the population of {country}'s capital.",
+                        "{country}'s capital has its own article on the wiki. What population does it give?")
+    answer_task = True
+    detours = ("country",)
+
+    def sample(self, rng: random.Random) -> dict[str, Any]:
+        country = rng.choice(self._world().of_kind("country"))
+        capital = _plain_link(country.infobox["capital"])
+        return {"country": country.title, "capital": capital,
+                "value": self._world().articles[capital].infobox["population"],
+                "country_population": country.infobox["population"]}
+
+    def check(self, answer: str | None) -> tuple[bool, str]:
+        ok = _answer_has(answer, self.params["value"])
+        return ok, f"answer {answer!r} vs population {self.params['value']} of {self.params['capital']}"
+
+    def expert(self, ob: Any, memory: dict[str, Any]) -> Any:
+        p, (_, detour) = self.params, self._style(memory)
+        country, capital = p["country"], p["capital"]
+        if _at(ob, capital):
+            value = _infobox_value(ob, "Population")
+            return kit.why(kit.finish(value), f"give the population of {capital}, the capital of {country}",
+                           f"tell the user how many people live in {capital}") if value else None
+        if _at(ob, country):
+            if detour == "country" and not memory.get("looked"):  # the country's own figure, then the capital's row
+                memory["looked"] = True
+                return Decision(ActionType.SCROLL, direction="down")
+            links = _cell_links(ob, "Capital")
+            return kit.why(kit.click(ob, links[0] if links else _link_to(ob, capital)),
+                           f"open {capital}, the capital of {country}, for its own population",
+                           f"follow the Capital row of {country}'s infobox")
+        return self._open(ob, memory, country, (f"look up the {country} article", f"find the article on {country}"),
+                          (f"open {country} to find out which city is its capital",
+                           f"read the capital of {country} in its infobox"))
+
+
+# ----------------------------------------------------------------------------- editing and administration, more
+def _open_page_menu(ob: Observation, tab_id: str, opens: tuple[str, ...], menus: tuple[str, ...]) -> Decision | None:
+    """Click ``tab_id`` in the page's "More" menu, opening the menu first when it is closed."""
+    item = _tab(ob, tab_id)
+    if item is not None and kit.visible(ob, item):
+        return kit.why(kit.click(ob, item), *opens)
+    return kit.why(kit.click(ob, kit.by_id(ob, "p-cactions-checkbox")), *menus)
+
+
+_PROTECT_REASONS = ("Edit warring", "Excessive vandalism", "High traffic page")
+#: The protection form's edit level for administrators only.
+_SYSOP_ONLY = "Allow only administrators"
+
+
+class ProtectPage(WikiTask):
+    template = "protect_page"
+    intent_template = ('As an administrator, protect the wiki article {title} so that only administrators can edit '
+                       'it, with the reason "{reason}".')
+    intent_templates = (intent_template,
+                        'Lock {title} so that only administrators may edit it (reason: "{reason}").',
+                        'There is trouble on {title}. Protect the page against editing by anyone but administrators, '
+                        'giving "{reason}" as the reason.',
+                        'Restrict editing of the {title} article to administrators; the reason is "{reason}".')
+    user = "Petra Lund"
+    ways = ("search", "search", "browse")  # the form's steps already make long episodes
+    detours = ("history",)
+
+    def sample(self, rng: random.Random) -> dict[str, Any]:
+        return {"title": rng.choice(_articles()).title, "reason": rng.choice(_PROTECT_REASONS)}
+
+    def check(self, answer: str | None) -> tuple[bool, str]:
+        p = self.params
+        levels = dict(self.site.query(
+            "SELECT r.pr_type, r.pr_level FROM page_restrictions r JOIN page p ON p.page_id = r.pr_page "
+            "WHERE p.page_namespace = 0 AND p.page_title = ?", (db_key(p["title"]),)))
+        if levels.get("edit") != "sysop":
+            return False, f"editing {p['title']} is restricted to {levels.get('edit')!r}, not sysop"
+        logs = self.site.query(
+            "SELECT c.comment_text FROM logging l JOIN actor a ON a.actor_id = l.log_actor LEFT JOIN comment c "
+            "ON c.comment_id = l.log_comment_id WHERE l.log_type = 'protect' AND l.log_namespace = 0 "
+            "AND l.log_title = ? AND a.actor_name = ?", (db_key(p["title"]), self.user))
+        if not any(p["reason"].lower() in str(c or "").lower() for (c,) in logs):
+            return False, f"no protection log entry by {self.user} with the reason {p['reason']!r}"
+        return True, "page protected"
+
+    def expert(self, ob: Any, memory: dict[str, Any]) -> Any:
+        p, (_, detour) = self.params, self._style(memory)
+        title, reason = p["title"], p["reason"]
+        if _at(ob, title) and memory.get("saved"):
+            return kit.why(kit.finish("done"), f"protect {title} so that only administrators can edit it",
+                           f"restrict the editing of {title} to administrators")
+        if _at(ob, title, "protect"):
+            # the edit level is an OOUI dropdown (its <select> is hidden): open it, then pick the option
+            handle = kit.find(ob, lambda e: "oo-ui-dropdownWidget-handle" in e.attrs.get("class", "")
+                              and _has_ancestor(ob, e, "mwProtect-level-edit"))
+            box = kit.field(ob, "mwProtect-reason", "input")
+            if handle is None or box is None:  # the form's script has not built the dropdown yet: wait
+                memory["waits"] = memory.get("waits", 0) + 1
+                return _WAIT if memory["waits"] <= 8 else None
+            if _squeeze_spaces(handle.all_text) != _SYSOP_ONLY:
+                menu = handle.attrs.get("aria-owns")
+                option = kit.find(ob, lambda e: e.attrs.get("role") == "option" and bool(menu)
+                                  and _squeeze_spaces(e.all_text) == _SYSOP_ONLY and _has_ancestor(ob, e, menu))
+                if option is not None and kit.visible(ob, option):
+                    return kit.why(kit.click(ob, option), f"allow only administrators to edit {title}",
+                                   "set the edit protection to administrators")
+                return kit.why(kit.click(ob, handle), f"choose who may edit {title}",
+                               "open the list of edit protection levels")
+            if _squeeze_spaces(box.value) != reason:
+                return kit.why(kit.fill(ob, box, reason), f"give {reason} as the reason for the protection",
+                               "record why the page is protected")
+            return kit.once(memory, "saved", kit.why(kit.click(ob, kit.button(ob, "Confirm")),
+                                                     f"protect {title} with these settings",
+                                                     "confirm the protection"))
+        if _at(ob, title, "history") and memory.get("strayed"):
+            return _open_page_menu(ob, "ca-protect", (f"open the protection form of {title}",
+                                                      "go to the page's protection settings"),
+                                   ("show the page actions, where Protect is", f"open the menu of {title}'s actions"))
+        if _at(ob, title):
+            if detour == "history" and not memory.get("strayed"):
+                return kit.once(memory, "strayed", kit.why(
+                    kit.click(ob, _tab(ob, "ca-history")), f"look at the recent edits to {title} before protecting it",
+                    f"check the history of {title} for the trouble first"))
+            return _open_page_menu(ob, "ca-protect", (f"open the protection form of {title}",
+                                                      f"change who may edit {title}"),
+                                   (f"find the option to protect {title} in the page's menu",
+                                    "show the page actions, where Protect is"))
+        return self._open(ob, memory, title, (f"look up the {title} article", f"find the article on {title}"),
+                          (f"open {title}, the article to protect", f"reach {title} to protect it"))
+
+
+def _redirect_aliases() -> list[tuple[str, str]]:
+    """(alias, article) pairs a redirect could serve: a species' scientific name (when only one species
+    has it), a person's name written surname first."""
+    species = wseed.world().of_kind("species")
+    latin = [a.infobox["binomial"].strip("'") for a in species]
+    out = [(name, a.title) for name, a in zip(latin, species) if latin.count(name) == 1]
+    out += [(f"{a.title.split()[-1]}, {' '.join(a.title.split()[:-1])}", a.title)
+            for a in wseed.world().of_kind("person")]
+    return out
+
+
+class CreateRedirect(WikiTask):
+    template = "create_redirect"
+    intent_template = 'Make "{alias}" a redirect to the wiki article {title}.'
+    intent_templates = (intent_template,
+                        'Readers who look up "{alias}" should land on {title}. Create that redirect.',
+                        'Create a redirect page "{alias}" that points to {title}.',
+                        'Set up "{alias}" on the wiki so that it redirects to the {title} article.')
+    user = "Orrin Vale"
+    ways = ("search",)
+    detours = ("preview", "target")
+
+    def sample(self, rng: random.Random) -> dict[str, Any]:
+        alias, title = rng.choice(_redirect_aliases())
+        return {"alias": alias, "title": title}
+
+    def check(self, answer: str | None) -> tuple[bool, str]:
+        p = self.params
+        row = self.site.page_row(p["alias"])
+        if row is None:
+            return False, f"no page {p['alias']!r}"
+        if not row[2]:
+            return False, f"{p['alias']!r} is not a redirect"
+        target = self.site.query("SELECT rd_namespace, rd_title FROM redirect WHERE rd_from = ?", (row[0],))
+        if not target or tuple(target[0]) != (0, db_key(p["title"])):
+            return False, f"{p['alias']!r} redirects to {target}, not to {p['title']}"
+        revs = self.site.revisions(p["alias"])
+        if not revs or revs[0][1] != self.user:
+            return False, f"the redirect was not created by {self.user}"
+        return True, "redirect created"
+
+    def expert(self, ob: Any, memory: dict[str, Any]) -> Any:
+        p, (_, detour) = self.params, self._style(memory)
+        alias, title = p["alias"], p["title"]
+        makes = (f"make {alias} lead to {title}", f"create the redirect from {alias} to {title}")
+        t, q = _href_title(ob.url)
+        if memory.get("saved") and db_key(t) == db_key(alias) and q.get("action", "view") == "view":
+            return kit.why(kit.finish("done"), *makes)
+        if db_key(t) == db_key(alias) and q.get("action") in ("edit", "submit"):
+            area = kit.by_id(ob, "wpTextbox1")
+            text = f"#REDIRECT [[{title}]]\n"
+            if area is None:
+                return None
+            if _squeeze_spaces(area.value) != _squeeze_spaces(text):
+                return kit.why(kit.fill(ob, area, text), f"point the new page at {title}",
+                               f"write the redirect line to {title}")
+            return self._check_and_save(ob, memory, (f"check that the redirect goes to {title}",
+                                                     "see the redirect before saving it"), makes)
+        if detour == "target" and not memory.get("checked_target"):  # the target's exact title first
+            if _at(ob, title):
+                box = kit.by_id(ob, "searchInput")
+                memory["checked_target"] = True
+                return kit.why(kit.fill(ob, box, alias), f"now look up {alias}, the title to redirect",
+                               f"check that no page {alias} exists yet")
+            return self._open(ob, memory, title, (f"check the exact title of the {title} article",
+                                                  f"look up {title}, the redirect's target"),
+                              (f"open {title} to make sure of its title", f"see that {title} exists"))
+        create = kit.find(ob, lambda e: e.tag == "a" and "action=edit" in e.attrs.get("href", "")
+                          and db_key(_href_title(e.attrs["href"])[0]) == db_key(alias))
+        if create is not None and _on_search(ob):
+            return kit.why(kit.click(ob, create), f"start the page {alias}, which does not exist yet",
+                           f"create {alias} from the search results")
+        box = kit.by_id(ob, "searchInput")
+        if box is not None and _squeeze_spaces(box.value) == alias and not _on_search(ob):
+            return kit.why(kit.click(ob, kit.by_id(ob, "searchButton")), f"see whether {alias} exists",
+                           f"search for {alias} to get the link that creates it")
+        return self._open(ob, memory, alias, (f"check whether a page {alias} exists",
+                                              f"make sure the wiki has no page {alias} yet"),
+                          (f"see whether {alias} exists and get the link to create it",
+                           f"search for {alias} before creating it"))
+
+
+class UpdatePopulation(WikiTask):
+    template = "update_population"
+    intent_template = ('The 2024 census counted {new} people in {title}. Update the population in the infobox of its '
+                       'wiki article, with the edit summary "{summary}".')
+    intent_templates = (intent_template,
+                        'Set the infobox population of {title} to {new} (edit summary: "{summary}").',
+                        '{title} now has {new} inhabitants. Correct the figure in the article\'s infobox and save '
+                        'it with the summary "{summary}".',
+                        'Change the population given in the {title} infobox to {new}; use "{summary}" as the edit '
+                        'summary.')
+    user = "Marta Kell"
+    # no look before saving: the long text box's scrolls already make 9-11 steps, a preview would pass 15
+
+    def sample(self, rng: random.Random) -> dict[str, Any]:
+        art = rng.choice(self._world().of_kind("city"))
+        old = int(art.infobox["population"].replace(",", ""))
+        new = old + rng.choice((-1, 1)) * rng.randint(500, 9000)
+        return {"title": art.title, "old": art.infobox["population"], "new": f"{new:,}",
+                "summary": rng.choice(("Population from the 2024 census", "Updated population (2024 census)"))}
+
+    def check(self, answer: str | None) -> tuple[bool, str]:
+        p = self.params
+        mine = self._edited_by_user(p["title"])
+        if not mine:
+            return False, f"no new revision of {p['title']} by {self.user}"
+        if mine[-1][2] != p["summary"]:
+            return False, f"edit summary {mine[-1][2]!r} != {p['summary']!r}"
+        text = self.site.page_text(p["title"]) or ""
+        m = re.search(r"^\|\s*population\s*=\s*([\d,]+)\s*$", text, re.M)
+        if m is None or m.group(1).replace(",", "") != p["new"].replace(",", ""):
+            return False, f"the infobox population is {m.group(1) if m else None!r}, not {p['new']}"
+        seeded = self._world().articles[p["title"]].text
+        if "{{Infobox settlement" not in text or len(text) < len(seeded) - 20:
+            return False, "the rest of the article was lost"
+        return True, "population updated"
+
+    def expert(self, ob: Any, memory: dict[str, Any]) -> Any:
+        p = self.params
+        title = p["title"]
+        if _at(ob, title) and memory.get("saved"):
+            return kit.why(kit.finish("done"), f"update the population of {title} to {p['new']}",
+                           f"put the 2024 census figure in the infobox of {title}")
+        if _at(ob, title, "edit") or _at(ob, title, "submit"):
+            area, summary = kit.by_id(ob, "wpTextbox1"), kit.by_id(ob, "wpSummary")
+            if area is None or summary is None:
+                return None
+            value = area.value or ""
+            if not re.search(r"^\|\s*population\s*=\s*" + re.escape(p["new"]) + r"\s*$", value, re.M):
+                new = re.sub(r"^(\|\s*population\s*=\s*)[\d,]+", lambda m: m.group(1) + p["new"], value, count=1,
+                             flags=re.M)
+                return kit.why(kit.fill(ob, area, new), f"replace the population {p['old']} with {p['new']}",
+                               f"write the census figure {p['new']} in the infobox")
+            if _squeeze_spaces(summary.value) != p["summary"]:
+                return kit.why(kit.fill(ob, summary, p["summary"]), "describe the change in the edit summary",
+                               "say where the new figure comes from")
+            return self._check_and_save(ob, memory, ("check that only the population changes",
+                                                     "review the new figure before saving"),
+                                        (f"save the new population of {title}", "store the edit"))
+        if _at(ob, title):
+            return kit.why(kit.click(ob, _tab(ob, "ca-edit")), f"open the editor of {title}, where the infobox is",
+                           f"edit {title} to change its population")
+        return self._open(ob, memory, title, (f"look up the {title} article", f"find the article on {title}"),
+                          (f"open {title} to update its population", f"reach the {title} article and its infobox"))
+
+
+_DELETE_REASONS = ("Duplicate article", "Created in error", "Merged into another article")
+
+
+class DeletePage(WikiTask):
+    template = "delete_page"
+    intent_template = 'As an administrator, delete the wiki article {title} with the reason "{reason}".'
+    intent_templates = (intent_template,
+                        'Remove the page {title} from the wiki; give "{reason}" as the reason.',
+                        '{title} should not be on the wiki. Delete it (reason: "{reason}").',
+                        'Delete the {title} article, stating the reason "{reason}".')
+    user = "Admin"
+    detours = ("links",)
+
+    def sample(self, rng: random.Random) -> dict[str, Any]:
+        art = rng.choice(self._world().of_kind("person") + self._world().of_kind("species"))
+        return {"title": art.title, "reason": rng.choice(_DELETE_REASONS)}
+
+    def check(self, answer: str | None) -> tuple[bool, str]:
+        p = self.params
+        if self.site.page_row(p["title"]) is not None:
+            return False, f"{p['title']} still exists"
+        logs = self.site.query(
+            "SELECT c.comment_text FROM logging l JOIN actor a ON a.actor_id = l.log_actor LEFT JOIN comment c "
+            "ON c.comment_id = l.log_comment_id WHERE l.log_type = 'delete' AND l.log_action = 'delete' "
+            "AND l.log_namespace = 0 AND l.log_title = ? AND a.actor_name = ?", (db_key(p["title"]), self.user))
+        if not any(p["reason"].lower() in str(c or "").lower() for (c,) in logs):
+            return False, f"no deletion log entry by {self.user} with the reason {p['reason']!r}"
+        return True, "page deleted"
+
+    def expert(self, ob: Any, memory: dict[str, Any]) -> Any:
+        p, (_, detour) = self.params, self._style(memory)
+        title, reason = p["title"], p["reason"]
+        if memory.get("saved") and (not _at(ob, title, "delete") or kit.field(ob, "wpReason", "input") is None):
+            return kit.why(kit.finish("done"), f"delete {title}", f"remove {title} from the wiki")
+        if _at(ob, title, "delete"):
+            box = kit.field(ob, "wpReason", "input")
+            if box is None:
+                return None
+            if _squeeze_spaces(box.value) != reason:
+                return kit.why(kit.fill(ob, box, reason), f"give {reason} as the reason for the deletion",
+                               "replace the suggested reason with the one asked for")
+            return kit.once(memory, "saved", kit.why(kit.click(ob, kit.by_name(ob, "wpConfirmB")),
+                                                     f"delete {title} for good", "confirm the deletion"))
+        if "Special:WhatLinksHere" in urllib.parse.unquote(ob.url) and memory.get("strayed") \
+                and not memory.get("back"):
+            return kit.once(memory, "back", kit.why(
+                _BACK, f"return to {title} to delete it, now that its links are checked",
+                "get back to the article and delete it"))
+        if _at(ob, title):
+            if detour == "links" and not memory.get("strayed"):
+                return kit.once(memory, "strayed", kit.why(
+                    kit.click(ob, _tab(ob, "t-whatlinkshere")), f"check which pages link to {title} before deleting it",
+                    f"see what refers to {title} first"))
+            return _open_page_menu(ob, "ca-delete", (f"open the deletion form of {title}", f"delete {title}"),
+                                   (f"find the option to delete {title} in the page's menu",
+                                    "show the page actions, where Delete is"))
+        return self._open(ob, memory, title, (f"look up the {title} article", f"find the article on {title}"),
+                          (f"open {title}, the article to delete", f"reach {title} to delete it"))
+
+
+TASKS: tuple[type[SiteTask], ...] = (
+    InfoboxFact, BirthplaceFact, LastEditor, CategoryCount, EditSection, CreateArticle, AddCategory, UndoLastEdit,
+    WatchPage, TalkNewTopic, MovePage,
+    OpenHistory, CapitalArticle, CategoryPage, LatestDiff, EditorContributions, TalkPage, WhatLinksHere,
+    FirstEditor, RevisionCount, CapitalPopulation,
+    ProtectPage, CreateRedirect, UpdatePopulation, DeletePage,
+)
