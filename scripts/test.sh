@@ -81,8 +81,10 @@ T_SITES=$(date +%s)
 export HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_HUB_DISABLE_TELEMETRY=1
 export GRADIO_ANALYTICS_ENABLED=False TOKENIZERS_PARALLELISM=false
 export MAG_TEST_STRICT=1
-# The site tests run in a pass of their own, under --dist loadgroup (below); the rest by module.
-SITE_TESTS=$(ls tests/test_site_*.py)
+# The site tests run in a pass of their own, under --dist loadgroup (below); the rest by module;
+# the cross-site tests (two or three sites per task) last, alone.
+SITE_TESTS=$(ls tests/test_site_*.py | grep -v test_site_cross.py)
+CROSS_TESTS=tests/test_site_cross.py
 REPORTS=$(mktemp -d)
 rc=0
 run_pass() {  # run_pass NAME PYTEST_ARGS...: rc keeps the first failure; "no tests" (5) is fine under -k
@@ -94,16 +96,18 @@ run_pass() {  # run_pass NAME PYTEST_ARGS...: rc keeps the first failure; "no te
   }
 }
 HAS_ARGS=$([ $# -gt 0 ] && echo 1 || echo 0)
-run_pass main -n 2 --dist loadfile $(for f in $SITE_TESTS; do printf -- "--ignore=%s " "$f"; done) "$@"
+run_pass main -n 2 --dist loadfile $(for f in $SITE_TESTS $CROSS_TESTS; do printf -- "--ignore=%s " "$f"; done) "$@"
 T_MAIN=$(date +%s)
 # --dist loadgroup: the modules of one site (its tests, recapture, re-recording, traces) share
 # one worker, so no module stops or resets a site another worker is using. It runs even when the
 # first pass failed, so one run shows every failure.
 run_pass sites -n 2 --dist loadgroup $SITE_TESTS "$@"
+T_SITE_PASS=$(date +%s)
+run_pass cross -p no:xdist $CROSS_TESTS "$@"
 T_END=$(date +%s)
 stop_test_sites
 python scripts/junit_total.py "$REPORTS"/*.xml
 echo "wall time: $((T_END - T0)) s (apt + venv + core $((T_CORE - T0)) s; extras $((T_INSTALL - T_CORE)) s, sites" \
      "setup alongside, done $((T_SITES - T_CORE)) s after the core; main pass $((T_MAIN - T_SITES)) s;" \
-     "site pass $((T_END - T_MAIN)) s)"
+     "site pass $((T_SITE_PASS - T_MAIN)) s; cross-site pass $((T_END - T_SITE_PASS)) s)"
 exit "$rc"
