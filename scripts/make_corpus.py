@@ -6,23 +6,25 @@ The bundled raw corpus has two site families: the four real applications of
 number below is a seed or a documented setting; running the script twice on the same
 recordings gives the same corpus. Steps:
 
-1. **Record** every site template with its expert, 3 successful episodes per template,
+1. **Record** every site template with its expert, 4 successful episodes per template,
    corpus seed 0, 15% of the clicks recorded the way human demonstrations are (a point,
    no element id)::
 
        mag sites setup
-       mag record --tasks 'sites.*' --episodes 3 --seed 0 --point-only-share 0.15 --out WORK/sites
+       mag record --tasks 'sites.*' --episodes 4 --seed 0 --point-only-share 0.15 --out WORK/sites
 
-   (the bundled corpus was recorded in two parallel runs, ``'sites.shop.*' 'sites.forum.*'``
-   and ``'sites.tracker.*' 'sites.wiki.*'``: episode seeds depend only on the task id, the
+   (the bundled corpus was recorded in two parallel runs, ``'sites.forum.*' 'sites.wiki.*'``
+   and ``'sites.shop.*' 'sites.tracker.*'``: episode seeds depend only on the task id, the
    index and the corpus seed, so the episodes are the same), and the MiniWoB++ family::
 
        mag record --episodes 4 --seed 0 --out WORK/miniwob     # its default 19 tasks
 
    Pass ``--sites-raw DIR [DIR ...]`` / ``--miniwob-raw DIR`` to start from recordings
-   already made (the script then records nothing).
-2. **Merge** the recordings into one work folder (episode folders copied; a duplicate
-   episode id is an error). The MiniWoB++ family is **thinned** to the first
+   already made (the script then records nothing); ``--miniwob-raw`` may be a whole corpus,
+   the bundled one included: only its MiniWoB++ episodes are taken.
+2. **Merge** the recordings into one work folder (episode folders copied with the shared
+   screenshots they name; a duplicate episode id is an error). The MiniWoB++ family is
+   **thinned** to the first
    :data:`MINIWOB_EPISODES` episodes of every task, in the order ``mag record`` tries its
    seeds (:func:`mag_dataset.live.recorder.episode_seed` with k = 0, 1, ...): exactly the
    episodes ``mag record --episodes 4`` keeps, so a bigger MiniWoB++ recording (the package
@@ -32,11 +34,13 @@ recordings gives the same corpus. Steps:
    the DOM fingerprints the audit's judges read get them from a replay that reproduces their
    pages pixel for pixel (a no-op for recordings made today; an episode whose replay differs
    keeps none, and the audit then cannot confirm it: record it again).
-4. **Recapture** two episodes of every site template (``mag recapture --per-template 2
-   --seed 0``): its observations are re-rendered by replaying its actions on a site that
-   is reset once and then moves on with every replay, the path by which WebMRE's stale
-   screenshots arose (:mod:`mag_dataset.live.recapture`). The sites must be set up; they
-   are served for the run when they are not running.
+4. **Recapture** every site episode on a site that moved on (``mag recapture --share 1
+   --seed 0 --drift 7``): before each replay its site is reset and drifted with other users'
+   activity (:meth:`mag_dataset.sites.base.Site.drift`: new orders, posts, tickets and
+   revisions, changed statuses and prices), then the episode's actions are replayed and its
+   observations re-rendered, the path by which WebMRE's stale screenshots arose
+   (:mod:`mag_dataset.live.recapture`). The sites must be set up; they are served for the run
+   when they are not running.
 5. **Unify** (``mag unify``): point-only clicks are restored to their element
    (``coordinate_restored``) or marked unrestorable; recaptured steps whose screenshot
    differs from the action-time one beyond the documented threshold are flagged ``stale``.
@@ -50,13 +54,15 @@ recordings gives the same corpus. Steps:
    (rendered at build time), capture geometry in every step, and each screenshot that
    several episodes show (a template's start page) stored once, in ``_shared_images``
    (:mod:`mag_dataset.compact`).
-8. **Split** (``corpus.json``): by task, seeded, held-out templates per family
+8. **Fit the size cap** (:func:`fit_to_cap`): per site template, its episodes in seed order
+   while the template's steps stay within a budget (its first episode always), for the
+   largest budget whose data folder fits :data:`SIZE_CAP` on disk, measured as ``du`` does
+   (:func:`disk_usage`); every MiniWoB++ episode kept.
+9. **Split** (``corpus.json``): by task, seeded, held-out templates per family
    (:func:`mag_dataset.live.recorder.write_corpus_manifest`), with ``drop_test_echoes``: the
    builder leaves out of test every step that repeats a train step's screenshot and gold
    action (:func:`mag_dataset.builder.corpus.test_echoes`).
-9. **Install**: the result replaces ``--out`` (default ``mag_dataset/data/raw``); the
-   script refuses a result that would take the package's data folder (``--out``'s parent)
-   over :data:`SIZE_CAP` on disk, measured as ``du`` does (:func:`disk_usage`).
+10. **Install**: the result replaces ``--out`` (default ``mag_dataset/data/raw``).
 
 The audit needs no model; judge models (``mag audit --judges FILE``) and people (``mag
 annotate``) can be added to the panel later.
@@ -66,6 +72,7 @@ Usage::
     python scripts/make_corpus.py --work /tmp/corpus_work                  # record everything (hours)
     python scripts/make_corpus.py --work /tmp/w --sites-raw /work/corpus/raw_a /work/corpus/raw_b \\
         --miniwob-raw /tmp/old_miniwob                                     # from recordings
+    python scripts/make_corpus.py --work /tmp/w2 --merged /tmp/w/merged    # fit, split, install again
 """
 
 from __future__ import annotations
@@ -80,18 +87,22 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 #: The recording settings of the bundled corpus (step 1).
 SITE_TASKS = ("sites.*",)
-SITE_EPISODES = 3
+SITE_EPISODES = 4
 CORPUS_SEED = 0
 POINT_ONLY_SHARE = 0.15
 #: MiniWoB++ episodes kept per task (step 2).
 MINIWOB_EPISODES = 4
-#: Step 3: how many episodes of each site template are recaptured, and the seed choosing them.
-RECAPTURE_PER_TEMPLATE = 2
+#: Step 4: the share of site episodes recaptured, the seed choosing them, and the drift.
+RECAPTURE_SHARE = 1.0
 RECAPTURE_SEED = 0
+DRIFT_SEED = 7
+DRIFT_LEVEL = 1
 #: Step 6: the audit's panel (the rule-based page judges).
 AUDIT_JUDGES = "dom,name,pixel"
 #: The issue's size cap for the bundled raw corpus (bytes of all its files).
 SIZE_CAP = 45 * 1024 * 1024
+#: Step 8: the largest number of steps a site template may bring to the sample (its first episode always).
+STEP_BUDGET_MAX = 60
 
 
 def mag(*args: str) -> None:
@@ -109,34 +120,88 @@ def record(work: Path) -> tuple[list[Path], Path]:
     return [sites], miniwob
 
 
-def miniwob_kept(names: set[str], per_task: int = MINIWOB_EPISODES) -> set[str]:
-    """The MiniWoB++ episode folders kept: per task, the first ``per_task`` present in seed order.
+def seed_order(names: set[str], per_task: int) -> dict[str, list[str]]:
+    """Per task, its first ``per_task`` episode folders among ``names``, in seed order.
 
     ``mag record`` tries episode seeds ``episode_seed(task, k, seed)`` for k = 0, 1, ... and
     keeps the successful ones, so these are the episodes it keeps with ``--episodes per_task``.
     """
     from mag_dataset.live.recorder import episode_seed
 
-    tasks = sorted({n.split(".seed-")[0] for n in names})
-    kept: set[str] = set()
-    for task in tasks:
+    out: dict[str, list[str]] = {}
+    for task in sorted({n.split(".seed-")[0] for n in names}):
         found = [f"{task}.seed-{episode_seed(task, k, CORPUS_SEED)}" for k in range(10 * per_task)]
-        kept.update([n for n in found if n in names][:per_task])
-    return kept
+        out[task] = [n for n in found if n in names][:per_task]
+    return out
+
+
+def first_episodes(names: set[str], per_task: int) -> set[str]:
+    """The episode folders kept: per task, the first ``per_task`` present in seed order."""
+    return {n for kept in seed_order(names, per_task).values() for n in kept}
 
 
 def merge(sources: list[Path], miniwob: Path, merged: Path) -> None:
-    """Copy every site episode of ``sources`` and the kept MiniWoB++ episodes into ``merged`` (new)."""
-    from mag_dataset.raw import iter_episode_dirs
+    """Copy every site episode of ``sources`` and the kept MiniWoB++ episodes of ``miniwob`` (its
+    other episodes aside) into ``merged`` (new), with the shared screenshots they name."""
+    from mag_dataset.live.splits import site_family
+    from mag_dataset.raw import copy_episodes, iter_episode_dirs, read_episode
 
     merged.mkdir(parents=True)
-    mw = iter_episode_dirs(miniwob)
-    keep = miniwob_kept({f.name for f in mw})
+    mw = [f for f, ep in ((f, read_episode(f)) for f in iter_episode_dirs(miniwob))
+          if site_family(ep.source, ep.site) == "miniwob"]
+    keep = first_episodes({f.name for f in mw}, MINIWOB_EPISODES)
     for folder in [f for src in sources for f in iter_episode_dirs(src)] + [f for f in mw if f.name in keep]:
-        dest = merged / folder.name
-        if dest.exists():
+        if (merged / folder.name).exists():
             raise SystemExit(f"episode {folder.name} is in two of the inputs")
-        shutil.copytree(folder, dest)
+        copy_episodes(folder.parent, merged, [folder.name])
+
+
+
+def fit_to_cap(merged: Path, work: Path, other_data: int) -> tuple[Path, int, int]:
+    """The corpus to install: ``merged`` with, per site template, its episodes in seed order
+    while the template's steps stay within a budget (the first episode always), all MiniWoB++
+    episodes; the largest budget (a multiple of 5 up to :data:`STEP_BUDGET_MAX`) whose data
+    folder (the corpus and ``other_data`` bytes of other files) fits :data:`SIZE_CAP` (step 8).
+    A budget per template, not a count of episodes, keeps the few long templates (60 steps an
+    episode) from taking the sample's room from the others. The audit files keep the kept
+    episodes' lines.
+
+    Returns:
+        (the corpus folder, the step budget, its size on disk once installed in bytes).
+    """
+    from mag_dataset.live.splits import site_family
+    from mag_dataset.raw import AUDIT_FILE, VERDICTS_FILE, copy_episodes, iter_episode_dirs, read_episode
+
+    episodes = {f.name: read_episode(f) for f in iter_episode_dirs(merged)}
+    site = {n for n, ep in episodes.items() if site_family(ep.source, ep.site) != "miniwob"}
+    in_order = seed_order(site, SITE_EPISODES)
+    size = 0
+    for budget in range(STEP_BUDGET_MAX, 0, -5):
+        keep = set(episodes) - site
+        for names in in_order.values():
+            steps = 0
+            for i, name in enumerate(names):
+                steps += len(episodes[name].steps)
+                if i and steps > budget:
+                    break
+                keep.add(name)
+        kept = work / f"budget-{budget}"
+        if kept.exists():
+            shutil.rmtree(kept)
+        copy_episodes(merged, kept, sorted(keep))
+        for name in (AUDIT_FILE, VERDICTS_FILE):
+            if (merged / name).exists():
+                lines = (merged / name).read_text("utf-8").splitlines(keepends=True)
+                (kept / name).write_text("".join(ln for ln in lines if json.loads(ln)["step_id"].rsplit(":", 1)[0] in keep),
+                                         "utf-8")
+        size = disk_usage(kept) + other_data
+        n_site = len(keep & site)
+        print(f"at most {budget} steps per site template: {n_site} site episodes "
+              f"({sum(len(episodes[n].steps) for n in keep & site)} steps), {size / 2**20:.1f} MiB on disk", flush=True)
+        if size <= SIZE_CAP:
+            return kept, budget, size
+    raise SystemExit(f"even one site episode per template takes {size / 2**20:.1f} MiB, over the "
+                     f"{SIZE_CAP / 2**20:.0f} MiB cap")
 
 
 def disk_usage(root: Path) -> int:
@@ -152,32 +217,38 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--miniwob-raw", type=Path, help="MiniWoB++ recordings already made (skip recording)")
     parser.add_argument("--out", type=Path, default=REPO / "mag_dataset" / "data" / "raw",
                         help="where the corpus goes (replaced; default: %(default)s)")
+    parser.add_argument("--merged", type=Path,
+                        help="a merged corpus that went through steps 2-7 already (a former run's WORK/merged): "
+                             "fit, split and install it")
     args = parser.parse_args(argv)
     if args.work.exists() and any(args.work.iterdir()):
         parser.error(f"--work {args.work} is not empty")
     if (args.sites_raw is None) != (args.miniwob_raw is None):
         parser.error("give both --sites-raw and --miniwob-raw, or neither (record both)")
+    if args.merged is not None and args.sites_raw is not None:
+        parser.error("--merged starts after the recordings were merged: give it without --sites-raw/--miniwob-raw")
     args.work.mkdir(parents=True, exist_ok=True)
-    if args.sites_raw is None:
-        sites_raw, miniwob_raw = record(args.work)
+    if args.merged is not None:
+        merged = args.merged
     else:
-        sites_raw, miniwob_raw = args.sites_raw, args.miniwob_raw
-    merged = args.work / "merged"
-    merge(list(sites_raw), miniwob_raw, merged)
-    mag("recapture", "--raw", str(merged), "--evidence")
-    mag("recapture", "--raw", str(merged), "--per-template", str(RECAPTURE_PER_TEMPLATE), "--seed", str(RECAPTURE_SEED))
-    mag("unify", "--raw", str(merged))
-    mag("audit", "--raw", str(merged), "--judges", AUDIT_JUDGES, "--steps", "all")
-    mag("compact", "--raw", str(merged))
+        sites_raw, miniwob_raw = record(args.work) if args.sites_raw is None else (args.sites_raw, args.miniwob_raw)
+        merged = args.work / "merged"
+        merge(list(sites_raw), miniwob_raw, merged)
+        mag("recapture", "--raw", str(merged), "--evidence")
+        mag("recapture", "--raw", str(merged), "--share", f"{RECAPTURE_SHARE:g}", "--seed", str(RECAPTURE_SEED),
+            "--drift", str(DRIFT_SEED), "--drift-level", str(DRIFT_LEVEL))
+        mag("unify", "--raw", str(merged))
+        mag("audit", "--raw", str(merged), "--judges", AUDIT_JUDGES, "--steps", "all")
+        mag("lint-guides", "--raw", str(merged))  # the guide lint: no finding, or the script stops
+        mag("compact", "--raw", str(merged))
 
     from mag_dataset.live.recorder import write_corpus_manifest
 
-    write_corpus_manifest(merged, CORPUS_SEED, drop_test_echoes=True)
     out = args.out.resolve()
-    size = disk_usage(merged) + disk_usage(out.parent) - disk_usage(out)  # the data folder once installed
-    if size > SIZE_CAP:
-        raise SystemExit(f"the data folder would take {size / 2**20:.1f} MiB on disk, over the "
-                         f"{SIZE_CAP / 2**20:.0f} MiB cap")
+    other_data = disk_usage(out.parent) - disk_usage(out)  # the data folder's other files
+    merged, budget, size = fit_to_cap(merged, args.work, other_data)
+    write_corpus_manifest(merged, CORPUS_SEED, drop_test_echoes=True)
+    size = disk_usage(merged) + other_data
     # install: the new corpus replaces --out in one rename (the old one is removed after)
     staged = out.with_name(f".{out.name}.new")
     if staged.exists():
@@ -190,7 +261,8 @@ def main(argv: list[str] | None = None) -> int:
     if old.exists():
         shutil.rmtree(old)
     manifest = json.loads((out / "corpus.json").read_text("utf-8"))
-    print(f"corpus: {len(manifest['splits'])} episodes -> {out}; the data folder takes {size / 2**20:.1f} MiB on disk")
+    print(f"corpus: {len(manifest['splits'])} episodes (at most {budget} steps per site template) -> {out}; "
+          f"the data folder takes {size / 2**20:.1f} MiB on disk")
     return 0
 
 

@@ -5,13 +5,14 @@ BrowserGym. One short forum template is recorded twice with the settings of
 ``scripts/make_corpus.py`` (corpus seed 0, point-only share 0.15, first episode: the bundled
 episode's id and seed) and the two recordings are compared step by step: intent, parameters,
 candidates, guides and their plans, actions and the BrowserGym actions (click points
-included). Pixels are not compared (they may differ with the Chromium build, see
-:mod:`mag_dataset.live.recorder`). The bundled sample predates the experts' plans, detours
-and person-like clicks, so it is compared again once corpus v2 is recorded with them.
+included), and with the bundled episode itself. Pixels are not compared (they may differ
+with the Chromium build, see :mod:`mag_dataset.live.recorder`). The drift the bundled
+recaptures saw is made again on a reset forum with the same seed and compared.
 """
 
 from __future__ import annotations
 
+import json
 import sys
 import urllib.parse
 from pathlib import Path
@@ -48,28 +49,42 @@ def _record(out: Path) -> object:
 
 
 def test_record_reproduces_its_episode(forum, tmp_path):
-    """The same seeds give the same episode: recorded twice, with the bundled corpus' settings.
-
-    The bundled sample was recorded by the experts as they were before they stated their
-    plans, took detours and clicked like a person (issue 25): until it is recorded again with
-    them (corpus v2, ``scripts/make_corpus.py``), a recording today is compared with another
-    recording today, not with the bundled episode. The episode id and seed are still the
-    bundled one's."""
+    """The same seeds give the same episode: recorded twice with the bundled corpus' settings,
+    and both the bundled episode as recorded (before ``mag unify`` restored its point-only
+    clicks: the restored element id aside, the recorded point is kept)."""
     seed = episode_seed(TASK, 0, make_corpus.CORPUS_SEED)
     bundled = next(ep for ep in read_corpus(RAW) if ep.episode_id == f"{TASK}.seed-{seed}")
     fresh, again = _record(tmp_path / "one"), _record(tmp_path / "two")
-    assert (fresh.episode_id, fresh.seed) == (bundled.episode_id, bundled.seed)
-    assert (fresh.episode_id, fresh.intent, fresh.seed) == (again.episode_id, again.intent, again.seed)
-    assert fresh.metadata["params"] == again.metadata["params"] == bundled.metadata["params"]
-    assert fresh.metadata.get("instantiation_dict") == again.metadata.get("instantiation_dict")
-    assert len(fresh.steps) == len(again.steps) >= 2
-    for a, b in zip(fresh.steps, again.steps):
-        where = f"step {a.step_index}"
-        assert a.candidates == b.candidates, where
-        assert (a.image_width, a.image_height) == (b.image_width, b.image_height), where
-        assert (a.guide, a.guide_source) == (b.guide, b.guide_source), where
-        assert _path(a.url) == _path(b.url), where
-        assert a.metadata["browsergym_action"] == b.metadata["browsergym_action"], where
-        assert a.action == b.action, where
-        assert a.metadata.get("recorded_as") == b.metadata.get("recorded_as"), where
-        assert a.metadata.get("plan_purpose") == b.metadata.get("plan_purpose"), where
+    for ep in (fresh, again):
+        assert (ep.episode_id, ep.intent, ep.seed) == (bundled.episode_id, bundled.intent, bundled.seed)
+        assert ep.metadata["params"] == bundled.metadata["params"]
+        assert ep.metadata.get("instantiation_dict") == bundled.metadata.get("instantiation_dict")
+        assert len(ep.steps) == len(bundled.steps) >= 2
+        for a, b in zip(ep.steps, bundled.steps):
+            where = f"{ep.episode_id} step {a.step_index}"
+            assert a.candidates == b.candidates, where
+            assert (a.image_width, a.image_height) == (b.image_width, b.image_height), where
+            assert (a.guide, a.guide_source) == (b.guide, b.guide_source), where
+            assert _path(a.url) == _path(b.url), where
+            assert a.metadata["browsergym_action"] == b.metadata["browsergym_action"], where
+            assert a.metadata.get("recorded_as") == b.metadata.get("recorded_as"), where
+            assert a.metadata.get("plan_purpose") == b.metadata.get("plan_purpose"), where
+            if b.metadata.get("coordinate_restored"):  # mag unify gave the bundled point its element
+                assert a.action.element_id is None and a.action.coordinate == b.action.coordinate, where
+            else:
+                assert a.action == b.action, where
+
+
+def test_drift_reproduces_the_bundled_recapture(forum):
+    """The bundled episodes were recaptured on a site reset and drifted with the corpus' drift
+    seed: the same seed on a reset site makes the same changes (drift included)."""
+    bundled = [ep for ep in read_corpus(RAW) if ep.site == "forum"]
+    drifts = {json.dumps(ep.metadata["recaptured"]["drift"], sort_keys=True) for ep in bundled}
+    assert len(drifts) == 1, drifts  # every forum episode saw the same moved-on forum
+    recorded = json.loads(drifts.pop())
+    forum.reset()
+    try:
+        changes = forum.drift(recorded["seed"], recorded["level"])
+    finally:
+        forum.reset()
+    assert changes == recorded["changes"] and sum(changes.values()) > 0
