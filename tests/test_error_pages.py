@@ -56,10 +56,13 @@ def _site_corpus_with_a_recaptured_error_page(root: Path) -> tuple[Path, str]:
 
     src = bundled_raw_dir()
     raw = root / "raw"
+    from mag_dataset.cli import main
+
     episodes = [p for p in iter_episode_dirs(src) if p.name.startswith("sites.shop.")][:6]
     copy_episodes(src, raw, [p.name for p in episodes])
-    folder = next(raw / p.name for p in episodes if len(read_episode(raw / p.name).steps) >= 3
-                  and not read_episode(raw / p.name).metadata.get("recaptured"))
+    # every bundled site episode was recaptured: give them their action-time screenshots back first
+    assert main(["recapture", "--raw", str(raw), "--undo"]) == 0
+    folder = next(raw / p.name for p in episodes if len(read_episode(raw / p.name).steps) >= 3)
     ep = read_episode(folder)
     shutil.copy(GOLDEN, folder / "step_001_recaptured.webp")
     with Image.open(folder / ep.steps[2].screenshot) as im:
@@ -87,6 +90,8 @@ def test_the_builder_refuses_a_recaptured_error_page_and_recapture_ends_there(tm
     from mag_dataset.raw import copy_episodes
 
     copy_episodes(bundled_raw_dir(), tmp_path / "before", [name])
+    assert main(["recapture", "--raw", str(tmp_path / "before"), "--undo"]) == 0  # as the fixture's, action-time
+    capsys.readouterr()
     out = tmp_path / "dataset"
     assert main(["build", "--raw", str(raw), "--out", str(out), "--no-progress"]) != 0
     err = capsys.readouterr().err

@@ -65,7 +65,7 @@ def test_unnamed_target_rule():
     assert _rules(_step(Action(type="type", element_id="8", text="tea"), "Type 'tea' into the search field.")) == []
     assert _rules(_step(Action(type="click", element_id="7"), "Open your basket: click 'basket'.")) == []
     long = "Good summary. The cable part deserves its own thread and more"
-    assert names_label(f"Click 'Good summary. The cable part'.", long) and not names_label("Click 'Good'.", long)
+    assert names_label("Click 'Good summary. The cable part'.", long) and not names_label("Click 'Good'.", long)
 
 
 def test_the_bundled_sample_has_no_finding_and_the_build_records_it():
@@ -80,27 +80,39 @@ def test_the_bundled_sample_has_no_finding_and_the_build_records_it():
 
 
 def test_cli_lints_and_regenerates_only_context_guides(tmp_path, capsys):
+    """A context guide (a scroll or key press the expert's plan does not cover) spoilt with an
+    icon-font glyph is found, and --regenerate writes the generator's guide again; the experts'
+    plan guides and MiniWoB++'s template guides stay."""
     src = bundled_raw_dir()
-    names = [p.name for p in iter_episode_dirs(src) if p.name.startswith("sites.forum.create_topic")][:1]
+
+    def context_step(name: str) -> int | None:
+        ep = read_episode(src / name)
+        return next((st.step_index for st in ep.steps if st.guide_source is GuideSource.CONTEXT_TEMPLATE), None)
+
+    names = [next(p.name for p in iter_episode_dirs(src) if p.name.startswith("sites.") and context_step(p.name) is not None)]
     names += [p.name for p in iter_episode_dirs(src) if not p.name.startswith("sites.")][:1]
     raw = tmp_path / "raw"
     copy_episodes(src, raw, names)
     site, miniwob = (raw / n for n in names)
     ep = read_episode(site)
-    last = ep.steps[-1]
-    assert last.action.type.value == "finish" and last.guide_source is GuideSource.CONTEXT_TEMPLATE
+    k = context_step(names[0])
+    spoilt = ep.steps[k]
+    assert any(st.guide_source is GuideSource.PLAN for st in ep.steps)  # plans and context guides side by side
     from mag_dataset.raw import rewrite_episode_json
 
-    bad = dataclasses.replace(last, guide="The answer is now on screen, so finish the task and report 'done'.")
-    rewrite_episode_json(site, dataclasses.replace(ep, steps=(*ep.steps[:-1], bad)))
+    bad = dataclasses.replace(spoilt, guide=spoilt.guide.rstrip(".") + " \ue0b6.")
+    rewrite_episode_json(site, dataclasses.replace(ep, steps=(*ep.steps[:k], bad, *ep.steps[k + 1:])))
     before_miniwob = (miniwob / "episode.json").read_bytes()
     assert main(["lint-guides", "--raw", str(raw)]) == 1
     out = capsys.readouterr().out
-    assert "[finish_kind]" in out and "1 findings in" in out
+    assert "[odd_characters]" in out and "1 findings in" in out
     assert main(["lint-guides", "--raw", str(raw), "--regenerate"]) == 0
     out = capsys.readouterr().out
     assert "regenerated the context guides of 1 episodes" in out and "0 findings" in out
-    assert read_episode(site).steps[-1].guide == last.guide  # the generator's guide again
+    again = read_episode(site).steps
+    assert again[k].guide == spoilt.guide  # the generator's guide again
+    assert [st.guide for st in again if st.guide_source is GuideSource.PLAN] == \
+        [st.guide for st in ep.steps if st.guide_source is GuideSource.PLAN]  # plans untouched
     assert (miniwob / "episode.json").read_bytes() == before_miniwob  # template guides untouched
     assert main(["lint-guides", "--raw", str(raw), "--limit", "-1"]) == 2
     assert "--limit must be 0 or more" in capsys.readouterr().err
