@@ -103,7 +103,7 @@ T_MAIN=$(date +%s)
 # first pass failed, so one run shows every failure.
 run_pass sites -n 2 --dist loadgroup $SITE_TESTS "$@"
 T_SITE_PASS=$(date +%s)
-run_pass cross -p no:xdist $CROSS_TESTS "$@"
+run_pass cross -n 0 $CROSS_TESTS "$@"
 T_END=$(date +%s)
 stop_test_sites
 python scripts/junit_total.py "$REPORTS"/*.xml
