@@ -1174,9 +1174,21 @@ class _AuthorTabTask(ForumTask):
                                                    f"go to the page of the member who started {q}"))
 
 
-class OpenAuthorTopics(_AuthorTabTask):
-    template = "open_topic_author_topics"
+class _AuthorTabPage(_AuthorTabTask):
+    """Navigation: end on the author's tab (``/user/<tab>/<id>/<slug>/``)."""
+
     kind = "navigation"
+
+    def check(self, answer):
+        author = self.data().topic(self.params["title"]).author
+        return self.on_page(f"/user/{self.tab}/{self.user_id(author)}/{slugify(author)}/")
+
+    def on_tab(self, ob, memory):
+        return kit.why(kit.finish(), *self.goal_why())
+
+
+class OpenAuthorTopics(_AuthorTabPage):
+    template = "open_topic_author_topics"
     intent_template = 'Show me all the topics started by the author of "{title}".'
     intent_templates = (
         intent_template,
@@ -1187,10 +1199,6 @@ class OpenAuthorTopics(_AuthorTabTask):
     user = "erin_m"
     tab = "topics"
 
-    def check(self, answer):
-        author = self.data().topic(self.params["title"]).author
-        return self.on_page(f"/user/topics/{self.user_id(author)}/{slugify(author)}/")
-
     def goal_why(self):
         q = _q(self.params["title"])
         return (f"show the topics started by {q}'s author", f"end on the list of threads by the member who opened {q}")
@@ -1198,13 +1206,9 @@ class OpenAuthorTopics(_AuthorTabTask):
     def tab_why(self):
         return ("list the topics this member started", "switch to the profile's Topics tab")
 
-    def on_tab(self, ob, memory):
-        return kit.why(kit.finish(), *self.goal_why())
 
-
-class OpenAuthorLikes(_AuthorTabTask):
+class OpenAuthorLikes(_AuthorTabPage):
     template = "open_topic_author_likes"
-    kind = "navigation"
     intent_template = 'Show me the posts that the author of "{title}" has liked.'
     intent_templates = (
         intent_template,
@@ -1215,19 +1219,12 @@ class OpenAuthorLikes(_AuthorTabTask):
     user = "judy_c"
     tab = "likes"
 
-    def check(self, answer):
-        author = self.data().topic(self.params["title"]).author
-        return self.on_page(f"/user/likes/{self.user_id(author)}/{slugify(author)}/")
-
     def goal_why(self):
         q = _q(self.params["title"])
         return (f"show the posts liked by {q}'s author", f"end on the likes of the member who opened {q}")
 
     def tab_why(self):
         return ("see the posts this member liked", "switch to the profile's Likes tab")
-
-    def on_tab(self, ob, memory):
-        return kit.why(kit.finish(), *self.goal_why())
 
 
 class OpenLastReplierProfile(ForumTask):
