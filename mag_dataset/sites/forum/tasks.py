@@ -140,6 +140,10 @@ class ForumTask(SiteTask):
     observation taken while the next page was still loading) it looks again, as a person
     waits, with a harmless scroll up, at most :attr:`WAITS` times in a row.
 
+    A template's ``user`` is never one of :data:`~mag_dataset.sites.forum.drift.BYSTANDERS`
+    (the members whose activity the drift writes), so no drift changes what a task's user sees
+    as their own (tests/test_site_forum_drift.py checks it).
+
     Attributes:
         DETOURS: the detours the expert may take (None: none), one drawn per episode by
             :meth:`detour`.
@@ -1115,7 +1119,7 @@ class OpenMethodTopic(_SearchingTask):
         'Somebody wrote about "the {phrase} method" in a reply; show me that discussion.',
         'Go to the thread that talks about "the {phrase} method".',
     )
-    user = "heidi_r"
+    user = "grace_h"
 
     def sample(self, rng):
         _, t = _pick_topic(rng)
@@ -1216,7 +1220,7 @@ class OpenAuthorLikes(_AuthorTabPage):
         'Open the likes of whoever created the {board} topic "{title}".',
         'Take me to the list of posts liked by the original poster of "{title}".',
     )
-    user = "judy_c"
+    user = "carol_j"
     tab = "likes"
 
     def goal_why(self):
@@ -1237,7 +1241,7 @@ class OpenLastReplierProfile(ForumTask):
         'Show me the profile of the last person to post in the {board} thread "{title}".',
         'Go to the user page of whoever posted the most recent reply to "{title}".',
     )
-    user = "ivan_p"
+    user = "dave_k"
     DETOURS = (None, "board", "topic")
 
     def sample(self, rng):
@@ -1274,7 +1278,7 @@ class OpenTopicBoard(_SearchingTask):
         'Take me to the category "{title}" belongs to.',
         'I liked "{title}"; show me the list of threads in its board.',
     )
-    user = "frank_t"
+    user = "erin_m"
 
     def sample(self, rng):
         _, t = _pick_topic(rng)
@@ -1315,7 +1319,7 @@ class CountAuthorTopics(_AuthorTabTask):
         'The original poster of "{title}" in {board}: how many topics have they created in all?',
         'How many topics did whoever wrote "{title}" start?',
     )
-    user = "frank_t"
+    user = "bob_builder"
     answer_task = True
     tab = "topics"
 
@@ -1384,7 +1388,7 @@ class TopicBoard(_SearchingTask):
         'Tell me the board that the thread "{title}" belongs to.',
         'Where on the forum is "{title}" filed? Give the board.',
     )
-    user = "judy_c"
+    user = "alice_w"
     answer_task = True
 
     def sample(self, rng):
@@ -1424,7 +1428,7 @@ class OpeningPostLikes(ForumTask):
         'Count the likes on the post that started the {board} thread "{title}".',
         'What is the like count of the original post of "{title}"?',
     )
-    user = "heidi_r"
+    user = "grace_h"
     answer_task = True
     DETOURS = (None, "board", "topic")
 
