@@ -105,6 +105,7 @@ class SiteTask(AbstractBrowserTask):
         self.reset_seconds: float | None = None
         #: the page the agent was on when it finished (read by navigation tasks' checks)
         self.final_url: str | None = None
+        self._target_url: str | None = None
 
     # ------------------------------------------------------------------ to fill
     @abstractmethod
@@ -202,6 +203,7 @@ class SiteTask(AbstractBrowserTask):
         """
         where = self.site if on_site in (None, self.site.name) else self.others[on_site]
         want = f"{path}" + (f"?{urllib.parse.urlencode(query)}" if query else "")
+        self._target_url = where.base_url.rstrip("/") + want  # what reference_url() reports
         if not self.final_url:
             return False, f"no final page (expected {want})"
         got = urllib.parse.urlsplit(self.final_url)
@@ -219,6 +221,37 @@ class SiteTask(AbstractBrowserTask):
             if params.get(key, [None])[0] != str(value):
                 return False, f"ended on {self.final_url}: {key} is {params.get(key, [None])[0]!r}, not {value!r}"
         return True, f"ended on {want}"
+
+    # ------------------------------------------------------------------ WebArena's terms
+    # `mag sites export-webarena` writes each task as a WebArena config whose `eval` block says
+    # what check() checks, in WebArena's own evaluators' terms (webarena.evaluation_harness), so
+    # that WebArena's evaluators judge an episode as check() does. Each is read on the seeded site
+    # (reset, served) and may query it; None: the check cannot be said in these terms.
+
+    def reference_answers(self) -> dict[str, Any] | None:
+        """Information tasks: WebArena's ``string_match`` answers, ``{"exact_match": str}`` or
+        ``{"must_include": [str, ...]}`` (no ``fuzzy_match``: it needs a model), or None."""
+        return None
+
+    def reference_url(self) -> str | None:
+        """Navigation tasks: WebArena's ``url_match`` target, the absolute URL :meth:`check` wants
+        the agent to end on. By default read from the :meth:`on_page` call that ``check`` makes."""
+        if self.kind != "navigation":
+            return None
+        self._target_url = None
+        final, self.final_url = self.final_url, None
+        try:
+            self.check(None)
+        finally:
+            self.final_url = final
+        return self._target_url
+
+    def program_html(self) -> list[dict[str, Any]] | None:
+        """State tasks: WebArena's ``program_html`` targets, each ``{"url": absolute URL or
+        "last", "locator": JavaScript expression or "" (the page's text), "required_contents":
+        {"must_include": [...]} or {"exact_match": str}}``, read after the episode in the agent's
+        own browser (its login), or None."""
+        return None
 
     def teardown(self) -> None:
         """Nothing to undo: the next ``setup`` resets the site."""
