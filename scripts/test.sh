@@ -69,6 +69,10 @@ SETUP_PIDS="$SETUP_PIDS $!"
 # torch first and pinned: 2.13.0 is the CPU build on local disk; any other spec may pull CUDA.
 venv_install "torch==2.13.0"
 venv_install -e ".[all]"
+# The [webarena] extra (WebArena's own evaluators, tests/test_site_webarena.py) without its
+# dependencies: webarenax pins versions that would downgrade huggingface-hub below what
+# transformers 5 needs; what it imports comes with .[all].
+venv_install --no-deps webarenax==0.4 text-generation==0.7.0 beartype aiolimiter
 T_INSTALL=$(date +%s)
 # shellcheck disable=SC2086
 wait $SETUP_PIDS || true
@@ -82,9 +86,9 @@ export HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_HUB_DISA
 export GRADIO_ANALYTICS_ENABLED=False TOKENIZERS_PARALLELISM=false
 export MAG_TEST_STRICT=1
 # The site tests run in a pass of their own, under --dist loadgroup (below); the rest by module;
-# the cross-site tests (two or three sites per task) last, alone.
-SITE_TESTS=$(ls tests/test_site_*.py | grep -v test_site_cross.py)
-CROSS_TESTS=tests/test_site_cross.py
+# the cross-site tests (two or three sites per task) and the WebArena export's (every site) last, alone.
+CROSS_TESTS="tests/test_site_cross.py tests/test_site_webarena.py"
+SITE_TESTS=$(ls tests/test_site_*.py | grep -v -e test_site_cross.py -e test_site_webarena.py)
 REPORTS=$(mktemp -d)
 rc=0
 run_pass() {  # run_pass NAME PYTEST_ARGS...: rc keeps the first failure; "no tests" (5) is fine under -k

@@ -241,3 +241,35 @@ def site_browser():
             browser.close()
 
     return _browser()
+
+
+def expert_episode_judged(task_id: str, seed: int, env, tmp_path, finish_noop: bool = False):
+    """Record the expert of ``task_id`` on ``seed`` and have WebArena's own evaluators judge it.
+
+    The task's WebArena config (:func:`mag_dataset.sites.webarena.webarena_config`) is read on
+    the seeded site; WebArena's ``evaluator_router`` must fail the untouched start page with no
+    answer (a no-op) and pass the expert's end page and answer. Templates whose check WebArena
+    cannot express (their ``webarena_note``, :func:`~mag_dataset.sites.webarena.inexpressible`)
+    are recorded only. ``finish_noop``: the no-op also finishes at once in BrowserGym, whose
+    task check must fail it. Returns the :class:`~mag_dataset.live.recorder.RecordResult`.
+    """
+    from mag_dataset.live.recorder import record_episode
+    from mag_dataset.sites.webarena import Inexpressible, judge, webarena_config
+
+    env.reset(seed=seed)
+    try:
+        config = webarena_config(env.unwrapped.task, seed, tmp_path)
+    except Inexpressible:
+        config = None
+    if config is not None:
+        passed, reason = judge(config, env.unwrapped.page, None, settle=0)
+        assert not passed, f"{task_id} seed {seed}: WebArena's evaluators pass a no-op: {reason}"
+    if finish_noop:  # a no-op agent: finish at once
+        _, _, terminated, _, info = env.step("send_msg_to_user('done')")
+        assert terminated and info["task_info"]["success"] is False, info["task_info"]
+    result = record_episode(task_id, seed, env=env)
+    assert result.ok, f"{task_id} seed {seed}: {result.reason}"
+    if config is not None:
+        passed, reason = judge(config, env.unwrapped.page, result.episode.steps[-1].action.answer, settle=0)
+        assert passed, f"{task_id} seed {seed}: {reason}"
+    return result

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import site_expert_seeds
+from conftest import expert_episode_judged, site_expert_seeds
 
 from mag_dataset.sites import manager
 from mag_dataset.sites import site as get_site
@@ -72,20 +72,15 @@ def test_at_least_ten_cross_templates_over_four_pairs_and_three_kinds():
 
 
 @pytest.mark.parametrize("task_cls", _tasks(), ids=lambda c: c.template)
-def test_noop_fails_and_expert_succeeds(sites, task_cls):
+def test_noop_fails_and_expert_succeeds(sites, task_cls, tmp_path):
     from mag_dataset.actions import ActionType
     from mag_dataset.live.env import make_site_env
-    from mag_dataset.live.recorder import record_episode
 
     task_id = task_cls.get_task_id()
     env = make_site_env(task_id)
     try:
-        env.reset(seed=0)  # a no-op agent: finish at once
-        _, _, terminated, _, info = env.step("send_msg_to_user('done')")
-        assert terminated and info["task_info"]["success"] is False, info["task_info"]
-        for seed in EXPERT_SEEDS:
-            r = record_episode(task_id, seed, env=env)
-            assert r.ok, f"{task_id} seed {seed}: {r.reason}"
+        for seed in EXPERT_SEEDS:  # the task's check and WebArena's evaluators fail a no-op, pass the expert
+            r = expert_episode_judged(task_id, seed, env, tmp_path, finish_noop=seed == EXPERT_SEEDS[0])
             assert env.unwrapped.task.external_requests == []
             steps = r.episode.steps
             assert 3 <= len(steps) <= 15, f"{task_id} seed {seed}: {len(steps)} steps"

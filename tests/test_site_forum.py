@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import site_browser, site_expert_seeds
+from conftest import expert_episode_judged, site_browser, site_expert_seeds
 
 from mag_dataset.sites import site as get_site
 from mag_dataset.sites import manager
@@ -119,16 +119,14 @@ def test_templates_cover_the_site():
 
 
 @pytest.mark.parametrize("task_cls", _tasks(), ids=lambda c: c.template)
-def test_expert_succeeds_on_three_seeds(forum, task_cls):
+def test_expert_succeeds_on_three_seeds(forum, task_cls, tmp_path):
     from mag_dataset.live.env import make_site_env
-    from mag_dataset.live.recorder import record_episode
 
     task_id = task_cls.get_task_id()
     env = make_site_env(task_id)
     try:
-        for seed in EXPERT_SEEDS:
-            r = record_episode(task_id, seed, env=env)
-            assert r.ok, f"{task_id} seed {seed}: {r.reason}"
+        for seed in EXPERT_SEEDS:  # WebArena's evaluators fail a no-op and pass the expert
+            r = expert_episode_judged(task_id, seed, env, tmp_path)
             assert env.unwrapped.task.external_requests == []
             steps = len(r.episode.steps)
             assert 2 <= steps <= 30

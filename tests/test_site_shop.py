@@ -17,7 +17,7 @@ import urllib.parse
 
 import pytest
 
-from conftest import site_browser, site_expert_seeds
+from conftest import expert_episode_judged, site_browser, site_expert_seeds
 
 # one xdist worker per site (scripts/test.sh runs this pass with --dist loadgroup): modules that
 # serve, reset and stop the same site must not overlap in two workers
@@ -128,16 +128,14 @@ def test_home_page_is_rich_and_local(shop):
 
 
 @pytest.mark.parametrize("template", TEMPLATES)
-def test_expert_succeeds(shop, template):
+def test_expert_succeeds(shop, template, tmp_path):
     from mag_dataset.live.env import make_site_env
-    from mag_dataset.live.recorder import record_episode
 
     task = f"sites.shop.{template}"
     env = make_site_env(task)
     try:
-        for seed in SEEDS:
-            result = record_episode(task, seed, env=env)
-            assert result.ok, f"{task} seed {seed}: {result.reason}"
+        for seed in SEEDS:  # WebArena's evaluators fail a no-op and pass the expert
+            result = expert_episode_judged(task, seed, env, tmp_path)
             assert env.unwrapped.task.external_requests == []
             assert len(result.episode.steps) >= 4
     finally:

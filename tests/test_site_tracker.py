@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import site_browser, site_expert_seeds
+from conftest import expert_episode_judged, site_browser, site_expert_seeds
 
 from mag_dataset.sites import manager, site, tasks_of
 from mag_dataset.sites.tracker.data import N_TICKETS, seed_data
@@ -174,15 +174,14 @@ def test_noop_fails_every_check(tracker):
 
 
 @pytest.mark.parametrize("task_id", TEMPLATES)
-def test_expert_succeeds_on_three_seeds(tracker, task_id):
+def test_expert_succeeds_on_three_seeds(tracker, task_id, tmp_path):
     from mag_dataset.live.env import make_site_env
-    from mag_dataset.live.recorder import SITE_MAX_STEPS, record_episode
+    from mag_dataset.live.recorder import SITE_MAX_STEPS
 
     env = make_site_env(task_id)
     try:
-        for seed in site_expert_seeds(0):
-            r = record_episode(task_id, seed, env=env)
-            assert r.ok, f"{task_id} seed {seed}: {r.reason}"
+        for seed in site_expert_seeds(0):  # WebArena's evaluators fail a no-op and pass the expert
+            r = expert_episode_judged(task_id, seed, env, tmp_path)
             assert env.unwrapped.task.external_requests == []
             n = len(r.episode.steps)
             assert (40 <= n <= SITE_MAX_STEPS) if task_id in LONG_TEMPLATES else (3 <= n <= 20), n

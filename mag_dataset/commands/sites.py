@@ -9,9 +9,19 @@ Examples::
     mag sites reset --site tracker          # back to the seeded state (~1 s)
     mag sites stop                          # stop by PID (the whole process group)
     mag sites tasks 'sites.shop.*'          # list the task ids (sites.<site>.<template>)
+    mag sites export-webarena --out wa/     # WebArena configs (<task_id>.json) + login files
+    mag sites export-webarena --out wa/ --site wiki --seeds 3
 
 Without ``--site`` every site is meant. Installs live under ``$MAG_SITES_HOME`` (default
 ``~/.cache/mag_dataset/sites``); ports are ``MAG_SITE_<NAME>_PORT`` or each site's default.
+
+``export-webarena`` writes one WebArena config per task instance (the keys of WebArena's
+``test.raw.json``, its ``eval`` block in WebArena's evaluators' terms), ``.auth/`` (Playwright
+storage states of the logged-in users), ``inexpressible.json`` (the templates whose check
+WebArena cannot express, and why) and ``summary.json``. It serves the sites it needs (stopping
+those it started) and resets them to their seeded state; the login files hold sessions that
+the next reset of a site drops, so export again before a WebArena run. Judge an episode with
+``mag_dataset.sites.webarena.judge`` (WebArena's own evaluators: the ``[webarena]`` extra).
 """
 
 from __future__ import annotations
@@ -22,8 +32,9 @@ import time
 from typing import Any
 
 from mag_dataset.cli import UserError
+from mag_dataset.commands.options import add_out
 
-ACTIONS = ("setup", "serve", "status", "reset", "stop", "tasks")
+ACTIONS = ("setup", "serve", "status", "reset", "stop", "tasks", "export-webarena")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -34,6 +45,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--force", action="store_true", help="with `setup`: set up again from nothing")
     parser.add_argument("--wait", action="store_true",
                         help="with `serve`: stay in the foreground and stop the started sites on Ctrl-C")
+    add_out(parser, "with `export-webarena` (required): the export folder (new, empty, or an earlier export)",
+            metavar="DIR")
+    parser.add_argument("--seeds", type=int, default=None, metavar="N",
+                        help="with `export-webarena`: task instances per template, seeds 0..N-1 (default: 1)")
 
 
 def _log(msg: str) -> None:
@@ -52,6 +67,10 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"`mag sites {args.action}` takes no task patterns (did you mean --site?)")
     if args.action == "tasks":
         return _tasks(args, chosen)
+    if args.action == "export-webarena":
+        return _export_webarena(args, chosen)
+    if args.out is not None or args.seeds is not None:
+        raise UserError(f"--out and --seeds go with `mag sites export-webarena`, not `{args.action}`")
     try:
         return RUNNERS[args.action](args, [site(n) for n in chosen])
     except SiteError as e:
@@ -135,6 +154,27 @@ def _tasks(args: argparse.Namespace, chosen: list[str]) -> int:
     for t, cls in classes.items():
         print(f"{t}\t{cls.kind}\t{cls.intent_template}")
     print(_task_counts(classes), file=sys.stderr)
+    return 0
+
+
+def _export_webarena(args: argparse.Namespace, chosen: list[str]) -> int:
+    from mag_dataset.sites import SiteError
+    from mag_dataset.sites.webarena import WebArenaError, export
+
+    if args.out is None:
+        raise UserError("`mag sites export-webarena` needs --out DIR (the export folder)")
+    seeds = 1 if args.seeds is None else args.seeds
+    if seeds < 1:
+        raise UserError(f"--seeds must be at least 1, got {seeds}")
+    try:
+        summary = export(args.out, sites=chosen, seeds=range(seeds), log=_log)
+    except (SiteError, WebArenaError) as e:
+        raise UserError(str(e)) from None
+    kinds = ", ".join(f"{k} {v}" for k, v in summary.by_kind.items())
+    print(f"{summary.configs} WebArena configs ({kinds}) and {summary.storage_states} login files in "
+          f"{summary.out_dir}")
+    for task_id, reason in summary.inexpressible.items():
+        print(f"not exported: {task_id}: {reason}")
     return 0
 
 

@@ -54,16 +54,19 @@ from mag_dataset.live.observe import Observation
 from mag_dataset.sites.base import Site
 from mag_dataset.sites.forum import SITE as ForumSite
 from mag_dataset.sites.forum import seed as forum_seed
+from mag_dataset.sites.forum import tasks as forum_tasks
 from mag_dataset.sites.forum.tasks import (ForumTask, _board_item, _dropdown, _on_topic, _pick_topic, _q,
                                            _shown, slugify)
 from mag_dataset.sites.shop import SITE as ShopSite
 from mag_dataset.sites.shop.seed_data import seed_data as shop_seed
-from mag_dataset.sites.shop.tasks import CUSTOMER, ShopTask, _money_in, _search_and_open, _shop_product_params
+from mag_dataset.sites.shop.tasks import (_JS_BASKET, CUSTOMER, ShopTask, _money_in, _search_and_open,
+                                          _shop_product_params)
 from mag_dataset.sites.task import SiteTask
 from mag_dataset.sites.tracker import SITE as TrackerSite
 from mag_dataset.sites.tracker.data import USERS as TRACKER_USERS
 from mag_dataset.sites.tracker.data import seed_data as tracker_seed
-from mag_dataset.sites.tracker.tasks import (_TrackerTask, _comment_and_submit, _open_ticket, _reached)
+from mag_dataset.sites.tracker.tasks import (_TrackerTask, _comment_and_submit, _js_comments_by, _open_ticket,
+                                             _reached)
 from mag_dataset.sites.wiki import SITE as WikiSite
 from mag_dataset.sites.wiki import db_key
 from mag_dataset.sites.wiki import seed as wiki_seed
@@ -282,6 +285,13 @@ class _ForumReply(ForumTask):
         return ok, (f"a reply by {self.user} gives {self.params['value']!r}" if ok else
                     f"no new reply by {self.user} in the topic gives {self.params['value']!r} (new: {new!r})")
 
+    def program_html(self) -> list[dict[str, Any]]:
+        """The user's comments on the topic's page give the value (with or without thousands separators)."""
+        value = self.params["value"]
+        either = " |OR| ".join(dict.fromkeys((value, value.replace(",", ""))))
+        return [forum_tasks.html_target(self.topic_url(self.params["title"]), forum_tasks.comments_by(self.user),
+                                        either)]
+
     def decide(self, ob, memory):
         q = _q(self.params["title"])
         if "value" not in memory:
@@ -488,6 +498,9 @@ class ForumRepliesOfShopProductTopic(ForumTopicOfShopProduct):
         nums = re.findall(r"\d+", answer or "")
         return nums == [str(self.params["count"])], f"answered {answer!r}, the thread has {self.params['count']} replies"
 
+    def reference_answers(self) -> dict[str, Any]:
+        return {"must_include": [str(self.params["count"])]}
+
     def goal_why(self):
         p = self.params
         return (f"tell how many replies {_q(p['title'])} has", "give the number of replies in that thread")
@@ -541,6 +554,11 @@ class TrackerTicketCitingWiki(_CrossTracker):
             return False, f"ticket #{t['id']}'s description does not link {want}: {t['description']!r}"
         return True, f"ticket #{t['id']} links {want}"
 
+    def program_html(self):
+        return self._new_ticket_shows(self.params["summary"], ("reporter",),
+                                      f"|reporter: {TRACKER_USERS[self.user][1]}|",
+                                      _wiki_url(self, self.params["article"]), description=True)
+
     def decide(self, ob, memory):
         p = self.params
         art = p["article"]
@@ -585,6 +603,14 @@ class TrackerCommentForumLink(_CrossTracker):
         ok = any(_forum_url_in(self, c, self.params["title"]) for c in new)
         return ok, ("the ticket links the topic" if ok else
                     f"no new comment by {self.user} on #{self.params['ticket']} links the topic (new: {new!r})")
+
+    def program_html(self):
+        # the topic's address, as its page is named: host and port, its number and its slug
+        title = self.params["title"]
+        number = self.others["forum"].query("select id from spirit_topic_topic where title = ?", (title,))[0][0]
+        netloc = urllib.parse.urlsplit(self.url_on("forum")).netloc
+        return self._page_shows(f"/ticket/{self.params['ticket']}", _js_comments_by(TRACKER_USERS[self.user][1]),
+                                f"{netloc}/topic/{number}/{slugify(title)}")
 
     def decide(self, ob, memory):
         p, t = self.params, self.params["ticket"]
@@ -641,6 +667,11 @@ class TrackerTicketShopPrice(_CrossTracker):
         ok = _has_amount(t["description"], self.params["price"])
         return ok, (f"ticket #{t['id']} states {self.params['price']}" if ok else
                     f"ticket #{t['id']}'s description {t['description']!r} does not state {self.params['price']}")
+
+    def program_html(self):
+        return self._new_ticket_shows(self.params["summary"], ("reporter",),
+                                      f"|reporter: {TRACKER_USERS[self.user][1]}|", self.params["price"],
+                                      description=True)
 
     def decide(self, ob, memory):
         p = self.params
@@ -771,6 +802,9 @@ class TrackerFullNameOfForumAuthor(_ForumAuthorOnTracker):
         ok = kit.norm(self.params["name"]) in kit.norm(answer)
         return ok, f"answered {answer!r}, the author is {self.params['name']}"
 
+    def reference_answers(self) -> dict[str, Any]:
+        return {"must_include": [self.params["name"]]}
+
     def decide(self, ob, memory):
         step = self.author_steps(ob, memory)
         if step is not None:
@@ -818,6 +852,9 @@ class TrackerOpenTicketsOfForumAuthor(_ForumAuthorOnTracker):
     def check(self, answer):
         nums = re.findall(r"\d+", answer or "")
         return nums == [str(self.params["count"])], f"answered {answer!r}, expected {self.params['count']}"
+
+    def reference_answers(self) -> dict[str, Any]:
+        return {"must_include": [str(self.params["count"])]}
 
     def decide(self, ob, memory):
         step = self.author_steps(ob, memory)
@@ -867,6 +904,9 @@ class ShopBasketPerWikiPerson(ShopTask):
             (self._user_id(CUSTOMER), self.params["upc"]))
         got = sum(r[0] for r in rows)
         return got == self.params["count"], f"basket holds {got} of {self.params['upc']}, want {self.params['count']}"
+
+    def program_html(self):
+        return self._page_shows("/basket/", _JS_BASKET, f"|{self.params['title']} x {self.params['count']}|")
 
     def decide(self, ob, memory):
         p = self.params
@@ -942,6 +982,13 @@ class WikiTalkForumThread(WikiTask):
         if not _forum_url_in(self, text, p["title"]):
             return False, "the talk page does not give the thread's address"
         return True, "topic started with the link"
+
+    def program_html(self) -> list[dict[str, Any]]:
+        """The talk page has the section, and it gives the thread's address (its id on the forum)."""
+        p, forum = self.params, self.others["forum"]
+        topic = forum.query("select id from spirit_topic_topic where title = ? order by id", (p["title"],))[0][0]
+        address = f"{urllib.parse.urlsplit(forum.base_url).netloc}/topic/{topic}/{slugify(p['title'])}"
+        return self._talk_section_targets(p["city"], p["subject"], address)
 
     def decide(self, ob, memory):
         p = self.params

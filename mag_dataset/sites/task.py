@@ -63,6 +63,8 @@ class SiteTask(AbstractBrowserTask):
     kind: ClassVar[str] = ""
     other_sites: ClassVar[tuple[type[Site], ...]] = ()
     other_users: ClassVar[dict[str, str]] = {}
+    #: why WebArena's evaluators cannot say this template's check (its WebArena hook returns None)
+    webarena_note: ClassVar[str] = ""
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -203,7 +205,8 @@ class SiteTask(AbstractBrowserTask):
         """
         where = self.site if on_site in (None, self.site.name) else self.others[on_site]
         want = f"{path}" + (f"?{urllib.parse.urlencode(query)}" if query else "")
-        self._target_url = where.base_url.rstrip("/") + want  # what reference_url() reports
+        # what reference_url() reports: percent-encoded as a browser's address bar shows it
+        self._target_url = where.base_url.rstrip("/") + urllib.parse.quote(want, safe="/:@!$&'()*+,;=~%?")
         if not self.final_url:
             return False, f"no final page (expected {want})"
         got = urllib.parse.urlsplit(self.final_url)

@@ -131,6 +131,45 @@ def _q(text: str) -> str:
     return f'"{text}"'
 
 
+# ----------------------------------------------------------------------------- WebArena's terms
+#: WebArena ``program_html`` locators on Spirit's pages: a topic's title (the headline's own text,
+#: without its edit link), its board (the breadcrumb's last item), the like link of its opening
+#: post, its notification button, its participants (a private topic); a list of topics; a member's
+#: latest comment (their profile).
+TOPIC_TITLE = ("[...document.querySelector('h1.headline').childNodes].filter(n => n.nodeType === 3)"
+               ".map(n => n.textContent).join('').trim()")
+TOPIC_BOARD = "[...document.querySelectorAll('.breadcrumb_nav li')].pop().outerText"
+OPENING_POST_LIKE = "document.querySelector('.comments_list__comment .comment-like').outerText"
+NOTIFY_BUTTON = "document.querySelector('.comments__footer_menu__notify input[type=submit]').value"
+PARTICIPANTS = "document.querySelector('.js-participants-content').textContent"
+OPENING_POST = "document.querySelector('.comments_list__comment .comment__text').outerText"
+TOPIC_LIST = "document.querySelector('.layout__topics').outerText"
+LATEST_COMMENT = "document.querySelector('.comments_list__comment').outerText"
+
+
+def comments_by(member: str) -> str:
+    """The locator of the texts of ``member``'s comments on a topic's page, one a line."""
+    return ("[...document.querySelectorAll('.comments_list__comment')].filter(c => c.querySelector("
+            f"'.comment__info__username__link').outerText.trim() === '{member}').map(c => c.querySelector("
+            "'.comment__text').outerText.trim()).join('\\n')")
+
+
+def moderation_link(action: str) -> str:
+    """The locator of a topic's Moderate menu item that posts to ``/topic/moderate/<action>/``."""
+    return f"document.querySelector('.js-mod-content a[href*=\"/moderate/{action}/\"]').outerText"
+
+
+def html_target(url: str, locator: str, *must_include: str) -> dict[str, Any]:
+    """A WebArena ``program_html`` target: what ``locator`` reads on ``url`` includes each of ``must_include``."""
+    return {"url": url, "locator": locator, "required_contents": {"must_include": list(must_include)}}
+
+
+def exact_target(url: str, locator: str, text: str) -> dict[str, Any]:
+    """A WebArena ``program_html`` target: what ``locator`` reads on ``url`` is ``text`` (case and
+    surrounding spaces aside)."""
+    return {"url": url, "locator": locator, "required_contents": {"exact_match": text}}
+
+
 class ForumTask(SiteTask):
     """A task on the forum site; helpers to read Spirit's database.
 
@@ -187,6 +226,17 @@ class ForumTask(SiteTask):
 
     def board_id(self, board: str) -> int:
         return self.site.query("select id from spirit_category_category where title = ?", (board,))[0][0]
+
+    def topic_url(self, title: str) -> str:
+        """The absolute URL of the topic ``title`` by its id (Spirit redirects it to the topic's slug)."""
+        return f"{self.site.base_url}/topic/{self.topic_row(title)[0]}/"
+
+    def board_url(self, board: str) -> str:
+        return f"{self.site.base_url}/category/{self.board_id(board)}/"
+
+    def profile_url(self, username: str, tab: str = "") -> str:
+        """The absolute URL of a member's profile: their comments, or the ``tab`` ("topics/", "likes/")."""
+        return f"{self.site.base_url}/user/{tab}{self.user_id(username)}/"
 
     def detour(self, memory: dict[str, Any]) -> str | None:
         """This episode's detour (one of :attr:`DETOURS`, drawn once from the seed and kept in
@@ -311,6 +361,10 @@ class ReplyToTopic(ForumTask):
                             (row[0], self.user_id(self.user), self.params["text"]))[0][0]
         return (n == 1, f"{n} matching replies by {self.user} in the topic")
 
+    def program_html(self) -> list[dict[str, Any]]:
+        """The user's comments on the topic's page include the reply."""
+        return [html_target(self.topic_url(self.params["title"]), comments_by(self.user), self.params["text"])]
+
     def goal_why(self):
         q = _q(self.params["title"])
         return (f"reply to {q} with your message", f"post your reply in the {q} thread")
@@ -364,6 +418,14 @@ class CreateTopic(ForumTask):
                                 (tid,))
         ok = bool(first) and first[0][0] == self.params["text"]
         return ok, "topic created" if ok else f"opening post is {first!r}"
+
+    def program_html(self) -> list[dict[str, Any]]:
+        """The board lists the title; so do the user's topics; the user's latest comment (their
+        profile) is in the topic and says the text."""
+        p = self.params
+        return [html_target(self.board_url(p["board"]), TOPIC_LIST, p["title"]),
+                html_target(self.profile_url(self.user, "topics/"), TOPIC_LIST, p["title"]),
+                html_target(self.profile_url(self.user), LATEST_COMMENT, p["title"], p["text"])]
 
     def goal_why(self):
         p = self.params
@@ -445,6 +507,10 @@ class EditOwnPost(ForumTask):
         ok = len(rows) == 1 and rows[0][0] == self.params["text"] and rows[0][1] >= 1
         return ok, f"{self.user}'s comments in the topic: {rows!r}"
 
+    def program_html(self) -> list[dict[str, Any]]:
+        """The user's one comment on the topic's page reads the text."""
+        return [exact_target(self.topic_url(self.params["title"]), comments_by(self.user), self.params["text"])]
+
     def goal_why(self):
         q = _q(self.params["title"])
         return (f"correct your reply in {q}", f"change the wording of your comment in {q}")
@@ -492,6 +558,10 @@ class LikePost(ForumTask):
             "(select id from spirit_comment_comment where topic_id = ? order by date, id limit 1)",
             (self.user_id(self.user), row[0]))[0][0]
         return n == 1, f"{n} likes by {self.user} on the opening post"
+
+    def program_html(self) -> list[dict[str, Any]]:
+        """The opening post's like link offers to remove the user's like."""
+        return [html_target(self.topic_url(self.params["title"]), OPENING_POST_LIKE, "remove like")]
 
     def goal_why(self):
         q = _q(self.params["title"])
@@ -544,6 +614,13 @@ class PrivateMessage(ForumTask):
                                (tid,))
         ok = self.params["to"] in members and bool(text) and text[0][0] == self.params["text"]
         return ok, f"participants {sorted(members)}, first message {text[:1]!r}"
+
+    def program_html(self) -> list[dict[str, Any]]:
+        """The page the agent ends on (a new private topic has no address known before) is the
+        private topic: its title, the recipient among its participants, its first message."""
+        p = self.params
+        return [exact_target("last", TOPIC_TITLE, p["title"]), html_target("last", PARTICIPANTS, p["to"]),
+                exact_target("last", OPENING_POST, p["text"])]
 
     def goal_why(self):
         p = self.params
@@ -628,6 +705,10 @@ class CloseTopic(_ModerateTopic):
         row = self.topic_row(self.params["title"])
         return bool(row[2]), "closed" if row[2] else "the topic is still open"
 
+    def program_html(self) -> list[dict[str, Any]]:
+        """The topic's Moderate menu offers to open it again."""
+        return [html_target(self.topic_url(self.params["title"]), moderation_link("unlock"), "Open topic")]
+
     def goal_why(self):
         q = _q(self.params["title"])
         return (f"close {q} to new replies", f"lock the {q} thread")
@@ -656,6 +737,10 @@ class PinTopic(_ModerateTopic):
     def check(self, answer):
         row = self.topic_row(self.params["title"])
         return bool(row[3]), "pinned" if row[3] else "the topic is not pinned"
+
+    def program_html(self) -> list[dict[str, Any]]:
+        """The topic's Moderate menu offers to unpin it (in its board, not globally)."""
+        return [html_target(self.topic_url(self.params["title"]), moderation_link("unpin"), "Unpin topic")]
 
     def goal_why(self):
         p = self.params
@@ -689,6 +774,10 @@ class MoveTopic(ForumTask):
         row = self.topic_row(self.params["title"])
         ok = row[1] == self.board_id(self.params["target"])
         return ok, "moved" if ok else f"the topic is in category {row[1]}"
+
+    def program_html(self) -> list[dict[str, Any]]:
+        """The topic's breadcrumb ends with the target board."""
+        return [exact_target(self.topic_url(self.params["title"]), TOPIC_BOARD, self.params["target"])]
 
     def goal_why(self):
         p = self.params
@@ -749,6 +838,9 @@ class CountReplies(ForumTask):
         got = _number(answer)
         return got == want, f"answered {got}, the topic has {want} replies"
 
+    def reference_answers(self) -> dict[str, Any]:
+        return {"must_include": [str(len(self.data().topic(self.params["title"]).posts) - 1)]}
+
     def goal_why(self):
         q = _q(self.params["title"])
         return (f"tell how many replies {q} has", f"give the number of replies under {q}")
@@ -782,6 +874,9 @@ class TopicAuthor(ForumTask):
         want = self.data().topic(self.params["title"]).author
         ok = kit.norm(answer).strip(" .\"'") == want.lower()
         return ok, f"answered {answer!r}, the author is {want}"
+
+    def reference_answers(self) -> dict[str, Any]:
+        return {"must_include": [self.data().topic(self.params["title"]).author]}
 
     def goal_why(self):
         q = _q(self.params["title"])
@@ -819,6 +914,9 @@ class SearchPhrase(ForumTask):
     def check(self, answer):
         ok = kit.norm(answer).strip(" .\"'") == kit.norm(self.params["title"]).strip(" .\"'")
         return ok, f"answered {answer!r}, the topic is {self.params['title']!r}"
+
+    def reference_answers(self) -> dict[str, Any]:
+        return {"must_include": [self.params["title"]]}
 
     def goal_why(self):
         phrase = self.params["phrase"]
@@ -883,6 +981,11 @@ class UpdateLocation(ForumTask):
         loc = self.site.query("select location from spirit_user_userprofile where user_id = ?",
                               (self.user_id(self.user),))[0][0]
         return loc == self.params["city"], f"location is {loc!r}"
+
+    def program_html(self) -> list[dict[str, Any]]:
+        """The profile form's location field holds the city."""
+        return [exact_target(f"{self.site.base_url}/user/", "document.querySelector('#id_location').value",
+                             self.params["city"])]
 
     def goal_why(self):
         city = self.params["city"]
@@ -1329,6 +1432,10 @@ class CountAuthorTopics(_AuthorTabTask):
         got = _number(answer)
         return got == want, f"answered {got}, {author} started {want} topics"
 
+    def reference_answers(self) -> dict[str, Any]:
+        author = self.data().topic(self.params["title"]).author
+        return {"must_include": [str(sum(t.author == author for t in self.data().topics))]}
+
     def goal_why(self):
         q = _q(self.params["title"])
         return (f"tell how many topics {q}'s author started", f"give the number of threads by the member who opened {q}")
@@ -1364,6 +1471,11 @@ class LastReplyDate(ForumTask):
         got = _dates(answer)
         return want in got, f"answered {answer!r}, the last reply is of {day}"
 
+    def reference_answers(self) -> dict[str, Any]:
+        # as the forum shows it ("12 Mar 2024", the site's date format "j M Y")
+        y, mo, d = (int(x) for x in self.data().topic(self.params["title"]).posts[-1].date[:10].split("-"))
+        return {"must_include": [f"{d} {MONTHS[mo - 1].title()} {y}"]}
+
     def goal_why(self):
         q = _q(self.params["title"])
         return (f"say when {q} was last replied to", f"give the date of the newest post in {q}")
@@ -1398,6 +1510,9 @@ class TopicBoard(_SearchingTask):
     def check(self, answer):
         ok = _board_name(answer) == _board_name(self.params["board"])
         return ok, f"answered {answer!r}, the topic is in {self.params['board']}"
+
+    def reference_answers(self) -> dict[str, Any]:
+        return {"must_include": [self.params["board"]]}
 
     def goal_why(self):
         q = _q(self.params["title"])
@@ -1443,6 +1558,11 @@ class OpeningPostLikes(ForumTask):
         got = _number(answer)
         return got == want, f"answered {got}, the opening post has {want} likes"
 
+    def reference_answers(self) -> dict[str, Any]:
+        s = self.data()
+        i = next(i for i, t in enumerate(s.topics) if t.title == self.params["title"])
+        return {"must_include": [str(sum(like.topic == i and like.post == 0 for like in s.likes))]}
+
     def goal_why(self):
         q = _q(self.params["title"])
         return (f"tell how many likes the first post of {q} has", f"give the like count of {q}'s opening post")
@@ -1482,6 +1602,10 @@ class FollowTopic(ForumTask):
         ok = bool(rows) and bool(rows[0][0])
         return ok, "subscribed" if ok else f"notification rows {rows!r}"
 
+    def program_html(self) -> list[dict[str, Any]]:
+        """The topic's notification button offers to stop them."""
+        return [exact_target(self.topic_url(self.params["title"]), NOTIFY_BUTTON, "Unnotify Me")]
+
     def goal_why(self):
         q = _q(self.params["title"])
         return (f"get notified of new replies in {q}", f"follow {q}")
@@ -1506,6 +1630,8 @@ class ReportReply(ForumTask):
     )
     user = "alice_w"
     DETOURS = (None, "board", "topic")
+    webarena_note = ("Spirit shows a report to nobody but the administrators (its admin's flag list): no page "
+                     "that the reporting member can open tells that the reply was reported, or why.")
 
     def sample(self, rng):
         _, t = _pick_topic(rng, lambda i, t: bool(_one_time_repliers(t, self.user)))
@@ -1568,6 +1694,10 @@ class RenameOwnTopic(ForumTask):
         ok = len(new) == 1 and new[0][0] == self.user_id(self.user) and old == 0
         return ok, f"{len(new)} topics titled {p['new_title']!r}, {old} still titled {p['title']!r}"
 
+    def program_html(self) -> list[dict[str, Any]]:
+        """The topic's page (by its id) is titled the new title."""
+        return [exact_target(self.topic_url(self.params["title"]), TOPIC_TITLE, self.params["new_title"])]
+
     def goal_why(self):
         p = self.params
         return (f"rename {_q(p['title'])} to {_q(p['new_title'])}", f"give your topic the title {_q(p['new_title'])}")
@@ -1614,6 +1744,11 @@ class QuoteReply(ForumTask):
             (row[0], self.user_id(self.user)))]
         quoting = [c for c in rows if f"@{p['member']} said:" in c and p["text"] in c]
         return len(quoting) == 1, f"{len(rows)} posts by {self.user} in the topic, {len(quoting)} quoting {p['member']}"
+
+    def program_html(self) -> list[dict[str, Any]]:
+        """The user's comments on the topic's page quote the member and say the text."""
+        p = self.params
+        return [html_target(self.topic_url(p["title"]), comments_by(self.user), f"@{p['member']} said:", p["text"])]
 
     def goal_why(self):
         p = self.params

@@ -17,6 +17,7 @@ lengths of a template's episodes vary.
 from __future__ import annotations
 
 import datetime as dt
+import json
 import os
 import random
 import re
@@ -188,6 +189,51 @@ class ShopTask(SiteTask):
     def _product_id(self, upc: str) -> int:
         return int(self.site.query("select id from catalogue_product where upc = ?", (upc,))[0][0])
 
+    # -- WebArena's program_html: what check() reads, as the logged-in user sees it on a shop page
+    def _product_path(self, upc: str) -> str:
+        slug, pk = self.site.query("select slug, id from catalogue_product where upc = ?", (upc,))[0]
+        return f"/catalogue/{slug}_{pk}/"
+
+    def _page_shows(self, path: str, locator: str, *entries: str) -> list[dict[str, Any]]:
+        """One ``program_html`` target: on the page ``path``, what ``locator`` reads (``|entry|`` pieces,
+        see :func:`_js_entries`) includes each of ``entries``."""
+        return [{"url": self.site.base_url + path, "locator": locator,
+                 "required_contents": {"must_include": list(entries)}}]
+
+
+# ----------------------------------------------------------------------------- WebArena's program_html locators
+def _js_entries(selector: str, entry: str) -> str:
+    """A ``program_html`` locator (WebArena's JavaScript expression): each element ``x`` that
+    ``selector`` selects, read by the expression ``entry`` and written as ``|entry|``, so that a
+    required ``|value|`` matches one whole entry, not a part of one."""
+    return f"[...document.querySelectorAll({json.dumps(selector)})].map(x => '|' + {entry} + '|').join('')"
+
+
+#: ``entry`` expressions of :func:`_js_entries`: a basket or order line as ``<title> x <quantity>``; an
+#: address as its lines joined by commas; a row of a table of headers and values as ``<header>: <value>``
+_JS_BASKET_LINE = "x.querySelector('h3').innerText.trim() + ' x ' + x.querySelector('input[name$=quantity]').value"
+_JS_ORDER_LINE = "x.querySelector('h3').innerText.trim() + ' x ' + x.querySelector('.text-center').innerText.trim()"
+_JS_ADDRESS = "x.innerText.split('\\n').map(s => s.trim()).filter(s => s).join(', ')"
+_JS_ROW = "x.cells[0].innerText.trim() + ': ' + x.cells[1].innerText.trim()"
+#: a heading with the paragraph under it, as ``<heading>: <text>`` (Oscar's ``linebreaks`` puts a
+#: paragraph in a paragraph, which the browser splits into an empty one and the text)
+_JS_HEADED_TEXT = ("x.innerText.trim() + ': ' + [x.nextElementSibling, x.nextElementSibling?.nextElementSibling]"
+                   ".filter(e => e?.tagName === 'P').map(e => e.innerText.trim()).filter(s => s).join(' ')")
+#: The basket page's lines.
+_JS_BASKET = _js_entries("#basket_formset .basket-items", _JS_BASKET_LINE)
+#: The thank-you page of the order just placed: its lines and how many, its shipping address, its
+#: delivery instructions and its discounts (``|Discount <offer>|``).
+_JS_ORDER_PLACED = " + ".join((_js_entries("div.basket-items", _JS_ORDER_LINE),
+                               "'|lines: ' + document.querySelectorAll('div.basket-items').length + '|'",
+                               _js_entries(".shipping-payment address", _JS_ADDRESS),
+                               _js_entries(".shipping-payment h4", _JS_HEADED_TEXT),
+                               _js_entries("#basket_totals td .badge", "x.parentElement.innerText.trim()")))
+
+
+def _address_entry(a: dict[str, Any]) -> str:
+    """The entry :data:`_JS_ADDRESS` reads for the address ``a`` (:func:`_shop_address`'s keys)."""
+    return "|" + ", ".join((f"{a['first']} {a['last']}", a["line1"], a["city"], a["postcode"], a["country"])) + "|"
+
 
 def _in_stock(rng: random.Random) -> dict[str, Any]:
     return rng.choice([p for p in seed_data()["products"] if p["stock"] > 0])
@@ -281,6 +327,9 @@ class AddToBasket(ShopTask):
         got = sum(r[0] for r in rows)
         return got == self.params["quantity"], f"basket holds {got} of {self.params['upc']}, want {self.params['quantity']}"
 
+    def program_html(self) -> list[dict[str, Any]]:
+        return self._page_shows("/basket/", _JS_BASKET, f"|{self.params['title']} x {self.params['quantity']}|")
+
     def decide(self, ob: Observation, memory: dict[str, Any]) -> Decision | None:
         p, detour = self.params, self.detour(memory)
         title, n = p["title"], p["quantity"]
@@ -324,6 +373,11 @@ class AddToWishlist(ShopTask):
             (self._user_id(CUSTOMER), self.params["upc"]))
         n = rows[0][0]
         return n >= 1, f"{n} wish-list line(s) for {self.params['upc']}"
+
+    def program_html(self) -> list[dict[str, Any]]:
+        # the product's page names each of the user's wish lists that hold it
+        lists = _js_entries("form[action*='/wishlists/'] span", "x.innerText.trim()")
+        return self._page_shows(self._product_path(self.params["upc"]), lists, "|Product is in '")
 
     def decide(self, ob: Observation, memory: dict[str, Any]) -> Decision | None:
         p, detour, path = self.params, self.detour(memory), kit.path(ob)
@@ -372,6 +426,9 @@ class ProductCategory(ShopTask):
         ok = kit.norm(self.params["category"]) in kit.norm(answer)
         return ok, f"answer {answer!r}, want {self.params['category']!r}"
 
+    def reference_answers(self) -> dict[str, Any]:
+        return {"must_include": [self.params["category"]]}
+
     def decide(self, ob: Observation, memory: dict[str, Any]) -> Decision | None:
         p, detour, path = self.params, self.detour(memory), kit.path(ob)
         title = p["title"]
@@ -416,6 +473,9 @@ class ProductPrice(ShopTask):
         got = re.findall(r"[0-9]+(?:\.[0-9]+)?", (answer or "").replace(",", ""))
         ok = any(Decimal(g) == Decimal(self.params["price"]) for g in got)
         return ok, f"answer {answer!r}, want {self.params['price']}"
+
+    def reference_answers(self) -> dict[str, Any]:
+        return {"must_include": [self.params["price"]]}
 
     def decide(self, ob: Observation, memory: dict[str, Any]) -> Decision | None:
         p, detour = self.params, self.detour(memory)
@@ -468,6 +528,11 @@ class Checkout(ShopTask):
                 return True, f"order {r[0]} ships to {', '.join(got)}"
         return False, f"new order(s) ship elsewhere: {new}"
 
+    def program_html(self) -> list[dict[str, Any]]:
+        # Oscar's thank-you page shows the order last placed in the browser's session (none: the home page)
+        return self._page_shows("/checkout/thank-you/", _JS_ORDER_PLACED, f"|{self.params['title']} x ",
+                                _address_entry(self.params))
+
     def decide(self, ob: Observation, memory: dict[str, Any]) -> Decision | None:
         p, path, detour = self.params, kit.path(ob), self.detour(memory)
         title, who = p["title"], f"{p['first']} {p['last']}"
@@ -516,6 +581,10 @@ class EditProfile(ShopTask):
     def check(self, answer: str | None) -> tuple[bool, str]:
         row = self.site.query("select first_name, last_name from auth_user where email = ?", (CUSTOMER,))[0]
         return tuple(row) == (self.params["first"], self.params["last"]), f"name is {row[0]} {row[1]}"
+
+    def program_html(self) -> list[dict[str, Any]]:
+        return self._page_shows("/accounts/profile/", _js_entries("table tr", _JS_ROW),
+                                f"|Name: {self.params['first']} {self.params['last']}|")
 
     def decide(self, ob: Observation, memory: dict[str, Any]) -> Decision | None:
         p, path, detour = self.params, kit.path(ob), self.detour(memory)
@@ -572,6 +641,10 @@ class AddAddress(ShopTask):
         want = tuple(kit.norm(x) for x in (p["first"], p["last"], p["line1"], p["city"], p["postcode"], p["cc"]))
         ok = any(tuple(kit.norm(x) for x in r) == want for r in rows)
         return ok, f"{len(rows)} address(es); {'found' if ok else 'none matches'} {want}"
+
+    def program_html(self) -> list[dict[str, Any]]:
+        return self._page_shows("/accounts/addresses/", _js_entries("address", _JS_ADDRESS),
+                                _address_entry(self.params))
 
     def decide(self, ob: Observation, memory: dict[str, Any]) -> Decision | None:
         p, path, detour = self.params, kit.path(ob), self.detour(memory)
@@ -668,6 +741,15 @@ class ChangeOrderStatus(ShopTask):
         got = self.site.query("select status from order_order where number = ?", (self.params["number"],))[0][0]
         return got == self.params["status"], f"order {self.params['number']} is {got!r}"
 
+    def program_html(self) -> list[dict[str, Any]]:
+        # the dashboard's "Order information" table: a row of headers over a row of values
+        info = ("[...document.querySelectorAll('table')]"
+                ".filter(t => t.caption?.innerText.trim() === 'Order information')"
+                ".map(t => [...t.rows[0].cells].map((th, i) => '|' + th.innerText.trim() + ': ' + "
+                "t.rows[1].cells[i].innerText.trim() + '|').join('')).join('')")
+        return self._page_shows(f"/dashboard/orders/{self.params['number']}/", info,
+                                f"|Status: {self.params['status']}|")
+
     def decide(self, ob: Observation, memory: dict[str, Any]) -> Decision | None:
         number, status = self.params["number"], self.params["status"]
         if memory.get("saved"):
@@ -747,6 +829,9 @@ class OrderTotal(ShopTask):
         ok = any(Decimal(g) == Decimal(self.params["total"]) for g in got)
         return ok, f"answer {answer!r}, want {self.params['total']}"
 
+    def reference_answers(self) -> dict[str, Any]:
+        return {"must_include": [self.params["total"]]}
+
     def decide(self, ob: Observation, memory: dict[str, Any]) -> Decision | None:
         number, detour = self.params["number"], self.detour(memory)
         if detour == "customers":
@@ -811,6 +896,9 @@ class CountOrdersByStatus(ShopTask):
         ok = bool(got) and int(got[0]) == self.params["count"]
         return ok, f"answer {answer!r}, want {self.params['count']}"
 
+    def reference_answers(self) -> dict[str, Any]:
+        return {"must_include": [str(self.params["count"])]}
+
     def decide(self, ob: Observation, memory: dict[str, Any]) -> Decision | None:
         path, status = kit.path(ob), self.params["status"]
         done = (f"tell the user how many orders are {status}", f"report the number of {status} orders")
@@ -864,6 +952,13 @@ class EditProductStock(ShopTask):
                               "on p.id = s.product_id where p.upc = ?", (self.params["upc"],))[0]
         ok = abs(Decimal(str(row[0])) - Decimal(self.params["price"])) < Decimal("0.005") and row[1] == self.params["stock"]
         return ok, f"price {row[0]}, stock {row[1]}"
+
+    def program_html(self) -> list[dict[str, Any]]:
+        # the product's form in the dashboard: its stock record's fields (``stockrecords-0-price``, ...)
+        fields = _js_entries("input[name^='stockrecords-0-']:not([type=hidden]):not([type=checkbox])",
+                             "x.name.slice(15) + ': ' + x.value")
+        return self._page_shows(f"/dashboard/catalogue/products/{self._product_id(self.params['upc'])}/", fields,
+                                f"|price: {self.params['price']}|", f"|num_in_stock: {self.params['stock']}|")
 
     def decide(self, ob: Observation, memory: dict[str, Any]) -> Decision | None:
         p, path = self.params, kit.path(ob)
@@ -1000,6 +1095,15 @@ class MultiProductOrder(ShopTask):
                 return True, f"order {r[1]}: {lines}, voucher {p['voucher']}, ships to {', '.join(r[2:8])}"
             reasons.append(f"order {r[1]}: lines {lines}, vouchers {sorted(vouchers)}, address {addr}, notes {r[8]!r}")
         return False, "; ".join(reasons)
+
+    def program_html(self) -> list[dict[str, Any]]:
+        p = self.params
+        offer = next(v["offer"] for v in seed_data()["vouchers"] if v["code"] == p["voucher"])
+        entries = [f"|{it['title']} x {it['quantity']}|" for it in p["items"]]
+        entries += [f"|lines: {len(p['items'])}|", _address_entry(p), f"|Discount {offer}|"]
+        if "notes" in self.instantiation_dict:
+            entries.append(f"|Instructions: {p['notes']}|")
+        return self._page_shows("/checkout/thank-you/", _JS_ORDER_PLACED, *entries)
 
     def decide(self, ob: Observation, memory: dict[str, Any]) -> Decision | None:
         p, path, detour = self.params, kit.path(ob), self.detour(memory)
@@ -1462,6 +1566,9 @@ class ProductStock(ShopTask):
         ok = bool(got) and int(got[0]) == self.params["stock"]
         return ok, f"answer {answer!r}, want {self.params['stock']}"
 
+    def reference_answers(self) -> dict[str, Any]:
+        return {"must_include": [str(self.params["stock"])]}
+
     def decide(self, ob: Observation, memory: dict[str, Any]) -> Decision | None:
         p = self.params
         d = _search_and_open(ob, memory, p, "see how many are in stock", refine=self.detour(memory) == "refine")
@@ -1497,6 +1604,9 @@ class OrderCustomer(ShopTask):
     def check(self, answer: str | None) -> tuple[bool, str]:
         ok = kit.norm(self.params["name"]) in kit.norm(answer)
         return ok, f"answer {answer!r}, want {self.params['name']!r}"
+
+    def reference_answers(self) -> dict[str, Any]:
+        return {"must_include": [self.params["name"]]}
 
     def decide(self, ob: Observation, memory: dict[str, Any]) -> Decision | None:
         number = self.params["number"]
@@ -1539,6 +1649,9 @@ class CustomerLastOrderItems(ShopTask):
         got = re.findall(r"\d+", answer or "")
         ok = bool(got) and int(got[0]) == self.params["items"]
         return ok, f"answer {answer!r}, want {self.params['items']}"
+
+    def reference_answers(self) -> dict[str, Any]:
+        return {"must_include": [str(self.params["items"])]}
 
     def decide(self, ob: Observation, memory: dict[str, Any]) -> Decision | None:
         p = self.params
@@ -1591,6 +1704,18 @@ class WriteReview(ShopTask):
         ok = any(r[0] == p["score"] and kit.norm(r[1]) == kit.norm(p["review_title"])
                  and kit.norm(r[2]) == kit.norm(p["body"]) for r in rows)
         return ok, f"reviews of {p['upc']} by the customer: {rows}"
+
+    def program_html(self) -> list[dict[str, Any]]:
+        # each review: its stars (the heading's class, "star-rating Three"), title, text and byline
+        # ("Reviewed by you" for the user's own)
+        p = self.params
+        review = ("x.querySelector('h3').className.replace('star-rating', '').trim() + ' stars: ' + "
+                  "x.querySelector('h3').innerText.trim() + ': ' + x.querySelector('p').innerText.trim() + ': ' + "
+                  "x.querySelector('small').innerText.trim()")
+        stars = ("One", "Two", "Three", "Four", "Five")[p["score"] - 1]
+        return self._page_shows(self._product_path(p["upc"]) + "reviews/?sort_by=recency",
+                                _js_entries("article.review", review),
+                                f"|{stars} stars: {p['review_title']}: {p['body']}: Reviewed by you")
 
     def decide(self, ob: Observation, memory: dict[str, Any]) -> Decision | None:
         p = self.params
@@ -1650,6 +1775,9 @@ class ReorderItem(ShopTask):
         ok = any(u == self.params["upc"] and q >= 1 for u, q in rows)
         return ok, f"open basket lines {rows}"
 
+    def program_html(self) -> list[dict[str, Any]]:
+        return self._page_shows("/basket/", _JS_BASKET, f"|{self.params['title']} x ")
+
     def decide(self, ob: Observation, memory: dict[str, Any]) -> Decision | None:
         p, path = self.params, kit.path(ob)
         title, number = p["title"], p["number"]
@@ -1705,6 +1833,11 @@ class AddOrderNote(ShopTask):
         ok = any(kit.norm(r[0]) == kit.norm(self.params["note"]) for r in rows)
         return ok, f"notes of order {self.params['number']}: {rows}"
 
+    def program_html(self) -> list[dict[str, Any]]:
+        # the Notes tab of the order in the dashboard: a table of date, user, type, message
+        notes = _js_entries("#notes td:nth-child(4)", "x.innerText.trim()")
+        return self._page_shows(f"/dashboard/orders/{self.params['number']}/", notes, f"|{self.params['note']}|")
+
     def decide(self, ob: Observation, memory: dict[str, Any]) -> Decision | None:
         number, note = self.params["number"], self.params["note"]
         if memory.get("saved"):
@@ -1758,6 +1891,15 @@ class UpdateOrderAddress(ShopTask):
                               "on a.id = o.shipping_address_id where o.number = ?", (p["number"],))[0]
         ok = tuple(kit.norm(x) for x in row) == tuple(kit.norm(x) for x in (p["line1"], p["city"], p["postcode"]))
         return ok, f"order {p['number']} ships to {', '.join(row)}"
+
+    def program_html(self) -> list[dict[str, Any]]:
+        # the Shipping tab of the order in the dashboard: the address's lines in the "Address" row
+        p = self.params
+        lines = ("[...document.querySelectorAll('#shipping tr')].filter(x => x.cells[0].innerText.trim() === 'Address')"
+                 ".map(x => x.cells[1].innerText.split('\\n').filter(s => s.trim())"
+                 ".map(s => '|' + s.trim() + '|').join('')).join('')")
+        return self._page_shows(f"/dashboard/orders/{p['number']}/", lines, f"|{p['line1']}|", f"|{p['city']}|",
+                                f"|{p['postcode']}|")
 
     def decide(self, ob: Observation, memory: dict[str, Any]) -> Decision | None:
         p, path = self.params, kit.path(ob)

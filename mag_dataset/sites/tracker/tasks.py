@@ -28,6 +28,7 @@ down a results list before opening the top hit; so episodes of one template diff
 
 from __future__ import annotations
 
+import json
 import random
 import re
 import urllib.parse
@@ -179,6 +180,55 @@ class _TrackerTask(SiteTask):
                                "ORDER BY time", (tid,))
         return [v for a, v in rows[seeded:] if a == author]
 
+    # -- WebArena's program_html: what check() reads, as the logged-in user sees it on a Trac page
+    def _page_shows(self, path: str, locator: str, *entries: str) -> list[dict[str, Any]]:
+        """One ``program_html`` target: on the page ``path``, what ``locator`` reads (``|entry|`` pieces,
+        see :func:`_js_entries`) includes each of ``entries``."""
+        return [{"url": self.site.base_url + path, "locator": locator,
+                 "required_contents": {"must_include": list(entries)}}]
+
+    def _ticket_shows(self, tid: int, *entries: str) -> list[dict[str, Any]]:
+        """A target on ticket #tid's page (:data:`_JS_TICKET` and the comments of the task's user)."""
+        return self._page_shows(f"/ticket/{tid}", f"{_JS_TICKET} + {_js_comments_by(_user_name(self.user))}", *entries)
+
+    def _new_ticket_shows(self, summary: str, columns: tuple[str, ...], *entries: str,
+                          description: bool = False) -> list[dict[str, Any]]:
+        """A target on the custom query of the tickets titled ``summary``, newest first: the first row's
+        ``columns`` (``|<column>: <value>|``) and, with ``description``, its description
+        (``|description: <text>|``). check() reads the newest ticket with that summary too."""
+        query = [("summary", summary), *(("col", c) for c in ("id", *columns)), ("order", "id"), ("desc", "1")]
+        rows = "table.tickets tbody.trac-query-results"
+        locator = _js_entries(f"{rows} tr:first-child td", "x.className + ': ' + x.innerText.trim()")
+        if description:
+            query.append(("row", "description"))
+            locator += " + " + _js_entries(f"{rows} tr:nth-child(2) td", "'description: ' + x.innerText.trim()")
+        return self._page_shows("/query?" + urllib.parse.urlencode(query), locator, *entries)
+
+
+# ----------------------------------------------------------------------------- WebArena's program_html locators
+def _js_entries(selector: str, entry: str) -> str:
+    """A ``program_html`` locator (WebArena's JavaScript expression): each element ``x`` that
+    ``selector`` selects, read by the expression ``entry`` and written as ``|entry|``, so that a
+    required ``|value|`` matches one whole entry, not a part of one."""
+    return f"[...document.querySelectorAll({json.dumps(selector)})].map(x => '|' + {entry} + '|').join('')"
+
+
+#: A ticket page's properties (``|owner: Alice Nakamura|``, ``|milestone: Cirrus|``, by the ids of their
+#: headers), its status and its resolution.
+_JS_TICKET = " + ".join((
+    _js_entries("#ticket td[headers]", "x.headers.slice(2) + ': ' + x.innerText.trim()"),
+    _js_entries("#ticket .trac-status", "'status: ' + x.innerText.trim()"),
+    _js_entries("#ticket .trac-resolution", "'resolution: ' + x.innerText.replace(/[()]/g, '').trim()")))
+
+
+def _js_comments_by(name: str) -> str:
+    """A locator of the comments on a ticket page written by the user shown as ``name`` (``|<text>|``;
+    Trac marks the logged-in user's name ``trac-author-user``, anyone else's ``trac-author``)."""
+    return (f"[...document.querySelectorAll('#changelog .change')].filter(x => "
+            "x.querySelector('h3 .trac-author, h3 .trac-author-user')?.innerText.trim() === "
+            f"{json.dumps(name)})"
+            ".map(x => '|' + (x.querySelector('.comment')?.innerText.trim() ?? '') + '|').join('')")
+
 
 def _fresh_comment(rng: random.Random) -> str:
     return rng.choice((
@@ -226,6 +276,11 @@ class CreateTicket(_TrackerTask):
         if t["reporter"] != self.user:
             return False, f"reporter is {t['reporter']!r}"
         return True, f"ticket #{rows[-1][0]} created with the requested fields"
+
+    def program_html(self) -> list[dict[str, Any]]:
+        p, fields = self.params, ("type", "component", "priority", "milestone")
+        return self._new_ticket_shows(p["summary"], (*fields, "reporter"), *(f"|{k}: {p[k]}|" for k in fields),
+                                      f"|reporter: {_user_name(self.user)}|")
 
     def expert(self, ob: Observation, memory: dict[str, Any]) -> Decision | None:
         p = self.params
@@ -295,6 +350,9 @@ class CommentTicket(_TrackerTask):
             return True, "comment added"
         return False, f"no new comment by {self.user} with that text on #{self.params['ticket']} (new: {new!r})"
 
+    def program_html(self) -> list[dict[str, Any]]:
+        return self._ticket_shows(self.params["ticket"], f"|{self.params['comment']}|")
+
     def expert(self, ob: Observation, memory: dict[str, Any]) -> Decision | None:
         t = self.params["ticket"]
         if memory.get("submitted"):
@@ -341,6 +399,9 @@ class ReassignTicket(_TrackerTask):
         if t["status"] != "assigned":
             return False, f"status is {t['status']!r}, wanted 'assigned'"
         return True, "reassigned"
+
+    def program_html(self) -> list[dict[str, Any]]:
+        return self._ticket_shows(self.params["ticket"], f"|owner: {self.params['owner_name']}|", "|status: assigned|")
 
     def expert(self, ob: Observation, memory: dict[str, Any]) -> Decision | None:
         p, t = self.params, self.params["ticket"]
@@ -404,6 +465,11 @@ class CloseTicket(_TrackerTask):
             return False, "closed, but without the comment"
         return True, "closed with the resolution and comment"
 
+    def program_html(self) -> list[dict[str, Any]]:
+        p = self.params
+        return self._ticket_shows(p["ticket"], "|status: closed|", f"|resolution: {p['resolution']}|",
+                                  f"|{p['comment']}|")
+
     def expert(self, ob: Observation, memory: dict[str, Any]) -> Decision | None:
         p, t = self.params, self.params["ticket"]
         if memory.get("submitted"):
@@ -452,6 +518,9 @@ class ChangeMilestone(_TrackerTask):
     def check(self, answer: str | None) -> tuple[bool, str]:
         got = self._ticket_row(self.params["ticket"])["milestone"]
         return (got == self.params["milestone"]), f"milestone is {got!r}"
+
+    def program_html(self) -> list[dict[str, Any]]:
+        return self._ticket_shows(self.params["ticket"], f"|milestone: {self.params['milestone']}|")
 
     def expert(self, ob: Observation, memory: dict[str, Any]) -> Decision | None:
         p, t = self.params, self.params["ticket"]
@@ -507,6 +576,9 @@ class CountQuery(_TrackerTask):
         nums = re.findall(r"\d+", answer or "")
         ok = nums == [str(self.params["count"])]
         return ok, f"answer {answer!r}, expected {self.params['count']}"
+
+    def reference_answers(self) -> dict[str, Any]:
+        return {"must_include": [str(self.params["count"])]}
 
     def expert(self, ob: Observation, memory: dict[str, Any]) -> Decision | None:
         p = self.params
@@ -579,6 +651,9 @@ class TicketMilestone(_TrackerTask):
     def check(self, answer: str | None) -> tuple[bool, str]:
         ok = kit.norm(answer).strip(" .\"'") == kit.norm(self.params["milestone"])
         return ok, f"answer {answer!r}, expected {self.params['milestone']!r}"
+
+    def reference_answers(self) -> dict[str, Any]:
+        return {"must_include": [self.params["milestone"]]}
 
     def expert(self, ob: Observation, memory: dict[str, Any]) -> Decision | None:
         p = self.params
@@ -655,6 +730,9 @@ class SearchNewest(_TrackerTask):
     def check(self, answer: str | None) -> tuple[bool, str]:
         nums = re.findall(r"\d+", answer or "")
         return nums == [str(self.params["ticket"])], f"answer {answer!r}, expected #{self.params['ticket']}"
+
+    def reference_answers(self) -> dict[str, Any]:
+        return {"must_include": [str(self.params["ticket"])]}
 
     def expert(self, ob: Observation, memory: dict[str, Any]) -> Decision | None:
         word = self.params["word"]
@@ -734,6 +812,11 @@ class AddMilestone(_TrackerTask):
         due = rows[0][0]
         got = datetime.fromtimestamp(due / 1e6, timezone.utc).strftime("%Y-%m-%d") if due else None
         return got == self.params["due"], f"due {got}, wanted {self.params['due']}"
+
+    def program_html(self) -> list[dict[str, Any]]:
+        # the milestone's page: "Due in 3 months (2026-04-01T00:00:00Z)"; no such milestone: an error page
+        return self._page_shows(f"/milestone/{urllib.parse.quote(self.params['name'])}",
+                                _js_entries("#content .date", "'due: ' + x.innerText.trim()"), f"({self.params['due']}")
 
     def expert(self, ob: Observation, memory: dict[str, Any]) -> Decision | None:
         p = self.params
@@ -818,6 +901,13 @@ class AddComponent(_TrackerTask):
         if not rows:
             return False, "no such component"
         return rows[0][0] == self.params["owner"], f"owner {rows[0][0]!r}"
+
+    def program_html(self) -> list[dict[str, Any]]:
+        # the admin's list of components: each one's name and owner (a user name)
+        components = _js_entries("#complist tbody tr", "x.querySelector('.name').innerText.trim() + ': ' + "
+                                 "x.querySelector('.owner').innerText.trim()")
+        return self._page_shows("/admin/ticket/components", components,
+                                f"|{self.params['name']}: {self.params['owner']}|")
 
     def expert(self, ob: Observation, memory: dict[str, Any]) -> Decision | None:
         p = self.params
@@ -908,6 +998,19 @@ class EditWiki(_TrackerTask):
         if kit.norm(text).replace(kit.norm(p["line"]), "").strip() != kit.norm(seeded[-1].text):
             return False, "the rest of the page changed"
         return author == self.user, f"saved by {author}"
+
+    def program_html(self) -> list[dict[str, Any]]:
+        # the page's changes since its seeded version (Trac's diff of it with the latest): the latest
+        # version's author, then each block of lines (unchanged context, added, removed, modified) with
+        # the text it adds: only one block of added lines, the line, after the unchanged end of the page
+        p = self.params
+        author = _js_entries("#overview dd.author", "'author: ' + x.innerText.trim()")
+        blocks = _js_entries("table.trac-diff tbody", "x.className + ': ' + [...x.querySelectorAll('ins')]"
+                                                      ".map(i => i.innerText.trim()).filter(s => s).join(' / ')")
+        seeded = len(seed_data().wiki[p["page"]])
+        return [{"url": f"{self.site.base_url}/wiki/{p['page']}?action=diff&old_version={seeded}",
+                 "locator": f"{author} + {blocks}",
+                 "required_contents": {"exact_match": f"|author: {_user_name(self.user)}||unmod: ||add: {p['line']}|"}}]
 
     def _wrong_page(self) -> str:
         """The quick link next to the task's page (above or below it, drawn from the seed)."""
@@ -1013,6 +1116,12 @@ class TriageTickets(_TrackerTask):
             if p["comment"] not in [c.strip() for c in self._new_comments(tid, self.user)]:
                 return False, f"#{tid} lacks the comment"
         return True, f"all {len(p['ids'])} tickets triaged"
+
+    def program_html(self) -> list[dict[str, Any]]:
+        p = self.params
+        return [target for tid in p["ids"] for target in self._ticket_shows(
+            tid, f"|owner: {p['owner_name']}|", f"|milestone: {p['milestone']}|", f"|priority: {p['priority']}|",
+            "|status: assigned|", f"|{p['comment']}|")]
 
     def expert(self, ob: Observation, memory: dict[str, Any]) -> Decision | None:
         p = self.params
@@ -1454,6 +1563,9 @@ class TicketReporter(_TrackerTask):
         ok = got in (kit.norm(p["reporter_name"]), p["reporter"])
         return ok, f"answer {answer!r}, expected {p['reporter_name']!r}"
 
+    def reference_answers(self) -> dict[str, Any]:
+        return {"must_include": [self.params["reporter_name"]]}
+
     def expert(self, ob: Observation, memory: dict[str, Any]) -> Decision | None:
         t = self.params["ticket"]
         step = _open_ticket(ob, memory, t)
@@ -1496,6 +1608,9 @@ class MilestoneTicketCount(_TrackerTask):
     def check(self, answer: str | None) -> tuple[bool, str]:
         nums = re.findall(r"\d+", answer or "")
         return nums == [str(self.params["count"])], f"answer {answer!r}, expected {self.params['count']}"
+
+    def reference_answers(self) -> dict[str, Any]:
+        return {"must_include": [str(self.params["count"])]}
 
     def expert(self, ob: Observation, memory: dict[str, Any]) -> Decision | None:
         p = self.params
@@ -1549,6 +1664,9 @@ class MilestoneDue(_TrackerTask):
         got = _dates_in(answer)
         return got == {self.params["due"]}, f"answer {answer!r}, expected {self.params['due']}"
 
+    def reference_answers(self) -> dict[str, Any]:
+        return {"must_include": [self.params["due"]]}
+
     def expert(self, ob: Observation, memory: dict[str, Any]) -> Decision | None:
         m = self.params["milestone"]
         step = _to_milestone(ob, memory, m, f"open {m} to read its due date", f"look up when {m} is due on its page")
@@ -1586,6 +1704,10 @@ class ChangePriority(_TrackerTask):
         if t["priority"] != self.params["priority"]:
             return False, f"priority is {t['priority']!r}, wanted {self.params['priority']!r}"
         return t["status"] == self.params["status"], f"status {t['status']!r}"
+
+    def program_html(self) -> list[dict[str, Any]]:
+        p = self.params
+        return self._ticket_shows(p["ticket"], f"|priority: {p['priority']}|", f"|status: {p['status']}|")
 
     def expert(self, ob: Observation, memory: dict[str, Any]) -> Decision | None:
         p, t = self.params, self.params["ticket"]
@@ -1629,6 +1751,14 @@ class AddKeyword(_TrackerTask):
         want = set(p["old"]) | {p["keyword"]}
         return words == want, f"keywords {sorted(words)}, wanted {sorted(want)}"
 
+    def program_html(self) -> list[dict[str, Any]]:
+        # check() compares sets of keywords: the page's keywords, sorted
+        p = self.params
+        keywords = _js_entries("#ticket td[headers=h_keywords]",
+                               "'keywords: ' + x.innerText.trim().split(/[\\s,]+/).sort().join(' ')")
+        want = " ".join(sorted({*p["old"], p["keyword"]}))
+        return self._page_shows(f"/ticket/{p['ticket']}", keywords, f"|keywords: {want}|")
+
     def expert(self, ob: Observation, memory: dict[str, Any]) -> Decision | None:
         t, kw = self.params["ticket"], self.params["keyword"]
         if memory.get("submitted"):
@@ -1670,6 +1800,9 @@ class ReopenTicket(_TrackerTask):
         if self.params["comment"] not in [c.strip() for c in self._new_comments(self.params["ticket"], self.user)]:
             return False, "reopened, but without the comment"
         return True, "reopened with the comment"
+
+    def program_html(self) -> list[dict[str, Any]]:
+        return self._ticket_shows(self.params["ticket"], "|status: reopened|", f"|{self.params['comment']}|")
 
     def expert(self, ob: Observation, memory: dict[str, Any]) -> Decision | None:
         p, t = self.params, self.params["ticket"]
@@ -1715,6 +1848,12 @@ class EditMilestoneDescription(_TrackerTask):
         rows = self.site.query("SELECT description FROM milestone WHERE name=?", (p["milestone"],))
         got = rows[0][0] if rows else None
         return kit.norm(got) == kit.norm(p["description"]), f"description {got!r}"
+
+    def program_html(self) -> list[dict[str, Any]]:
+        p = self.params
+        return self._page_shows(f"/milestone/{urllib.parse.quote(p['milestone'])}",
+                                _js_entries("#content div.description", "'description: ' + x.innerText.trim()"),
+                                f"|description: {p['description']}|")
 
     def expert(self, ob: Observation, memory: dict[str, Any]) -> Decision | None:
         p = self.params

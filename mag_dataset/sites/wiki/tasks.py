@@ -159,6 +159,55 @@ def _answer_has(answer: str | None, value: str) -> bool:
     return re.search(r"(?<!\w)" + re.escape(want) + r"(?!\w)", got) is not None
 
 
+# ----------------------------------------------------------------------------- WebArena's terms
+#: WebArena ``program_html`` locators on the wiki's pages (MediaWiki 1.39, classic Vector): the text
+#: of the edit form (``action=edit``: the page's wikitext, or one section's), the newest and the
+#: oldest line of the history (``action=history``), the categories of a page, the entries of
+#: ``Special:Log``, the level-2 headings and the text of a page.
+WIKITEXT = "document.querySelector('#wpTextbox1').value"
+LATEST_REVISION = "document.querySelector('#pagehistory li').outerText"
+FIRST_REVISION = "[...document.querySelectorAll('#pagehistory li')].pop().outerText"
+CATEGORIES = "document.querySelector('#mw-normal-catlinks').outerText"
+LOG_ENTRIES = "[...document.querySelectorAll('li[data-mw-logid]')].map(e => e.outerText).join('\\n')"
+HEADINGS = "[...document.querySelectorAll('#mw-content-text h2 .mw-headline')].map(e => e.outerText).join('\\n')"
+CONTENT = "document.querySelector('#mw-content-text').outerText"
+UNWATCH_TAB = "document.querySelector('#ca-unwatch').outerText"  # the watch star of a watched page
+EDIT_PROTECTION = "document.querySelector('#mw-restriction-edit').outerText"  # action=info
+REDIRECT_TARGET = "document.querySelector('.redirectText').outerText"  # a redirect shown with redirect=no
+
+
+def infobox_value(label: str) -> str:
+    """The locator of the infobox cell next to the header ``label``."""
+    return (f"[...document.querySelectorAll('.infobox tr')].find(r => r.querySelector('th')?.outerText.trim() "
+            f"=== '{label}').querySelector('td').outerText")
+
+
+def html_target(url: str, locator: str, *must_include: str) -> dict[str, Any]:
+    """A WebArena ``program_html`` target: what ``locator`` reads on ``url`` includes each of
+    ``must_include`` (case-insensitive; empty strings are left out)."""
+    return {"url": url, "locator": locator, "required_contents": {"must_include": [s for s in must_include if s]}}
+
+
+def exact_target(url: str, locator: str, text: str) -> dict[str, Any]:
+    """A WebArena ``program_html`` target: what ``locator`` reads on ``url`` is ``text`` (case and
+    surrounding spaces aside)."""
+    return {"url": url, "locator": locator, "required_contents": {"exact_match": text}}
+
+
+def _section_span(text: str, heading: str) -> tuple[int, int, int]:
+    """``(number, start, end)`` of the section ``heading`` of a wikitext: its number as
+    ``action=edit&section=`` counts, and where its body starts and ends (the next heading).
+
+    Raises:
+        KeyError: the text has no such section.
+    """
+    heads = list(re.finditer(r"^(=+)\s*(.*?)\s*\1\s*$", text, re.M))
+    for number, m in enumerate(heads, 1):
+        if m.group(2) == heading:
+            return number, m.end(), heads[number].start() if number < len(heads) else len(text)
+    raise KeyError(f"no section {heading!r} in the wikitext")
+
+
 class WikiTask(SiteTask):
     """A task on :class:`~mag_dataset.sites.wiki.WikiSite`; ``self.site`` is typed for its state helpers.
 
@@ -181,6 +230,17 @@ class WikiTask(SiteTask):
         revs = self.site.revisions(title, ns)
         new = revs[seeded:] if seeded and len(revs) > seeded else ([] if seeded else revs)
         return [r for r in new if r[1] == self.user]
+
+    def wiki_url(self, title: str, **query: str) -> str:
+        """The absolute URL of the wiki page ``title`` with ``query`` (``action="history"``)."""
+        return f"{self.site.base_url}/index.php?" + urllib.parse.urlencode({"title": db_key(title), **query})
+
+    def _talk_section_targets(self, title: str, subject: str, *contents: str) -> list[dict[str, Any]]:
+        """``program_html`` targets: the talk page of ``title`` has a section headed ``subject``
+        and shows ``contents``."""
+        talk = "Talk:" + title
+        return [html_target(self.wiki_url(talk), HEADINGS, subject),
+                html_target(self.wiki_url(talk), CONTENT, *contents)]
 
     # ------------------------------------------------------------------ how this episode goes
     def _style(self, memory: dict[str, Any]) -> tuple[str, str]:
@@ -296,6 +356,9 @@ class InfoboxFact(WikiTask):
         ok = _answer_has(answer, self.params["value"])
         return ok, f"answer {answer!r} {'states' if ok else 'does not state'} {self.params['value']!r}"
 
+    def reference_answers(self) -> dict[str, Any]:
+        return {"must_include": [self.params["value"]]}
+
     def _narrow(self, title: str) -> tuple[str, tuple[str, ...]] | None:
         word = self.params["header"].split(" (")[0].lower()
         return f"{title} {word}", (f"search for the {word} of {title} directly",
@@ -336,6 +399,9 @@ class BirthplaceFact(WikiTask):
     def check(self, answer: str | None) -> tuple[bool, str]:
         ok = _answer_has(answer, self.params["value"])
         return ok, f"answer {answer!r} vs population {self.params['value']} of {self.params['city']}"
+
+    def reference_answers(self) -> dict[str, Any]:
+        return {"must_include": [self.params["value"]]}
 
     def expert(self, ob: Any, memory: dict[str, Any]) -> Any:
         p, (_, detour) = self.params, self._style(memory)
@@ -384,6 +450,9 @@ class LastEditor(WikiTask):
         ok = _squash(answer).removeprefix("user:").strip() == _squash(self.params["editor"])
         return ok, f"answer {answer!r} vs last editor {self.params['editor']!r}"
 
+    def reference_answers(self) -> dict[str, Any]:
+        return {"must_include": [self.params["editor"]]}
+
     def expert(self, ob: Any, memory: dict[str, Any]) -> Any:
         title, (_, detour) = self.params["title"], self._style(memory)
         names = (f"name the user who last edited {title}", f"tell the user who made the latest edit to {title}")
@@ -427,6 +496,9 @@ class CategoryCount(WikiTask):
     def check(self, answer: str | None) -> tuple[bool, str]:
         ok = _answer_has(answer, str(self.params["count"]))
         return ok, f"answer {answer!r} vs {self.params['count']} pages in Category:{self.params['category']}"
+
+    def reference_answers(self) -> dict[str, Any]:
+        return {"must_include": [str(self.params["count"])]}
 
     def expert(self, ob: Any, memory: dict[str, Any]) -> Any:
         p, (_, detour) = self.params, self._style(memory)
@@ -508,6 +580,17 @@ class EditSection(WikiTask):
         if not _same_text(text.replace(p["sentence"], ""), seeded):
             return False, "the rest of the article changed"
         return True, "sentence added to the section with the summary"
+
+    def program_html(self) -> list[dict[str, Any]]:
+        """The user's edit with the summary tops the history; the section ends with the sentence,
+        the seeded text before and after it kept."""
+        p = self.params
+        seeded = self._world().articles[p["title"]].text
+        number, _, end = _section_span(seeded, p["section"])
+        return [html_target(self.wiki_url(p["title"], action="history"), LATEST_REVISION, self.user, p["summary"]),
+                html_target(self.wiki_url(p["title"], action="edit", section=str(number)), WIKITEXT, p["sentence"]),
+                html_target(self.wiki_url(p["title"], action="edit"), WIKITEXT, seeded[:end].strip(),
+                            seeded[end:].strip())]
 
     def expert(self, ob: Any, memory: dict[str, Any]) -> Any:
         p, (_, detour) = self.params, self._style(memory)
@@ -596,6 +679,13 @@ class CreateArticle(WikiTask):
             return False, f"the article is not in Category:{p['category']}"
         return True, "article created with its text and category"
 
+    def program_html(self) -> list[dict[str, Any]]:
+        """The user made the page's first revision; its wikitext has the text; it is in the category."""
+        p = self.params
+        return [html_target(self.wiki_url(p["title"], action="history"), FIRST_REVISION, self.user),
+                html_target(self.wiki_url(p["title"], action="edit"), WIKITEXT, p["text"]),
+                html_target(self.wiki_url(p["title"]), CATEGORIES, p["category"])]
+
     def _narrow(self, title: str) -> tuple[str, tuple[str, ...]] | None:
         word, topic = _TOPICS[title]
         return word, (f"see what the wiki already has on {topic}", f"check which articles mention {topic} so far")
@@ -660,6 +750,12 @@ class AddCategory(WikiTask):
             return False, f"existing categories lost: {sorted(set(p['old']) - cats)}"
         return True, "category added"
 
+    def program_html(self) -> list[dict[str, Any]]:
+        """The user's edit tops the history; the page lists the new category and its old ones."""
+        p = self.params
+        return [html_target(self.wiki_url(p["title"], action="history"), LATEST_REVISION, self.user),
+                html_target(self.wiki_url(p["title"]), CATEGORIES, p["category"], *p["old"])]
+
     def expert(self, ob: Any, memory: dict[str, Any]) -> Any:
         p, (_, detour) = self.params, self._style(memory)
         title, cat = p["title"], p["category"]
@@ -715,6 +811,13 @@ class UndoLastEdit(WikiTask):
             return False, "the article text is not that of the revision before the last edit"
         return True, "last edit undone"
 
+    def program_html(self) -> list[dict[str, Any]]:
+        """The user's edit tops the history; the wikitext is that of the revision before the last edit."""
+        title = self.params["title"]
+        return [html_target(self.wiki_url(title, action="history"), LATEST_REVISION, self.user),
+                exact_target(self.wiki_url(title, action="edit"), WIKITEXT,
+                             self._world().articles[title].revisions[-2].text)]
+
     def expert(self, ob: Any, memory: dict[str, Any]) -> Any:
         p, (_, detour) = self.params, self._style(memory)
         title = p["title"]
@@ -768,6 +871,10 @@ class WatchPage(WikiTask):
             "AND w.wl_namespace = 0 AND w.wl_title = ?", (self.user, db_key(self.params["title"])))
         ok = rows[0][0] > 0
         return ok, f"{self.params['title']} {'is' if ok else 'is not'} on {self.user}'s watchlist"
+
+    def program_html(self) -> list[dict[str, Any]]:
+        """The article's watch star offers to unwatch it: it is on the user's watchlist."""
+        return [html_target(self.wiki_url(self.params["title"]), UNWATCH_TAB, "Unwatch")]
 
     def expert(self, ob: Any, memory: dict[str, Any]) -> Any:
         p, (_, detour) = self.params, self._style(memory)
@@ -826,6 +933,10 @@ class TalkNewTopic(WikiTask):
         if p["message"] not in text:
             return False, "the message is missing"
         return True, "topic started"
+
+    def program_html(self) -> list[dict[str, Any]]:
+        p = self.params
+        return self._talk_section_targets(p["title"], p["subject"], p["message"])
 
     def expert(self, ob: Any, memory: dict[str, Any]) -> Any:
         p, (_, detour) = self.params, self._style(memory)
@@ -893,6 +1004,15 @@ class MovePage(WikiTask):
         if not moves[0][0]:
             return False, "no move log entry with the reason by the user"
         return True, "article moved"
+
+    def program_html(self) -> list[dict[str, Any]]:
+        """The move log of the old title names the user, the new title and the reason; the new title
+        holds the article's text (no redirect)."""
+        p = self.params
+        return [html_target(self.wiki_url("Special:Log", type="move", page=p["title"]), LOG_ENTRIES, self.user,
+                            p["new_title"], p["reason"]),
+                exact_target(self.wiki_url(p["new_title"], action="edit"), WIKITEXT,
+                             self._world().articles[p["title"]].text)]
 
     def expert(self, ob: Any, memory: dict[str, Any]) -> Any:
         p, (_, detour) = self.params, self._style(memory)
@@ -973,6 +1093,8 @@ class WikiNavigationTask(WikiTask):
     def _on_title(self, title: str, action: str | None = "view", **query: str) -> tuple[bool, str]:
         """Did the agent finish on ``title`` (with ``action``; None: any) and these query parameters?"""
         key = db_key(title)
+        if self._wiki_target is None:  # the first page the check names: what reference_url() reports
+            self._wiki_target = (key, action, query)
         ok, _ = self.on_page("/wiki/" + key, **query)
         if not ok:
             ok, _ = self.on_page("/index.php", title=key, **query)
@@ -982,6 +1104,24 @@ class WikiNavigationTask(WikiTask):
                 return False, f"ended on {self.final_url}, not on the {action} of {title}"
         where = title if action in (None, "view") else f"the {action} of {title}"
         return ok, (f"ended on {where}" if ok else f"ended on {self.final_url}, not on {where}")
+
+    _wiki_target: tuple[str, str | None, dict[str, str]] | None = None
+
+    def reference_url(self) -> str | None:
+        """The page :meth:`check` wants, at the URL MediaWiki's own links give it (WebArena's
+        ``url_match`` tells the two forms apart): ``/wiki/Title`` for a page as it is read,
+        ``/index.php?title=Title&action=...`` for another action or query."""
+        self._wiki_target = None
+        final, self.final_url = self.final_url, None
+        try:
+            self.check(None)
+        finally:
+            self.final_url = final
+        key, action, query = self._wiki_target
+        if action in (None, "view") and not query:
+            return f"{self.site.base_url}/wiki/{urllib.parse.quote(key, safe=';@$!*(),/~:')}"
+        actions = {} if action in (None, "view") else {"action": action}
+        return f"{self.site.base_url}/index.php?" + urllib.parse.urlencode({"title": key, **actions, **query})
 
 
 class OpenHistory(WikiNavigationTask):
@@ -1132,6 +1272,13 @@ class LatestDiff(WikiNavigationTask):
                 or (diff == latest and old is None):
             return True, f"ended on the diff of revisions {prev} and {latest} of {title}"
         return False, f"ended on {self.final_url}, not on the diff of revisions {prev} and {latest}"
+
+    def reference_url(self) -> str:
+        # the newest line's "prev" link in the history, or the "cur" link of the line before it
+        # (WebArena's " |OR| ": either diff value, the same oldid)
+        revs = self.site.revisions(self.params["title"])
+        return " |OR| ".join(f"{self.site.base_url}/index.php?" + urllib.parse.urlencode(
+            {"title": db_key(self.params["title"]), "diff": diff, "oldid": revs[-2][0]}) for diff in (revs[-1][0], "cur"))
 
     def expert(self, ob: Any, memory: dict[str, Any]) -> Any:
         p, (_, detour) = self.params, self._style(memory)
@@ -1304,6 +1451,9 @@ class FirstEditor(WikiTask):
         ok = _squash(answer).removeprefix("user:").strip() == _squash(self.params["creator"])
         return ok, f"answer {answer!r} vs first editor {self.params['creator']!r}"
 
+    def reference_answers(self) -> dict[str, Any]:
+        return {"must_include": [self.params["creator"]]}
+
     def expert(self, ob: Any, memory: dict[str, Any]) -> Any:
         p, (_, detour) = self.params, self._style(memory)
         title = p["title"]
@@ -1342,6 +1492,9 @@ class RevisionCount(WikiTask):
     def check(self, answer: str | None) -> tuple[bool, str]:
         ok = _answer_has(answer, str(self.params["count"]))
         return ok, f"answer {answer!r} vs {self.params['count']} revisions of {self.params['title']}"
+
+    def reference_answers(self) -> dict[str, Any]:
+        return {"must_include": [str(self.params["count"])]}
 
     def expert(self, ob: Any, memory: dict[str, Any]) -> Any:
         p, (_, detour) = self.params, self._style(memory)
@@ -1388,6 +1541,9 @@ class CapitalPopulation(WikiTask):
     def check(self, answer: str | None) -> tuple[bool, str]:
         ok = _answer_has(answer, self.params["value"])
         return ok, f"answer {answer!r} vs population {self.params['value']} of {self.params['capital']}"
+
+    def reference_answers(self) -> dict[str, Any]:
+        return {"must_include": [self.params["value"]]}
 
     def expert(self, ob: Any, memory: dict[str, Any]) -> Any:
         p, (_, detour) = self.params, self._style(memory)
@@ -1453,6 +1609,13 @@ class ProtectPage(WikiTask):
         if not any(p["reason"].lower() in str(c or "").lower() for (c,) in logs):
             return False, f"no protection log entry by {self.user} with the reason {p['reason']!r}"
         return True, "page protected"
+
+    def program_html(self) -> list[dict[str, Any]]:
+        """The page information gives the edit protection; the protection log names the user and the reason."""
+        p = self.params
+        return [html_target(self.wiki_url(p["title"], action="info"), EDIT_PROTECTION, _SYSOP_ONLY),
+                html_target(self.wiki_url("Special:Log", type="protect", page=p["title"]), LOG_ENTRIES, self.user,
+                            p["reason"])]
 
     def expert(self, ob: Any, memory: dict[str, Any]) -> Any:
         p, (_, detour) = self.params, self._style(memory)
@@ -1541,6 +1704,12 @@ class CreateRedirect(WikiTask):
             return False, f"the redirect was not created by {self.user}"
         return True, "redirect created"
 
+    def program_html(self) -> list[dict[str, Any]]:
+        """The alias, shown without following it, redirects to the title; the user made its first revision."""
+        p = self.params
+        return [exact_target(self.wiki_url(p["alias"], redirect="no"), REDIRECT_TARGET, p["title"]),
+                html_target(self.wiki_url(p["alias"], action="history"), FIRST_REVISION, self.user)]
+
     def expert(self, ob: Any, memory: dict[str, Any]) -> Any:
         p, (_, detour) = self.params, self._style(memory)
         alias, title = p["alias"], p["title"]
@@ -1618,6 +1787,19 @@ class UpdatePopulation(WikiTask):
             return False, "the rest of the article was lost"
         return True, "population updated"
 
+    def program_html(self) -> list[dict[str, Any]]:
+        """The user's edit with the summary tops the history; the infobox shows the new population
+        (with or without thousands separators); the wikitext around that line is the seeded one."""
+        p = self.params
+        seeded = self._world().articles[p["title"]].text
+        line = re.search(r"^\|\s*population\s*=.*$", seeded, re.M)
+        assert line is not None, f"{p['title']} has no population line"
+        return [html_target(self.wiki_url(p["title"], action="history"), LATEST_REVISION, self.user, p["summary"]),
+                html_target(self.wiki_url(p["title"], action="edit"), WIKITEXT, seeded[:line.start()].strip(),
+                            seeded[line.end():].strip()),
+                html_target(self.wiki_url(p["title"]), infobox_value("Population"),
+                            f"{p['new']} |OR| {p['new'].replace(',', '')}")]
+
     def expert(self, ob: Any, memory: dict[str, Any]) -> Any:
         p = self.params
         title = p["title"]
@@ -1675,6 +1857,13 @@ class DeletePage(WikiTask):
         if not any(p["reason"].lower() in str(c or "").lower() for (c,) in logs):
             return False, f"no deletion log entry by {self.user} with the reason {p['reason']!r}"
         return True, "page deleted"
+
+    def program_html(self) -> list[dict[str, Any]]:
+        """The deletion log names the user and the reason; the page is gone."""
+        p = self.params
+        return [html_target(self.wiki_url("Special:Log", type="delete", page=p["title"]), LOG_ENTRIES, self.user,
+                            "deleted page", p["reason"]),
+                html_target(self.wiki_url(p["title"]), CONTENT, "There is currently no text in this page")]
 
     def expert(self, ob: Any, memory: dict[str, Any]) -> Any:
         p, (_, detour) = self.params, self._style(memory)
