@@ -609,7 +609,7 @@ class TrackerCommentForumLink(_CrossTracker):
         title = self.params["title"]
         number = self.others["forum"].query("select id from spirit_topic_topic where title = ?", (title,))[0][0]
         netloc = urllib.parse.urlsplit(self.url_on("forum")).netloc
-        return self._page_shows(f"/ticket/{self.params['ticket']}", _js_comments_by(TRACKER_USERS[self.user][1]),
+        return self.page_shows(f"/ticket/{self.params['ticket']}", _js_comments_by(TRACKER_USERS[self.user][1]),
                                 f"{netloc}/topic/{number}/{slugify(title)}")
 
     def decide(self, ob, memory):
@@ -906,7 +906,7 @@ class ShopBasketPerWikiPerson(ShopTask):
         return got == self.params["count"], f"basket holds {got} of {self.params['upc']}, want {self.params['count']}"
 
     def program_html(self):
-        return self._page_shows("/basket/", _JS_BASKET, f"|{self.params['title']} x {self.params['count']}|")
+        return self.page_shows("/basket/", _JS_BASKET, f"|{self.params['title']} x {self.params['count']}|")
 
     def decide(self, ob, memory):
         p = self.params

@@ -6,6 +6,7 @@ BrowserGym (the ``[live]`` extra); :mod:`mag_dataset.sites.base` does not.
 
 from __future__ import annotations
 
+import json
 import random
 import string
 import time
@@ -242,12 +243,22 @@ class SiteTask(AbstractBrowserTask):
         if self.kind != "navigation":
             return None
         self._target_url = None
+        self._check_unfinished()
+        return self._target_url
+
+    def _check_unfinished(self) -> None:
+        """Run :meth:`check` as if the agent had not finished (no final page, no answer), for the
+        target it names on the way (:meth:`on_page` records it)."""
         final, self.final_url = self.final_url, None
         try:
             self.check(None)
         finally:
             self.final_url = final
-        return self._target_url
+
+    def page_shows(self, path: str, locator: str, *entries: str) -> list[dict[str, Any]]:
+        """One ``program_html`` target: on the page ``path`` of the task's site, what ``locator``
+        reads includes each of ``entries``."""
+        return [html_target(self.site.base_url + path, locator, *entries)]
 
     def program_html(self) -> list[dict[str, Any]] | None:
         """State tasks: WebArena's ``program_html`` targets, each ``{"url": absolute URL or
@@ -261,6 +272,25 @@ class SiteTask(AbstractBrowserTask):
 
     def cheat(self, page: Any, chat_messages: list[dict[str, Any]]) -> None:  # pragma: no cover
         raise NotImplementedError("site tasks are solved by their observation-driven expert, see expert()")
+
+
+def html_target(url: str, locator: str, *must_include: str) -> dict[str, Any]:
+    """A WebArena ``program_html`` target: what ``locator`` reads on ``url`` includes each of
+    ``must_include`` (case-insensitive; empty strings are left out)."""
+    return {"url": url, "locator": locator, "required_contents": {"must_include": [s for s in must_include if s]}}
+
+
+def exact_target(url: str, locator: str, text: str) -> dict[str, Any]:
+    """A WebArena ``program_html`` target: what ``locator`` reads on ``url`` is ``text`` (case and
+    surrounding spaces aside)."""
+    return {"url": url, "locator": locator, "required_contents": {"exact_match": text}}
+
+
+def js_entries(selector: str, entry: str) -> str:
+    """A ``program_html`` locator (WebArena's JavaScript expression): each element ``x`` that
+    ``selector`` selects, read by the expression ``entry`` and written as ``|entry|``, so that a
+    required ``|value|`` matches one whole entry, not a part of one."""
+    return f"[...document.querySelectorAll({json.dumps(selector)})].map(x => '|' + {entry} + '|').join('')"
 
 
 _VIEWPORT_PATCHED = False

@@ -34,7 +34,7 @@ from mag_dataset.live import expert_kit as kit
 from mag_dataset.live.expert_kit import Decision
 from mag_dataset.live.observe import Element, Observation
 from mag_dataset.sites.forum import SITE, seed as seed_data
-from mag_dataset.sites.task import SiteTask
+from mag_dataset.sites.task import SiteTask, exact_target, html_target
 
 PRIVATE_CATEGORY = 1
 
@@ -159,15 +159,6 @@ def moderation_link(action: str) -> str:
     return f"document.querySelector('.js-mod-content a[href*=\"/moderate/{action}/\"]').outerText"
 
 
-def html_target(url: str, locator: str, *must_include: str) -> dict[str, Any]:
-    """A WebArena ``program_html`` target: what ``locator`` reads on ``url`` includes each of ``must_include``."""
-    return {"url": url, "locator": locator, "required_contents": {"must_include": list(must_include)}}
-
-
-def exact_target(url: str, locator: str, text: str) -> dict[str, Any]:
-    """A WebArena ``program_html`` target: what ``locator`` reads on ``url`` is ``text`` (case and
-    surrounding spaces aside)."""
-    return {"url": url, "locator": locator, "required_contents": {"exact_match": text}}
 
 
 class ForumTask(SiteTask):

@@ -17,7 +17,6 @@ lengths of a template's episodes vary.
 from __future__ import annotations
 
 import datetime as dt
-import json
 import os
 import random
 import re
@@ -32,7 +31,7 @@ from mag_dataset.live.observe import Element, Observation
 from mag_dataset.sites.shop import ShopSite
 from mag_dataset.sites.shop.seed_data import (CATEGORY_TREE, COUNTRY_NAMES, CITIES, FIRST, LAST, ORDER_PIPELINE,
                                               STAFF, STREETS, TASK_CUSTOMERS, seed_data)
-from mag_dataset.sites.task import SiteTask
+from mag_dataset.sites.task import SiteTask, js_entries
 
 CUSTOMER = TASK_CUSTOMERS[0]["email"]
 ADMIN = STAFF["email"]
@@ -194,21 +193,9 @@ class ShopTask(SiteTask):
         slug, pk = self.site.query("select slug, id from catalogue_product where upc = ?", (upc,))[0]
         return f"/catalogue/{slug}_{pk}/"
 
-    def _page_shows(self, path: str, locator: str, *entries: str) -> list[dict[str, Any]]:
-        """One ``program_html`` target: on the page ``path``, what ``locator`` reads (``|entry|`` pieces,
-        see :func:`_js_entries`) includes each of ``entries``."""
-        return [{"url": self.site.base_url + path, "locator": locator,
-                 "required_contents": {"must_include": list(entries)}}]
 
 
 # ----------------------------------------------------------------------------- WebArena's program_html locators
-def _js_entries(selector: str, entry: str) -> str:
-    """A ``program_html`` locator (WebArena's JavaScript expression): each element ``x`` that
-    ``selector`` selects, read by the expression ``entry`` and written as ``|entry|``, so that a
-    required ``|value|`` matches one whole entry, not a part of one."""
-    return f"[...document.querySelectorAll({json.dumps(selector)})].map(x => '|' + {entry} + '|').join('')"
-
-
 #: ``entry`` expressions of :func:`_js_entries`: a basket or order line as ``<title> x <quantity>``; an
 #: address as its lines joined by commas; a row of a table of headers and values as ``<header>: <value>``
 _JS_BASKET_LINE = "x.querySelector('h3').innerText.trim() + ' x ' + x.querySelector('input[name$=quantity]').value"
@@ -220,14 +207,14 @@ _JS_ROW = "x.cells[0].innerText.trim() + ': ' + x.cells[1].innerText.trim()"
 _JS_HEADED_TEXT = ("x.innerText.trim() + ': ' + [x.nextElementSibling, x.nextElementSibling?.nextElementSibling]"
                    ".filter(e => e?.tagName === 'P').map(e => e.innerText.trim()).filter(s => s).join(' ')")
 #: The basket page's lines.
-_JS_BASKET = _js_entries("#basket_formset .basket-items", _JS_BASKET_LINE)
+_JS_BASKET = js_entries("#basket_formset .basket-items", _JS_BASKET_LINE)
 #: The thank-you page of the order just placed: its lines and how many, its shipping address, its
 #: delivery instructions and its discounts (``|Discount <offer>|``).
-_JS_ORDER_PLACED = " + ".join((_js_entries("div.basket-items", _JS_ORDER_LINE),
+_JS_ORDER_PLACED = " + ".join((js_entries("div.basket-items", _JS_ORDER_LINE),
                                "'|lines: ' + document.querySelectorAll('div.basket-items').length + '|'",
-                               _js_entries(".shipping-payment address", _JS_ADDRESS),
-                               _js_entries(".shipping-payment h4", _JS_HEADED_TEXT),
-                               _js_entries("#basket_totals td .badge", "x.parentElement.innerText.trim()")))
+                               js_entries(".shipping-payment address", _JS_ADDRESS),
+                               js_entries(".shipping-payment h4", _JS_HEADED_TEXT),
+                               js_entries("#basket_totals td .badge", "x.parentElement.innerText.trim()")))
 
 
 def _address_entry(a: dict[str, Any]) -> str:
@@ -328,7 +315,7 @@ class AddToBasket(ShopTask):
         return got == self.params["quantity"], f"basket holds {got} of {self.params['upc']}, want {self.params['quantity']}"
 
     def program_html(self) -> list[dict[str, Any]]:
-        return self._page_shows("/basket/", _JS_BASKET, f"|{self.params['title']} x {self.params['quantity']}|")
+        return self.page_shows("/basket/", _JS_BASKET, f"|{self.params['title']} x {self.params['quantity']}|")
 
     def decide(self, ob: Observation, memory: dict[str, Any]) -> Decision | None:
         p, detour = self.params, self.detour(memory)
@@ -376,8 +363,8 @@ class AddToWishlist(ShopTask):
 
     def program_html(self) -> list[dict[str, Any]]:
         # the product's page names each of the user's wish lists that hold it
-        lists = _js_entries("form[action*='/wishlists/'] span", "x.innerText.trim()")
-        return self._page_shows(self._product_path(self.params["upc"]), lists, "|Product is in '")
+        lists = js_entries("form[action*='/wishlists/'] span", "x.innerText.trim()")
+        return self.page_shows(self._product_path(self.params["upc"]), lists, "|Product is in '")
 
     def decide(self, ob: Observation, memory: dict[str, Any]) -> Decision | None:
         p, detour, path = self.params, self.detour(memory), kit.path(ob)
@@ -530,7 +517,7 @@ class Checkout(ShopTask):
 
     def program_html(self) -> list[dict[str, Any]]:
         # Oscar's thank-you page shows the order last placed in the browser's session (none: the home page)
-        return self._page_shows("/checkout/thank-you/", _JS_ORDER_PLACED, f"|{self.params['title']} x ",
+        return self.page_shows("/checkout/thank-you/", _JS_ORDER_PLACED, f"|{self.params['title']} x ",
                                 _address_entry(self.params))
 
     def decide(self, ob: Observation, memory: dict[str, Any]) -> Decision | None:
@@ -583,7 +570,7 @@ class EditProfile(ShopTask):
         return tuple(row) == (self.params["first"], self.params["last"]), f"name is {row[0]} {row[1]}"
 
     def program_html(self) -> list[dict[str, Any]]:
-        return self._page_shows("/accounts/profile/", _js_entries("table tr", _JS_ROW),
+        return self.page_shows("/accounts/profile/", js_entries("table tr", _JS_ROW),
                                 f"|Name: {self.params['first']} {self.params['last']}|")
 
     def decide(self, ob: Observation, memory: dict[str, Any]) -> Decision | None:
@@ -643,7 +630,7 @@ class AddAddress(ShopTask):
         return ok, f"{len(rows)} address(es); {'found' if ok else 'none matches'} {want}"
 
     def program_html(self) -> list[dict[str, Any]]:
-        return self._page_shows("/accounts/addresses/", _js_entries("address", _JS_ADDRESS),
+        return self.page_shows("/accounts/addresses/", js_entries("address", _JS_ADDRESS),
                                 _address_entry(self.params))
 
     def decide(self, ob: Observation, memory: dict[str, Any]) -> Decision | None:
@@ -747,7 +734,7 @@ class ChangeOrderStatus(ShopTask):
                 ".filter(t => t.caption?.innerText.trim() === 'Order information')"
                 ".map(t => [...t.rows[0].cells].map((th, i) => '|' + th.innerText.trim() + ': ' + "
                 "t.rows[1].cells[i].innerText.trim() + '|').join('')).join('')")
-        return self._page_shows(f"/dashboard/orders/{self.params['number']}/", info,
+        return self.page_shows(f"/dashboard/orders/{self.params['number']}/", info,
                                 f"|Status: {self.params['status']}|")
 
     def decide(self, ob: Observation, memory: dict[str, Any]) -> Decision | None:
@@ -955,9 +942,9 @@ class EditProductStock(ShopTask):
 
     def program_html(self) -> list[dict[str, Any]]:
         # the product's form in the dashboard: its stock record's fields (``stockrecords-0-price``, ...)
-        fields = _js_entries("input[name^='stockrecords-0-']:not([type=hidden]):not([type=checkbox])",
+        fields = js_entries("input[name^='stockrecords-0-']:not([type=hidden]):not([type=checkbox])",
                              "x.name.slice(15) + ': ' + x.value")
-        return self._page_shows(f"/dashboard/catalogue/products/{self._product_id(self.params['upc'])}/", fields,
+        return self.page_shows(f"/dashboard/catalogue/products/{self._product_id(self.params['upc'])}/", fields,
                                 f"|price: {self.params['price']}|", f"|num_in_stock: {self.params['stock']}|")
 
     def decide(self, ob: Observation, memory: dict[str, Any]) -> Decision | None:
@@ -1103,7 +1090,7 @@ class MultiProductOrder(ShopTask):
         entries += [f"|lines: {len(p['items'])}|", _address_entry(p), f"|Discount {offer}|"]
         if "notes" in self.instantiation_dict:
             entries.append(f"|Instructions: {p['notes']}|")
-        return self._page_shows("/checkout/thank-you/", _JS_ORDER_PLACED, *entries)
+        return self.page_shows("/checkout/thank-you/", _JS_ORDER_PLACED, *entries)
 
     def decide(self, ob: Observation, memory: dict[str, Any]) -> Decision | None:
         p, path, detour = self.params, kit.path(ob), self.detour(memory)
@@ -1713,8 +1700,8 @@ class WriteReview(ShopTask):
                   "x.querySelector('h3').innerText.trim() + ': ' + x.querySelector('p').innerText.trim() + ': ' + "
                   "x.querySelector('small').innerText.trim()")
         stars = ("One", "Two", "Three", "Four", "Five")[p["score"] - 1]
-        return self._page_shows(self._product_path(p["upc"]) + "reviews/?sort_by=recency",
-                                _js_entries("article.review", review),
+        return self.page_shows(self._product_path(p["upc"]) + "reviews/?sort_by=recency",
+                                js_entries("article.review", review),
                                 f"|{stars} stars: {p['review_title']}: {p['body']}: Reviewed by you")
 
     def decide(self, ob: Observation, memory: dict[str, Any]) -> Decision | None:
@@ -1776,7 +1763,7 @@ class ReorderItem(ShopTask):
         return ok, f"open basket lines {rows}"
 
     def program_html(self) -> list[dict[str, Any]]:
-        return self._page_shows("/basket/", _JS_BASKET, f"|{self.params['title']} x ")
+        return self.page_shows("/basket/", _JS_BASKET, f"|{self.params['title']} x ")
 
     def decide(self, ob: Observation, memory: dict[str, Any]) -> Decision | None:
         p, path = self.params, kit.path(ob)
@@ -1835,8 +1822,8 @@ class AddOrderNote(ShopTask):
 
     def program_html(self) -> list[dict[str, Any]]:
         # the Notes tab of the order in the dashboard: a table of date, user, type, message
-        notes = _js_entries("#notes td:nth-child(4)", "x.innerText.trim()")
-        return self._page_shows(f"/dashboard/orders/{self.params['number']}/", notes, f"|{self.params['note']}|")
+        notes = js_entries("#notes td:nth-child(4)", "x.innerText.trim()")
+        return self.page_shows(f"/dashboard/orders/{self.params['number']}/", notes, f"|{self.params['note']}|")
 
     def decide(self, ob: Observation, memory: dict[str, Any]) -> Decision | None:
         number, note = self.params["number"], self.params["note"]
@@ -1898,7 +1885,7 @@ class UpdateOrderAddress(ShopTask):
         lines = ("[...document.querySelectorAll('#shipping tr')].filter(x => x.cells[0].innerText.trim() === 'Address')"
                  ".map(x => x.cells[1].innerText.split('\\n').filter(s => s.trim())"
                  ".map(s => '|' + s.trim() + '|').join('')).join('')")
-        return self._page_shows(f"/dashboard/orders/{p['number']}/", lines, f"|{p['line1']}|", f"|{p['city']}|",
+        return self.page_shows(f"/dashboard/orders/{p['number']}/", lines, f"|{p['line1']}|", f"|{p['city']}|",
                                 f"|{p['postcode']}|")
 
     def decide(self, ob: Observation, memory: dict[str, Any]) -> Decision | None:

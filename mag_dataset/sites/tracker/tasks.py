@@ -39,7 +39,7 @@ from mag_dataset.actions import ActionType
 from mag_dataset.live import expert_kit as kit
 from mag_dataset.live.expert_kit import Decision
 from mag_dataset.live.observe import Observation
-from mag_dataset.sites.task import SiteTask
+from mag_dataset.sites.task import SiteTask, js_entries
 from mag_dataset.sites.tracker import TrackerSite
 from mag_dataset.sites.tracker.data import (
     COMPONENTS, DEVELOPERS, MILESTONES, OPEN_MILESTONES, PRIORITIES, REPORTERS, RESOLUTIONS, TYPES, USERS,
@@ -181,15 +181,10 @@ class _TrackerTask(SiteTask):
         return [v for a, v in rows[seeded:] if a == author]
 
     # -- WebArena's program_html: what check() reads, as the logged-in user sees it on a Trac page
-    def _page_shows(self, path: str, locator: str, *entries: str) -> list[dict[str, Any]]:
-        """One ``program_html`` target: on the page ``path``, what ``locator`` reads (``|entry|`` pieces,
-        see :func:`_js_entries`) includes each of ``entries``."""
-        return [{"url": self.site.base_url + path, "locator": locator,
-                 "required_contents": {"must_include": list(entries)}}]
 
     def _ticket_shows(self, tid: int, *entries: str) -> list[dict[str, Any]]:
         """A target on ticket #tid's page (:data:`_JS_TICKET` and the comments of the task's user)."""
-        return self._page_shows(f"/ticket/{tid}", f"{_JS_TICKET} + {_js_comments_by(_user_name(self.user))}", *entries)
+        return self.page_shows(f"/ticket/{tid}", f"{_JS_TICKET} + {_js_comments_by(_user_name(self.user))}", *entries)
 
     def _new_ticket_shows(self, summary: str, columns: tuple[str, ...], *entries: str,
                           description: bool = False) -> list[dict[str, Any]]:
@@ -198,27 +193,20 @@ class _TrackerTask(SiteTask):
         (``|description: <text>|``). check() reads the newest ticket with that summary too."""
         query = [("summary", summary), *(("col", c) for c in ("id", *columns)), ("order", "id"), ("desc", "1")]
         rows = "table.tickets tbody.trac-query-results"
-        locator = _js_entries(f"{rows} tr:first-child td", "x.className + ': ' + x.innerText.trim()")
+        locator = js_entries(f"{rows} tr:first-child td", "x.className + ': ' + x.innerText.trim()")
         if description:
             query.append(("row", "description"))
-            locator += " + " + _js_entries(f"{rows} tr:nth-child(2) td", "'description: ' + x.innerText.trim()")
-        return self._page_shows("/query?" + urllib.parse.urlencode(query), locator, *entries)
+            locator += " + " + js_entries(f"{rows} tr:nth-child(2) td", "'description: ' + x.innerText.trim()")
+        return self.page_shows("/query?" + urllib.parse.urlencode(query), locator, *entries)
 
 
 # ----------------------------------------------------------------------------- WebArena's program_html locators
-def _js_entries(selector: str, entry: str) -> str:
-    """A ``program_html`` locator (WebArena's JavaScript expression): each element ``x`` that
-    ``selector`` selects, read by the expression ``entry`` and written as ``|entry|``, so that a
-    required ``|value|`` matches one whole entry, not a part of one."""
-    return f"[...document.querySelectorAll({json.dumps(selector)})].map(x => '|' + {entry} + '|').join('')"
-
-
 #: A ticket page's properties (``|owner: Alice Nakamura|``, ``|milestone: Cirrus|``, by the ids of their
 #: headers), its status and its resolution.
 _JS_TICKET = " + ".join((
-    _js_entries("#ticket td[headers]", "x.headers.slice(2) + ': ' + x.innerText.trim()"),
-    _js_entries("#ticket .trac-status", "'status: ' + x.innerText.trim()"),
-    _js_entries("#ticket .trac-resolution", "'resolution: ' + x.innerText.replace(/[()]/g, '').trim()")))
+    js_entries("#ticket td[headers]", "x.headers.slice(2) + ': ' + x.innerText.trim()"),
+    js_entries("#ticket .trac-status", "'status: ' + x.innerText.trim()"),
+    js_entries("#ticket .trac-resolution", "'resolution: ' + x.innerText.replace(/[()]/g, '').trim()")))
 
 
 def _js_comments_by(name: str) -> str:
@@ -815,8 +803,8 @@ class AddMilestone(_TrackerTask):
 
     def program_html(self) -> list[dict[str, Any]]:
         # the milestone's page: "Due in 3 months (2026-04-01T00:00:00Z)"; no such milestone: an error page
-        return self._page_shows(f"/milestone/{urllib.parse.quote(self.params['name'])}",
-                                _js_entries("#content .date", "'due: ' + x.innerText.trim()"), f"({self.params['due']}")
+        return self.page_shows(f"/milestone/{urllib.parse.quote(self.params['name'])}",
+                                js_entries("#content .date", "'due: ' + x.innerText.trim()"), f"({self.params['due']}")
 
     def expert(self, ob: Observation, memory: dict[str, Any]) -> Decision | None:
         p = self.params
@@ -904,9 +892,9 @@ class AddComponent(_TrackerTask):
 
     def program_html(self) -> list[dict[str, Any]]:
         # the admin's list of components: each one's name and owner (a user name)
-        components = _js_entries("#complist tbody tr", "x.querySelector('.name').innerText.trim() + ': ' + "
+        components = js_entries("#complist tbody tr", "x.querySelector('.name').innerText.trim() + ': ' + "
                                  "x.querySelector('.owner').innerText.trim()")
-        return self._page_shows("/admin/ticket/components", components,
+        return self.page_shows("/admin/ticket/components", components,
                                 f"|{self.params['name']}: {self.params['owner']}|")
 
     def expert(self, ob: Observation, memory: dict[str, Any]) -> Decision | None:
@@ -1004,8 +992,8 @@ class EditWiki(_TrackerTask):
         # version's author, then each block of lines (unchanged context, added, removed, modified) with
         # the text it adds: only one block of added lines, the line, after the unchanged end of the page
         p = self.params
-        author = _js_entries("#overview dd.author", "'author: ' + x.innerText.trim()")
-        blocks = _js_entries("table.trac-diff tbody", "x.className + ': ' + [...x.querySelectorAll('ins')]"
+        author = js_entries("#overview dd.author", "'author: ' + x.innerText.trim()")
+        blocks = js_entries("table.trac-diff tbody", "x.className + ': ' + [...x.querySelectorAll('ins')]"
                                                       ".map(i => i.innerText.trim()).filter(s => s).join(' / ')")
         seeded = len(seed_data().wiki[p["page"]])
         return [{"url": f"{self.site.base_url}/wiki/{p['page']}?action=diff&old_version={seeded}",
@@ -1754,10 +1742,10 @@ class AddKeyword(_TrackerTask):
     def program_html(self) -> list[dict[str, Any]]:
         # check() compares sets of keywords: the page's keywords, sorted
         p = self.params
-        keywords = _js_entries("#ticket td[headers=h_keywords]",
+        keywords = js_entries("#ticket td[headers=h_keywords]",
                                "'keywords: ' + x.innerText.trim().split(/[\\s,]+/).sort().join(' ')")
         want = " ".join(sorted({*p["old"], p["keyword"]}))
-        return self._page_shows(f"/ticket/{p['ticket']}", keywords, f"|keywords: {want}|")
+        return self.page_shows(f"/ticket/{p['ticket']}", keywords, f"|keywords: {want}|")
 
     def expert(self, ob: Observation, memory: dict[str, Any]) -> Decision | None:
         t, kw = self.params["ticket"], self.params["keyword"]
@@ -1851,8 +1839,8 @@ class EditMilestoneDescription(_TrackerTask):
 
     def program_html(self) -> list[dict[str, Any]]:
         p = self.params
-        return self._page_shows(f"/milestone/{urllib.parse.quote(p['milestone'])}",
-                                _js_entries("#content div.description", "'description: ' + x.innerText.trim()"),
+        return self.page_shows(f"/milestone/{urllib.parse.quote(p['milestone'])}",
+                                js_entries("#content div.description", "'description: ' + x.innerText.trim()"),
                                 f"|description: {p['description']}|")
 
     def expert(self, ob: Observation, memory: dict[str, Any]) -> Decision | None:

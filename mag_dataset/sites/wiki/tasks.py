@@ -33,7 +33,7 @@ from mag_dataset.actions import ActionType
 from mag_dataset.live import expert_kit as kit
 from mag_dataset.live.expert_kit import Decision
 from mag_dataset.live.observe import Element, Observation
-from mag_dataset.sites.task import SiteTask
+from mag_dataset.sites.task import SiteTask, exact_target, html_target
 from mag_dataset.sites.wiki import WikiSite, db_key
 from mag_dataset.sites.wiki import seed as wseed
 
@@ -182,16 +182,6 @@ def infobox_value(label: str) -> str:
             f"=== '{label}').querySelector('td').outerText")
 
 
-def html_target(url: str, locator: str, *must_include: str) -> dict[str, Any]:
-    """A WebArena ``program_html`` target: what ``locator`` reads on ``url`` includes each of
-    ``must_include`` (case-insensitive; empty strings are left out)."""
-    return {"url": url, "locator": locator, "required_contents": {"must_include": [s for s in must_include if s]}}
-
-
-def exact_target(url: str, locator: str, text: str) -> dict[str, Any]:
-    """A WebArena ``program_html`` target: what ``locator`` reads on ``url`` is ``text`` (case and
-    surrounding spaces aside)."""
-    return {"url": url, "locator": locator, "required_contents": {"exact_match": text}}
 
 
 def _section_span(text: str, heading: str) -> tuple[int, int, int]:
@@ -1112,11 +1102,7 @@ class WikiNavigationTask(WikiTask):
         ``url_match`` tells the two forms apart): ``/wiki/Title`` for a page as it is read,
         ``/index.php?title=Title&action=...`` for another action or query."""
         self._wiki_target = None
-        final, self.final_url = self.final_url, None
-        try:
-            self.check(None)
-        finally:
-            self.final_url = final
+        self._check_unfinished()
         key, action, query = self._wiki_target
         if action in (None, "view") and not query:
             return f"{self.site.base_url}/wiki/{urllib.parse.quote(key, safe=';@$!*(),/~:')}"
