@@ -10,6 +10,7 @@ are :mod:`mag_dataset.builder.hf_builder` and :mod:`mag_dataset.builder.write`.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import io
 import json
@@ -29,13 +30,13 @@ from mag_dataset.raw import (
     RawEpisode,
     RawStep,
     capture_geometry,
+    image_bytes,
     image_format,
     image_key,
     is_delta,
     iter_episode_dirs,
     read_audit,
     read_episode,
-    screenshot_bytes,
     step_id,
 )
 from mag_dataset.schema import Action, AuditRecord, Split
@@ -107,7 +108,8 @@ class PreparedStep:
         keys = ("screenshot", "som_screenshot") if self.raw.som_screenshot else ("screenshot",)
         data = {key: read_image(self.episode_dir / getattr(self.raw, key), self.episode.episode_id, self.raw, key) for key in keys}
         if is_delta(self.raw.screenshot):  # a recaptured screenshot stored as a difference: the image itself
-            data["screenshot"] = screenshot_bytes(self.episode_dir, self.raw)
+            data["screenshot"] = _rebuilt_screenshot(image_key(self.episode_dir, self.raw.screenshot),
+                                                     self.episode_dir, self.raw.screenshot)
         self._refuse_error_page(data["screenshot"])
         if view is View.COORD:
             return {"bytes": data["screenshot"], "path": None}
@@ -133,18 +135,39 @@ class PreparedStep:
         recaptured = bool(m.get("recaptured")) and not m.get("recaptured_identical")
         if not (recaptured or self.episode.source not in RECORDED_SOURCES or shown_url.startswith("chrome-error://")):
             return
-        from PIL import Image
-
-        from mag_dataset.error_pages import is_error_screenshot
-
-        with Image.open(io.BytesIO(data)) as im:
-            error = is_error_screenshot(im, shown_url)
-        if error:
+        if _shows_error_page(data, shown_url):
             raise RawDataError(self.episode.episode_id, st.step_index, "screenshot",
                                f"{st.screenshot!r} is a browser error page (\"This site can't be reached\"), not a page "
                                "of the task: a recapture made before recaptures checked their pages; "
                                "`mag recapture --raw RAW --end-at-error-pages` gives the step its action-time "
                                "screenshot back (then `mag unify`)")
+
+
+@functools.lru_cache(maxsize=512)
+def _rebuilt_screenshot(key: str, episode_dir: Path, name: str) -> bytes:
+    """A screenshot stored as a difference, rebuilt (:func:`~mag_dataset.raw.image_bytes`: a
+    lossless WebP encode, ~0.25 s) once per build rather than once per view; ``key`` (its
+    :func:`~mag_dataset.raw.image_key`) makes the cache hold content, not a path's past."""
+    return image_bytes(episode_dir, name)
+
+
+_ERROR_PAGES: dict[tuple[str, str], bool] = {}
+
+
+def _shows_error_page(data: bytes, shown_url: str) -> bool:
+    """:func:`~mag_dataset.error_pages.is_error_screenshot` of an image file's bytes, remembered
+    by content (both views of a build look at the same screenshot)."""
+    key = (hashlib.sha256(data).hexdigest(), shown_url)
+    if key not in _ERROR_PAGES:
+        from PIL import Image
+
+        from mag_dataset.error_pages import is_error_screenshot
+
+        with Image.open(io.BytesIO(data)) as im:
+            if len(_ERROR_PAGES) >= 65536:
+                _ERROR_PAGES.clear()
+            _ERROR_PAGES[key] = is_error_screenshot(im, shown_url)
+    return _ERROR_PAGES[key]
 
 
 @dataclass

@@ -18,6 +18,7 @@ from mag_dataset.actions import View
 from mag_dataset.builder.corpus import Corpus, PreparedStep, prepare_corpus
 from mag_dataset.builder.layout import BuildError
 from mag_dataset.features import view_features
+from mag_dataset.raw import is_delta
 
 #: Steps whose screenshots the SoM renderer works on at once (bounds memory; order is kept).
 RENDER_CHUNK = 64
@@ -94,9 +95,11 @@ class WebMREBuilder(datasets.GeneratorBasedBuilder):
 
 
 def _screenshots(steps: list[PreparedStep], view: View) -> list[dict[str, Any]]:
-    """The screenshots of ``steps`` in order; SoM rendering (decode, draw, encode: Pillow
-    releases the GIL) runs on a thread pool, one thread per CPU."""
-    if view is View.COORD or len(steps) < 2 or all(st.raw.som_screenshot for st in steps):
+    """The screenshots of ``steps`` in order; SoM rendering and screenshots rebuilt from
+    differences (decode, draw, encode: Pillow releases the GIL) run on a thread pool, one
+    thread per CPU."""
+    work = [st for st in steps if is_delta(st.raw.screenshot) or (view is View.SOM and not st.raw.som_screenshot)]
+    if len(work) < 2:
         return [st.screenshot(view) for st in steps]
     from concurrent.futures import ThreadPoolExecutor
 
