@@ -89,3 +89,37 @@ def test_noop_fails_and_expert_succeeds(sites, task_cls, tmp_path):
             print(f"{task_id} seed {seed}: ok in {len(steps)} steps, {r.seconds} s")
     finally:
         env.close()
+
+
+def test_one_browser_context_stays_logged_in_on_every_site(sites):
+    """Each site's login (an HTTP form post in the page's context) keeps its own cookies: logged
+    in on all four sites of 127.0.0.1 at once, every one still shows its user, and the page
+    itself never left about:blank. A wrong password, and a page without the form, are SiteErrors."""
+    from conftest import site_browser
+
+    from mag_dataset.sites.base import SiteError, form_login
+
+    users = {"shop": "admin@shop.test", "tracker": "alice", "wiki": "Marta Kell", "forum": "alice_w"}
+    # where each site shows who is logged in, and what it shows then
+    shows = {"shop": ("/accounts/profile/", "admin@shop.test"), "tracker": ("/", "logged in as"),
+             "wiki": ("/wiki/Main_Page", 'id="pt-userpage"'), "forum": ("/user/", "alice_w")}
+    with site_browser() as browser:
+        page = browser.new_context(viewport={"width": 1280, "height": 720}).new_page()
+        for name, user in users.items():
+            sites[name].login(page, user)
+        assert page.url == "about:blank"
+        cookies = sorted(c["name"] for c in page.context.cookies())
+        assert {"shop_sessionid", "forum_sessionid", "trac_auth"} <= set(cookies), cookies
+        for name, (path, marker) in shows.items():
+            page.goto(sites[name].running_url() + path)
+            assert marker in page.content(), f"{name}: no longer logged in ({page.url})"
+
+        fresh = browser.new_context().new_page()
+        for name, user in users.items():
+            site = sites[name]
+            site.users = {**site.users, user: "not-the-password"}  # an instance attribute: this object only
+            with pytest.raises(SiteError, match=f"site {name}: login .*{user}.* failed"):
+                site.login(fresh, user)
+            del site.users
+        with pytest.raises(SiteError, match="no login form with fields"):
+            form_login(fresh, sites["tracker"].running_url() + "/roadmap", {"username": "alice", "password": "x"})

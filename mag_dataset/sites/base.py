@@ -36,6 +36,7 @@ server) and ``server.log``.
 
 from __future__ import annotations
 
+import html.parser
 import json
 import os
 import shutil
@@ -308,6 +309,83 @@ class Site(ABC):
         except (OSError, ValueError):
             raise SiteError(f"site {self.name} is not being served; run `mag sites serve --site {self.name}`") from None
         return str(info["url"])
+
+
+class _FormParser(html.parser.HTMLParser):
+    """The forms of a page: action, method and the controls a browser would submit."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.forms: list[dict[str, Any]] = []
+        self._select: str | None = None
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        a = {k: v or "" for k, v in attrs}
+        if tag == "form":
+            self.forms.append({"action": a.get("action", ""), "method": a.get("method", "get").lower(),
+                               "fields": [], "submit": None})
+            return
+        if not self.forms:
+            return
+        form = self.forms[-1]
+        name = a.get("name")
+        kind = a.get("type", "submit" if tag == "button" else "text").lower()
+        if tag == "select":
+            self._select = name
+        elif tag == "option" and self._select and ("selected" in a or not any(
+                n == self._select for n, _ in form["fields"])):
+            form["fields"] = [f for f in form["fields"] if f[0] != self._select] + [(self._select, a.get("value", ""))]
+        elif tag in ("input", "button") and name:
+            if kind in ("submit", "image"):
+                if form["submit"] is None:  # the first submit control: the one Enter or a click on it sends
+                    form["submit"] = (name, a.get("value", ""))
+            elif kind in ("checkbox", "radio"):
+                if "checked" in a:
+                    form["fields"].append((name, a.get("value", "on")))
+            elif kind not in ("button", "reset", "file"):
+                form["fields"].append((name, a.get("value", "")))
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "select":
+            self._select = None
+
+
+def form_login(page: Any, url: str, values: dict[str, str]) -> bool:
+    """Submit a login form the way the browser would, over HTTP in the page's browser context.
+
+    GETs ``url``, finds the form holding every field of ``values``, keeps its other controls
+    (hidden tokens, checked boxes, the first submit button) and POSTs it with ``values`` through
+    ``page.context.request``, which shares the context's cookies: the session the application
+    sets is the page's, as after filling the form in the page, without rendering the login page
+    and the page it redirects to (two page loads, a second or more each on a busy machine).
+    The page itself and its history are left as they were.
+
+    Returns:
+        Whether the application accepted the login: all four sites answer a good one with a
+        redirect away from the form and a bad one with the form again (HTTP 200).
+
+    Raises:
+        SiteError: the page has no such form, or a request failed.
+    """
+    request = page.context.request
+    try:
+        resp = request.get(url)
+        parser = _FormParser()
+        parser.feed(resp.text())
+    except Exception as e:  # noqa: BLE001 - Playwright's errors carry no common base worth importing
+        raise SiteError(f"could not load the login form at {url}: {e}") from None
+    names = set(values)
+    form = next((f for f in parser.forms if names <= {n for n, _ in f["fields"]}), None)
+    if form is None:
+        raise SiteError(f"no login form with fields {sorted(names)} at {resp.url}")
+    data = dict(form["fields"]) | values | dict([form["submit"]] if form["submit"] else [])
+    action = urllib.parse.urljoin(resp.url, form["action"] or resp.url)
+    try:
+        done = request.post(action, form=data, max_redirects=0)
+    except Exception as e:  # noqa: BLE001
+        raise SiteError(f"could not submit the login form to {action}: {e}") from None
+    target = urllib.parse.urljoin(action, done.headers.get("location", ""))
+    return 300 <= done.status < 400 and urllib.parse.urlsplit(target).path != urllib.parse.urlsplit(action).path
 
 
 def make_venv(venv: Path, packages: list[str], site: str) -> Path:

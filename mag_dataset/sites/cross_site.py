@@ -33,10 +33,9 @@ The templates (end site first; kind):
 * shop+wiki: ``shop.basket_per_wiki_person`` (state: one product per member of a wiki category).
 
 Cookies: every site is served on 127.0.0.1, and browsers key cookies by host, not port, so
-the two Django sites (shop and forum) share one ``sessionid`` cookie, and a Django site that
-receives a session cookie it does not know deletes it: a user logged in on either is logged out
-by the first page of the other. The shop+forum templates are therefore anonymous on both sites;
-the other pairs (MediaWiki's and Trac's cookies have their own names) log in freely.
+each site names its own (the two Django sites: ``shop_sessionid`` / ``forum_sessionid`` and
+their CSRF cookies; MediaWiki's and Trac's have their own names): a task may log in on any
+pair of sites. The shop+forum templates here are anonymous on both sites all the same.
 """
 
 from __future__ import annotations

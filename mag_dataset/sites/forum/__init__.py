@@ -34,7 +34,7 @@ import subprocess
 from pathlib import Path
 from typing import Any, Callable
 
-from mag_dataset.sites.base import ServerCommand, Site, SiteError, make_venv
+from mag_dataset.sites.base import ServerCommand, Site, SiteError, form_login, make_venv
 from mag_dataset.sites.forum import seed as seed_data
 
 #: Exact versions installed into the site's venv (a resolved, tested set).
@@ -53,7 +53,7 @@ class ForumSite(Site):
     title = "Spirit forum (boards, topics, replies, private topics, moderation)"
     app = "django-spirit 0.14.3 (Django 5.2, SQLite, waitress)"
     default_port = 8474
-    version = "4-" + seed_data.build().fingerprint()
+    version = "5-" + seed_data.build().fingerprint()  # 5: own cookie names
     health_path = "/"
     users = {u.username: seed_data.PASSWORD for u in seed_data.USERS}
 
@@ -165,13 +165,7 @@ class ForumSite(Site):
     def login(self, page: Any, user: str) -> None:
         if user not in self.users:
             raise SiteError(f"site forum: no seeded user {user!r}; users: {', '.join(self.users)}")
-        page.goto(self.running_url() + "/user/login/")
-        page.fill("input[name=username]", user)
-        page.fill("input[name=password]", self.users[user])
-        with page.expect_navigation():
-            page.click("form:has(input[name=password]) input[type=submit]")
-        page.wait_for_load_state("load")
-        if page.url.rstrip("/").endswith("/user/login"):
+        if not form_login(page, self.running_url() + "/user/login/", {"username": user, "password": self.users[user]}):
             raise SiteError(f"site forum: login as {user} failed; run `mag sites setup --site forum --force`")
 
     # ------------------------------------------------------------------ helpers

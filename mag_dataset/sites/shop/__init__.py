@@ -26,7 +26,7 @@ import subprocess
 from pathlib import Path
 from typing import Any, Callable
 
-from mag_dataset.sites.base import ServerCommand, Site, SiteError, make_venv
+from mag_dataset.sites.base import ServerCommand, Site, SiteError, form_login, make_venv
 from mag_dataset.sites.shop.seed_data import FROZEN_NOW
 
 #: Exact versions installed into the site's venv (a pip freeze of a working install).
@@ -48,7 +48,7 @@ class ShopSite(Site):
     title = "Oscar shop + staff dashboard"
     app = "django-oscar 4.2.1 (Django 5.2, SQLite, Whoosh)"
     default_port = 8471
-    version = "1"
+    version = "2"  # 2: own cookie names, MD5 password hashes
     health_path = "/catalogue/"
     users = {"admin@shop.test": "admin-pass-1", "emma.smith@shop.test": "customer-pass-1",
              "liam.johnson@shop.test": "customer-pass-2"}
@@ -175,15 +175,11 @@ class ShopSite(Site):
         return drift(self, rng, level)
 
     def login(self, page: Any, user: str) -> None:
-        """Log in through Oscar's login form (by e-mail) and wait for the account page."""
+        """Submit Oscar's login form (by e-mail) in the page's context (:func:`~mag_dataset.sites.base.form_login`)."""
         if user not in self.users:
             raise SiteError(f"site shop: unknown user {user!r}; users: {', '.join(self.users)}")
-        page.goto(self.running_url() + "/accounts/login/")
-        page.fill("#id_login-username", user)
-        page.fill("#id_login-password", self.users[user])
-        page.click("button[name=login_submit]")
-        page.wait_for_load_state("load")
-        if "/accounts/login/" in page.url:
+        if not form_login(page, self.running_url() + "/accounts/login/",
+                          {"login-username": user, "login-password": self.users[user]}):
             raise SiteError(f"site shop: login of {user} failed; run `mag sites setup --site shop --force`")
 
 

@@ -30,7 +30,7 @@ import subprocess
 from pathlib import Path
 from typing import Any, Callable
 
-from mag_dataset.sites.base import ServerCommand, Site, SiteError, make_venv
+from mag_dataset.sites.base import ServerCommand, Site, SiteError, form_login, make_venv
 from mag_dataset.sites.tracker.data import FROZEN_NOW, USERS  # stdlib only: still a cheap import
 
 HERE = Path(__file__).resolve().parent
@@ -169,16 +169,10 @@ class TrackerSite(Site):
             os.utime(live)
 
     def login(self, page: Any, user: str) -> None:
-        """Fill TracAccountManager's login form and wait for the logged-in page."""
+        """Submit TracAccountManager's login form in the page's context (:func:`~mag_dataset.sites.base.form_login`)."""
         if user not in self.users:
             raise SiteError(f"site tracker: unknown user {user!r}; users: {', '.join(self.users)}")
-        page.goto(self.running_url() + "/login")
-        page.fill("#username", user)
-        page.fill("#password", self.users[user])
-        page.click("form#acctmgr_loginform input[type=submit], #content form input[type=submit]")
-        page.wait_for_load_state("load")
-        if page.locator("a[href$='/logout'], form#logout, #metanav a:has-text('Logout')").count() == 0 \
-                and f"logged in as {user}" not in page.content():
+        if not form_login(page, self.running_url() + "/login", {"username": user, "password": self.users[user]}):
             raise SiteError(f"site tracker: login as {user} failed; run `mag sites setup --site tracker --force`")
 
 

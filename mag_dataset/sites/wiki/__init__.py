@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, ClassVar
 
-from mag_dataset.sites.base import ServerCommand, Site, SiteError
+from mag_dataset.sites.base import ServerCommand, Site, SiteError, form_login
 
 #: Where Debian's ``mediawiki`` package puts the code.
 MW_DIR = Path("/usr/share/mediawiki")
@@ -376,16 +376,12 @@ class WikiSite(Site):
                              cwd=str(MW_DIR))
 
     def login(self, page: Any, user: str) -> None:
-        """Fill Special:UserLogin and wait for the logged-in page (the personal menu names the user)."""
+        """Submit Special:UserLogin in the page's context (:func:`~mag_dataset.sites.base.form_login`)."""
         password = self.users.get(user)
         if password is None:
             raise SiteError(f"site wiki: no seeded user {user!r}; users: {', '.join(self.users)}")
-        page.goto(self.running_url() + "/index.php?title=Special:UserLogin")
-        page.fill("#wpName1", user)
-        page.fill("#wpPassword1", password)
-        with page.expect_navigation():
-            page.click("#wpLoginAttempt")
-        if page.locator("#pt-userpage").count() == 0:
+        if not form_login(page, self.running_url() + "/index.php?title=Special:UserLogin",
+                          {"wpName": user, "wpPassword": password}):
             raise SiteError(f"site wiki: login as {user!r} failed; run `mag sites setup --site wiki --force`")
 
     def apply_drift(self, rng: Any, level: int) -> dict[str, int]:

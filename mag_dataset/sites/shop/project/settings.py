@@ -105,6 +105,13 @@ DEFAULT_AUTO_FIELD = "django.db.models.AutoField"
 # No in-process cache: a reset of the SQLite file is then exactly what the server shows.
 CACHES = {"default": {"BACKEND": "django.core.cache.backends.dummy.DummyCache"}}
 SESSION_ENGINE = "django.contrib.sessions.backends.db"
+# Browsers key cookies by host, not port: on 127.0.0.1 the forum (also Django) would otherwise
+# overwrite this site's session and CSRF cookies, logging its user out.
+SESSION_COOKIE_NAME = "shop_sessionid"
+CSRF_COOKIE_NAME = "shop_csrftoken"
+# Seeded users with known passwords: a fast hasher keeps every task's login (and setup) quick;
+# Django's default PBKDF2 costs ~0.5 s of CPU per login here.
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 EMAIL_BACKEND = "django.core.mail.backends.console.EmailBackend"
 
 HAYSTACK_CONNECTIONS = {"default": {"ENGINE": "haystack.backends.whoosh_backend.WhooshEngine",

@@ -95,6 +95,10 @@ CACHES = {
                       "TIMEOUT": None},
 }
 SESSION_ENGINE = "django.contrib.sessions.backends.db"
+# Browsers key cookies by host, not port: on 127.0.0.1 the shop (also Django) would otherwise
+# overwrite this site's session and CSRF cookies, logging its user out.
+SESSION_COOKIE_NAME = "forum_sessionid"
+CSRF_COOKIE_NAME = "forum_csrftoken"
 
 AUTHENTICATION_BACKENDS = [
     "spirit.user.auth.backends.UsernameAuthBackend",
