@@ -25,6 +25,16 @@ TASK_KINDS = ("information", "navigation", "state")
 #: Most seconds a step waits for the page's navigation in flight (a form post, a link) to finish.
 SETTLE_TIMEOUT = 15.0
 
+#: Most seconds a step waits for the page's animations to end (a modal fading in, a date
+#: picker sliding open): a page with an endless one (a spinner) is observed as it is then.
+ANIMATION_TIMEOUT = 2.0
+
+#: True when no finite animation runs: CSS animations and transitions, the Web Animations
+#: API, and jQuery's own (``jQuery.timers``: Trac's and Oscar's dashboard widgets).
+_ANIMATIONS_DONE = """() => (!window.jQuery || !window.jQuery.timers || window.jQuery.timers.length === 0)
+    && document.getAnimations().every(a => a.playState !== "running"
+        || !Number.isFinite(a.effect && a.effect.getComputedTiming().endTime))"""
+
 
 class SiteTask(AbstractBrowserTask):
     """A task on a site, as a BrowserGym task. Subclasses set the class variables and fill
@@ -168,19 +178,23 @@ class SiteTask(AbstractBrowserTask):
         return self.goal, {}
 
     def validate(self, page: Any, chat_messages: list[dict[str, Any]]) -> tuple[float, bool, str, dict[str, Any]]:
-        """Let the step's navigation finish, then judge the episode once the agent has finished.
+        """Let the step's navigation and animations finish, then judge the episode once the
+        agent has finished.
 
         BrowserGym validates right before it extracts the observation, and its own wait
         returns at once when a click or an Enter has only *started* a navigation: on a busy
         machine the observation would be a half-parsed page without marks. Waiting here for
-        the navigation in flight and the load event costs nothing when the page is idle.
+        the navigation in flight, the load event and the page's finite animations
+        (:data:`_ANIMATIONS_DONE`) costs nothing when the page is idle, and lets the site env
+        observe after a short fixed delay (:func:`mag_dataset.live.env.make_site_env`).
         """
         deadline = time.monotonic() + SETTLE_TIMEOUT
         try:
             while getattr(self, "_pending", None) and time.monotonic() < deadline:
                 page.wait_for_timeout(50)
             page.wait_for_load_state("load", timeout=SETTLE_TIMEOUT * 1000)
-        except Exception:  # noqa: BLE001 - a closed or crashed page: the observation will say so
+            page.wait_for_function(_ANIMATIONS_DONE, timeout=ANIMATION_TIMEOUT * 1000, polling=50)
+        except Exception:  # noqa: BLE001 - a closed or crashed page, an endless animation: observed as it is
             pass
         # only the agent's messages count: BrowserGym's own greeting precedes the goal (a user message)
         last_user = max((i for i, m in enumerate(chat_messages) if m.get("role") == "user"), default=-1)
