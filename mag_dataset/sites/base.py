@@ -112,6 +112,8 @@ class Site(ABC):
         version: bump when setup or seed data change; a stale install is set up again.
         health_path: path that must answer HTTP 200 (after redirects) when the site is up.
         users: login name -> password of the seeded users tasks log in as.
+        login_path: the application's login form (None: nobody logs in), and
+        login_fields: the names of its user and password fields (:meth:`login`).
     """
 
     name: ClassVar[str]
@@ -121,6 +123,8 @@ class Site(ABC):
     version: ClassVar[str] = "1"
     health_path: ClassVar[str] = "/"
     users: ClassVar[dict[str, str]] = {}
+    login_path: ClassVar[str | None] = None
+    login_fields: ClassVar[tuple[str, str]] = ("username", "password")
 
     def __init__(self, home: Path | None = None, port: int | None = None):
         self.home = Path(home) if home is not None else sites_home() / self.name
@@ -196,10 +200,21 @@ class Site(ABC):
         """How to serve the site on ``127.0.0.1:self.port`` in the foreground."""
 
     def login(self, page: Any, user: str) -> None:
-        """Log ``user`` in on a Playwright ``page`` (default: nothing to do).
+        """Log ``user`` in in the browser context of a Playwright ``page``: the site's login form
+        (:attr:`login_path`) submitted by :func:`form_login`; nothing to do without one.
 
-        Subclasses fill the application's login form and wait for the logged-in page.
+        Raises:
+            SiteError: an unknown user, or a login the application refused.
         """
+        if self.login_path is None:
+            return
+        if user not in self.users:
+            raise SiteError(f"site {self.name}: unknown user {user!r}; users: {', '.join(self.users)}")
+        user_field, password_field = self.login_fields
+        if not form_login(page, self.running_url() + self.login_path,
+                          {user_field: user, password_field: self.users[user]}):
+            raise SiteError(f"site {self.name}: login as {user!r} failed; "
+                            f"run `mag sites setup --site {self.name} --force`")
 
     def after_reset(self) -> None:
         """Anything beyond the databases a reset must restore (a search index, a cache)."""
@@ -316,34 +331,30 @@ class _FormParser(html.parser.HTMLParser):
 
     def __init__(self) -> None:
         super().__init__(convert_charrefs=True)
+        #: per form: ``action``, ``fields`` (name -> value) and ``submit``, the first submit
+        #: control (the one Enter sends; sent as a field only when it has a name)
         self.forms: list[dict[str, Any]] = []
         self._select: str | None = None
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         a = {k: v or "" for k, v in attrs}
         if tag == "form":
-            self.forms.append({"action": a.get("action", ""), "method": a.get("method", "get").lower(),
-                               "fields": [], "submit": None})
+            self.forms.append({"action": a.get("action", ""), "fields": {}, "submit": None})
             return
         if not self.forms:
             return
-        form = self.forms[-1]
-        name = a.get("name")
+        form, name = self.forms[-1], a.get("name")
         kind = a.get("type", "submit" if tag == "button" else "text").lower()
         if tag == "select":
             self._select = name
-        elif tag == "option" and self._select and ("selected" in a or not any(
-                n == self._select for n, _ in form["fields"])):
-            form["fields"] = [f for f in form["fields"] if f[0] != self._select] + [(self._select, a.get("value", ""))]
-        elif tag in ("input", "button") and name:
-            if kind in ("submit", "image"):
-                if form["submit"] is None:  # the first submit control: the one Enter or a click on it sends
-                    form["submit"] = (name, a.get("value", ""))
-            elif kind in ("checkbox", "radio"):
-                if "checked" in a:
-                    form["fields"].append((name, a.get("value", "on")))
-            elif kind not in ("button", "reset", "file"):
-                form["fields"].append((name, a.get("value", "")))
+        elif tag == "option" and self._select and ("selected" in a or self._select not in form["fields"]):
+            form["fields"][self._select] = a.get("value", "")
+        elif tag in ("input", "button") and kind in ("submit", "image"):
+            if form["submit"] is None:
+                form["submit"] = (name, a.get("value", ""))
+        elif tag == "input" and name and (kind not in ("checkbox", "radio") or "checked" in a) \
+                and kind not in ("button", "reset", "file"):
+            form["fields"][name] = a.get("value", "on" if kind in ("checkbox", "radio") else "")
 
     def handle_endtag(self, tag: str) -> None:
         if tag == "select":
@@ -374,11 +385,11 @@ def form_login(page: Any, url: str, values: dict[str, str]) -> bool:
         parser.feed(resp.text())
     except Exception as e:  # noqa: BLE001 - Playwright's errors carry no common base worth importing
         raise SiteError(f"could not load the login form at {url}: {e}") from None
-    names = set(values)
-    form = next((f for f in parser.forms if names <= {n for n, _ in f["fields"]}), None)
+    form = next((f for f in parser.forms if values.keys() <= f["fields"].keys()), None)
     if form is None:
-        raise SiteError(f"no login form with fields {sorted(names)} at {resp.url}")
-    data = dict(form["fields"]) | values | dict([form["submit"]] if form["submit"] else [])
+        raise SiteError(f"no login form with fields {sorted(values)} at {resp.url}")
+    submit = form["submit"] if form["submit"] and form["submit"][0] else None
+    data = form["fields"] | values | dict([submit] if submit else [])
     action = urllib.parse.urljoin(resp.url, form["action"] or resp.url)
     try:
         done = request.post(action, form=data, max_redirects=0)

@@ -34,7 +34,7 @@ import subprocess
 from pathlib import Path
 from typing import Any, Callable
 
-from mag_dataset.sites.base import ServerCommand, Site, SiteError, form_login, make_venv
+from mag_dataset.sites.base import ServerCommand, Site, SiteError, make_venv
 from mag_dataset.sites.forum import seed as seed_data
 
 #: Exact versions installed into the site's venv (a resolved, tested set).
@@ -56,6 +56,7 @@ class ForumSite(Site):
     version = "5-" + seed_data.build().fingerprint()  # 5: own cookie names
     health_path = "/"
     users = {u.username: seed_data.PASSWORD for u in seed_data.USERS}
+    login_path = "/user/login/"
 
     # ------------------------------------------------------------------ paths
     @property
@@ -162,11 +163,6 @@ class ForumSite(Site):
                  "DJANGO_SETTINGS_MODULE": "magforum.settings", "PYTHONDONTWRITEBYTECODE": "1"},
             cwd=str(self.app_dir))
 
-    def login(self, page: Any, user: str) -> None:
-        if user not in self.users:
-            raise SiteError(f"site forum: no seeded user {user!r}; users: {', '.join(self.users)}")
-        if not form_login(page, self.running_url() + "/user/login/", {"username": user, "password": self.users[user]}):
-            raise SiteError(f"site forum: login as {user} failed; run `mag sites setup --site forum --force`")
 
     # ------------------------------------------------------------------ helpers
     def _env(self) -> dict[str, str]:

@@ -26,7 +26,7 @@ import subprocess
 from pathlib import Path
 from typing import Any, Callable
 
-from mag_dataset.sites.base import ServerCommand, Site, SiteError, form_login, make_venv
+from mag_dataset.sites.base import ServerCommand, Site, SiteError, make_venv
 from mag_dataset.sites.shop.seed_data import FROZEN_NOW
 
 #: Exact versions installed into the site's venv (a pip freeze of a working install).
@@ -52,6 +52,8 @@ class ShopSite(Site):
     health_path = "/catalogue/"
     users = {"admin@shop.test": "admin-pass-1", "emma.smith@shop.test": "customer-pass-1",
              "liam.johnson@shop.test": "customer-pass-2"}
+    login_path = "/accounts/login/"  # Oscar's login form, by e-mail
+    login_fields = ("login-username", "login-password")
 
     @property
     def python(self) -> Path:
@@ -174,13 +176,6 @@ class ShopSite(Site):
 
         return drift(self, rng, level)
 
-    def login(self, page: Any, user: str) -> None:
-        """Submit Oscar's login form (by e-mail) in the page's context (:func:`~mag_dataset.sites.base.form_login`)."""
-        if user not in self.users:
-            raise SiteError(f"site shop: unknown user {user!r}; users: {', '.join(self.users)}")
-        if not form_login(page, self.running_url() + "/accounts/login/",
-                          {"login-username": user, "login-password": self.users[user]}):
-            raise SiteError(f"site shop: login of {user} failed; run `mag sites setup --site shop --force`")
 
 
 SITE = ShopSite

@@ -30,7 +30,7 @@ import subprocess
 from pathlib import Path
 from typing import Any, Callable
 
-from mag_dataset.sites.base import ServerCommand, Site, SiteError, form_login, make_venv
+from mag_dataset.sites.base import ServerCommand, Site, SiteError, make_venv
 from mag_dataset.sites.tracker.data import FROZEN_NOW, USERS  # stdlib only: still a cheap import
 
 HERE = Path(__file__).resolve().parent
@@ -74,6 +74,7 @@ class TrackerSite(Site):
     version = "1"
     health_path = "/"
     users = {user: password for user, (password, _, _) in USERS.items()}
+    login_path = "/login"  # TracAccountManager's form
 
     # ------------------------------------------------------------------ locations
     @property
@@ -168,12 +169,6 @@ class TrackerSite(Site):
             os.replace(tmp, live)
             os.utime(live)
 
-    def login(self, page: Any, user: str) -> None:
-        """Submit TracAccountManager's login form in the page's context (:func:`~mag_dataset.sites.base.form_login`)."""
-        if user not in self.users:
-            raise SiteError(f"site tracker: unknown user {user!r}; users: {', '.join(self.users)}")
-        if not form_login(page, self.running_url() + "/login", {"username": user, "password": self.users[user]}):
-            raise SiteError(f"site tracker: login as {user} failed; run `mag sites setup --site tracker --force`")
 
 
 SITE = TrackerSite

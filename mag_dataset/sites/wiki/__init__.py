@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, ClassVar
 
-from mag_dataset.sites.base import ServerCommand, Site, SiteError, form_login
+from mag_dataset.sites.base import ServerCommand, Site, SiteError
 
 #: Where Debian's ``mediawiki`` package puts the code.
 MW_DIR = Path("/usr/share/mediawiki")
@@ -222,6 +222,8 @@ class WikiSite(Site):
     version: ClassVar[str] = "1"
     health_path: ClassVar[str] = "/wiki/Main_Page"
     users: ClassVar[dict[str, str]] = {}  # filled below from the seed data
+    login_path = "/index.php?title=Special:UserLogin"
+    login_fields = ("wpName", "wpPassword")
 
     # ------------------------------------------------------------------ locations
     @property
@@ -375,14 +377,6 @@ class WikiSite(Site):
                                              "MAG_WIKI_SERVER": self.base_url},
                              cwd=str(MW_DIR))
 
-    def login(self, page: Any, user: str) -> None:
-        """Submit Special:UserLogin in the page's context (:func:`~mag_dataset.sites.base.form_login`)."""
-        password = self.users.get(user)
-        if password is None:
-            raise SiteError(f"site wiki: no seeded user {user!r}; users: {', '.join(self.users)}")
-        if not form_login(page, self.running_url() + "/index.php?title=Special:UserLogin",
-                          {"wpName": user, "wpPassword": password}):
-            raise SiteError(f"site wiki: login as {user!r} failed; run `mag sites setup --site wiki --force`")
 
     def apply_drift(self, rng: Any, level: int) -> dict[str, int]:
         """A few days of the other editors' work per level: :func:`.drift.apply_drift` (no cache to clear)."""
