@@ -8,7 +8,9 @@ start (a MiniWoB++ task at its seed, a site task on a **freshly reset** site, as
 started it) and, at every step, the replayed page's screenshot is compared with the step's
 action-time screenshot. Only a pixel-identical page (RGB) gives its fingerprints: then the DOM
 read now is the DOM the action was taken on (a page that differs is observed again after
-a short wait, :data:`SETTLE_TRIES` times in all, as it may still be painting). The first step that differs ends the episode's
+a short wait, :data:`SETTLE_TRIES` times in all, as it may still be painting; and each time,
+screenshots over one caret blink are compared too, as a focused field's caret shows or not by
+timing alone). The first step that differs ends the episode's
 replay (its remaining steps get none, and the report names it); nothing else of a step changes
 (images, actions, guides, candidates stay as they are).
 
@@ -35,6 +37,15 @@ from mag_dataset.raw import RawEpisode, iter_episode_dirs, read_episode, rewrite
 #: clock's).
 SETTLE_TRIES = 4
 SETTLE_WAIT_MS = 500
+
+#: A focused text field's caret blinks (Chromium: shown 500 ms, hidden 500 ms), so whether a
+#: recorded screenshot shows it is a matter of timing: an observation that differs is compared
+#: again with :data:`CARET_SAMPLES` bare screenshots (BrowserGym's own capture, the same crop)
+#: spread over one period. Without them a fixed retry of about one period saw the same phase
+#: each time: the replay of a login-user step recorded with the caret shown differed in 1 of 4
+#: runs (the CI suite failed on it once).
+CARET_PERIOD_MS = 1000
+CARET_SAMPLES = 8
 
 
 @dataclass
@@ -71,6 +82,22 @@ def _target(step) -> str | None:
     return step.action.element_id
 
 
+def _shown_within_a_blink(env, ob, then) -> bool:
+    """Whether a screenshot of the env's page, cropped as ``ob``'s, equals ``then`` at some
+    instant of one caret blink period."""
+    import numpy as np
+    from browsergym.core.observation import extract_screenshot
+    from PIL import Image
+
+    page = env.unwrapped.page
+    for _ in range(CARET_SAMPLES):
+        now = np.asarray(Image.fromarray(extract_screenshot(page)).crop(ob.conv.crop))
+        if now.shape == then.shape and np.array_equal(now, then):
+            return True
+        page.wait_for_timeout(CARET_PERIOD_MS / CARET_SAMPLES)
+    return False
+
+
 def needs_evidence(episode: RawEpisode) -> bool:
     return any(not isinstance(st.metadata.get("dom"), dict) for st in episode.steps)
 
@@ -97,7 +124,7 @@ def episode_evidence(folder: Path, episode: RawEpisode) -> tuple[RawEpisode, int
             for attempt in range(SETTLE_TRIES):
                 ob = observe_page(obs) if site_task else observe(obs)
                 now = np.asarray(ob.image)
-                same = now.shape == then.shape and np.array_equal(now, then)
+                same = (now.shape == then.shape and np.array_equal(now, then)) or _shown_within_a_blink(env, ob, then)
                 if same or attempt + 1 == SETTLE_TRIES:
                     break
                 obs, *_ = env.step(f"noop({SETTLE_WAIT_MS})")  # a page still painting (a loaded machine)
