@@ -27,9 +27,13 @@ Task parameters (``-T name=value``): ``view`` (``som`` | ``coord``), ``contract`
   is another run, ``-T seed=N``; ``mag score`` pools seeds).
 * **Scorer** :func:`webmre_scorer`: :func:`mag_dataset.scoring.score_step` on the
   completion (the rules exist once, in :mod:`mag_dataset.scoring`); the score value maps
-  every metric name to its value, ``None`` where the metric does not apply.
+  each metric that applies to the step to its value (a metric that does not apply is left
+  out: Inspect's epoch reducer would log a warning for every such ``None`` and count it as
+  0); the whole step score, ``None`` entries included, is the score's ``metadata``.
 * **Metric** :func:`micro_means`: :func:`mag_dataset.scoring.aggregate` over the scored
-  steps; the micro mean of each metric, rounded as in ``mag score``'s report.
+  steps; the micro mean of each metric, rounded as in ``mag score``'s report. The headline
+  metric is always present (NaN while it applies to none of the steps scored so far, as in
+  Inspect's running display after the first samples), so Inspect finds it from the start.
 
 Per-sample values and the aggregate micro means equal ``mag score`` on a predictions file
 holding the same outputs (seed = the task's ``seed``). Judge-rated usefulness needs cached
@@ -169,7 +173,7 @@ def webmre_scorer(view: str = "som", contract: str = "J", coord_space: str | Non
         output = state.output.completion
         sc = score_step(output, step, view, contract, seed=seed, coord_space=coord_space, menu=menu)
         return Score(
-            value={name: sc.metric(name) for name in ALL_METRICS},
+            value={name: v for name in ALL_METRICS if (v := sc.metric(name)) is not None},
             answer=output,
             explanation=sc.reason if not sc.format_ok else sc.error,
             metadata={"step_score": sc.to_dict()},
@@ -182,18 +186,24 @@ def webmre_scorer(view: str = "som", contract: str = "J", coord_space: str | Non
 def micro_means(view: str = "som", contract: str = "J") -> Metric:
     """Micro mean of every metric over the scored steps, by :func:`mag_dataset.scoring.aggregate`.
 
-    A metric that applies to no scored step is left out (``None`` in ``mag score``).
+    A metric that applies to no scored step is left out (``None`` in ``mag score``), except the
+    contract's headline metric, NaN then: Inspect resolves the task's headline on every running
+    update, and one without it logs "Headline metric ... not found".
     """
     from mag_dataset.dataset import step_from_record
 
-    def compute(scores: list[SampleScore]) -> dict[str, float | None]:
+    headline = HEADLINE_METRIC[Contract(contract)]
+
+    def compute(scores: list[SampleScore]) -> dict[str, float]:
         steps, step_scores = [], []
         for s in scores:
-            # the step scores themselves, not the values Inspect's epoch reducer made (it turns None into 0)
+            # the step scores themselves (the metadata), not the values Inspect's epoch reducer made
             steps.append(step_from_record((s.sample_metadata or {})["gold"]))
             step_scores.append(StepScore(**(s.score.metadata or {})["step_score"]))
         report = aggregate(step_scores, steps, view, contract, bootstrap_resamples=0)
-        return {name: report.value(name) for name in ALL_METRICS}
+        values = {name: v for name in ALL_METRICS if (v := report.value(name)) is not None}
+        values.setdefault(headline, float("nan"))
+        return values
 
     return compute
 

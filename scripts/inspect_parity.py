@@ -119,7 +119,8 @@ def check(dataset: str, view: str, contract: str, work: Path, provider: str) -> 
     report = json.loads(report_path.read_text("utf-8"))
     per_step = {d["step_id"]: d for d in report["steps"]}
     bad = [s["id"] for s in log["samples"]
-           if s["scores"]["webmre_scorer"]["value"] != {m: per_step[s["id"]][m] for m in ALL_METRICS}]
+           if s["scores"]["webmre_scorer"]["value"] != {m: per_step[s["id"]][m] for m in ALL_METRICS
+                                                        if per_step[s["id"]][m] is not None}]
     micro = {m: (report[m] if m in report else report["extensions"][m])["micro"] for m in ALL_METRICS}
     logged = {m: v["value"] for m, v in log["results"]["scores"][0]["metrics"].items()}
     expected = {m: v for m, v in micro.items() if v is not None}

@@ -122,8 +122,10 @@ def test_inspect_scores_equal_mag_score(view, contract, tmp_path):
                         menus=load_menus("bundled", view, contract, "test"))
     per_step = {sc.step_id: sc for sc in report.steps}
     for s in log.samples:
-        value = s.scores["webmre_scorer"].value
-        assert value == {name: per_step[s.id].metric(name) for name in ALL_METRICS}, s.id
+        score = s.scores["webmre_scorer"]
+        # the metrics that apply to the step (Inspect's reducers never see a None); the whole step score in metadata
+        assert score.value == {name: v for name in ALL_METRICS if (v := per_step[s.id].metric(name)) is not None}, s.id
+        assert score.metadata["step_score"] == per_step[s.id].to_dict(), s.id
     metrics = log.results.scores[0].metrics
     expected = {name: report.value(name) for name in ALL_METRICS if report.value(name) is not None}
     assert {name: m.value for name, m in metrics.items()} == expected
@@ -133,6 +135,53 @@ def test_inspect_scores_equal_mag_score(view, contract, tmp_path):
         assert "guide_action_consistency" in expected
     assert log.eval.task == f"webmre_{view}_{contract}"
     assert log.eval.headline_metric.metric == "saa" and log.results.headline.metric == "saa"
+
+
+@pytest.mark.parametrize("contract", ["J", "G"])
+def test_a_full_run_logs_no_conversion_warning_and_finds_the_headline_from_the_start(contract, tmp_path):
+    """Every sample of the bundled test split, answered half well-formed and half junk: metrics
+    that do not apply to a step never reach Inspect's epoch reducer ("Unable to convert value to
+    float: None", once per such value and sample), and the running metrics Inspect computes
+    after the first samples already hold the headline ("Headline metric ... not found")."""
+    import logging
+
+    import inspect_ai.log._headline as headline_module
+    import inspect_ai.scorer._metric as metric_module
+
+    from mag_dataset.scoring import HEADLINE_METRIC
+
+    logged: list[str] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            logged.append(record.getMessage())
+
+    task = webmre(view="som", contract=contract)
+    n = len(task.dataset)
+    answers = iter([json.dumps({"action": {"type": "click", "element": "3"}, "guide": "Click the first link."}),
+                    "no idea"] * n)
+
+    def respond(messages, tools, tool_choice, config):
+        out = ModelOutput.from_content("mockllm/model", next(answers))
+        out.usage = ModelUsage(input_tokens=1, output_tokens=1, total_tokens=2)
+        return out
+
+    handler = Keep(level=logging.WARNING)
+    loggers = (metric_module.logger, headline_module.logger)
+    for lg in loggers:
+        lg.addHandler(handler)
+    try:
+        log, = run_eval(task, model=get_model("mockllm/model", custom_outputs=respond),
+                        log_dir=str(tmp_path / "logs"), display="none", max_samples=16)
+    finally:
+        for lg in loggers:
+            lg.removeHandler(handler)
+    assert log.status == "success" and len(log.samples) == n > 100
+    assert [m for m in logged if "convert value to float" in m or "Headline" in m] == []
+    assert log.results.headline.metric == HEADLINE_METRIC[contract]
+    if contract == "J":  # a metric that does not apply was left out: some steps lack one that others have
+        keys = {frozenset(s.scores["webmre_scorer"].value) for s in log.samples}
+        assert len(keys) > 1
 
 
 def test_bad_task_arguments_fail_with_one_line():
