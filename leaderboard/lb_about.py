@@ -29,7 +29,8 @@ the model writes an **action** grounded by element id (`som` view) or pixel coor
   (content-addressed by SHA-256), the full report, the scorer version and the gold
   fingerprint, and ranks the submission. Re-scoring a stored file gives identical bytes.
 * Gold labels and gold guides are never returned — not by the page, not by the API, not
-  in an error message. Breakdowns are aggregates of at least {min_group} gold steps: a
+  in an error message. Breakdowns are aggregates of at least {min_group} distinct gold steps,
+  however many seeds a file holds (ten seeds of one step are still one step): a
   per-site, per-action-type, stale or unseen-template group with fewer steps is pooled into
   `other` (with the next smallest group while `other` is still smaller); a breakdown that
   cannot keep two such groups is withheld; a metric scored on fewer than {min_group} steps

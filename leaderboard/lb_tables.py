@@ -175,9 +175,10 @@ def breakdown_html(report: dict[str, Any], key: str) -> str:
             else:
                 cells.append(f'<td><div class="mag-bar" role="img" aria-label="{_esc(m)} {v:.2f}"><span class="v">'
                              f'{v:.2f}</span><span class="b" style="width:{max(1, round(v * 80))}px"></span></div></td>')
-        rows.append(f"<tr><th scope=\"row\">{label}</th><td>{int(block.get('steps') or 0)}</td>{''.join(cells)}</tr>")
+        gold_steps = block.get("gold_steps", block.get("steps"))  # distinct gold steps, whatever the seeds
+        rows.append(f"<tr><th scope=\"row\">{label}</th><td>{int(gold_steps or 0)}</td>{''.join(cells)}</tr>")
     return (f'<h4>{_esc(title)}</h4><div class="mag-bars-wrap"><table class="mag-bars"><thead><tr><th>group</th>'
-            f'<th>steps</th>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table></div>')
+            f'<th title="distinct gold steps">gold steps</th>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table></div>')
 
 
 def taxonomy_html(report: dict[str, Any]) -> str:

@@ -134,14 +134,55 @@ def test_public_report_shows_no_figure_on_fewer_than_the_minimum_steps(gold: Gol
     shown = 0
     for key, groups in pub["breakdowns"].items():
         for name, block in groups.items():
-            assert block["steps"] >= MIN_GROUP_STEPS, (key, name)
+            assert block["gold_steps"] >= MIN_GROUP_STEPS, (key, name)
             for m, v in block.items():
                 if isinstance(v, dict):
-                    assert v["n"] >= MIN_GROUP_STEPS, (key, name, m)
+                    assert v["gold_n"] >= MIN_GROUP_STEPS, (key, name, m)
                     shown += 1
-        if groups:  # pooled groups add up to the whole split
-            assert sum(b["steps"] for b in groups.values()) == len(steps)
+        if groups:  # pooled groups add up to the whole split (one seed: scores = gold steps)
+            assert sum(b["gold_steps"] for b in groups.values()) == sum(b["steps"] for b in groups.values()) == len(steps)
     assert shown > 0 and pub["saa"] == report["saa"] and "breakdown_rule" in pub["provenance"]
+
+
+def _shown(pub: dict) -> dict[str, set[str]]:
+    """The groups a public report shows, by dimension ("other" holds its pooled names)."""
+    return {dim: {name if "pooled" not in block else f"{name}={'+'.join(block['pooled'])}" for name, block in groups.items()}
+            for dim, groups in pub["breakdowns"].items()}
+
+
+def test_seeds_add_no_granularity_and_the_seed_probe_learns_nothing(board: Board, gold: Gold) -> None:
+    """Counted as scores, ten identical seeds made a site of 2 gold steps a shown group of
+    "20 steps"; one file that varied a step's guess per site across its seeds then read each
+    probed element off the per-site accuracy. Counted as gold steps, a 10-seed gold echo
+    shows exactly the groups a 1-seed one does, none under the minimum, and a probe file
+    (per small site one step, right on one seed of ten) shows no probed site on its own."""
+    steps = gold.steps[View.SOM]
+
+    def echo(seeds: int, probe_right: dict[str, int] | None = None) -> bytes:
+        rows = []
+        for k in range(seeds):
+            for s in steps:
+                out = render_target(s, View.SOM, Contract.J)
+                if probe_right is not None and s.step_id in probe_right and probe_right[s.step_id] != k:
+                    out = '{"action": {"type": "finish"}, "guide": "Done."}'
+                rows.append({"step_id": s.step_id, "output": out, "seed": k})
+        return lines(rows)
+
+    one = board.public_report(submit(board, echo(1), model_name="one seed"))
+    ten = board.public_report(submit(board, echo(10), model_name="ten seeds"))
+    raw = board.get(board.count()).report["breakdowns"]
+    assert any(v["gold_steps"] < MIN_GROUP_STEPS <= v["steps"] for groups in raw.values() for v in groups.values()), \
+        "no group is small in gold steps yet large in scores: this test would prove nothing"
+    assert _shown(ten) == _shown(one)
+    for dim, groups in ten["breakdowns"].items():
+        for name, block in groups.items():
+            assert block["gold_steps"] >= MIN_GROUP_STEPS and block["steps"] == 10 * block["gold_steps"], (dim, name)
+    # the probe: per site with fewer gold steps than the minimum, one step right on one seed only
+    small_sites = {name for name, v in raw["site"].items() if v["gold_steps"] < MIN_GROUP_STEPS}
+    probed = {site: next(s.step_id for s in steps if s.site == site) for site in sorted(small_sites)}
+    probe = board.public_report(submit(board, echo(10, {sid: 0 for sid in probed.values()}), model_name="probe"))
+    assert _shown(probe) == _shown(one)
+    assert small_sites and not (set(probe["breakdowns"]["site"]) & small_sites)  # no probed site on its own
 
 
 # ----------------------------------------------------------------------------- ranking

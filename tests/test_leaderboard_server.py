@@ -197,7 +197,7 @@ def test_good_file_gives_a_ranked_row_with_the_scores_mag_score_gives(server, cl
     assert f"#{result['id']} heuristic-J" in info
     assert "<h4>Per site</h4>" in bars and "<h4>Per gold action type</h4>" in bars and "Error taxonomy" in taxonomy
     for groups in public["breakdowns"].values():
-        assert all(g["steps"] >= MIN_GROUP_STEPS for g in groups.values())
+        assert all(g["gold_steps"] >= MIN_GROUP_STEPS for g in groups.values())
 
 
 def test_gzip_and_parquet_uploads_through_the_server(server, client, gold, tmp_path):

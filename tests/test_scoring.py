@@ -256,9 +256,15 @@ def test_micro_macro_and_breakdown_values_by_hand():
     assert r.value("action_type_acc") == pytest.approx(8 / 12, abs=1e-6)
     assert r.metrics["action_type_acc"]["macro"] == pytest.approx(3 / 4, abs=1e-6)
     assert r.value("ofcr") == 1.0
-    assert r.breakdowns["site"]["wikipedia"]["action_type_acc"] == {"value": 1.0, "n": 2}
+    assert r.breakdowns["site"]["wikipedia"]["action_type_acc"] == {"value": 1.0, "n": 2, "gold_n": 2}
     assert r.breakdowns["action_type"]["click"]["action_type_acc"]["n"] == 3
     assert r.breakdowns["action_type"]["click"]["action_type_acc"]["value"] == pytest.approx(2 / 3, abs=1e-6)
+    # three seeds of the same outputs: three times the scores, the same gold steps
+    seeded = [Prediction(p.step_id, p.output, seed=k) for k in range(3) for p in preds]
+    r3 = score_predictions(seeded, STEPS, "som", "A")
+    wiki = r3.breakdowns["site"]["wikipedia"]
+    assert (wiki["steps"], wiki["gold_steps"]) == (3 * r.breakdowns["site"]["wikipedia"]["steps"], 2)
+    assert wiki["action_type_acc"] == {"value": 1.0, "n": 6, "gold_n": 2}
 
 
 def test_multi_seed_mean_and_sample_std():

@@ -52,8 +52,8 @@ Integrity rules (every one names its reason when it rejects a file):
   contract more often than the declared one's is rejected, naming the better one (a
   contract-J file declared as A would otherwise rank with all zeros).
 * **Breakdown granularity** (:func:`~mag_dataset.board.granularity.public_report`): a per-site, per-action-type, stale or
-  unseen-template group is shown only when it holds at least :data:`~mag_dataset.board.granularity.MIN_GROUP_STEPS` gold
-  steps; smaller groups are pooled into ``other`` (and, while ``other`` is still smaller,
+  unseen-template group is shown only when it holds at least :data:`~mag_dataset.board.granularity.MIN_GROUP_STEPS` distinct gold
+  steps, whatever the seeds (a report's ``gold_steps`` and ``gold_n``); smaller groups are pooled into ``other`` (and, while ``other`` is still smaller,
   the next smallest group joins it); a breakdown that cannot keep two groups of that size
   is withheld, and a metric scored on fewer than :data:`~mag_dataset.board.granularity.MIN_GROUP_STEPS` steps of a shown
   group is left out. So no figure the board shows rests on fewer than

@@ -100,7 +100,10 @@ class Report:
     Attributes:
         metrics: metric name -> {micro, macro, n, n_tasks, std, ci95, per_seed}.
         counts: steps, tasks, seeds, predictions, format failures, missing, exclusions.
-        breakdowns: dimension -> group -> {steps, metric -> {value, n}}.
+        breakdowns: dimension -> group -> {steps, gold_steps, metric -> {value, n, gold_n}}:
+            ``steps`` and ``n`` count scores ((step, seed) pairs), ``gold_steps`` and
+            ``gold_n`` the distinct gold steps behind them (what the leaderboard's
+            granularity rule counts: ten identical seeds do not make one gold step ten).
         provenance: scorer version, dataset fingerprint, view, contract, steps scored and
             excluded, bootstrap settings, coordinate space.
         steps: the per-step scores, sorted by (seed, step id), when asked for.
@@ -169,7 +172,9 @@ class Aggregator:
         self.open: dict[tuple[int, int], _Sums] = {}  # (seed, task) -> sums while incomplete
         self.pooled = [_Sums() for _ in self.task_ids]  # per task, all seeds (bootstrap)
         self.groups: dict[tuple[str, str], _Sums] = {}
-        self._group_cache: dict[tuple[str, str, bool, bool], list[_Sums]] = {}
+        #: per group, the distinct gold steps scored, and per metric those it applied to
+        self.group_gold: dict[tuple[str, str], tuple[set[str], list[set[str]]]] = {}
+        self._group_cache: dict[tuple[str, str, bool, bool], list[tuple[_Sums, tuple[set[str], list[set[str]]]]]] = {}
         self.n_scores = 0
         self.n_failed = 0
         self.n_missing = 0
@@ -195,7 +200,8 @@ class Aggregator:
         groups = self._group_cache.get(gkey)
         if groups is None:
             groups = self._group_cache[gkey] = [
-                self.groups.setdefault(dk, _Sums())
+                (self.groups.setdefault(dk, _Sums()),
+                 self.group_gold.setdefault(dk, (set(), [set() for _ in ALL_METRICS])))
                 for dk in (
                     ("site", sc.site),
                     ("action_type", sc.gold_type),
@@ -203,8 +209,12 @@ class Aggregator:
                     ("unseen_template", "true" if sc.unseen_template else "false"),
                 )
             ]
-        for g in groups:
+        applies = [k for k, v in enumerate(vals) if v is not None]
+        for g, (gold_ids, metric_ids) in groups:
             g.add(vals)
+            gold_ids.add(sc.step_id)
+            for k in applies:
+                metric_ids[k].add(sc.step_id)
         self.n_scores += 1
         if not sc.format_ok:
             self.n_failed += 1
@@ -320,9 +330,10 @@ class Aggregator:
         breakdowns: dict[str, dict[str, Any]] = {dim: {} for dim in BREAKDOWNS}
         for (dim, key) in sorted(self.groups):
             g = self.groups[(dim, key)]
-            entry: dict[str, Any] = {"steps": g.steps}
+            gold_ids, metric_ids = self.group_gold[(dim, key)]
+            entry: dict[str, Any] = {"steps": g.steps, "gold_steps": len(gold_ids)}
             for k, name in enumerate(ALL_METRICS):
-                entry[name] = {"value": _r(g.mean(k)), "n": g.n[k]}
+                entry[name] = {"value": _r(g.mean(k)), "n": g.n[k], "gold_n": len(metric_ids[k])}
             breakdowns[dim][key] = entry
         return breakdowns
 
