@@ -172,9 +172,9 @@ class Aggregator:
         self.open: dict[tuple[int, int], _Sums] = {}  # (seed, task) -> sums while incomplete
         self.pooled = [_Sums() for _ in self.task_ids]  # per task, all seeds (bootstrap)
         self.groups: dict[tuple[str, str], _Sums] = {}
-        #: per group, the distinct gold steps scored, and per metric those it applied to
-        self.group_gold: dict[tuple[str, str], tuple[set[str], list[set[str]]]] = {}
-        self._group_cache: dict[tuple[str, str, bool, bool], list[tuple[_Sums, tuple[set[str], list[set[str]]]]]] = {}
+        #: per group, the distinct gold steps scored -> the metrics that applied to them (bit k: ALL_METRICS[k])
+        self.group_gold: dict[tuple[str, str], dict[str, int]] = {}
+        self._group_cache: dict[tuple[str, str, bool, bool], list[tuple[_Sums, dict[str, int]]]] = {}
         self.n_scores = 0
         self.n_failed = 0
         self.n_missing = 0
@@ -200,8 +200,7 @@ class Aggregator:
         groups = self._group_cache.get(gkey)
         if groups is None:
             groups = self._group_cache[gkey] = [
-                (self.groups.setdefault(dk, _Sums()),
-                 self.group_gold.setdefault(dk, (set(), [set() for _ in ALL_METRICS])))
+                (self.groups.setdefault(dk, _Sums()), self.group_gold.setdefault(dk, {}))
                 for dk in (
                     ("site", sc.site),
                     ("action_type", sc.gold_type),
@@ -209,12 +208,14 @@ class Aggregator:
                     ("unseen_template", "true" if sc.unseen_template else "false"),
                 )
             ]
-        applies = [k for k, v in enumerate(vals) if v is not None]
-        for g, (gold_ids, metric_ids) in groups:
+        applies = 0
+        for k, v in enumerate(vals):
+            if v is not None:
+                applies |= 1 << k
+        sid = sc.step_id
+        for g, gold in groups:
             g.add(vals)
-            gold_ids.add(sc.step_id)
-            for k in applies:
-                metric_ids[k].add(sc.step_id)
+            gold[sid] = gold.get(sid, 0) | applies
         self.n_scores += 1
         if not sc.format_ok:
             self.n_failed += 1
@@ -330,10 +331,12 @@ class Aggregator:
         breakdowns: dict[str, dict[str, Any]] = {dim: {} for dim in BREAKDOWNS}
         for (dim, key) in sorted(self.groups):
             g = self.groups[(dim, key)]
-            gold_ids, metric_ids = self.group_gold[(dim, key)]
-            entry: dict[str, Any] = {"steps": g.steps, "gold_steps": len(gold_ids)}
+            gold = self.group_gold[(dim, key)]
+            entry: dict[str, Any] = {"steps": g.steps, "gold_steps": len(gold)}
+            masks = Counter(gold.values())
             for k, name in enumerate(ALL_METRICS):
-                entry[name] = {"value": _r(g.mean(k)), "n": g.n[k], "gold_n": len(metric_ids[k])}
+                gold_n = sum(c for mask, c in masks.items() if mask >> k & 1)
+                entry[name] = {"value": _r(g.mean(k)), "n": g.n[k], "gold_n": gold_n}
             breakdowns[dim][key] = entry
         return breakdowns
 
