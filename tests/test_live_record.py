@@ -115,6 +115,37 @@ def test_evidence_replay_fingerprints_identical_pages_and_stops_at_one_that_diff
     assert [("dom" in st.metadata) for st in read_episode(folder).steps] == [True, False, False]
 
 
+def test_resets_share_one_chromium_and_a_restarted_playwright_gets_its_own(chromium):
+    """BrowserGym relaunches Chromium on every reset; the package keeps one per thread (each
+    episode still gets a fresh context). When BrowserGym's global Playwright is stopped (as a
+    test or a tool that started it may do) and started again, the cached browser of the stopped
+    one is not reused: it still says it is connected, and using it fails with "Event loop is
+    closed" (in a full suite run, the 10 tests of test_live_record.py that followed test_importer.py
+    in one worker failed so)."""
+    import browsergym.core as bg_core
+
+    from mag_dataset.live.env import make_env
+
+    env = make_env("click-button")
+    try:
+        env.reset(seed=1)
+        browser, context = env.unwrapped.browser._browser, env.unwrapped.context
+        env.reset(seed=2)
+        assert env.unwrapped.browser._browser is browser and env.unwrapped.context is not context
+        assert browser.contexts == [env.unwrapped.context]  # the first episode's context was closed
+    finally:
+        env.close()
+    pw = bg_core._PLAYWRIGHT
+    bg_core._set_global_playwright(None)
+    pw.stop()
+    env = make_env("click-button")
+    try:
+        obs, _ = env.reset(seed=1)
+        assert env.unwrapped.browser._browser is not browser and obs["screenshot"].size > 0
+    finally:
+        env.close()
+
+
 def test_failed_episode_is_not_kept(chromium):
     from mag_dataset.live.experts import Decision
     from mag_dataset.live.recorder import record_episode

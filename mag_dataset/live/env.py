@@ -108,10 +108,21 @@ class _SharedBrowser:
         return getattr(self._browser, name)
 
 
-#: One shared Chromium per thread (Playwright's sync API is per thread) and launch options. They
-#: end with the process, as BrowserGym's global Playwright does (its driver closes the browsers
-#: it launched); closing them from an ``atexit`` hook can hang a Ray worker at shutdown.
-_BROWSERS: dict[tuple[int, str], Any] = {}
+#: One shared Chromium per thread (Playwright's sync API is per thread) and launch options, with
+#: the Playwright ``chromium`` that launched it. They end with the process, as BrowserGym's
+#: global Playwright does (its driver closes the browsers it launched); closing them from an
+#: ``atexit`` hook can hang a Ray worker at shutdown.
+_BROWSERS: dict[tuple[int, str], tuple[Any, Any]] = {}
+
+
+def _alive(browser: Any) -> bool:
+    """Whether a cached browser can still be used: a browser of a Playwright that was stopped
+    (someone stopped BrowserGym's global one, which then starts anew) still says it is
+    connected, or raises "Event loop is closed"."""
+    try:
+        return bool(browser.is_connected())
+    except Exception:  # noqa: BLE001 - any failure means it cannot be used
+        return False
 
 
 class _ChromiumLauncher:
@@ -124,9 +135,11 @@ class _ChromiumLauncher:
     def launch(self, **kwargs: Any) -> Any:
         kwargs = _launch_kwargs(kwargs)
         key = (threading.get_ident(), json.dumps(kwargs, sort_keys=True, default=str))
-        browser = _BROWSERS.get(key)
-        if browser is None or not browser.is_connected():
-            browser = _BROWSERS[key] = self._chromium.launch(**kwargs)
+        launcher, browser = _BROWSERS.get(key, (None, None))
+        # only a browser this Playwright launched: after a stop and a new start, the old one's is dead
+        if launcher is not self._chromium or not _alive(browser):
+            browser = self._chromium.launch(**kwargs)
+            _BROWSERS[key] = (self._chromium, browser)
         return _SharedBrowser(browser)
 
     def __getattr__(self, name: str) -> Any:
