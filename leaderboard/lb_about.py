@@ -47,7 +47,9 @@ the model writes an **action** grounded by element id (`som` view) or pixel coor
   decoding and scoring per submission; a rejected file stores nothing. Submissions are
   scored {workers} at a time, each in its own memory-limited process; the others wait in a
   queue that shows their position. Names and links may not hold bidirectional-control
-  characters or lone surrogates.
+  characters or lone surrogates; names are stored in Unicode NFKC form and may not hold
+  invisible characters (zero-width, BOM, soft hyphen, fillers), more than two combining marks
+  on one letter, or a word mixing Latin letters with look-alike Cyrillic or Greek ones.
 * **Integrity.** A file whose outputs pass the format gate of another view or contract more
   often than the declared one's is rejected, naming the better one (a contract-J file sent
   as A would rank with all zeros). A file with more than {max_fail} of its outputs failing

@@ -522,3 +522,28 @@ def test_text_fields_refuse_lone_surrogates_and_bidi_controls(board: Board, fiel
     with pytest.raises(SubmissionRejected, match=re.escape(message)):
         submit(board, jsonl(), **{field: value})
     assert board.count() == 0
+
+
+@pytest.mark.parametrize("field", ["model_name", "organisation", "submitter"])
+@pytest.mark.parametrize("value,message", [
+    ("gpt-4\u043e", "mixes Latin letters with the Cyrillic letter 'о' (U+043E) in 'gpt-4о'"),
+    ("gpt\u200b-4o", "the invisible character U+200B (ZERO WIDTH SPACE, character 4)"),
+    ("\ufeff\u00adgpt-4o", "the invisible character U+FEFF"),
+    ("\u3164", "the invisible character U+1160 (HANGUL JUNGSEONG FILLER"),  # U+3164 is U+1160 in NFKC
+    ("Z\u0301\u0301\u0301", "stacks more than 2 combining marks on one character ('Z')"),
+    ("\u00e9\u0301\u0301", "stacks more than 2 combining marks on one character ('e')"),  # é counts its own mark
+])
+def test_names_that_would_pass_for_another_or_for_none_are_refused(board: Board, field: str, value: str, message: str) -> None:
+    """Look-alike names (a Cyrillic "о"), invisible ones (zero-width space, BOM + soft hyphen,
+    the Hangul filler) and stacked combining marks, each accepted before and shown as a
+    duplicate of a real row, a blank name, or marks over the neighbouring rows."""
+    with pytest.raises(SubmissionRejected, match=re.escape(message)):
+        submit(board, jsonl(), **{field: value})
+    assert board.count() == 0
+
+
+def test_names_are_stored_in_nfkc_form_and_real_scripts_pass(board: Board) -> None:
+    sub = submit(board, jsonl(), model_name="ＧＰＴ－４ｏ ﬁne-tuned", organisation="Trường Đại học Bách khoa")
+    assert (sub.model_name, sub.organisation) == ("GPT-4o fine-tuned", "Trường Đại học Bách khoa")
+    other = submit(board, jsonl(tag="2"), model_name="Ελληνικό μοντέλο 7B")  # Greek words beside Latin ones
+    assert other.model_name == "Ελληνικό μοντέλο 7B"

@@ -38,11 +38,75 @@ def check_characters(text: str, what: str) -> None:
             )
 
 
+#: Characters that show as nothing or as blank space and are not whitespace to ``str.split``
+#: (a name holding one renders as another name, or as no name): Hangul and halfwidth fillers,
+#: the braille blank; the format characters (category Cf: zero-width space and joiners, BOM,
+#: soft hyphen, word joiner, ...) are refused by category.
+INVISIBLE: frozenset[int] = frozenset({0x115F, 0x1160, 0x3164, 0xFFA0, 0x2800, 0x034F})
+
+#: Combining marks allowed on one base character (Vietnamese needs two; more stack into the
+#: rows above and below the name).
+MAX_COMBINING_MARKS = 2
+
+#: Scripts whose letters look like Latin ones: a word that mixes one with Latin (a Cyrillic
+#: "о" in "gpt-4о") is refused, as it would pass for the all-Latin name.
+_LOOKALIKE_SCRIPTS = ("CYRILLIC", "GREEK", "ARMENIAN", "CHEROKEE")
+
+
+def _script(ch: str) -> str | None:
+    import unicodedata
+
+    if not ch.isalpha():
+        return None
+    name = unicodedata.name(ch, "")
+    return name.split(" ", 1)[0] if name else None
+
+
+def check_name_characters(text: str, what: str) -> None:
+    """Refuse what makes a name look like another or like nothing: invisible and format
+    characters, more than :data:`MAX_COMBINING_MARKS` combining marks on one character, and a
+    word mixing Latin letters with look-alike letters of another script."""
+    import unicodedata
+
+    for i, ch in enumerate(text, 1):
+        o = ord(ch)
+        if o in INVISIBLE or unicodedata.category(ch) == "Cf":
+            raise SubmissionRejected(
+                f"{what} contains the invisible character U+{o:04X} ({unicodedata.name(ch, 'unnamed')}, "
+                f"character {i}), which would make it display as another name")
+    marks, base = 0, ""
+    for ch in unicodedata.normalize("NFD", text):  # a precomposed letter counts its own marks
+        if unicodedata.category(ch) in ("Mn", "Me"):
+            marks += 1
+            if marks > MAX_COMBINING_MARKS:
+                raise SubmissionRejected(
+                    f"{what} stacks more than {MAX_COMBINING_MARKS} combining marks on one character ({base!r})")
+        else:
+            marks, base = 0, ch
+    for word in text.split():
+        scripts = {sc for ch in word if (sc := _script(ch))}
+        mixed = scripts & set(_LOOKALIKE_SCRIPTS)
+        if "LATIN" in scripts and mixed:
+            ch = next(ch for ch in word if _script(ch) in mixed)
+            raise SubmissionRejected(
+                f"{what} mixes Latin letters with the {_script(ch).title()} letter {ch!r} (U+{ord(ch):04X}) in "
+                f"{word!r}: it would pass for an all-Latin name")
+
+
 def clean_text(value: str | None, what: str, limit: int = MAX_NAME_CHARS, required: bool = False) -> str:
-    """Normalise a free-text field (names) or refuse it; the text is always shown as text."""
+    """Normalise a free-text field (names) or refuse it; the text is always shown as text.
+
+    The text is put in Unicode NFKC form (full-width letters, ligatures and compatibility
+    forms become the plain ones) and its whitespace collapsed; then lone surrogates,
+    bidirectional controls (:func:`check_characters`), control characters and what
+    :func:`check_name_characters` refuses are refused.
+    """
+    import unicodedata
+
     if value is not None and not isinstance(value, str):
         raise SubmissionRejected(f"{what} must be text, got {type(value).__name__}")
-    text = " ".join((value or "").split())
+    check_characters(value or "", what)  # before NFKC, which cannot take a lone surrogate
+    text = " ".join(unicodedata.normalize("NFKC", value or "").split())
     if required and not text:
         raise SubmissionRejected(f"{what} is required")
     if len(text) > limit:
@@ -50,6 +114,7 @@ def clean_text(value: str | None, what: str, limit: int = MAX_NAME_CHARS, requir
     check_characters(text, what)
     if any(ord(c) < 32 or ord(c) == 127 for c in text):
         raise SubmissionRejected(f"{what} contains control characters")
+    check_name_characters(text, what)
     return text
 
 
