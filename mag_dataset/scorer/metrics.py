@@ -33,7 +33,8 @@ from mag_dataset.scorer.text import bleu_1_4, normalize_arg, normalize_url, roug
 #: 1.1.0: declared coordinate spaces, error taxonomy, guide-action consistency extension.
 #: 1.1.1: consistency accepts cut quotes of long texts, overlapping boxes and icons in coord;
 #: a 0-1000 grid read as pixels on wide pages is warned about.
-SCORER_VERSION = "1.1.1"
+#: 1.1.2: a report's breakdown groups also count distinct gold steps (``gold_steps``, ``gold_n``).
+SCORER_VERSION = "1.1.2"
 
 
 @dataclass(slots=True)
