@@ -14,6 +14,7 @@ from typing import Any
 
 from mag_dataset.actions import Contract
 from mag_dataset.board import METRIC_COLUMNS, MIN_GROUP_STEPS, Board, Ranked, SubmissionRejected, metric_value
+from mag_dataset.board.granularity import group_gold_steps
 from mag_dataset.board.ranking import RANK_ALPHA
 from mag_dataset.scoring import METRIC_TABLE
 
@@ -175,8 +176,7 @@ def breakdown_html(report: dict[str, Any], key: str) -> str:
             else:
                 cells.append(f'<td><div class="mag-bar" role="img" aria-label="{_esc(m)} {v:.2f}"><span class="v">'
                              f'{v:.2f}</span><span class="b" style="width:{max(1, round(v * 80))}px"></span></div></td>')
-        gold_steps = block.get("gold_steps", block.get("steps"))  # distinct gold steps, whatever the seeds
-        rows.append(f"<tr><th scope=\"row\">{label}</th><td>{int(gold_steps or 0)}</td>{''.join(cells)}</tr>")
+        rows.append(f"<tr><th scope=\"row\">{label}</th><td>{group_gold_steps(block)}</td>{''.join(cells)}</tr>")
     return (f'<h4>{_esc(title)}</h4><div class="mag-bars-wrap"><table class="mag-bars"><thead><tr><th>group</th>'
             f'<th title="distinct gold steps">gold steps</th>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table></div>')
 

@@ -6,6 +6,7 @@ organisation, link, view, contract, provenance tag, submitter) normalised or ref
 
 from __future__ import annotations
 
+import unicodedata
 from dataclasses import dataclass
 from typing import Any
 
@@ -50,12 +51,10 @@ MAX_COMBINING_MARKS = 2
 
 #: Scripts whose letters look like Latin ones: a word that mixes one with Latin (a Cyrillic
 #: "о" in "gpt-4о") is refused, as it would pass for the all-Latin name.
-_LOOKALIKE_SCRIPTS = ("CYRILLIC", "GREEK", "ARMENIAN", "CHEROKEE")
+_LOOKALIKE_SCRIPTS = frozenset({"CYRILLIC", "GREEK", "ARMENIAN", "CHEROKEE"})
 
 
 def _script(ch: str) -> str | None:
-    import unicodedata
-
     if not ch.isalpha():
         return None
     name = unicodedata.name(ch, "")
@@ -66,8 +65,6 @@ def check_name_characters(text: str, what: str) -> None:
     """Refuse what makes a name look like another or like nothing: invisible and format
     characters, more than :data:`MAX_COMBINING_MARKS` combining marks on one character, and a
     word mixing Latin letters with look-alike letters of another script."""
-    import unicodedata
-
     for i, ch in enumerate(text, 1):
         o = ord(ch)
         if o in INVISIBLE or unicodedata.category(ch) == "Cf":
@@ -85,7 +82,7 @@ def check_name_characters(text: str, what: str) -> None:
             marks, base = 0, ch
     for word in text.split():
         scripts = {sc for ch in word if (sc := _script(ch))}
-        mixed = scripts & set(_LOOKALIKE_SCRIPTS)
+        mixed = scripts & _LOOKALIKE_SCRIPTS
         if "LATIN" in scripts and mixed:
             ch = next(ch for ch in word if _script(ch) in mixed)
             raise SubmissionRejected(
@@ -101,8 +98,6 @@ def clean_text(value: str | None, what: str, limit: int = MAX_NAME_CHARS, requir
     bidirectional controls (:func:`check_characters`), control characters and what
     :func:`check_name_characters` refuses are refused.
     """
-    import unicodedata
-
     if value is not None and not isinstance(value, str):
         raise SubmissionRejected(f"{what} must be text, got {type(value).__name__}")
     check_characters(value or "", what)  # before NFKC, which cannot take a lone surrogate

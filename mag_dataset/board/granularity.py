@@ -20,7 +20,7 @@ from typing import Any
 MIN_GROUP_STEPS = 10
 
 
-def _gold_steps(group: dict[str, Any]) -> int:
+def group_gold_steps(group: dict[str, Any]) -> int:
     """Distinct gold steps of a breakdown group (its score count in a report without them)."""
     return int(group.get("gold_steps", group.get("steps")) or 0)
 
@@ -35,7 +35,7 @@ def _pool(groups: dict[str, dict[str, Any]], names: list[str]) -> dict[str, Any]
     n-weighted mean."""
     out: dict[str, Any] = {"steps": sum(int(groups[g].get("steps") or 0) for g in names)}
     if all("gold_steps" in groups[g] for g in names):
-        out["gold_steps"] = sum(_gold_steps(groups[g]) for g in names)
+        out["gold_steps"] = sum(group_gold_steps(groups[g]) for g in names)
     metrics = {k for g in names for k, v in groups[g].items() if isinstance(v, dict)}
     for m in sorted(metrics):
         cells = [groups[g][m] for g in names if isinstance(groups[g].get(m), dict)]
@@ -55,7 +55,7 @@ def coarsen_breakdown(groups: dict[str, dict[str, Any]], min_steps: int = MIN_GR
     groups left the breakdown is withheld (``{}``: it would equal the total). A metric
     scored on fewer than ``min_steps`` gold steps of a kept group is dropped from that group.
     """
-    sizes = {g: _gold_steps(v or {}) for g, v in groups.items() if isinstance(v, dict)}
+    sizes = {g: group_gold_steps(v or {}) for g, v in groups.items() if isinstance(v, dict)}
     keep = sorted(sizes, key=lambda g: (sizes[g], g))
     small = [g for g in keep if sizes[g] < min_steps]
     keep = [g for g in keep if sizes[g] >= min_steps]
@@ -107,4 +107,4 @@ def public_report(report: dict[str, Any], min_steps: int = MIN_GROUP_STEPS) -> d
     return out
 
 
-__all__ = ["MIN_GROUP_STEPS", "coarsen_breakdown", "coarsen_comparison", "public_report"]
+__all__ = ["MIN_GROUP_STEPS", "coarsen_breakdown", "coarsen_comparison", "group_gold_steps", "public_report"]

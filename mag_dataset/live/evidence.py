@@ -82,6 +82,12 @@ def _target(step) -> str | None:
     return step.action.element_id
 
 
+def _identical(now, then) -> bool:
+    import numpy as np
+
+    return now.shape == then.shape and np.array_equal(now, then)
+
+
 def _shown_within_a_blink(env, ob, then) -> bool:
     """Whether a screenshot of the env's page, cropped as ``ob``'s, equals ``then`` at some
     instant of one caret blink period."""
@@ -91,8 +97,7 @@ def _shown_within_a_blink(env, ob, then) -> bool:
 
     page = env.unwrapped.page
     for _ in range(CARET_SAMPLES):
-        now = np.asarray(Image.fromarray(extract_screenshot(page)).crop(ob.conv.crop))
-        if now.shape == then.shape and np.array_equal(now, then):
+        if _identical(np.asarray(Image.fromarray(extract_screenshot(page)).crop(ob.conv.crop)), then):
             return True
         page.wait_for_timeout(CARET_PERIOD_MS / CARET_SAMPLES)
     return False
@@ -124,7 +129,7 @@ def episode_evidence(folder: Path, episode: RawEpisode) -> tuple[RawEpisode, int
             for attempt in range(SETTLE_TRIES):
                 ob = observe_page(obs) if site_task else observe(obs)
                 now = np.asarray(ob.image)
-                same = (now.shape == then.shape and np.array_equal(now, then)) or _shown_within_a_blink(env, ob, then)
+                same = _identical(now, then) or _shown_within_a_blink(env, ob, then)
                 if same or attempt + 1 == SETTLE_TRIES:
                     break
                 obs, *_ = env.step(f"noop({SETTLE_WAIT_MS})")  # a page still painting (a loaded machine)
