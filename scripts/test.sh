@@ -89,11 +89,13 @@ export MAG_TEST_STRICT=1
 # the cross-site tests (two or three sites per task) and the WebArena export's (every site) last, alone.
 CROSS_TESTS="tests/test_site_cross.py tests/test_site_webarena.py"
 SITE_TESTS=$(ls tests/test_site_*.py | grep -v -e test_site_cross.py -e test_site_webarena.py)
-REPORTS=$(mktemp -d)
+# MAG_TEST_REPORTS keeps the passes' JUnit files (per-test times) in a folder of your choice
+REPORTS=${MAG_TEST_REPORTS:-$(mktemp -d)}
+mkdir -p "$REPORTS"
 rc=0
 run_pass() {  # run_pass NAME PYTEST_ARGS...: rc keeps the first failure; "no tests" (5) is fine under -k
   local name=$1; shift
-  python -m pytest --junitxml="$REPORTS/$name.xml" "$@" || {
+  python -m pytest --junitxml="$REPORTS/$name.xml" --durations=15 "$@" || {
     local r=$?
     if [ "$r" = 5 ] && [ "$HAS_ARGS" = 1 ]; then r=0; fi
     [ "$rc" != 0 ] || rc=$r
