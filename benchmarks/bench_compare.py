@@ -7,7 +7,7 @@ failures). Timed, as ``mag compare`` runs them after loading the gold:
 1. ``score``: read, validate and score both files with their per-step scores kept
    (the part shared with ``mag score``; B's guides need BLEU and ROUGE-L);
 2. ``compare``: :func:`mag_dataset.compare.compare_reports` alone: the paired task
-   bootstrap, the sign-flip draws, McNemar and Holm over the metrics and every breakdown
+   bootstrap, the sign-flip draws and Holm over the metrics and every breakdown
    group (1,000 resamples);
 3. ``total`` = 1 + 2.
 
@@ -114,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
           f"a fresh `mag compare` process pays it once)")
     saa = comp.metrics["saa"]  # type: ignore[attr-defined]
     print(f"  saa: A {saa['a']:.3f}  B {saa['b']:.3f}  diff {saa['diff']:+.3f}  CI {saa['ci95']}  "
-          f"p {saa['p_value']:.3g}  (A-only {saa['mcnemar']['a_only']}, B-only {saa['mcnemar']['b_only']})")
+          f"p {saa['p_value']:.3g} ({saa['test']})")
     return 0
 
 

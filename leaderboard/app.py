@@ -171,8 +171,8 @@ def _details_tab(board: Board) -> DetailsTab:
                                   "(the Hub's benchmark results format; same as mag score --eval-results)",
                             interactive=False, elem_id="eval-results-file")
         gr.Markdown("#### Compare with another submission of the same view\nPaired comparison (other − this): "
-                    "task-bootstrap intervals, exact McNemar / sign-flip p-values, Holm-adjusted (the same "
-                    "call as `mag compare`).")
+                    "task-bootstrap intervals and task sign-flip p-values on the same unit (per-step means over "
+                    "seeds), Holm-adjusted; the same call as `mag compare`.")
         with gr.Row():
             cmp_b = gr.Dropdown(choices=[], value=None, label="Compare with", elem_id="compare-with",
                                 allow_custom_value=True)

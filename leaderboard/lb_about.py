@@ -60,9 +60,10 @@ the model writes an **action** grounded by element id (`som` view) or pixel coor
   95% interval. **Shared ranks**: a submission's rank is one plus the number of
   submissions of its table that beat it *significantly* — a higher ranking-metric micro
   mean and a two-sided p < {alpha} in the paired comparison of `mag compare` for that
-  metric (exact McNemar on the paired steps for SAA; the task-level sign-flip test, 1,000
-  draws, seed 0, for BLEU-1; no multiplicity correction). Submissions whose difference is
-  not significant share a rank; hover a rank to see which submissions beat it. Scores are
+  metric: the task-level sign-flip test (1,000 draws, seed 0; no multiplicity correction)
+  on the per-step means over each file's seeds, the same unit as the interval, so a file of
+  three seeds and a file of one are compared on what their means measure. Submissions whose
+  difference is not significant share a rank; hover a rank to see which submissions beat it. Scores are
   shown to {decimals} decimals (a proportion over a few hundred steps has a standard error
   of a few points); the API and the report keep full precision.
 

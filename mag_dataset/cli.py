@@ -24,7 +24,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "publish": ("mag_dataset.commands.publish", "upload a built dataset folder to the Hugging Face Hub"),
     "record": ("mag_dataset.commands.record", "record expert episodes (MiniWoB++ or the sites) in headless Chromium"),
     "score": ("mag_dataset.commands.score", "score a predictions file against a dataset split"),
-    "compare": ("mag_dataset.commands.compare", "compare two predictions files: paired bootstrap, McNemar, Holm"),
+    "compare": ("mag_dataset.commands.compare", "compare two predictions files: paired task bootstrap, sign-flip test, Holm"),
     "leaderboard": ("mag_dataset.commands.leaderboard", "run the leaderboard Space locally"),
     "live-eval": ("mag_dataset.commands.live_eval", "evaluate an agent live in BrowserGym tasks"),
     "draft-guides": ("mag_dataset.commands.annotate", "draft guides with an LLM endpoint (cached)"),

@@ -13,17 +13,24 @@ both, e.g. a disputed step, a guide metric under contract A):
   same way: every seed covers every step, so the mean of the per-seed micro means equals
   the micro mean of the per-step seed means). ``diff`` = B - A of the micro means over the
   paired steps.
-- **Interval**: a paired, task-clustered bootstrap: tasks are resampled with replacement
-  and the same resample is applied to both sides (one draw shared by all metrics and
-  breakdown groups); the 2.5 / 97.5 percentiles of the resampled difference.
-- **p-value**: for the per-step binary metrics (:data:`BINARY_METRICS`) the **exact
-  McNemar test**: a two-sided binomial test (p = 1/2) on the discordant steps. With
-  several seeds a side counts a step as right when the majority of its seeds got it right;
-  a step whose seeds split evenly on either side is dropped from the test (counted in
-  ``ties_dropped``). For the other metrics (text F1, BLEU, ROUGE-L) a **task-level
-  sign-flip randomisation test**: each task's summed difference has its sign flipped at
-  random, ``p = (1 + #{|T*| >= |T|}) / (1 + resamples)``; it is also reported for the
-  binary metrics (``p_sign_flip``), where it accounts for the clustering McNemar ignores.
+- **p-value**: a **task-level sign-flip randomisation test**: each task's summed per-step
+  difference (of seed means) has its sign flipped at random (one draw shared by all
+  metrics and breakdown groups), ``p = (1 + #{|T*| >= |T|}) / (1 + resamples)``.
+- **Interval**: the same test inverted: the 95% interval holds every mean difference
+  ``delta`` the test does not reject (each task's sum less ``delta`` times its step count,
+  flipped with the same draws, p > 0.05), within [-1, 1]. It excludes 0 exactly when
+  p <= 0.05: the interval and the p-value cannot disagree. (A percentile bootstrap of the
+  same task sums did, at the edges: [-0.158, -0.003] at p = 0.137 when a handful of tasks
+  carried the difference, and [-0.250, -0.231] for a breakdown group of one task, where no
+  test can be significant; this interval is [-1, +1] there.)
+- One statistical unit, the task over per-step seed means, for the interval, the test and
+  the leaderboard's ranks, whatever the number of seeds on either side. When both sides
+  are single-seed, the per-step binary metrics (:data:`BINARY_METRICS`) also report the
+  **exact McNemar test** (``mcnemar``: a two-sided binomial test, p = 1/2, on the
+  discordant steps), for readers who expect it; it treats steps as independent (a task's
+  steps are not), so it decides nothing. With several seeds no McNemar is reported: a
+  per-step majority vote would test another quantity than the mean (issue 27: a 3-seed
+  file 0.002 below a 1-seed one was called significantly worse, p = 0.003).
 - **Holm** correction (step-down, family-wise) across the metrics reported, and
   separately across all the breakdown comparisons (site, action type, stale, unseen
   template x :data:`BREAKDOWN_METRICS`).
@@ -54,16 +61,19 @@ from mag_dataset.scoring import (
 )
 
 #: Bumped whenever a comparison could change for the same inputs.
-COMPARE_VERSION = "1.0.0"
+COMPARE_VERSION = "2.0.0"
 
-#: Per-step binary metrics: tested with the exact McNemar test (each metric's ``test`` in
-#: :data:`mag_dataset.scoring.METRIC_TABLE`).
+#: Per-step binary metrics: the exact McNemar test is reported beside the sign-flip test when
+#: both sides are single-seed (each metric's ``test`` in :data:`mag_dataset.scoring.METRIC_TABLE`).
 BINARY_METRICS: frozenset[str] = MCNEMAR_METRICS
 
 #: Metrics compared within each breakdown group (those that apply to both sides).
 BREAKDOWN_METRICS: tuple[str, ...] = ("saa", "bleu1")
 
 COMPARE_RESAMPLES = 1000
+#: The name of the one paired test (``test`` of every compared cell).
+TEST = "task_sign_flip"
+
 COMPARE_SEED = 0
 
 
@@ -76,8 +86,9 @@ class Comparison:
     """A paired comparison; :meth:`to_json` is byte-identical for the same inputs.
 
     Attributes:
-        metrics: metric -> {a, b, diff, ci95, n_steps, n_tasks, test, p_value, p_holm,
-            p_sign_flip, mcnemar}.
+        metrics: metric -> {a, b, diff, ci95, n_steps, n_tasks, test, p_value, p_holm}
+            and, for a binary metric of two single-seed sides, ``mcnemar`` (a_only, b_only,
+            p_value: reported, not used).
         not_compared: metric -> why (applies to one side only, or to neither).
         breakdowns: dimension -> group -> metric -> the same fields as ``metrics``.
         counts: steps, tasks, seeds of each side.
@@ -141,7 +152,6 @@ class _Side:
         S, K = len(index), len(ALL_METRICS)
         self.sum = np.zeros((S, K))
         self.cnt = np.zeros((S, K))
-        self.right = np.zeros((S, K))  # seeds with value 1 (binary metrics)
         seeds: set[int] = set()
         rows, cols, vals = [], [], []
         for sc in report.steps or ():
@@ -158,48 +168,74 @@ class _Side:
         r, c, v = np.array(rows, dtype=np.int64), np.array(cols, dtype=np.int64), np.array(vals, dtype=np.float64)
         np.add.at(self.sum, (r, c), v)
         np.add.at(self.cnt, (r, c), 1.0)
-        np.add.at(self.right, (r, c), (v == 1.0).astype(np.float64))
         self.seeds = sorted(seeds)
         with np.errstate(invalid="ignore", divide="ignore"):
             self.mean = np.where(self.cnt > 0, self.sum / np.maximum(self.cnt, 1), 0.0)
 
 
-def _draws(T: int, resamples: int, seed: int, np: Any) -> tuple[Any, Any]:
-    """The shared random draws over ``T`` tasks: bootstrap multiplicities (resamples x T)
-    and sign flips (resamples x T), from ``random.Random(seed)``."""
-    return _cached_draws(T, resamples, seed)
+def _signs(T: int, resamples: int, seed: int) -> Any:
+    """The shared sign flips over ``T`` tasks (resamples x T, entries +-1), from ``random.Random(seed)``."""
+    return _cached_signs(T, resamples, seed)
 
 
 @functools.lru_cache(maxsize=8)  # a memo of a pure function: the leaderboard tests many pairs of one gold
-def _cached_draws(T: int, resamples: int, seed: int) -> tuple[Any, Any]:
+def _cached_signs(T: int, resamples: int, seed: int) -> Any:
     import numpy as np
 
     rng = random.Random(seed)
-    gen_boot = np.random.Generator(np.random.PCG64(rng.getrandbits(128)))
+    rng.getrandbits(128)  # the stream of COMPARE_VERSION 1's bootstrap: the flips stay those of 1.x
     gen_flip = np.random.Generator(np.random.PCG64(rng.getrandbits(128)))
-    idx = gen_boot.integers(0, T, size=(resamples, T))
-    flat = (np.arange(resamples, dtype=np.int64)[:, None] * T + idx).ravel()
-    mult = np.bincount(flat, minlength=resamples * T).reshape(resamples, T).astype(np.float64)
     signs = gen_flip.integers(0, 2, size=(resamples, T)).astype(np.float64) * 2.0 - 1.0
-    mult.flags.writeable = False
     signs.flags.writeable = False
-    return mult, signs
+    return signs
 
 
-def _interval(boot_d: Any, boot_n: Any, np: Any) -> list[float] | None:
-    """The 2.5 / 97.5 percentiles of the resampled mean difference (None: no resample drew a step)."""
-    ok = boot_n > 0
-    if not ok.any():  # no resample drew a task of this group (only with very few resamples)
-        return None
-    lo, hi = np.percentile(boot_d[ok] / boot_n[ok], [2.5, 97.5])
-    return [_r(float(lo)), _r(float(hi))]
-
-
-def _sign_flip_p(flip: Any, total: float, resamples: int, np: Any) -> float:
-    """Sign-flip p-value of a summed difference; ties within float noise count as extreme
-    (identical inputs give p = 1)."""
-    extreme = int((np.abs(flip) >= abs(total) - 1e-9).sum())
+def _p_at(delta: float, total: float, n: float, flip_d: Any, flip_n: Any, resamples: int, np: Any) -> float:
+    """Sign-flip p-value of the hypothesis "the mean difference is ``delta``": each task's summed
+    difference less ``delta`` times its step count is symmetric about 0. Ties within float
+    noise count as extreme (identical inputs give p = 1 at ``delta = 0``)."""
+    stat = abs(total - delta * n)
+    extreme = int((np.abs(flip_d - delta * flip_n) >= stat - 1e-9).sum())
     return (1 + extreme) / (1 + resamples)
+
+
+def _inverted_interval(total: float, n: float, flip_d: Any, flip_n: Any, resamples: int, np: Any) -> list[float]:
+    """The 95% interval of the mean difference: every shift the sign-flip test does not reject
+    (p > 0.05), found by bisection on each side of the observed difference within [-1, 1]
+    (every metric lies in [0, 1]). It holds 0 exactly when the p-value at 0 exceeds 0.05, so the
+    interval and the test never disagree."""
+    d = total / n
+    accept = lambda delta: _p_at(delta, total, n, flip_d, flip_n, resamples, np) > _ALPHA  # noqa: E731
+    zero_ok = accept(0.0)
+    bounds = []
+    for far, side in ((-1.0, -1), (1.0, 1)):
+        # a point the test rejects on this side, if any: 0 itself when it lies on this side and is rejected
+        out = 0.0 if (not zero_ok and side * (0.0 - d) > 0) else far
+        if accept(out):  # nothing on this side is rejected (with few tasks no shift can be)
+            bounds.append(out)
+            continue
+        inside = d
+        for _ in range(40):  # |out - inside| <= 2: 40 halvings leave < 2e-12
+            mid = (inside + out) / 2
+            if accept(mid):
+                inside = mid
+            else:
+                out = mid
+        bounds.append(inside)
+    lo, hi = bounds
+    if zero_ok:  # p-values are not always monotone in the shift: 0's own verdict decides
+        lo, hi = min(lo, 0.0), max(hi, 0.0)
+    rlo, rhi = _r(lo), _r(hi)
+    # rounding must not put a rejected 0 back inside the interval
+    if not zero_ok and rlo == 0.0 and lo > 0:
+        rlo = 1e-6
+    if not zero_ok and rhi == 0.0 and hi < 0:
+        rhi = -1e-6
+    return [rlo, rhi]
+
+
+#: The test's level: the interval is the 1 - _ALPHA range of shifts it does not reject.
+_ALPHA = 0.05
 
 
 def paired_test(
@@ -207,7 +243,6 @@ def paired_test(
     b: Sequence[float | None],
     tasks: Sequence[str],
     *,
-    binary: bool,
     resamples: int = COMPARE_RESAMPLES,
     seed: int = COMPARE_SEED,
     interval: bool = True,
@@ -220,16 +255,14 @@ def paired_test(
         a: per-step value of side A (mean over its seeds), ``None`` where not scored.
         b: the same for side B, step for step.
         tasks: each step's task id.
-        binary: exact McNemar (a step is right for a side when the majority of its seeds
-            are; an even split drops the step) instead of the task sign-flip test.
-        resamples: bootstrap and sign-flip draws.
+        resamples: sign-flip draws.
         seed: seed of the draws.
-        interval: compute ``ci95`` (``False``: ``None``, and no draws for a binary metric,
-            whose McNemar test needs none).
+        interval: compute ``ci95`` (``False``: ``None``, and no bisection: the board's ranks need p only).
 
     Returns:
         ``{"diff", "ci95", "p_value", "n_steps", "test"}``; ``diff`` and ``ci95`` are
-        ``None`` when no step is scored for both sides.
+        ``None`` when no step is scored for both sides. ``p_value`` is the task sign-flip
+        test's, whatever the metric and the seeds; ``ci95`` the differences it does not reject.
     """
     import numpy as np
 
@@ -241,30 +274,21 @@ def paired_test(
     av = np.array([0.0 if x is None else float(x) for x in a])
     bv = np.array([0.0 if y is None else float(y) for y in b])
     n = int(m.sum())
-    test = "mcnemar_exact" if binary else "task_sign_flip"
     if n == 0:
-        return {"diff": None, "ci95": None, "p_value": 1.0, "n_steps": 0, "test": test}
+        return {"diff": None, "ci95": None, "p_value": 1.0, "n_steps": 0, "test": TEST}
     step_task = np.array([tindex[t] for t in tasks], dtype=np.int64)
     T = len(task_ids)
     TD, TN = np.zeros(T), np.zeros(T)
     np.add.at(TD, step_task, np.where(m, bv - av, 0.0))
     np.add.at(TN, step_task, m.astype(np.float64))
     total = float(TD.sum())
-    ci = None
-    if interval or not binary:
-        mult, signs = _draws(T, resamples, seed, np)
-    if interval:
-        # the same einsum as compare_reports (one column), so the sums run in the same order
-        boot_d = np.einsum("bt,tc->bc", mult, TD[:, None])[:, 0]
-        boot_n = np.einsum("bt,tc->bc", mult, TN[:, None])[:, 0]
-        ci = _interval(boot_d, boot_n, np)
-    if binary:
-        a_only = int((m & (av > 0.5) & (bv < 0.5)).sum())
-        b_only = int((m & (av < 0.5) & (bv > 0.5)).sum())
-        p = mcnemar_exact(a_only, b_only)
-    else:
-        p = _sign_flip_p(np.einsum("bt,tc->bc", signs, TD[:, None])[:, 0], total, resamples, np)
-    return {"diff": _r(total / n), "ci95": ci, "p_value": _r(p), "n_steps": n, "test": test}
+    signs = _signs(T, resamples, seed)
+    # the same einsum as compare_reports (one column), so the sums run in the same order
+    flip_d = np.einsum("bt,tc->bc", signs, TD[:, None])[:, 0]
+    flip_n = np.einsum("bt,tc->bc", signs, TN[:, None])[:, 0]
+    p = _p_at(0.0, total, n, flip_d, flip_n, resamples, np)
+    ci = _inverted_interval(total, n, flip_d, flip_n, resamples, np) if interval else None
+    return {"diff": _r(total / n), "ci95": ci, "p_value": _r(p), "n_steps": n, "test": TEST}
 
 
 def _check_comparable(report_a: Report, report_b: Report, steps: Sequence[Step], resamples: int) -> str:
@@ -342,11 +366,10 @@ class _Cells:
         self.TN = np.zeros((T, C))
         np.add.at(self.TD, step_task, d_col)
         np.add.at(self.TN, step_task, self.n_col)
-        mult, signs = _draws(T, resamples, seed, np)
+        signs = _signs(T, resamples, seed)
         # einsum without optimize=: numpy's own C loop, sums in a fixed order on every run
-        self.boot_d = np.einsum("bt,tc->bc", mult, self.TD)
-        self.boot_n = np.einsum("bt,tc->bc", mult, self.TN)
         self.flip_d = np.einsum("bt,tc->bc", signs, self.TD)
+        self.flip_n = np.einsum("bt,tc->bc", signs, self.TN)
 
     def cell(self, c: int) -> dict[str, Any]:
         """One column: means, difference, interval, test, p-values."""
@@ -355,28 +378,22 @@ class _Cells:
         m = self.n_col[:, c] > 0
         n = int(m.sum())
         total = float(self.TD[:, c].sum())
-        p_flip = _sign_flip_p(self.flip_d[:, c], total, self.resamples, np)
+        flips = (self.flip_d[:, c], self.flip_n[:, c], self.resamples, np)
         out: dict[str, Any] = {
             "a": _r(float(A.mean[m, k].sum() / n)),
             "b": _r(float(B.mean[m, k].sum() / n)),
             "diff": _r(total / n),
-            "ci95": _interval(self.boot_d[:, c], self.boot_n[:, c], np),
+            "ci95": _inverted_interval(total, n, *flips),
             "n_steps": n,
             "n_tasks": int((self.TN[:, c] > 0).sum()),
         }
-        if ALL_METRICS[k] in BINARY_METRICS:
-            # majority of seeds per step; an even split on either side drops the step
-            ra, rb = 2 * A.right[m, k] - A.cnt[m, k], 2 * B.right[m, k] - B.cnt[m, k]
-            tie = (ra == 0) | (rb == 0)
-            a_only = int(((ra > 0) & (rb < 0)).sum())
-            b_only = int(((ra < 0) & (rb > 0)).sum())
-            out["test"] = "mcnemar_exact"
-            out["p_value"] = _r(mcnemar_exact(a_only, b_only))
-            out["mcnemar"] = {"a_only": a_only, "b_only": b_only, "ties_dropped": int(tie.sum())}
-        else:
-            out["test"] = "task_sign_flip"
-            out["p_value"] = _r(p_flip)
-        out["p_sign_flip"] = _r(p_flip)
+        out["test"] = TEST
+        out["p_value"] = _r(_p_at(0.0, total, n, *flips))
+        if ALL_METRICS[k] in BINARY_METRICS and len(A.seeds) == 1 and len(B.seeds) == 1:
+            # one seed a side: each step is 0 or 1, McNemar's discordant pairs are well defined
+            a_only = int(((A.mean[m, k] > 0.5) & (B.mean[m, k] < 0.5)).sum())
+            b_only = int(((A.mean[m, k] < 0.5) & (B.mean[m, k] > 0.5)).sum())
+            out["mcnemar"] = {"a_only": a_only, "b_only": b_only, "p_value": _r(mcnemar_exact(a_only, b_only))}
         return out
 
 
@@ -390,11 +407,13 @@ def _provenance(pa: dict[str, Any], pb: dict[str, Any], fp: str, resamples: int,
         "contract_b": pb["contract"],
         "coord_space_a": (pa.get("coord_space") or {}).get("space"),
         "coord_space_b": (pb.get("coord_space") or {}).get("space"),
-        "bootstrap": {"unit": "task", "paired": True, "resamples": resamples, "seed": seed, "interval": 0.95},
+        "randomisation": {"unit": "task", "paired": True, "resamples": resamples, "seed": seed, "interval": 0.95,
+                          "interval_method": "the shifts the sign-flip test does not reject at 0.05"},
         "tests": {
-            "binary": "exact McNemar (two-sided binomial, p = 1/2, on discordant steps); seeds: majority "
-                      "per step, steps whose seeds split evenly are dropped",
-            "other": f"task-level sign-flip randomisation, {resamples} draws",
+            "p_value": f"task-level sign-flip randomisation on the summed per-step differences of seed "
+                       f"means, {resamples} draws (every metric, every number of seeds)",
+            "mcnemar": "exact McNemar (two-sided binomial, p = 1/2, on discordant steps), reported for the "
+                       "binary metrics when both sides are single-seed; not used for decisions",
             "correction": "Holm across the headline metrics; Holm across all breakdown comparisons",
         },
         "seeds": "per-step mean over each side's seeds",
@@ -416,7 +435,7 @@ def compare_reports(
         report_a: the baseline's report, scored with ``keep_steps=True``.
         report_b: the candidate's report, scored with ``keep_steps=True``.
         steps: the gold steps both were scored against.
-        resamples: bootstrap and sign-flip draws (>= 1).
+        resamples: sign-flip draws (>= 1).
         seed: seed of ``random.Random`` that seeds the draws.
         breakdown_metrics: metrics compared within each breakdown group.
 
@@ -476,8 +495,8 @@ def format_comparison(comp: Comparison, *, alpha: float = 0.05) -> str:
     lines = [
         f"view {p['view']}  A: contract {p['contract_a']} ({len(c['seeds_a'])} seed(s))  "
         f"B: contract {p['contract_b']} ({len(c['seeds_b'])} seed(s))  steps {c['steps']}  tasks {c['tasks']}",
-        f"paired task bootstrap {p['bootstrap']['resamples']} resamples (seed {p['bootstrap']['seed']}); "
-        f"p: exact McNemar (binary) / task sign-flip; Holm-adjusted p in p_holm",
+        f"paired task sign-flip test, {p['randomisation']['resamples']} draws (seed {p['randomisation']['seed']}); "
+        f"95% CI: the differences it does not reject; Holm-adjusted p in p_holm",
         "",
         f"{'metric':<26}{'A':>8}{'B':>8}{'B-A':>9}  {'95% CI':<20}{'p':>8}{'p_holm':>8}{'n':>7}  note",
     ]
@@ -487,7 +506,7 @@ def format_comparison(comp: Comparison, *, alpha: float = 0.05) -> str:
         note = ""
         if "mcnemar" in m:
             mc = m["mcnemar"]
-            note = f"A-only {mc['a_only']}, B-only {mc['b_only']}"
+            note = f"McNemar p {_p(mc['p_value'])} (A-only {mc['a_only']}, B-only {mc['b_only']})"
         star = " *" if m["p_holm"] < alpha else ""
         return (f"{label:<26}{_f(m['a']):>8}{_f(m['b']):>8}{_f(m['diff'], True):>9}  {ci:<20}"
                 f"{_p(m['p_value']):>8}{_p(m['p_holm']):>8}{m['n_steps']:>7}  {note}{star}")
@@ -515,6 +534,7 @@ __all__ = [
     "COMPARE_RESAMPLES",
     "COMPARE_SEED",
     "COMPARE_VERSION",
+    "TEST",
     "CompareError",
     "Comparison",
     "compare_reports",

@@ -1,4 +1,5 @@
-"""mag compare: paired task-bootstrap differences, exact McNemar, Holm (mag_dataset.compare)."""
+"""mag compare: paired task-bootstrap differences, the task sign-flip test on the same unit (McNemar
+beside it for single-seed binary metrics), Holm (mag_dataset.compare)."""
 
 from __future__ import annotations
 
@@ -59,15 +60,17 @@ def test_identical_files_give_zero_differences_and_p_one(steps):
                                  "rouge_l", "guide_action_consistency", "joint_step_acc"}
     assert len(cells) > 20
     for m in cells:
-        assert m["diff"] == 0.0 and m["ci95"] == [0.0, 0.0]
-        assert m["p_value"] == 1.0 and m["p_holm"] == 1.0 and m["p_sign_flip"] == 1.0
-        assert m["a"] == m["b"]
+        assert m["diff"] == 0.0
+        # every shift but 0 is rejected once enough tasks can flip (2 / 2**T < 0.05); a group of
+        # at most 4 tasks can reject nothing
+        assert m["ci95"] == ([0.0, 0.0] if m["n_tasks"] >= 7 else [-1.0, 1.0] if m["n_tasks"] <= 4 else m["ci95"]), m
+        assert m["p_value"] == 1.0 and m["p_holm"] == 1.0 and m["test"] == "task_sign_flip"
+        assert m["a"] == m["b"] and "mcnemar" not in m  # three seeds a side: no McNemar
     assert comp.counts["seeds_a"] == comp.counts["seeds_b"] == [0, 1, 2]
-    assert comp.metrics["saa"]["mcnemar"] == {"a_only": 0, "b_only": 0, "ties_dropped": 0}
 
 
 @pytest.mark.parametrize("k", [1, 4, 9])
-def test_hand_countable_mcnemar(steps, k):
+def test_single_seed_binary_metrics_report_a_hand_countable_mcnemar_beside_the_sign_flip_test(steps, k):
     base = heuristic_predictions(steps, "som", "A")
     wrong = [p for p, s in zip(base, steps) if score_step(p.output, s, "som", "A").saa == 0.0]
     assert len(wrong) >= 9
@@ -77,12 +80,71 @@ def test_hand_countable_mcnemar(steps, k):
             for p in base]
     comp = compare_reports(_report(base, steps, "A"), _report(cand, steps, "A"), steps, resamples=200)
     saa = comp.metrics["saa"]
-    assert saa["mcnemar"] == {"a_only": 0, "b_only": k, "ties_dropped": 0}
-    assert saa["test"] == "mcnemar_exact"
-    assert saa["p_value"] == pytest.approx(binomtest(0, k, 0.5).pvalue, abs=1e-6)
-    assert saa["p_value"] == pytest.approx(min(1.0, 2 * 0.5**k), abs=1e-6)
+    assert saa["mcnemar"] == {"a_only": 0, "b_only": k, "p_value": pytest.approx(binomtest(0, k, 0.5).pvalue, abs=1e-6)}
+    assert saa["mcnemar"]["p_value"] == pytest.approx(min(1.0, 2 * 0.5**k), abs=1e-6)
+    # the p-value that counts is the task sign-flip test's: the k fixed steps lie in n_t tasks, each
+    # favouring B, and only those tasks' signs matter: p ~ 2 / 2**n_t, not McNemar's 2 / 2**k
+    n_t = len({by_id[i].task_id for i in fixed})
+    assert saa["test"] == "task_sign_flip" and saa["p_value"] == pytest.approx(2 / 2**n_t, abs=0.06)
     assert saa["diff"] == pytest.approx(k / saa["n_steps"], abs=1e-6)
-    assert saa["ci95"][0] >= 0.0 and saa["ci95"][1] > 0.0
+    lo, hi = saa["ci95"]
+    assert lo <= saa["diff"] <= hi and (lo <= 0) == (saa["p_value"] > 0.05)
+    assert "mcnemar" not in comp.metrics["text_f1"]  # not binary
+
+
+def _perturbed(steps, rate, seeds, rng):
+    """Gold J outputs of ``seeds`` seeds with a share ``rate`` of the actions replaced by a wrong one."""
+    import json as _json
+
+    out = []
+    for seed in seeds:
+        for s in steps:
+            text = render_target(s, "som", "J")
+            if rng.random() < rate:
+                d = _json.loads(text)
+                d["action"] = {"type": "scroll", "direction": "down"} if s.action.type.value != "scroll" \
+                    else {"type": "click", "element": "0"}
+                text = _json.dumps(d)
+            out.append(Prediction(s.step_id, text, seed))
+    return _report(out, steps, "J")
+
+
+def test_three_seeds_against_one_the_interval_and_the_p_value_agree(steps):
+    """Issue 27's case: 3 seeds against 1, ~30% of actions wrong per seed. The old test (McNemar
+    on a per-step majority vote) said p = 0.00025 for an interval [-0.044, +0.022]; now the
+    p-value tests the quantity the interval resamples, and no pair disagrees: no interval
+    holding 0 with p < 0.01, none excluding 0 with p > 0.1."""
+    import random
+
+    checked = 0
+    for trial in range(12):
+        rng = random.Random(trial)
+        base = rng.uniform(0.2, 0.4)
+        comp = compare_reports(_perturbed(steps, base + rng.uniform(-0.04, 0.04), (0, 1, 2), rng),
+                               _perturbed(steps, base + rng.uniform(-0.04, 0.04), (0,), rng), steps, resamples=400)
+        assert comp.counts["seeds_a"] == [0, 1, 2] and comp.counts["seeds_b"] == [0]
+        for m in _all_cells(comp):  # the headline metrics and every breakdown group
+            assert m["test"] == "task_sign_flip" and "mcnemar" not in m, m
+            (lo, hi), p = m["ci95"], m["p_value"]
+            assert lo <= m["diff"] <= hi, m
+            assert (lo <= 0 <= hi) == (p > 0.05), (trial, m)  # the interval is the test inverted
+            assert not (lo <= 0 <= hi and p < 0.01), (trial, m)
+            assert not ((lo > 0 or hi < 0) and p > 0.1), (trial, m)
+            checked += 1
+    assert checked >= 12 * 20
+
+
+def test_a_group_of_few_tasks_gets_an_interval_that_claims_nothing(steps):
+    """A breakdown group of at most 4 tasks: no sign-flip test can reject anything there (smallest
+    p 2 / 2**4), so its interval is [-1, +1] (a percentile bootstrap gave book-flight, one task,
+    [-0.250, -0.231] at p = 0.53)."""
+    import random
+
+    rng = random.Random(5)
+    comp = compare_reports(_perturbed(steps, 0.3, (0,), rng), _perturbed(steps, 0.3, (0,), rng), steps, resamples=200)
+    few = [m for groups in comp.breakdowns.values() for ms in groups.values() for m in ms.values() if m["n_tasks"] <= 4]
+    assert any(m["diff"] != 0 for m in few)
+    assert all(m["ci95"] == [-1.0, 1.0] and m["p_value"] > 0.05 for m in few)
 
 
 def test_mcnemar_matches_the_binomial_test():
@@ -135,18 +197,18 @@ def test_step_excluded_on_one_side_is_excluded_for_both(steps):
     assert comp.metrics["saa"]["a"] == pytest.approx(sum(kept) / len(kept), abs=1e-6)
 
 
-def test_seeds_majority_and_even_split_dropped(steps):
+def test_seeds_are_averaged_per_step_and_no_majority_vote_is_taken(steps):
     base = heuristic_predictions(steps, "som", "A")
     gold = [Prediction(s.step_id, render_target(s, "som", "A")) for s in steps]
     wrong = {p.step_id for p, s in zip(base, steps) if score_step(p.output, s, "som", "A").saa == 0.0}
-    # A: seed 0 heuristic, seed 1 gold -> every wrong step is an even split on A's side
+    # A: seed 0 heuristic, seed 1 gold -> every wrong step is half right on A's side
     a = _seeds(base, (0,)) + _seeds(gold, (1,))
     b = _seeds(gold, (0, 1))
     comp = compare_reports(_report(a, steps, "A"), _report(b, steps, "A"), steps, resamples=100)
-    mc = comp.metrics["saa"]["mcnemar"]
-    assert mc == {"a_only": 0, "b_only": 0, "ties_dropped": len(wrong)}
-    # the difference uses the seed means: half of each wrong step
-    assert comp.metrics["saa"]["diff"] == pytest.approx(0.5 * len(wrong) / comp.metrics["saa"]["n_steps"], abs=1e-6)
+    saa = comp.metrics["saa"]
+    # the difference uses the seed means: half of each wrong step; the test sees them too
+    assert saa["diff"] == pytest.approx(0.5 * len(wrong) / saa["n_steps"], abs=1e-6)
+    assert "mcnemar" not in saa and saa["p_value"] < 0.05 and saa["ci95"][0] > 0
 
 
 def test_contract_a_vs_j_compares_only_shared_metrics(steps):
@@ -156,8 +218,8 @@ def test_contract_a_vs_j_compares_only_shared_metrics(steps):
     assert set(comp.metrics) == {"ofcr", "action_type_acc", "target_acc", "text_f1", "saa"}
     assert comp.not_compared["bleu1"] == "scored for B only"
     assert comp.not_compared["guide_action_consistency"] == "scored for B only"
-    assert comp.metrics["text_f1"]["test"] == "task_sign_flip" and "mcnemar" not in comp.metrics["text_f1"]
-    assert all(comp.metrics[m]["test"] == "mcnemar_exact" for m in comp.metrics if m in BINARY_METRICS)
+    assert all(m["test"] == "task_sign_flip" for m in comp.metrics.values())
+    assert {name for name, m in comp.metrics.items() if "mcnemar" in m} == BINARY_METRICS & set(comp.metrics)
     text = format_comparison(comp)
     assert "saa" in text and "not compared" in text and "by site" in text
 

@@ -63,15 +63,17 @@ def _step(i: int, view: View) -> Step:
 N_STEPS = 12
 
 
-def gold() -> Gold:
-    return Gold("hand-built", "test", {v: [_step(i, v) for i in range(N_STEPS)] for v in View})
+def gold(n: int = N_STEPS) -> Gold:
+    """``n`` hand-built steps, three per task."""
+    return Gold("hand-built", "test", {v: [_step(i, v) for i in range(n)] for v in View})
 
 
-def jsonl(view: View = View.SOM, contract: Contract = Contract.J, tag: str = "", seeds=(0,), perfect_every=2) -> bytes:
-    """A valid predictions file: gold answers on every other step, a miss elsewhere."""
+def jsonl(view: View = View.SOM, contract: Contract = Contract.J, tag: str = "", seeds=(0,), perfect_every=2,
+          n: int = N_STEPS) -> bytes:
+    """A valid predictions file of :func:`gold` (``n`` steps): gold answers on every other step, a miss elsewhere."""
     lines = []
     for seed in seeds:
-        for i in range(N_STEPS):
+        for i in range(n):
             step = _step(i, view)
             out = render_target(step, view, contract) if i % perfect_every == 0 else f"not json {tag}"
             lines.append(json.dumps({"step_id": step.step_id, "output": out, "seed": seed}))
@@ -313,11 +315,14 @@ def test_concurrent_submissions_are_all_stored(tmp_path: Path) -> None:
 # ----------------------------------------------------------------------------- ranking, persistence, rescoring
 
 
-def test_ranking_by_saa_within_a_contract_ties_share_a_rank(board: Board) -> None:
-    good = submit(board, jsonl(perfect_every=1, contract=Contract.A), contract="A", model_name="perfect")
-    half = submit(board, jsonl(perfect_every=2, contract=Contract.A, tag="x"), contract="A", model_name="half")
-    half2 = submit(board, jsonl(perfect_every=2, contract=Contract.A, tag="y"), contract="A", model_name="half2")
-    g = submit(board, jsonl(contract=Contract.G), contract="G", model_name="guides")
+def test_ranking_by_saa_within_a_contract_ties_share_a_rank(tmp_path: Path) -> None:
+    # 30 steps in 10 tasks: the rank's test (task sign-flip) can reach p = 2 / 2**10 when every task
+    # favours one side (with the 4 tasks of the small gold its smallest p is 1/8: nothing is significant)
+    board = Board(BoardConfig(data_dir=tmp_path / "board", daily_cap=100, max_lines=50), gold=gold(30))
+    good = submit(board, jsonl(perfect_every=1, contract=Contract.A, n=30), contract="A", model_name="perfect")
+    half = submit(board, jsonl(perfect_every=2, contract=Contract.A, tag="x", n=30), contract="A", model_name="half")
+    half2 = submit(board, jsonl(perfect_every=2, contract=Contract.A, tag="y", n=30), contract="A", model_name="half2")
+    g = submit(board, jsonl(contract=Contract.G, n=30), contract="G", model_name="guides")
     ranked = board.ranked("som")
     assert [(r, s.id) for r, s in ranked] == [(1, good.id), (2, half.id), (2, half2.id), (1, g.id)]
     assert good.summary["saa"] == 1.0

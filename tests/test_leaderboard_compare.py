@@ -67,6 +67,7 @@ def test_compare_tab_endpoint(tmp_path: Path):
     demo = app.build_app(board)
     fn = next(f.fn for f in demo.fns.values() if f.api_name == "compare")
     text = fn(str(a.id), f"#{b.id}")
-    assert "saa" in text and "McNemar" in text and "+0.000" in text
+    assert "saa" in text and "task sign-flip" in text and "+0.000" in text
+    assert "McNemar p 1.000 (A-only 0, B-only 0)" in text  # one seed a side: McNemar beside it
     assert fn("x", "1").startswith("Give the ids")
     assert fn(str(a.id), "999") == "choose two stored submissions"

@@ -197,9 +197,9 @@ def test_paired_test_matches_mag_compare_on_the_ranking_metric(gold: Gold) -> No
                                  bootstrap_resamples=0) for k in (2, 3)]
     comp = compare_reports(reports[0], reports[1], steps).metrics
     tasks = [s.task_id for s in steps]
-    for metric, binary in (("saa", True), ("bleu1", False)):
+    for metric in ("saa", "bleu1"):
         a, b = (step_values(r, ids, metric) for r in reports)
-        got = paired_test(a, b, tasks, binary=binary)
+        got = paired_test(a, b, tasks)
         assert got["diff"] == comp[metric]["diff"] and got["ci95"] == comp[metric]["ci95"], metric
         assert got["p_value"] == comp[metric]["p_value"], metric
 
@@ -213,13 +213,13 @@ def test_ranks_are_shared_when_the_paired_difference_is_not_significant(board: B
         return lines({"step_id": s.step_id, "output": wrong if missed(i) else render_target(s, View.SOM, Contract.J)}
                      for i, s in enumerate(steps))
 
-    extra = {1, 3, 5}  # three more misses: 3 discordant steps, McNemar p = 0.25 whatever the gold
+    extra = {1, 3, 5}  # three more misses, in at most three tasks: the task sign-flip p is >= 1/8
     best = submit(board, file(lambda i: i % 4 == 0), model_name="one miss in four")
     near = submit(board, file(lambda i: i % 2 == 0), model_name="one miss in two")
     close = submit(board, file(lambda i: i % 2 == 0 or i in extra), model_name="three more misses")
     rows = {r.submission.id: r for r in board.ranking("som", "J")}
     tasks = [s.task_id for s in steps]
-    p = lambda a, b: paired_test(board.step_values(a), board.step_values(b), tasks, binary=True)["p_value"]  # noqa: E731
+    p = lambda a, b: paired_test(board.step_values(a), board.step_values(b), tasks)["p_value"]  # noqa: E731
     assert best.summary["saa"] > near.summary["saa"] > close.summary["saa"]
     assert p(near, best) < 0.05 and p(close, best) < 0.05 and p(close, near) >= 0.05  # the premise
     assert rows[best.id].rank == 1 and rows[best.id].beaten_by == ()
@@ -255,18 +255,18 @@ def test_a_database_from_before_v2_gains_the_columns_and_its_rows_are_filled_laz
     from test_leaderboard_board import jsonl
 
     cfg = BoardConfig(data_dir=tmp_path / "old", daily_cap=100)
-    first = submit(Board(cfg, gold=hand_gold()), jsonl(tag="a"), model_name="a")
-    second = submit(Board(cfg, gold=hand_gold()), jsonl(tag="b", perfect_every=1), model_name="b")
+    first = submit(Board(cfg, gold=hand_gold(30)), jsonl(tag="a", n=30), model_name="a")
+    second = submit(Board(cfg, gold=hand_gold(30)), jsonl(tag="b", perfect_every=1, n=30), model_name="b")
     with sqlite3.connect(cfg.db_path) as con:  # what a schema-1 database looks like (written before migrations)
         con.execute("ALTER TABLE submissions DROP COLUMN content_sha256")
         con.execute("ALTER TABLE submissions DROP COLUMN step_values_json")
         con.execute("PRAGMA user_version=0")
-    board = Board(cfg, gold=hand_gold())  # a restart with the new code
-    # 12 of 12 vs 6 of 12 right: McNemar on 6 discordant steps, p = 2 / 2**6 < 0.05
+    board = Board(cfg, gold=hand_gold(30))  # a restart with the new code
+    # 30 of 30 vs 15 of 30 right, every one of the 10 tasks favouring b: task sign-flip p ~ 2 / 2**10 < 0.05
     assert [(r.rank, r.submission.id) for r in board.ranking("som", "J")] == [(1, second.id), (2, first.id)]
     assert board.step_values(board.get(first.id)) is not None  # re-scored once from the stored file, then kept
     with pytest.raises(SubmissionRejected, match=rf"the same predictions .*\(submission #{first.id}\)"):
-        submit(board, jsonl(tag="a") + b"\n\n", model_name="again")
+        submit(board, jsonl(tag="a", n=30) + b"\n\n", model_name="again")
     with sqlite3.connect(cfg.db_path) as con:
         assert con.execute("SELECT COUNT(*) FROM submissions WHERE content_sha256 IS NULL OR step_values_json IS NULL"
                            ).fetchone()[0] == 0

@@ -66,8 +66,8 @@ contract, by :func:`~mag_dataset.board.ranking.ranking_metric` (SAA for contract
 :func:`~mag_dataset.board.ranking.rank_key`'s tie-breakers. A submission's rank is one plus the number of submissions
 of its table that beat it *significantly*: a higher ranking-metric micro mean and a
 two-sided p < :data:`~mag_dataset.board.ranking.RANK_ALPHA` in the paired comparison of :mod:`mag_dataset.compare`
-for that metric (exact McNemar on the paired steps for SAA; the task-level sign-flip test,
-1,000 draws, seed 0, for BLEU-1; no multiplicity correction), so submissions whose
+for that metric (the task-level sign-flip test on per-step means over each file's seeds,
+1,000 draws, seed 0, for every metric and number of seeds; no multiplicity correction), so submissions whose
 difference is not significant share a rank.
 
 Untrusted decoding: an upload is decoded, validated and scored in a child process

@@ -23,7 +23,6 @@ from mag_dataset.board.gold import Gold
 from mag_dataset.board.grading import (
     read_upload,
     report_columns,
-    report_fingerprint,
     score_report,
     scorer_version,
     step_values,
@@ -31,7 +30,7 @@ from mag_dataset.board.grading import (
 from mag_dataset.board.granularity import coarsen_comparison, public_report
 from mag_dataset.board.hub import push_to_hub, restore_from_hub
 from mag_dataset.board.integrity import content_sha256
-from mag_dataset.board.ranking import Ranked, rank_key, rank_table, ranking_metric
+from mag_dataset.board.ranking import Ranked, rank_key, rank_table
 from mag_dataset.board.records import RescoreResult, Submission
 from mag_dataset.board.storage import Store
 from mag_dataset.board.upload import check_upload_envelope, file_extension
@@ -333,19 +332,18 @@ class Board:
         return out
 
     def _rank_group(self, view: View, contract: Contract, group: list[Submission]) -> list[Ranked]:
-        from mag_dataset.compare import BINARY_METRICS, paired_test
+        from mag_dataset.compare import paired_test
 
         key = (view.value, contract.value, tuple(s.id for s in group))
         cached = self._rank_cache.get(key)
         if cached is not None:
             return cached
-        binary = ranking_metric(contract) in BINARY_METRICS
         values = {s.id: self.step_values(s) for s in group}
         tasks = [s.task_id for s in self.gold.steps[view]]
 
         def p_value(worse: int, better: int) -> float:
             if (worse, better) not in self._pair_p:  # a pair's test never changes: a new submission adds N tests
-                self._pair_p[(worse, better)] = paired_test(values[worse], values[better], tasks, binary=binary,
+                self._pair_p[(worse, better)] = paired_test(values[worse], values[better], tasks,
                                                             interval=False)["p_value"]
             return self._pair_p[(worse, better)]
 

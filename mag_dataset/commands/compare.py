@@ -6,7 +6,8 @@ Example::
         --candidate j.jsonl --contract-b J --split test --out compare.json
 
 Each file may hold one or several seeds. Prints a table (difference B - A per metric with a
-paired task-bootstrap interval, exact McNemar / sign-flip p-values, Holm-adjusted) and
+paired task-bootstrap interval, a task sign-flip p-value on the same unit, Holm-adjusted;
+exact McNemar beside it for binary metrics of two single-seed files) and
 writes the JSON; see :mod:`mag_dataset.compare` for the statistics.
 """
 

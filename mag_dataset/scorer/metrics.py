@@ -76,8 +76,10 @@ class Metric:
         definition: the exact rule in words, reStructuredText.
         rule: the per-step function.
         kind: the Every Eval Ever ``metric_kind``.
-        test: the paired test of ``mag compare``: ``mcnemar`` (exact McNemar on per-step
-            0/1 values) or ``sign_flip`` (task-level sign-flip randomisation).
+        test: ``mcnemar`` for a per-step 0/1 metric whose comparison of two single-seed
+            files also reports the exact McNemar test, ``sign_flip`` otherwise; the p-value
+            of ``mag compare`` and of the board's ranks is the task-level sign-flip test for
+            every metric (:mod:`mag_dataset.compare`).
         column: the position of its column on the board; None when it has none.
         extension: reported apart from the papers' metrics (``extensions`` in the JSON).
     """
@@ -302,8 +304,8 @@ METRIC_TABLE: tuple[Metric, ...] = (
         f"{_GUIDE}, when verdicts are given",
         "1 when the majority of three judges rated the guide useful; ``None`` (and counted as unjudged) "
         "when a verdict is missing.",
-        # 0/1 per guide, yet compared by the sign-flip test: mag compare has done so since
-        # COMPARE_VERSION 1.0.0, and changing it would change comparisons
+        # 0/1 per guide, yet no McNemar beside its sign-flip test: mag compare has reported
+        # none since COMPARE_VERSION 1.0.0
         _usefulness, kind="pass_rate", test="sign_flip", column=8,
     ),
     Metric(
