@@ -46,7 +46,9 @@ the model writes an **action** grounded by element id (`som` view) or pixel coor
   `.jsonl.gz` or `.parquet` file; at most {max_seeds} seeds per file; {score_seconds} s of
   decoding and scoring per submission; a rejected file stores nothing. Submissions are
   scored {workers} at a time, each in its own memory-limited process; the others wait in a
-  queue that shows their position. Names and links may not hold bidirectional-control
+  queue that shows their position. Comparisons: at most {compare_rate} per minute from one
+  user (login on the Space, address otherwise) and {compare_all} from everyone; Details views
+  {details_rate} and {details_all}; an answer over the limit says when to try again. Names and links may not hold bidirectional-control
   characters or lone surrogates; names are stored in Unicode NFKC form and may not hold
   invisible characters (zero-width, BOM, soft hyphen, fillers), more than two combining marks
   on one letter, or a word mixing Latin letters with look-alike Cyrillic or Greek ones.
@@ -188,6 +190,10 @@ def about_text(config: BoardConfig | None = None) -> str:
         "max_seeds": str(cfg.max_seeds),
         "score_seconds": f"{cfg.score_seconds:g}",
         "workers": str(cfg.workers),
+        "compare_rate": str(cfg.compare_per_min or "any number"),
+        "compare_all": str(cfg.compare_all_per_min or "any number"),
+        "details_rate": str(cfg.details_per_min or "any number"),
+        "details_all": str(cfg.details_all_per_min or "any number"),
         "targeted": ", ".join(f"`{t.value}`" for t, spec in ACTION_SPACE.items() if spec.targeted),
         "scored_args": ", ".join(f"`{a}` ({', '.join(ts)})" for a, ts in by_arg.items()),
         "scoring_example": scoring_example(),

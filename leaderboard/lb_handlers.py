@@ -33,6 +33,7 @@ from lb_tables import (
 )
 from mag_dataset.actions import View
 from mag_dataset.board import METRIC_COLUMNS, Board, SubmissionRejected
+from mag_dataset.board.limits import RateLimiter, refusal
 from mag_dataset.fileio import atomic_write
 
 def parse_id(value: Any) -> int | None:
@@ -53,6 +54,17 @@ def login_from_token(token: Any) -> str | None:
     except Exception:  # an invalid or expired token, or the Hub unreachable: not signed in
         return None
     return name if isinstance(name, str) and name else None
+
+
+def client_key(request: Any) -> str:
+    """Who a read request counts against: the signed-in login on a Space, else the address the
+    connection comes from. Neither a session hash (a script gets a new one per ``Client``) nor
+    an ``X-Forwarded-For`` header (the caller writes it) is trusted."""
+    user = getattr(request, "username", None)
+    if user:
+        return f"user:{user}"
+    host = getattr(getattr(request, "client", None), "host", None)
+    return f"addr:{host}" if host else "unknown"
 
 
 def on_space() -> bool:
@@ -88,6 +100,9 @@ class Handlers:
         # removed with the handlers, or when the process exits (each server made one and left it behind)
         weakref.finalize(self, shutil.rmtree, self.report_dir, True)
         self.cap = board.config.max_bytes
+        cfg = board.config
+        self.limits = {"compare": RateLimiter(cfg.compare_per_min, cfg.compare_all_per_min),
+                       "details": RateLimiter(cfg.details_per_min, cfg.details_all_per_min)}
         self.cap_mib = f"{self.cap / (1024 * 1024):g} MiB"
         # what Details shows before a submission is chosen (or for an id that is not stored)
         self.empty_details = ("Choose a submission (or click a row of the leaderboard).", "", "", None,
@@ -177,11 +192,22 @@ class Handlers:
         sid = parse_id(choice)
         return self.board.get(sid) if sid is not None else None
 
-    def details(self, choice):
+    def _refused(self, what: str, request: Any) -> str | None:
+        """The refusal message when ``request`` is over a rate limit of ``what``, else None (counted)."""
+        wait = self.limits[what].acquire(client_key(request))
+        if wait is None:
+            return None
+        lim = self.limits[what]
+        return refusal(what, wait, lim.per_client, lim.overall)
+
+    def details(self, choice, request: gr.Request | None = None):
         board = self.board
         sub = self._chosen(choice)
         if sub is None:
             return self.empty_details
+        refused = self._refused("details", request)
+        if refused:
+            return (refused, "", "", None, gr.Dropdown(choices=[], value=None))
         info = (
             f"#{sub.id} {sub.model_name} — {sub.organisation or 'no organisation'} — view {sub.view}, "
             f"contract {sub.contract}, {sub.seeds} seed(s), {sub.provenance_tag}, {sub.date}\n"
@@ -220,10 +246,13 @@ class Handlers:
             atomic_write(path, text)
         return str(path)
 
-    def compare(self, a_text, b_text):
+    def compare(self, a_text, b_text, request: gr.Request | None = None):
         ids = [parse_id(t) for t in (a_text, b_text)]
         if any(i is None for i in ids):
             return "Give the ids of two submissions of the same view (e.g. 3 and 7)."
+        refused = self._refused("compare", request)
+        if refused:
+            return refused
         from mag_dataset.compare import format_comparison
 
         try:

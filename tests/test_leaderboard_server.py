@@ -110,7 +110,10 @@ def gold(gold_dir: Path) -> dict[View, list]:
 @pytest.fixture(scope="module")
 def server(tmp_path_factory, gold_dir: Path):
     root = tmp_path_factory.mktemp("board")
-    srv = Server(root / "data", root / "server.log")
+    # every request of this module comes from 127.0.0.1: Details unlimited, three comparisons a minute
+    # (test_compare_is_rate_limited_per_user_with_a_one_line_refusal runs into it)
+    srv = Server(root / "data", root / "server.log", env={"MAG_BOARD_DETAILS_PER_MIN": "0",
+                                                        "MAG_BOARD_COMPARE_PER_MIN": "3"})
     srv.start()
     yield srv
     srv.stop()
@@ -702,3 +705,23 @@ def test_browser_details_start_unselected_and_load_the_chosen_submission_and_com
     page.get_by_role("option").filter(has_text=f"#{other} ").first.click()
     page.locator("#compare-button").click()
     expect(page.locator("#compare-out textarea")).to_have_value(re.compile(r"^view som  A: contract"), timeout=60_000)
+
+
+def test_compare_is_rate_limited_per_user_with_a_one_line_refusal(server, client):
+    """Issue 27: twenty queued comparisons from one user held up another's submission. Three per
+    minute here (MAG_BOARD_COMPARE_PER_MIN): the fourth within the minute is refused at once,
+    without comparing, in one line that says when to come back."""
+    som = table(client, View.SOM)
+    a, b = som[0]["id"], som[1]["id"]
+    answers = []
+    for _ in range(4):
+        t0 = time.monotonic()
+        answers.append((client.predict(str(a), f"#{b}", api_name="/compare"), time.monotonic() - t0))
+    done = [text for text, _ in answers if text.startswith("view som  A: contract")]
+    refused = [(text, s) for text, s in answers if text.startswith("Too many compare requests")]
+    assert 1 <= len(done) <= 3 and len(done) + len(refused) == 4, answers  # the browser test may have compared
+    assert refused and all(s < 2.0 for _, s in refused)
+    assert re.fullmatch(r"Too many compare requests: at most 3 per minute from one user and 30 per minute from "
+                        r"everyone\. Try again in \d+ s\.", refused[0][0]), refused[0][0]
+    # Details (unlimited here) still answer
+    assert client.predict(str(a), api_name="/details")[0].startswith(f"#{a} ")

@@ -28,6 +28,10 @@ Configuration, read by :meth:`BoardConfig.from_env` (every variable optional):
                            queue, which shows each its position (default 2)
 ``MAG_BOARD_DAILY_CAP``    accepted submissions per submitter per UTC day (default 5)
 ``MAG_BOARD_ADMINS``       comma-separated submitter names exempt from the daily cap
+``MAG_BOARD_COMPARE_PER_MIN``  comparisons per user per minute (default 6; 0: no limit);
+                           ``MAG_BOARD_COMPARE_ALL_PER_MIN`` for everyone (default 30)
+``MAG_BOARD_DETAILS_PER_MIN``  Details views per user per minute (default 30);
+                           ``MAG_BOARD_DETAILS_ALL_PER_MIN`` for everyone (default 300)
 ``MAG_BOARD_SYNC_REPO``    Hub dataset repo id the database and files are mirrored to
                            after each accepted submission and restored from at start-up
                            when the local database is missing (default: no sync)

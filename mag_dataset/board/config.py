@@ -44,6 +44,10 @@ class BoardConfig:
         workers: submissions decoded and scored at once.
         daily_cap: accepted submissions per submitter per UTC day.
         admins: submitter names exempt from the daily cap.
+        compare_per_min: comparisons one user may ask for per minute (0: no limit).
+        compare_all_per_min: comparisons everyone together may ask for per minute.
+        details_per_min: Details views one user may open per minute.
+        details_all_per_min: Details views everyone together may open per minute.
         sync_repo: Hub dataset repo id to mirror to, or ``None``.
         sync_token: token for ``sync_repo``.
         verdicts: cached judge verdicts for usefulness, or ``None``.
@@ -63,6 +67,10 @@ class BoardConfig:
     workers: int = 2
     daily_cap: int = 5
     admins: frozenset[str] = frozenset()
+    compare_per_min: int = 6
+    compare_all_per_min: int = 30
+    details_per_min: int = 30
+    details_all_per_min: int = 300
     sync_repo: str | None = None
     sync_token: str | None = None
     verdicts: Path | None = None
@@ -107,6 +115,10 @@ class BoardConfig:
             "workers": _env_int(env, "MAG_BOARD_WORKERS", 2),
             "daily_cap": _env_int(env, "MAG_BOARD_DAILY_CAP", 5),
             "admins": frozenset(a.strip() for a in env.get("MAG_BOARD_ADMINS", "").split(",") if a.strip()),
+            "compare_per_min": _env_int(env, "MAG_BOARD_COMPARE_PER_MIN", 6),
+            "compare_all_per_min": _env_int(env, "MAG_BOARD_COMPARE_ALL_PER_MIN", 30),
+            "details_per_min": _env_int(env, "MAG_BOARD_DETAILS_PER_MIN", 30),
+            "details_all_per_min": _env_int(env, "MAG_BOARD_DETAILS_ALL_PER_MIN", 300),
             "sync_repo": env.get("MAG_BOARD_SYNC_REPO") or None,
             "sync_token": env.get("MAG_BOARD_SYNC_TOKEN") or hf_token,
             "verdicts": Path(env["MAG_BOARD_VERDICTS"]) if env.get("MAG_BOARD_VERDICTS") else None,
