@@ -91,13 +91,13 @@ def _identical(now, then) -> bool:
 def _shown_within_a_blink(env, ob, then) -> bool:
     """Whether a screenshot of the env's page, cropped as ``ob``'s, equals ``then`` at some
     instant of one caret blink period."""
+    import browsergym.core.env as bg_env  # the env's own screenshot function (patched by the sites' tasks)
     import numpy as np
-    from browsergym.core.observation import extract_screenshot
     from PIL import Image
 
     page = env.unwrapped.page
     for _ in range(CARET_SAMPLES):
-        if _identical(np.asarray(Image.fromarray(extract_screenshot(page)).crop(ob.conv.crop)), then):
+        if _identical(np.asarray(Image.fromarray(bg_env.extract_screenshot(page)).crop(ob.conv.crop)), then):
             return True
         page.wait_for_timeout(CARET_PERIOD_MS / CARET_SAMPLES)
     return False
