@@ -272,4 +272,6 @@ def expert_episode_judged(task_id: str, seed: int, env, tmp_path, finish_noop: b
     if config is not None:
         passed, reason = judge(config, env.unwrapped.page, result.episode.steps[-1].action.answer, settle=0)
         assert passed, f"{task_id} seed {seed}: {reason}"
+        if config["eval"]["eval_types"] == ["string_match"]:  # the expert's page with an empty answer fails
+            assert not judge(config, env.unwrapped.page, "", settle=0)[0], f"{task_id} seed {seed}: '' passes"
     return result

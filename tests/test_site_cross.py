@@ -16,8 +16,8 @@ from mag_dataset.sites import site as get_site
 
 # A cross-site task resets and drives two or three sites, while every per-site module serves, resets
 # and stops its own site in its xdist group ("site-<name>"), and a test joins one group only. So
-# scripts/test.sh runs this module in a pass of its own, after the site pass, in one process: no
-# other module touches a site under it. (The group marker keeps a bare `pytest -n 2 --dist
+# scripts/test.sh runs this module in a pass of its own, in one process beside the main pass (whose
+# modules touch no site), never beside the site pass: no other module touches a site under it. (The group marker keeps a bare `pytest -n 2 --dist
 # loadgroup tests/` from running it beside the forum's modules; the other sites' may still overlap.)
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.xdist_group("site-forum")]
 

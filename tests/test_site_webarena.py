@@ -5,9 +5,9 @@ values in its conventions; the command writes the configs, the login files and t
 templates WebArena cannot express (and refuses a bad ``--out`` in one line, exit 2); the login
 files load and log the user in; :func:`~mag_dataset.sites.webarena.judge` (WebArena's
 ``evaluator_router``, pip ``webarenax``) passes the expert's end page and answer and fails the
-start page with an empty answer, for templates of each kind; an exported config drives
-WebArena's ``ScriptBrowserEnv`` to its start page, logged in. Every template's judge after its
-expert is checked by the per-site expert tests; this module runs only a few experts.
+start page with an empty answer (checked after every template's expert by the per-site and
+cross-site expert tests, :func:`conftest.expert_episode_judged`); an exported config drives
+WebArena's ``ScriptBrowserEnv`` to its start page, logged in.
 """
 
 from __future__ import annotations
@@ -222,26 +222,10 @@ def test_a_config_drives_webarenas_script_browser_env_logged_in(shop_export, chr
 
 
 # ----------------------------------------------------------------------------- WebArena's verdicts
-@pytest.mark.parametrize("task_id", JUDGED)
-def test_webarenas_evaluators_pass_the_expert_and_fail_the_start(sites, task_id, tmp_path):
-    from mag_dataset.live.env import make_site_env
-    from mag_dataset.live.recorder import record_episode
-    from mag_dataset.sites.webarena import judge, webarena_config
-
-    env = make_site_env(task_id)
-    try:
-        env.reset(seed=0)
-        config = webarena_config(env.unwrapped.task, 0, tmp_path)  # on the seeded site
-        passed, reason = judge(config, env.unwrapped.page, None)
-        assert not passed, f"{task_id}: the start page passes: {reason}"
-        r = record_episode(task_id, 0, env=env)
-        assert r.ok, r.reason
-        passed, reason = judge(config, env.unwrapped.page, r.episode.steps[-1].action.answer)
-        assert passed, f"{task_id}: {reason}"
-        if config["eval"]["eval_types"] == ["string_match"]:
-            assert not judge(config, env.unwrapped.page, "")[0]
-    finally:
-        env.close()
+# WebArena's evaluators judge every template's expert (its end page and answer: PASS; the start page
+# with no answer, and an information task's end page with an empty answer: FAIL) in the per-site
+# expert tests and the cross-site ones (conftest.expert_episode_judged); this module ran six of those
+# episodes again.
 
 
 def test_judge_without_webarenax_names_the_extra(monkeypatch):
