@@ -73,6 +73,7 @@ table.mag-rank th.c-rank, table.mag-rank th.c-model, table.mag-rank th.c-head { 
   table.mag-rank .c-head { left: 11.2em; } .mag-contract small { display: block; } }
 .mag-contract { margin: 14px 0 4px; font-weight: 600; }
 .mag-note { font-size: 13px; opacity: .85; }
+.mag-similar { font-size: 11px; padding: 0 .3em; border-radius: .6em; background: #fde68a; color: #78350f; white-space: nowrap; }
 .mag-gold { padding: 8px 12px; border-radius: 6px; border: 1px solid var(--border-color-primary); }
 .mag-gold.public { background: #fff4e5; color: #5f370e; border-color: #f0b36b; }
 .mag-gold.hidden { background: #e8f4fd; color: #0b3c61; border-color: #8cc4ef; }

@@ -154,7 +154,12 @@ class Handlers:
             f"{primary} {row.value:.4f}{ci}, rank {row.rank} of {n}." if row.value is not None else
             f"Accepted: submission #{sub.id} ({sub.view}, contract {sub.contract}), rank {row.rank} of {n}."
         )
-        return msg, {"ok": True, "rank": row.rank, **sub.public_dict()}
+        similar = board.similar_names().get(sub.id)
+        if similar is not None:
+            other = board.get(similar)
+            msg += (f" Note: its model name reads like #{similar}'s ({other.model_name!r}, another submitter's); "
+                    f"the board marks the row with ≈#{similar}.")
+        return msg, {"ok": True, "rank": row.rank, "similar_to": similar, **sub.public_dict()}
 
     def submit(self, model_name, view, contract, predictions, organisation, link, provenance_tag, submitter):
         return self.do_submit(model_name, view, contract, predictions, organisation, link, provenance_tag, submitter)

@@ -61,10 +61,12 @@ def ranked_rows(board: Board, view: str, contract: Any = ALL) -> list[dict[str, 
     """The leaderboard endpoint's rows: every ranked submission of a view with its rank,
     ranking metric, value, 95% interval bounds and every metric column (full precision)."""
     rows = []
+    similar = board.similar_names()
     for r in board.ranking(view, _contract_filter(contract)):
         s = r.submission
         rows.append({
-            "rank": r.rank, "id": s.id, "model": s.model_name, "organisation": s.organisation, "view": s.view,
+            "rank": r.rank, "id": s.id, "model": s.model_name, "similar_to": similar.get(s.id),
+            "organisation": s.organisation, "view": s.view,
             "contract": s.contract, "ranking_metric": r.metric, "value": r.value,
             "ci95_low": None if r.ci95 is None else r.ci95[0], "ci95_high": None if r.ci95 is None else r.ci95[1],
             "beaten_by": list(r.beaten_by), "seeds": s.seeds, **{k: s.summary.get(k) for k in METRIC_COLUMNS},
@@ -73,7 +75,16 @@ def ranked_rows(board: Board, view: str, contract: Any = ALL) -> list[dict[str, 
     return rows
 
 
-def _rank_table(rows: list[Ranked], contract: str) -> str:
+def _model_cell(s: Any, similar: dict[int, int]) -> str:
+    """A row's model name; a name that reads like an older row's of another submitter carries a mark."""
+    other = similar.get(s.id)
+    mark = (f' <span class="mag-similar" title="this name reads like #{other}\'s, submitted by someone else">'
+            f'≈#{other}</span>' if other is not None else "")
+    return f'<td class="c-model txt">{_esc(s.model_name)}{mark}</td>'
+
+
+def _rank_table(rows: list[Ranked], contract: str, similar: dict[int, int] | None = None) -> str:
+    similar = similar or {}
     head = METRIC_COLUMNS[rows[0].metric]
     others = [k for k in METRIC_COLUMNS if k != rows[0].metric and any(r.submission.summary.get(k) is not None for r in rows)]
     cols = ([("rank", "c-rank"), ("model", "c-model txt"), (head, "c-head"), ("95% interval", "")]
@@ -89,7 +100,7 @@ def _rank_table(rows: list[Ranked], contract: str) -> str:
                   else "no submission of this table is significantly better")
         cells = [
             f'<td class="c-rank" data-v="{r.rank}" title="{_esc(beaten)}">{r.rank}</td>',
-            f'<td class="c-model txt">{_esc(s.model_name)}</td>',
+            _model_cell(s, similar),
             f'<td class="c-head" data-v="{"" if r.value is None else r.value}">{fmt(r.value)}</td>',
             f'<td data-v="{"" if r.ci95 is None else r.ci95[0]}">{ci}</td>',
             *[f'<td data-v="{"" if s.summary.get(k) is None else s.summary[k]}">{fmt(s.summary.get(k))}</td>' for k in others],
@@ -113,11 +124,11 @@ def table_html(board: Board, view: str, contract: Any = ALL) -> str:
         ranking = board.ranking(view, _contract_filter(contract))
     except SubmissionRejected as e:
         return f'<p class="mag-note">{_esc(e)}</p>'
-    parts = []
+    parts, similar = [], board.similar_names()
     for c in Contract:
         rows = [r for r in ranking if r.submission.contract == c.value]
         if rows:
-            parts.append(_rank_table(rows, c.value))
+            parts.append(_rank_table(rows, c.value, similar))
     if not parts:
         return '<p class="mag-note">No submission yet for this view and contract.</p>'
     return ('<p class="mag-note">Click a column header to sort (again to reverse); click a row to open its '

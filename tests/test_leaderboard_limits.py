@@ -96,3 +96,37 @@ def test_handlers_count_users_by_login_or_address_never_by_a_header_they_write(t
     assert [h.compare("1", "2", me)[:8] for _ in range(3)] == ["choose t", "choose t", "Too many"]
     assert not h.compare("1", "2", other).startswith("Too many")  # its own address, whatever its header says
     assert h.compare("1", "2", third).startswith("Too many compare requests")  # 3 for everyone: the global limit
+
+
+# ----------------------------------------------------------------------------- near-duplicate names
+
+
+def test_name_key_reads_names_as_people_do():
+    from mag_dataset.board.fields import name_key
+
+    assert name_key("GPT-4o") == name_key("gpt 4o") == name_key("GPT_40") == name_key("Gpt-4ó")
+    assert name_key("Llama-3.1-8B") == name_key("1lama 3.l 8b")
+    assert name_key("gpt-4o") != name_key("gpt-4")
+
+
+def test_near_duplicates_of_another_submitters_row_are_flagged_and_shown(tmp_path: Path):
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "leaderboard"))
+    from lb_tables import ranked_rows, table_html
+
+    from test_leaderboard_board import gold, jsonl, submit
+
+    from mag_dataset.board import Board
+
+    board = Board(BoardConfig(data_dir=tmp_path / "b", daily_cap=100), gold=gold())
+    real = submit(board, jsonl(tag="r"), model_name="Qwen2.5-VL-7B-Instruct", submitter="qwen")
+    twin = submit(board, jsonl(tag="t"), model_name="qwen 2.5 VL 7B instruct", submitter="mallory")  # same key
+    typo = submit(board, jsonl(tag="y"), model_name="Qwen2.5-VL-7B-Instruc", submitter="eve")  # one edit
+    own = submit(board, jsonl(tag="o"), model_name="Qwen2.5-VL-7B-instruct", submitter="qwen")  # same owner
+    other = submit(board, jsonl(tag="x"), model_name="GPT-5", submitter="eve")
+    short = submit(board, jsonl(tag="s"), model_name="GPT-4", submitter="mallory")  # short keys: not one edit
+    assert board.similar_names() == {twin.id: real.id, typo.id: real.id}
+    rows = {r["id"]: r for r in ranked_rows(board, "som")}
+    assert rows[twin.id]["similar_to"] == real.id and rows[own.id]["similar_to"] is None
+    assert rows[other.id]["similar_to"] is None and rows[short.id]["similar_to"] is None
+    html = table_html(board, "som")
+    assert f"≈#{real.id}</span>" in html and html.count('class="mag-similar"') == 2

@@ -315,6 +315,21 @@ class Board:
         """``(rank, submission)`` pairs of :meth:`ranking`."""
         return [(r.rank, r.submission) for r in self.ranking(view, contract)]
 
+    def similar_names(self) -> dict[int, int]:
+        """Submission id -> the id of an older row of another submitter whose model name reads
+        the same or one edit apart (:func:`~mag_dataset.board.fields.near_duplicate_of`): the
+        board marks such rows, so a look-alike of a known model cannot pass for it."""
+        from mag_dataset.board.fields import near_duplicate_of
+
+        out: dict[int, int] = {}
+        seen: list[tuple[int, str, str]] = []
+        for sub in sorted(self.submissions(), key=lambda x: x.id):
+            other = near_duplicate_of(sub.model_name, sub.submitter, seen)
+            if other is not None:
+                out[sub.id] = other
+            seen.append((sub.id, sub.model_name, sub.submitter))
+        return out
+
     def ranking(self, view: str, contract: str | None = None) -> list[Ranked]:
         """Submissions of a view ranked within their contract (the rule of
         :mod:`mag_dataset.board.ranking`: one plus the number of submissions that beat it

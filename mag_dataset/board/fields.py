@@ -90,6 +90,61 @@ def check_name_characters(text: str, what: str) -> None:
                 f"{word!r}: it would pass for an all-Latin name")
 
 
+#: Digits and letters read alike in a model name ("gpt-4o" / "gpt-40", "llama" / "1lama").
+_ALIKE = str.maketrans({"0": "o", "1": "l", "i": "l", "|": "l", "5": "s", "$": "s", "3": "e"})
+
+
+def name_key(name: str) -> str:
+    """What a model name reads as: case, accents, spacing and punctuation dropped, and the
+    characters people confuse (0/o, 1/l/i, 5/s, 3/e) made one. Two names with the same key
+    are told apart by no reader of the board."""
+    text = unicodedata.normalize("NFKD", unicodedata.normalize("NFKC", name).casefold())
+    text = "".join(ch for ch in text if ch.isalnum() and unicodedata.category(ch) not in ("Mn", "Me"))
+    return text.translate(_ALIKE)
+
+
+def _one_edit(a: str, b: str) -> bool:
+    """Whether ``a`` and ``b`` differ by one inserted, deleted, replaced or two swapped adjacent characters."""
+    if a == b or abs(len(a) - len(b)) > 1:
+        return False
+    if len(a) == len(b):
+        diff = [i for i, (x, y) in enumerate(zip(a, b)) if x != y]
+        return len(diff) == 1 or (len(diff) == 2 and diff[1] == diff[0] + 1
+                                  and a[diff[0]] == b[diff[1]] and a[diff[1]] == b[diff[0]])
+    if len(a) > len(b):
+        a, b = b, a
+    i = next((k for k in range(len(a)) if a[k] != b[k]), len(a))
+    return a[i:] == b[i + 1:]
+
+
+#: Shortest name key that one edit may separate from another before it counts as a near
+#: duplicate ("gpt4" and "gpt5" are different models; "qwen25vl7b" and "qwen25vl7bb" are not).
+NEAR_DUPLICATE_MIN_KEY = 8
+
+
+def near_duplicate_of(name: str, owner: str, rows: list[tuple[int, str, str]]) -> int | None:
+    """The id of the oldest row whose model name reads like ``name``, when it is another owner's.
+
+    Args:
+        name: the model name (cleaned).
+        owner: who submits it (submitter, else organisation); rows of the same owner never count.
+        rows: ``(id, model name, owner)`` of the earlier rows, oldest first.
+
+    Returns:
+        The row id, or None (also when the oldest such row is the owner's own). A row counts
+        when its name reads the same (:func:`name_key`; the same name included: two
+        submitters' "GPT-4o" rows are told apart only by the mark), or is one edit from it and
+        both keys have at least :data:`NEAR_DUPLICATE_MIN_KEY` characters.
+    """
+    key = name_key(name)
+    for sid, other, other_owner in rows:
+        k = name_key(other)
+        if k == key or (min(len(k), len(key)) >= NEAR_DUPLICATE_MIN_KEY and _one_edit(k, key)):
+            # the first row that reads alike decides: the owner's own earlier name is no look-alike
+            return None if other_owner == owner else sid
+    return None
+
+
 def clean_text(value: str | None, what: str, limit: int = MAX_NAME_CHARS, required: bool = False) -> str:
     """Normalise a free-text field (names) or refuse it; the text is always shown as text.
 
@@ -198,5 +253,6 @@ class Entry:
 
 __all__ = [
     "BIDI_CONTROLS", "Entry", "MAX_LINK_CHARS", "MAX_NAME_CHARS", "PROVENANCE_TAGS", "check_characters",
-    "clean_link", "clean_provenance_tag", "clean_text", "parse_enum", "uploaded_bytes",
+    "NEAR_DUPLICATE_MIN_KEY", "clean_link", "clean_provenance_tag", "clean_text", "name_key", "near_duplicate_of",
+    "parse_enum", "uploaded_bytes",
 ]
