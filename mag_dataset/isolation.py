@@ -13,10 +13,18 @@ The parent sends the request as a pickle it wrote itself (trusted); the child an
 plain data only (dicts, lists, strings, bytes, numbers), which the parent reads with an
 unpickler that resolves no global at all. The tasks a child may run are the literal table
 :data:`TASKS`.
+
+A child first imports its task's module (trusted code: most of a child's start-up, about
+2 s for the board's scorer), then sets its limits, then reads the request. With ``warm=True``
+(the board) the next child is started as soon as one is taken, so it has imported its
+module by the time the next upload comes: every upload still gets a fresh process with
+today's limits, without waiting for its start-up. A waiting child holds no request and
+exits when its parent does (its stdin closes).
 """
 
 from __future__ import annotations
 
+import atexit
 import io
 import math
 import os
@@ -25,6 +33,8 @@ import resource
 import signal
 import subprocess
 import sys
+import threading
+from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,6 +43,13 @@ from typing import Any
 TASKS: dict[str, str] = {
     "board.score": "mag_dataset.board:isolated_score",
     "importer.convert": "mag_dataset.harness.importer:isolated_convert",
+}
+
+#: Task name -> ``module:function`` run before the child sets its limits: it imports and
+#: builds what the task's first call would (trusted code), so a warm child has done it before
+#: its request arrives.
+WARM_UPS: dict[str, str] = {
+    "board.score": "mag_dataset.board.grading:warm_up",
 }
 
 #: Exceptions a task raises to refuse its input with a message (checked by class name, so
@@ -108,13 +125,72 @@ def _child_env() -> dict[str, str]:
     return env
 
 
-def run_isolated(task: str, request: Any, limits: Limits) -> Outcome:
+def _start_child(task: str, limits: Limits) -> subprocess.Popen:
+    cmd = [sys.executable, "-m", "mag_dataset.isolation", task, str(limits.memory_mb), repr(float(limits.seconds))]
+    return subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env=_child_env(), cwd=_package_root(), start_new_session=True)
+
+
+class _Warm:
+    """Children started ahead of their request, per (task, limits): at most ``WARM_CHILDREN``
+    wait at once; each serves one request and is never reused."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._waiting: dict[tuple[str, Limits], deque[subprocess.Popen]] = {}
+        atexit.register(self.close)
+
+    def take(self, task: str, limits: Limits) -> subprocess.Popen:
+        """A started child for ``(task, limits)`` (one waiting, else a new one); another is
+        started to wait for the next request."""
+        key = (task, limits)
+        with self._lock:
+            waiting = self._waiting.setdefault(key, deque())
+            proc = None
+            while waiting and proc is None:
+                candidate = waiting.popleft()
+                if candidate.poll() is None:  # still waiting (not killed, not exited)
+                    proc = candidate
+                else:
+                    candidate.communicate()
+            while len(waiting) < WARM_CHILDREN:
+                waiting.append(_start_child(task, limits))
+        return proc if proc is not None else _start_child(task, limits)
+
+    def waiting(self, task: str, limits: Limits) -> list[int]:
+        """PIDs of the children waiting for ``(task, limits)`` (tests, diagnostics)."""
+        with self._lock:
+            return [p.pid for p in self._waiting.get((task, limits), ()) if p.poll() is None]
+
+    def close(self) -> None:
+        """Stop every waiting child (at exit; they also exit on their own when stdin closes)."""
+        with self._lock:
+            procs = [p for q in self._waiting.values() for p in q]
+            self._waiting.clear()
+        for p in procs:
+            _kill(p)
+            try:
+                p.communicate(timeout=5)
+            except (subprocess.TimeoutExpired, ValueError, OSError):
+                pass
+
+
+#: Children kept waiting per (task, limits) when ``warm=True`` (the board scores two uploads at once by
+#: default); ``MAG_ISOLATION_WARM=0`` starts each child on demand.
+WARM_CHILDREN = int(os.environ.get("MAG_ISOLATION_WARM", "2") or 2)
+
+_WARM = _Warm()
+
+
+def run_isolated(task: str, request: Any, limits: Limits, *, warm: bool = False) -> Outcome:
     """Run ``TASKS[task](request)`` in a child under ``limits``.
 
     Args:
         task: a key of :data:`TASKS`.
         request: the task's input (pickled by this, trusted, process).
         limits: memory and time limits of the child.
+        warm: take a child started ahead (it has imported its task's module already), and
+            start the next one; a fresh process per request either way.
 
     Returns:
         The :class:`Outcome`; never raises for anything the child does.
@@ -122,9 +198,7 @@ def run_isolated(task: str, request: Any, limits: Limits) -> Outcome:
     if task not in TASKS:
         raise ValueError(f"unknown isolated task {task!r}")
     payload = pickle.dumps(request, protocol=pickle.HIGHEST_PROTOCOL)
-    cmd = [sys.executable, "-m", "mag_dataset.isolation", task, str(limits.memory_mb), repr(float(limits.seconds))]
-    proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            env=_child_env(), cwd=_package_root(), start_new_session=True)
+    proc = _WARM.take(task, limits) if warm else _start_child(task, limits)
     try:
         out, err = proc.communicate(payload, timeout=limits.seconds)
     except subprocess.TimeoutExpired:
@@ -167,7 +241,10 @@ def _kill(proc: subprocess.Popen) -> None:
 def _set_limits(memory_mb: int, seconds: float) -> None:
     mem = int(memory_mb) * 1024 * 1024
     resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
-    cpu = max(1, math.ceil(seconds))
+    # RLIMIT_CPU counts from the process's start: the seconds of the task come on top of what the
+    # import of its module took
+    used = resource.getrusage(resource.RUSAGE_SELF)
+    cpu = max(1, math.ceil(used.ru_utime + used.ru_stime + seconds))
     resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 2))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 
@@ -189,18 +266,24 @@ def _child(argv: list[str]) -> int:
     answer = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # whatever the task prints cannot corrupt the answer
     sys.stdout = sys.stderr
-    request_bytes = sys.stdin.buffer.read()
+    import importlib
+
+    module, _, func = TASKS[task].partition(":")
+    run = getattr(importlib.import_module(module), func)  # trusted code, before any request exists
+    if task in WARM_UPS:
+        module, _, func = WARM_UPS[task].partition(":")
+        getattr(importlib.import_module(module), func)()
+    _set_limits(memory_mb, seconds)
+    request_bytes = sys.stdin.buffer.read()  # a warm child waits here for its request
+    if not request_bytes:  # the parent exited (or closed a waiting child) before sending one
+        return 0
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
-    _set_limits(memory_mb, seconds)
     result: tuple[str, Any, str]
     try:
         request = pickle.loads(request_bytes)  # written by the parent: trusted
         del request_bytes
-        module, _, func = TASKS[task].partition(":")
-        import importlib
-
-        value = getattr(importlib.import_module(module), func)(request)
+        value = run(request)
         result = ("ok", value, "")
     except MemoryError:
         result = ("memory", None, f"over the memory limit of {memory_mb:,} MiB")

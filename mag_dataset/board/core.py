@@ -231,7 +231,8 @@ class Board:
         }
         with self._workers:
             try:
-                out = run_isolated("board.score", request, Limits(memory_mb=cfg.worker_mb, seconds=cfg.score_seconds))
+                out = run_isolated("board.score", request, Limits(memory_mb=cfg.worker_mb, seconds=cfg.score_seconds),
+                                   warm=True)
             except OSError as e:  # no process could be started (out of PIDs, memory): not the file's fault
                 log.warning("could not start the isolated scorer: %s", e)
                 raise SubmissionRejected("the server could not start a scoring process right now; try again later") from None

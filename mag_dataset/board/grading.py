@@ -125,7 +125,20 @@ def isolated_score(request: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def warm_up() -> None:
+    """What the first :func:`isolated_score` of a process would import and build on its own
+    (numpy, sacrebleu and its BLEU objects, pyarrow's Parquet reader: about 1.5 s), done by an
+    isolated child before it sets its limits and waits for an upload (:mod:`mag_dataset.isolation`)."""
+    import numpy  # noqa: F401 - imported for its side effect: loaded once, before any upload
+    import pyarrow.parquet  # noqa: F401
+
+    from mag_dataset.scorer.text import bleu_1_4, rouge_l
+
+    bleu_1_4("click the submit button", "click submit")
+    rouge_l("click the submit button", "click submit")
+
+
 __all__ = [
     "isolated_score", "read_upload", "report_columns", "report_fingerprint", "score_report", "scorer_version",
-    "step_values",
+    "step_values", "warm_up",
 ]
