@@ -87,7 +87,7 @@ class LeaderboardTab:
 class SubmitTab:
     """The Submit tab's form, buttons and result."""
 
-    inputs: tuple  # model_name, view, contract, predictions, organisation, link, provenance_tag, submitter
+    inputs: tuple  # model_name, view, contract, predictions, organisation, link, provenance_tag
     validate_btn: gr.Button
     submit_btn: gr.Button
     status: gr.Textbox
@@ -125,10 +125,15 @@ def _leaderboard_tab(board: Board) -> LeaderboardTab:
     return LeaderboardTab(som_filter, coord_filter, refresh_btn, som_table, coord_table, rows_json)
 
 
-def _submit_tab(cap: int, cap_mib: str) -> SubmitTab:
+def _submit_tab(cap: int, cap_mib: str, identity: str) -> SubmitTab:
     with gr.Tab("Submit", id="submit"):
         if on_space():
             gr.LoginButton()
+            gr.Markdown("You submit as your Hugging Face login: sign in above (from a script, pass your token: "
+                        "`Client(..., oauth_token=...)`).", elem_id="submitter-note")
+        else:
+            gr.Markdown(f"You submit as **{identity}**: this server's identity (`MAG_BOARD_SUBMITTER`), which "
+                        "the daily cap counts; on the Space, your Hugging Face login.", elem_id="submitter-note")
         with gr.Row():
             model_name = gr.Textbox(label="Model name", max_lines=1, elem_id="model-name")
             organisation = gr.Textbox(value="", label="Organisation (optional)", max_lines=1, elem_id="organisation")
@@ -147,14 +152,12 @@ def _submit_tab(cap: int, cap_mib: str) -> SubmitTab:
             link = gr.Textbox(value="", label="Link (optional, http/https)", max_lines=1, elem_id="link")
             provenance_tag = gr.Dropdown(list(PROVENANCE_TAGS), value=PROVENANCE_TAGS[0], label="Provenance",
                                          allow_custom_value=True)
-            submitter = gr.Textbox(value="", label="Submitter (optional; your HF login on the Space)", max_lines=1,
-                                   elem_id="submitter")
         with gr.Row():
             validate_btn = gr.Button("Validate only (nothing stored)", elem_id="validate-button")
             submit_btn = gr.Button("Submit", variant="primary", elem_id="submit-button")
         status = gr.Textbox(label="Result", interactive=False, lines=2, elem_id="submit-status")
         result = gr.JSON(label="Details", visible=False)
-    inputs = (model_name, view, contract, predictions, organisation, link, provenance_tag, submitter)
+    inputs = (model_name, view, contract, predictions, organisation, link, provenance_tag)
     return SubmitTab(inputs, validate_btn, submit_btn, status, result)
 
 
@@ -220,7 +223,7 @@ def build_app(board: Board) -> gr.Blocks:
         gold_html = gr.HTML(gold_banner(board), elem_id="gold-banner")
         with gr.Tabs() as tabs:
             lb = _leaderboard_tab(board)
-            form = _submit_tab(handlers.cap, handlers.cap_mib)
+            form = _submit_tab(handlers.cap, handlers.cap_mib, board.config.local_submitter)
             det = _details_tab(board)
             with gr.Tab("About", id="about"):
                 gr.Markdown(about_text(board.config))

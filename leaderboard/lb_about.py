@@ -40,7 +40,8 @@ the model writes an **action** grounded by element id (`som` view) or pixel coor
   breakdown only when each of its groups holds at least {min_group} paired steps. Which gold is in use (public sample or hidden
   split, its size and fingerprint) is shown on the main page.
 * Limits: a daily cap of accepted submissions per submitter (your Hugging Face login on
-  the Space, the typed *submitter* name locally); the same predictions (the same step
+  the Space; off a Space, the server's configured identity, `MAG_BOARD_SUBMITTER`: the form
+  has no submitter field); the same predictions (the same step
   ids, seeds and outputs once parsed, whatever the file format, line order or blank lines)
   are not scored twice for a view and contract; an upload cap, which also caps the decoded text of a
   `.jsonl.gz` or `.parquet` file; at most {max_seeds} seeds per file; {score_seconds} s of
@@ -148,9 +149,10 @@ print(result["ok"], result.get("saa"))
 
 The `submit` endpoint takes `model_name`, `view` (`som`/`coord`), `contract`
 (`A`/`G`/`J`/`JG`) and `predictions` (the file); `organisation`, `link` (http/https only),
-`provenance_tag` (self-reported / externally evaluated / reproduced) and `submitter` are
-optional. On the Space the submitter is your Hugging Face login: signed in on the page, or,
-from a script, the user of the token passed as `Client(..., oauth_token=...)`. It returns a
+and `provenance_tag` (self-reported / externally evaluated / reproduced) are optional.
+There is no submitter parameter: on the Space the submitter is your Hugging Face login
+(signed in on the page, or, from a script, the user of the token passed as
+`Client(..., oauth_token=...)`); off a Space, the server's configured identity. It returns a
 message and a JSON result with `ok` and, when accepted, the submission's id, rank and scores.
 """
 

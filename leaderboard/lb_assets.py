@@ -32,6 +32,30 @@ element.addEventListener('click', (ev) => {
   const tr = ev.target.closest('tr[data-id]');
   if (tr) trigger('select', {index: [tr.rowIndex, 0], value: tr.dataset.id, selected: true});
 });
+// search and "show all": a block is the tools bar, then its table; rows past the top 20 carry
+// .mag-beyond and show once the block is expanded or a search is typed
+const block = (el) => { let t = el.closest('.mag-tools'); while (t && !(t.tagName === 'DIV' && t.querySelector('table'))) t = t.nextElementSibling; return t && t.querySelector('table'); };
+const apply = (tools) => {
+  const table = block(tools); if (!table) return;
+  const q = (tools.querySelector('.mag-search').value || '').trim().toLowerCase();
+  const all = tools.dataset.expanded === '1';
+  let shown = 0;
+  for (const tr of table.tBodies[0].rows) {
+    const hit = q ? (tr.dataset.search || '').includes(q) : (all || !tr.classList.contains('mag-beyond'));
+    tr.hidden = !hit; if (hit) shown++;
+  }
+  tools.querySelector('.mag-count').textContent = q ? `${shown} match${shown === 1 ? '' : 'es'}` : '';
+};
+element.addEventListener('input', (ev) => { const t = ev.target.closest('.mag-search'); if (t) apply(t.closest('.mag-tools')); });
+element.addEventListener('click', (ev) => {
+  const b = ev.target.closest('.mag-more'); if (!b) return;
+  const tools = b.closest('.mag-tools'), open = tools.dataset.expanded !== '1';
+  tools.dataset.expanded = open ? '1' : '';
+  b.setAttribute('aria-expanded', String(open));
+  b.textContent = open ? 'Show the top 20' : `Show all ${block(tools).tBodies[0].rows.length} rows`;
+  const shownNote = tools.querySelector('.mag-shown'); if (shownNote) shownNote.hidden = open;
+  apply(tools);
+});
 element.addEventListener('keydown', (ev) => {
   if (ev.key !== 'Enter' && ev.key !== ' ') return;
   const t = ev.target.closest('th[data-col], tr[data-id]');
@@ -41,7 +65,7 @@ element.addEventListener('keydown', (ev) => {
 
 #: The page's stylesheet (``launch(css=...)``): tables, bars, the gold banner, the Result box.
 CSS = r"""
-.mag-table-wrap { overflow-x: auto; max-width: 100%; border: 1px solid var(--border-color-primary);
+.mag-table-wrap { overflow: auto; max-width: 100%; max-height: 75vh; border: 1px solid var(--border-color-primary);
   border-radius: 6px; background: linear-gradient(to right, var(--background-fill-primary) 30%, transparent),
   linear-gradient(to left, var(--background-fill-primary) 30%, transparent) right,
   radial-gradient(farthest-side at 100% 50%, rgba(0,0,0,.25), transparent) right;
@@ -66,14 +90,31 @@ table.mag-rank .c-model { position: sticky; left: 4.2em; z-index: 1; width: 10em
 table.mag-rank .c-head { position: sticky; left: 14.2em; z-index: 1; font-weight: 600;
   border-right: 2px solid var(--border-color-primary); }
 table.mag-rank th.c-rank, table.mag-rank th.c-model, table.mag-rank th.c-head { z-index: 3; }
+.mag-tools { display: flex; flex-wrap: wrap; gap: 8px; align-items: center; margin: 4px 0 6px; font-size: 13px; }
+.mag-search { flex: 1 1 14em; max-width: 24em; padding: 4px 8px; border: 1px solid var(--border-color-primary);
+  border-radius: 6px; background: var(--background-fill-primary); color: inherit; }
+.mag-more { padding: 3px 10px; border: 1px solid var(--border-color-primary); border-radius: 6px; cursor: pointer;
+  background: var(--background-fill-secondary); color: inherit; }
 .mag-scroll-cue { display: none; font-size: 13px; opacity: .8; margin: 2px 0 4px; }
 .mag-contract small { font-weight: 400; opacity: .85; }
 @media (max-width: 900px) { .mag-scroll-cue { display: block; }
-  table.mag-rank .c-model { width: 7em; min-width: 7em; max-width: 7em; }
-  table.mag-rank .c-head { left: 11.2em; } .mag-contract small { display: block; } }
+  table.mag-rank { font-size: 13px; }
+  table.mag-rank th, table.mag-rank td { padding: 5px 6px; }
+  table.mag-rank .c-rank { width: 3.2em; min-width: 3.2em; max-width: 3.2em; }
+  table.mag-rank .c-model { left: 3.2em; width: 6em; min-width: 6em; max-width: 6em; }
+  /* rank, model, the score and its interval in view on a phone; the rest scrolls under them */
+  table.mag-rank .c-head { left: 9.2em; width: 4.4em; min-width: 4.4em; max-width: 4.4em; box-sizing: border-box;
+    border-right: none; }
+  /* the interval on two lines ("[0.681," / "0.712]"): four columns in 19em, the rest scroll beside them */
+  table.mag-rank .c-ci { position: sticky; left: 13.6em; z-index: 1; width: 5.4em; min-width: 5.4em; max-width: 5.4em;
+    box-sizing: border-box; white-space: normal; border-right: 2px solid var(--border-color-primary); }
+  table.mag-rank th.c-ci { z-index: 3; }
+  .mag-contract small { display: block; } }
 .mag-contract { margin: 14px 0 4px; font-weight: 600; }
 .mag-note { font-size: 13px; opacity: .85; }
 .mag-similar { font-size: 11px; padding: 0 .3em; border-radius: .6em; background: #fde68a; color: #78350f; white-space: nowrap; }
+.mag-tie { font-weight: 700; color: #b45309; margin-right: 1px; }
+.mag-tie-legend { font-size: 12px; opacity: .9; margin: 0 0 4px; }
 .mag-gold { padding: 8px 12px; border-radius: 6px; border: 1px solid var(--border-color-primary); }
 .mag-gold.public { background: #fff4e5; color: #5f370e; border-color: #f0b36b; }
 .mag-gold.hidden { background: #e8f4fd; color: #0b3c61; border-color: #8cc4ef; }

@@ -84,7 +84,7 @@ def style_status(message: Any) -> Any:
 
 
 class Handlers:
-    """The page's handlers over one board (a local run: the submitter is the typed name).
+    """The page's handlers over one board (a local run: the submitter is the server's configured identity).
 
     Args:
         board: the board every handler calls.
@@ -126,9 +126,11 @@ class Handlers:
                                      f"cap of {self.cap:,} bytes ({self.cap_mib})")
         return path
 
-    def do_submit(self, model_name, view, contract, predictions, organisation, link, provenance_tag, submitter,
+    def do_submit(self, model_name, view, contract, predictions, organisation, link, provenance_tag,
                   login_name=None):
-        """Score and store one upload; the message and JSON result the Submit tab shows."""
+        """Score and store one upload; the message and JSON result the Submit tab shows. The
+        submitter is ``login_name`` (a Space's signed-in user), else this server's configured
+        identity (``MAG_BOARD_SUBMITTER``): never a name typed in the form."""
         board = self.board
         try:
             path = self.file_path(predictions)
@@ -141,7 +143,7 @@ class Handlers:
                 organisation=organisation or "",
                 link=link or "",
                 provenance_tag=provenance_tag or "self-reported",
-                submitter=login_name or submitter or None,
+                submitter=login_name or self.board.config.local_submitter,
             )
         except SubmissionRejected as e:
             return f"Rejected: {e}", {"ok": False, "error": str(e)}
@@ -161,8 +163,8 @@ class Handlers:
                     f"the board marks the row with ≈#{similar}.")
         return msg, {"ok": True, "rank": row.rank, "similar_to": similar, **sub.public_dict()}
 
-    def submit(self, model_name, view, contract, predictions, organisation, link, provenance_tag, submitter):
-        return self.do_submit(model_name, view, contract, predictions, organisation, link, provenance_tag, submitter)
+    def submit(self, model_name, view, contract, predictions, organisation, link, provenance_tag):
+        return self.do_submit(model_name, view, contract, predictions, organisation, link, provenance_tag)
 
     def validate(self, view, contract, predictions):
         try:
@@ -271,9 +273,9 @@ class Handlers:
 
 
 class SpaceHandlers(Handlers):
-    """:class:`Handlers` on a Space: the submitter is the Hugging Face login, never the typed name."""
+    """:class:`Handlers` on a Space: the submitter is the Hugging Face login."""
 
-    def submit(self, model_name, view, contract, predictions, organisation, link, provenance_tag, submitter,
+    def submit(self, model_name, view, contract, predictions, organisation, link, provenance_tag,
                profile: gr.OAuthProfile | None, oauth_token: gr.OAuthToken | None = None):
         # In the browser the login comes from the session; a script passes its Hugging Face
         # token with gradio_client's Client(..., oauth_token=...), resolved to its user here.
@@ -282,4 +284,4 @@ class SpaceHandlers(Handlers):
             return ("Rejected: sign in with Hugging Face to submit (from a script: "
                     "Client(..., oauth_token=<your HF token>))", {"ok": False, "error": "not signed in"})
         return self.do_submit(model_name, view, contract, predictions, organisation, link, provenance_tag,
-                              submitter, login_name=login)
+                              login_name=login)

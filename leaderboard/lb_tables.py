@@ -10,6 +10,8 @@ the page renders HTML from a submission. The page layout and its events are in
 from __future__ import annotations
 
 import html
+import re
+from pathlib import Path
 from typing import Any
 
 from mag_dataset.actions import Contract
@@ -75,6 +77,10 @@ def ranked_rows(board: Board, view: str, contract: Any = ALL) -> list[dict[str, 
     return rows
 
 
+#: Rows a ranked table shows before "show all" (the rest are a click away; a search looks at every row).
+TOP_ROWS = 20
+
+
 def _model_cell(s: Any, similar: dict[int, int]) -> str:
     """A row's model name; a name that reads like an older row's of another submitter carries a mark."""
     other = similar.get(s.id)
@@ -87,32 +93,47 @@ def _rank_table(rows: list[Ranked], contract: str, similar: dict[int, int] | Non
     similar = similar or {}
     head = METRIC_COLUMNS[rows[0].metric]
     others = [k for k in METRIC_COLUMNS if k != rows[0].metric and any(r.submission.summary.get(k) is not None for r in rows)]
-    cols = ([("rank", "c-rank"), ("model", "c-model txt"), (head, "c-head"), ("95% interval", "")]
+    # what tells two close rows apart (interval, seeds, date) comes right after the score
+    cols = ([("rank", "c-rank"), ("model", "c-model txt"), (head, "c-head"), ("95% interval", "c-ci"),
+             ("seeds", ""), ("date", "txt")]
             + [(METRIC_COLUMNS[k], "") for k in others]
-            + [("organisation", "txt"), ("seeds", ""), ("provenance", "txt"), ("date", "txt"), ("id", "")])
+            + [("organisation", "txt"), ("provenance", "txt"), ("id", "")])
     th = "".join(f'<th scope="col" tabindex="0" data-col="{i}" class="{c}" title="sort by {_esc(t)}">{_esc(t)}</th>'
                  for i, (t, c) in enumerate(cols))
     body = []
+    shared = {rank for rank in (r.rank for r in rows) if sum(1 for x in rows if x.rank == rank) > 1}
     for r in rows:
         s = r.submission
         ci = "–" if r.ci95 is None else f"[{fmt(r.ci95[0])}, {fmt(r.ci95[1])}]"
         beaten = (f"significantly below #{', #'.join(map(str, r.beaten_by))}" if r.beaten_by
                   else "no submission of this table is significantly better")
         cells = [
-            f'<td class="c-rank" data-v="{r.rank}" title="{_esc(beaten)}">{r.rank}</td>',
+            (f'<td class="c-rank tie" data-v="{r.rank}" title="{_esc(beaten)}; shares rank {r.rank}">'
+             f'<span class="mag-tie" aria-label="shared rank">=</span>{r.rank}</td>' if r.rank in shared else
+             f'<td class="c-rank" data-v="{r.rank}" title="{_esc(beaten)}">{r.rank}</td>'),
             _model_cell(s, similar),
             f'<td class="c-head" data-v="{"" if r.value is None else r.value}">{fmt(r.value)}</td>',
-            f'<td data-v="{"" if r.ci95 is None else r.ci95[0]}">{ci}</td>',
+            f'<td class="c-ci" data-v="{"" if r.ci95 is None else r.ci95[0]}">{ci}</td>',
+            f'<td data-v="{s.seeds}">{s.seeds}</td>', f'<td class="txt">{_esc(s.date)}</td>',
             *[f'<td data-v="{"" if s.summary.get(k) is None else s.summary[k]}">{fmt(s.summary.get(k))}</td>' for k in others],
-            f'<td class="txt">{_esc(s.organisation)}</td>', f'<td data-v="{s.seeds}">{s.seeds}</td>',
-            f'<td class="txt">{_esc(s.provenance_tag)}</td>', f'<td class="txt">{_esc(s.date)}</td>',
+            f'<td class="txt">{_esc(s.organisation)}</td>', f'<td class="txt">{_esc(s.provenance_tag)}</td>',
             f'<td data-v="{s.id}">{s.id}</td>',
         ]
-        body.append(f'<tr data-id="{s.id}" tabindex="0" title="open the details of #{s.id}">{"".join(cells)}</tr>')
+        words = _esc(" ".join((s.model_name, s.organisation or "", f"#{s.id}")).casefold())
+        extra = ' class="mag-beyond" hidden' if len(body) >= TOP_ROWS else ""
+        body.append(f'<tr data-id="{s.id}" data-search="{words}"{extra} tabindex="0" '
+                    f'title="open the details of #{s.id}">{"".join(cells)}</tr>')
     note = (f"micro mean over steps; 95% interval: task-level bootstrap; a shared rank = no significant paired "
             f"difference (p ≥ {RANK_ALPHA:g}, see About)")
+    legend = (f'<div class="mag-tie-legend"><span class="mag-tie">=</span>{min(shared)}: a shared rank, no '
+              f'significant paired difference between these submissions (p ≥ {RANK_ALPHA:g})</div>' if shared else "")
     return (f'<div class="mag-contract" data-contract="{contract}">Contract {contract} — ranked by {_esc(head)} '
-            f'<small>({_esc(note)})</small></div>'
+            f'<small>({_esc(note)})</small></div>{legend}'
+            f'<div class="mag-tools" data-contract="{contract}"><input type="search" class="mag-search" placeholder="Search model, organisation or #id" '
+            f'aria-label="search the contract {contract} table">'
+            + (f'<button type="button" class="mag-more" aria-expanded="false">Show all {len(rows)} rows</button>'
+               f'<span class="mag-shown">top {TOP_ROWS} of {len(rows)}</span>' if len(rows) > TOP_ROWS else "")
+            + '<span class="mag-count" aria-live="polite"></span></div>'
             f'<div class="mag-scroll-cue">↔ the table scrolls sideways: rank, model and {_esc(head)} stay in view</div>'
             f'<div class="mag-table-wrap"><table class="mag-rank" data-contract="{contract}">'
             f'<thead><tr>{th}</tr></thead><tbody>{"".join(body)}</tbody></table></div>')
@@ -135,6 +156,10 @@ def table_html(board: Board, view: str, contract: Any = ALL) -> str:
             'details.</p>' + "".join(parts))
 
 
+#: A Hugging Face Hub repo id ("org/name"): shown as it is; anything else is a path on the server.
+_HUB_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*")
+
+
 def gold_banner(board: Board) -> str:
     """Which gold the board scores against, on the main page."""
     info = board.gold.describe()
@@ -144,7 +169,11 @@ def gold_banner(board: Board) -> str:
         what = ("<b>Gold: the public bundled sample</b> (not a hidden test split: anyone can score against it "
                 "locally, so these rankings show that a file is valid, not how a model generalises)")
     else:
-        what = f"<b>Gold: hidden {_esc(info['split'])} split</b> ({_esc(info['source'])})"
+        src = str(info["source"] or "")
+        # a Hub repo id is public; a folder on the server is not shown (issue 27: the banner named the path)
+        shown = "a private folder on the server" if ("/" in src and not _HUB_ID.fullmatch(src)) or Path(src).exists() \
+            else src
+        what = f"<b>Gold: hidden {_esc(info['split'])} split</b> ({_esc(shown)})"
     kind = "public" if info["kind"] == "public sample" else "hidden"
     return f'<div class="mag-gold {kind}" id="gold-source">{what}. Split <code>{_esc(info["split"])}</code>; {views}.</div>'
 

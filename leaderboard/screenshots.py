@@ -56,10 +56,32 @@ def _files(folder: Path) -> list[tuple[str, str, str, Path]]:
     return out
 
 
+def _crowd(folder: Path, n: int) -> list[tuple[str, str, str, Path]]:
+    """``n`` som contract-J files of gold answers with a few misses each (1 step in 3 to 1 in 12,
+    at shifted places): a crowded table with close scores, several of them shared ranks."""
+    from mag_dataset.actions import Contract, View
+    from mag_dataset.dataset import bundled_dataset, load_steps
+    from mag_dataset.prompts import render_target
+
+    steps = load_steps(bundled_dataset(), "som", "test")
+    out = []
+    for k in range(n):
+        every, shift = 3 + k % 10, k // 10
+        path = folder / f"crowd-{k:02d}.jsonl"
+        path.write_text("\n".join(json.dumps({
+            "step_id": s.step_id,
+            "output": '{"action": {"type": "finish"}, "guide": "Done."}' if (i + shift) % every == 0
+            else render_target(s, View.SOM, Contract.J),
+        }) for i, s in enumerate(steps)) + "\n")
+        out.append((f"agent-{k:02d}", "som", "J", path))
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=ROOT / "docs")
     parser.add_argument("--chromium", default="/usr/lib/chromium/chromium")
+    parser.add_argument("--crowd", type=int, default=40, help="extra som/J rows, for the crowded-table shots")
     args = parser.parse_args(argv)
     from gradio_client import Client, handle_file
     from playwright.sync_api import sync_playwright
@@ -83,10 +105,11 @@ def main(argv: list[str] | None = None) -> int:
             except OSError:
                 time.sleep(0.3)
         client = Client(url, verbose=False)
-        for name, view, contract, path in _files(tmp):
-            msg, _ = client.predict(model_name=name, view=view, contract=contract, organisation="MAG maintainers",
+        labs = ("MAG maintainers", "Lab A", "Lab B", "Lab C", "Lab D")
+        for k, (name, view, contract, path) in enumerate(_files(tmp) + _crowd(tmp, args.crowd)):
+            msg, _ = client.predict(model_name=name, view=view, contract=contract, organisation=labs[k % len(labs)],
                                     predictions=handle_file(str(path)), api_name="/submit")
-            print(msg)
+            print(msg[:120])
         args.out.mkdir(parents=True, exist_ok=True)
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=args.chromium, args=["--headless", "--no-sandbox"])
@@ -96,6 +119,22 @@ def main(argv: list[str] | None = None) -> int:
             page.wait_for_load_state("networkidle")
             page.wait_for_timeout(1000)
             page.screenshot(path=str(args.out / "leaderboard_board.png"))
+            # the crowded J table: top 20, the "show all" button, shared ranks; then a search; then the
+            # header kept in view while the table scrolls
+            j = page.locator("#table-som .mag-table-wrap").filter(has=page.locator("table[data-contract=J]"))
+            j.scroll_into_view_if_needed()
+            tools = page.locator("#table-som .mag-tools[data-contract=J]")
+            tools.evaluate("t => t.scrollIntoView({block: 'start'})")
+            page.wait_for_timeout(300)
+            page.screenshot(path=str(args.out / "leaderboard_crowd.png"))
+            tools.locator(".mag-search").fill("agent-0")
+            page.wait_for_timeout(300)
+            page.screenshot(path=str(args.out / "leaderboard_search.png"))
+            tools.locator(".mag-search").fill("")
+            tools.locator(".mag-more").click()
+            j.evaluate("w => { w.scrollTop = 420; }")
+            page.wait_for_timeout(300)
+            page.screenshot(path=str(args.out / "leaderboard_sticky.png"))
             page.get_by_role("tab", name="Submit").click()
             page.locator("#model-name textarea, #model-name input").first.fill("my-model")
             page.locator("#predictions input[type=file]").set_input_files(str(tmp / "heuristic-som-J.jsonl"))

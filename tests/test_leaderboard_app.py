@@ -50,7 +50,7 @@ def test_endpoints_and_submit_parameters(app, tmp_path: Path) -> None:
     assert all(fn.api_visibility == "public" for fn in eps.values())
     info = demo.get_api_info()["named_endpoints"]["/submit"]["parameters"]
     names = [p["parameter_name"] for p in info]
-    assert names == ["model_name", "view", "contract", "predictions", "organisation", "link", "provenance_tag", "submitter"]
+    assert names == ["model_name", "view", "contract", "predictions", "organisation", "link", "provenance_tag"]
     required = [p["parameter_name"] for p in info if not p["parameter_has_default"]]
     assert sorted(required) == ["contract", "model_name", "predictions", "view"] or sorted(required) == ["model_name", "predictions"]
 
@@ -71,15 +71,15 @@ def test_space_login_name_is_the_submitter(app, tmp_path: Path, monkeypatch) -> 
     demo = app.build_app(board)
     submit = endpoints(demo)["submit"].fn
     path = write(tmp_path, jsonl())
-    msg, result = submit("m", "som", "J", path, "", "", "self-reported", "typed-name", None)
+    msg, result = submit("m", "som", "J", path, "", "", "self-reported", None)
     assert msg.startswith("Rejected: sign in with Hugging Face to submit") and result["ok"] is False
     assert "oauth_token" in msg
     alice = gr.OAuthProfile({"name": "Alice", "preferred_username": "alice", "profile": "", "picture": ""})
-    msg, result = submit("m", "som", "J", path, "", "", "self-reported", "typed-name", alice)
+    msg, result = submit("m", "som", "J", path, "", "", "self-reported", alice)
     assert msg.startswith("Accepted"), msg
-    assert board.get(result["id"]).submitter == "alice"  # the login, not the typed name
-    # the cap counts the login: a different typed name does not get around it
-    msg, _ = submit("m2", "som", "J", write(tmp_path, jsonl(tag="2"), "b.jsonl"), "", "", "self-reported", "other", alice)
+    assert board.get(result["id"]).submitter == "alice"  # the login
+    # the cap counts the login: another model name or organisation does not get around it
+    msg, _ = submit("m2", "som", "J", write(tmp_path, jsonl(tag="2"), "b.jsonl"), "org2", "", "self-reported", alice)
     assert msg.startswith("Rejected: daily limit reached: 'alice'"), msg
 
     # a script on the Space: no session, a token passed with Client(..., oauth_token=...) -> its user
@@ -96,11 +96,11 @@ def test_space_login_name_is_the_submitter(app, tmp_path: Path, monkeypatch) -> 
     assert [p["parameter_name"] for p in endpoint_info["parameters"]][:4] == ["model_name", "view", "contract",
                                                                              "predictions"]
     bad = gr.OAuthToken(token="hf_wrong", scope="", expires_at=0)
-    msg, result = submit("m3", "som", "J", write(tmp_path, jsonl(tag="3"), "c.jsonl"), "", "", "self-reported", "x",
+    msg, result = submit("m3", "som", "J", write(tmp_path, jsonl(tag="3"), "c.jsonl"), "", "", "self-reported",
                          None, bad)
     assert msg.startswith("Rejected: sign in with Hugging Face") and board.count() == 1
     bob = gr.OAuthToken(token="hf_bob", scope="", expires_at=0)
-    msg, result = submit("m3", "som", "J", write(tmp_path, jsonl(tag="3"), "c.jsonl"), "", "", "self-reported", "x",
+    msg, result = submit("m3", "som", "J", write(tmp_path, jsonl(tag="3"), "c.jsonl"), "", "", "self-reported",
                          None, bob)
     assert msg.startswith("Accepted"), msg
     assert board.get(result["id"]).submitter == "bob"
@@ -111,10 +111,10 @@ def test_local_submit_table_and_details(app, tmp_path: Path) -> None:
     demo = app.build_app(board)
     eps = endpoints(demo)
     submit, details = eps["submit"].fn, eps["details"].fn
-    msg, result = submit("heur<b>", "som", "J", write(tmp_path, jsonl()), "lab", "https://x.org", "reproduced", "")
+    msg, result = submit("heur<b>", "som", "J", write(tmp_path, jsonl()), "lab", "https://x.org", "reproduced")
     assert msg.startswith(f"Accepted: submission #{result['id']} (som, contract J) — SAA "), msg
     assert "95% interval" in msg and result["ci95_low"] <= result["saa"] <= result["ci95_high"]
-    msg2, result2 = submit("m", "som", "J", None, "", "", "self-reported", "")
+    msg2, result2 = submit("m", "som", "J", None, "", "", "self-reported")
     assert msg2.startswith("Rejected: no predictions file was uploaded (a file over the") and result2["ok"] is False
 
     rows = app.ranked_rows(board, "som", "all")
@@ -155,7 +155,7 @@ def test_ABOUT_documents_every_metric_and_the_submit_parameters(app) -> None:
     about = app.about_text()
     for title in METRIC_COLUMNS.values():
         assert f"| {title} |" in about, title  # a row of the metric table
-    for p in ("model_name", "view", "contract", "predictions", "organisation", "link", "provenance_tag", "submitter"):
+    for p in ("model_name", "view", "contract", "predictions", "organisation", "link", "provenance_tag"):
         assert f"`{p}`" in app.ABOUT, p
     for c in Contract:
         assert f"| {c.value} |" in app.ABOUT
@@ -221,7 +221,7 @@ def test_about_worked_example_is_scored_by_the_library(app) -> None:
 def test_handler_checks_the_size_cap_before_reading(app, tmp_path: Path) -> None:
     board = Board(BoardConfig(data_dir=tmp_path / "b", max_bytes=1000), gold=gold())
     submit = endpoints(app.build_app(board))["submit"].fn
-    msg, result = submit("m", "som", "J", write(tmp_path, b"x" * 1001), "", "", "self-reported", "")
+    msg, result = submit("m", "som", "J", write(tmp_path, b"x" * 1001), "", "", "self-reported")
     assert msg.startswith("Rejected: the file is 1,001 bytes (0.0 MiB), over the upload cap of 1,000 bytes (")
     assert not result["ok"]
     assert board.count() == 0
@@ -286,3 +286,30 @@ def test_the_report_copies_folder_goes_with_the_handlers(app, tmp_path: Path) ->
     assert out.returncode == 0, out.stderr[-2000:]
     left = Path(out.stdout.strip().splitlines()[-1])
     assert left.name.startswith("mag-board-reports-") and not left.exists()
+
+
+def test_shared_ranks_are_marked_in_the_table_not_only_in_a_tooltip(app, tmp_path: Path) -> None:
+    """Issue 27: ties lived only in a hover tooltip, which phones never show."""
+    board = Board(BoardConfig(data_dir=tmp_path / "b", daily_cap=100), gold=gold())
+    a = board.submit(data=jsonl(tag="a"), filename="a.jsonl", model_name="a", view="som", contract="J")
+    b = board.submit(data=jsonl(tag="b"), filename="b.jsonl", model_name="b", view="som", contract="J")
+    html = app.table_html(board, "som", "all")
+    for sub in (a, b):  # the same scores: one shared rank, marked "=1" in both rows, and a legend
+        row = html.split(f'data-id="{sub.id}"', 1)[1].split("</tr>", 1)[0]
+        assert '<td class="c-rank tie" data-v="1"' in row and '<span class="mag-tie" aria-label="shared rank">=</span>1' in row
+    assert html.count('class="mag-tie-legend"') == 1 and "a shared rank, no significant paired difference" in html
+    alone = Board(BoardConfig(data_dir=tmp_path / "c", daily_cap=100), gold=gold())
+    alone.submit(data=jsonl(tag="a"), filename="a.jsonl", model_name="a", view="som", contract="J")
+    assert "mag-tie" not in app.table_html(alone, "som", "all")
+
+
+def test_the_banner_names_a_hidden_gold_by_its_hub_id_never_by_its_server_path(app, tmp_path: Path) -> None:
+    from mag_dataset.board import Gold
+
+    steps = gold().steps
+    secret = tmp_path / "secret-gold"
+    secret.mkdir()
+    local = app.gold_banner(Board(BoardConfig(data_dir=tmp_path / "a"), gold=Gold(str(secret), "test", steps)))
+    assert str(secret) not in local and "secret-gold" not in local and "a private folder on the server" in local
+    hub = app.gold_banner(Board(BoardConfig(data_dir=tmp_path / "b"), gold=Gold("mag/webmre-hidden", "test", steps)))
+    assert "mag/webmre-hidden" in hub and "hidden test split" in hub

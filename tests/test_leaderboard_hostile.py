@@ -152,9 +152,9 @@ def raw_submit(server: Server, path: Path, **fields: str) -> tuple[str, dict]:
     with urllib.request.urlopen(req, timeout=60) as r:
         (uploaded,) = json.loads(r.read())
     args = {"model_name": "", "view": "som", "contract": "J", "organisation": "", "link": "",
-            "provenance_tag": "self-reported", "submitter": ""} | fields
+            "provenance_tag": "self-reported"} | fields
     data = [args["model_name"], args["view"], args["contract"], {"path": uploaded, "meta": {"_type": "gradio.FileData"}},
-            args["organisation"], args["link"], args["provenance_tag"], args["submitter"]]
+            args["organisation"], args["link"], args["provenance_tag"]]
     req = urllib.request.Request(f"{server.url}/gradio_api/call/submit", data=json.dumps({"data": data}).encode("ascii"),
                                  headers={"Content-Type": "application/json"})
     with urllib.request.urlopen(req, timeout=60) as r:
@@ -166,7 +166,7 @@ def raw_submit(server: Server, path: Path, **fields: str) -> tuple[str, dict]:
     return message, result
 
 
-@pytest.mark.parametrize("field", ["model_name", "organisation", "submitter", "link"])
+@pytest.mark.parametrize("field", ["model_name", "organisation", "link"])
 def test_lone_surrogate_in_a_text_field_is_refused(server, client, gold, tmp_path, field):
     value = f"https://example.org/{SURROGATE}" if field == "link" else f"model{SURROGATE}x"
     path = predictions_file(tmp_path / "s.jsonl", gold, View.SOM, Contract.J, tag=f"surrogate {field}")

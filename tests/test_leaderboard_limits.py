@@ -69,6 +69,7 @@ def test_limits_come_from_the_environment():
     assert (cfg.compare_per_min, cfg.compare_all_per_min, cfg.details_per_min, cfg.details_all_per_min) == (2, 9, 0, 7)
     default = BoardConfig.from_env({})
     assert (default.compare_per_min, default.compare_all_per_min) == (6, 30)
+    assert default.local_submitter == "local" and BoardConfig.from_env({"MAG_BOARD_SUBMITTER": " lab-7 "}).local_submitter == "lab-7"
     with pytest.raises(ValueError, match="MAG_BOARD_COMPARE_PER_MIN must be an integer"):
         BoardConfig.from_env({"MAG_BOARD_COMPARE_PER_MIN": "lots"})
 

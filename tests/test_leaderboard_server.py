@@ -272,7 +272,7 @@ def test_forty_concurrent_submissions_give_forty_rows(server, client, gold, tmp_
 
     t0 = time.perf_counter()
     jobs = [client.submit(model_name=f"concurrent-{i}", view="som", contract="A", predictions=handle_file(str(p)),
-                          submitter=f"user{i}", api_name="/submit") for i, p in enumerate(paths)]
+                          api_name="/submit") for i, p in enumerate(paths)]
     results = [job.result(timeout=300) for job in jobs]
     elapsed = time.perf_counter() - t0
     assert all(msg.startswith("Accepted") for msg, _ in results), [m for m, _ in results if not m.startswith("Accepted")]
@@ -474,7 +474,6 @@ def test_leaderboard_endpoint_gives_interval_bounds_for_every_ranked_row(server,
 XSS = {
     "model-name": '<img src=x onerror="window.__xss=1"> javascript:window.__xss=1',
     "organisation": '<script>window.__xss=2</script><img src=x onerror="window.__xss=2">',
-    "submitter": '<svg/onload=window.__xss=3><img src=x onerror="window.__xss=3">',
     "link": "javascript:window.__xss=4",
 }
 
@@ -537,6 +536,9 @@ def test_browser_submit_shows_row_and_details_and_payloads_stay_text(server, gol
     expect(page.locator("#gold-source")).to_contain_text(f"som: {len(gold[View.SOM]):,} steps")
     page.get_by_role("tab", name="Submit").click()
     expect(page.locator("#predictions")).to_contain_text("at most 1 MiB")
+    # no submitter field: off a Space the server's configured identity submits (MAG_BOARD_SUBMITTER)
+    assert page.locator("#submitter").count() == 0
+    expect(page.locator("#submitter-note")).to_contain_text("You submit as local")
     for elem, payload in XSS.items():
         page.locator(f"#{elem} textarea, #{elem} input").first.fill(payload)
     page.locator("#predictions input[type=file]").set_input_files(str(path))
@@ -595,6 +597,30 @@ def test_browser_header_click_sorts_and_a_row_opens_its_details(server, client, 
     n = len(table_rows := table_of(client, View.SOM, "A"))
     assert n >= 2, table_rows
     expect(table.locator("tbody tr")).to_have_count(n, timeout=30_000)
+    # the crowded table (40 concurrent rows above): the top 20 show, the rest behind "show all";
+    # a search looks at every row; shared ranks are marked in the cell, not only in a tooltip
+    tools = page.locator("#table-som .mag-tools[data-contract=A]")
+    assert n > 20
+    expect(table.locator("tbody tr:visible")).to_have_count(20)
+    tools.locator(".mag-more").click()
+    expect(table.locator("tbody tr:visible")).to_have_count(n)
+    tools.locator(".mag-more").click()
+    expect(table.locator("tbody tr:visible")).to_have_count(20)
+    tools.locator(".mag-search").fill("concurrent-3")  # concurrent-3 and concurrent-30..39
+    expect(table.locator("tbody tr:visible")).to_have_count(11)
+    expect(tools.locator(".mag-count")).to_have_text("11 matches")
+    tools.locator(".mag-search").fill("")
+    expect(table.locator("tbody tr:visible")).to_have_count(20)
+    assert table.locator("td.c-rank.tie").count() >= 2 and page.locator("#table-som .mag-tie-legend").count() >= 1
+    # the header stays in view while the table scrolls down inside its box
+    tools.locator(".mag-more").click()
+    wrap = page.locator("#table-som .mag-table-wrap").filter(has=page.locator("table[data-contract=A]"))
+    wrap.evaluate("w => { w.scrollTop = w.scrollHeight; }")
+    page.wait_for_timeout(200)
+    head, box = table.locator("thead th").first.bounding_box(), wrap.bounding_box()
+    assert abs(head["y"] - box["y"]) <= 3, (head, box)
+    wrap.evaluate("w => { w.scrollTop = 0; }")
+    tools.locator(".mag-more").click()
     ids = _column(page, table, "id")
     table.locator("th", has_text="id").click()
     down = _column(page, table, "id")
@@ -615,7 +641,7 @@ def test_browser_header_click_sorts_and_a_row_opens_its_details(server, client, 
         wrap.evaluate("w => { w.scrollLeft = w.scrollWidth; }")
         page.wait_for_timeout(300)
         boxes = []
-        for cls in ("c-rank", "c-model", "c-head"):
+        for cls in ("c-rank", "c-model", "c-head", "c-ci"):  # the interval too: no swipe to see it
             box = table.locator(f"tbody tr td.{cls}").first.bounding_box()
             assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= viewport["width"], (cls, box)
             boxes.append(box)

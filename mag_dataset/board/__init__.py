@@ -28,6 +28,8 @@ Configuration, read by :meth:`BoardConfig.from_env` (every variable optional):
                            queue, which shows each its position (default 2)
 ``MAG_BOARD_DAILY_CAP``    accepted submissions per submitter per UTC day (default 5)
 ``MAG_BOARD_ADMINS``       comma-separated submitter names exempt from the daily cap
+``MAG_BOARD_SUBMITTER``    who submits through the page off a Space (on a Space: the signed-in
+                           login); the page has no submitter field (default ``local``)
 ``MAG_BOARD_COMPARE_PER_MIN``  comparisons per user per minute (default 6; 0: no limit);
                            ``MAG_BOARD_COMPARE_ALL_PER_MIN`` for everyone (default 30)
 ``MAG_BOARD_DETAILS_PER_MIN``  Details views per user per minute (default 30);
@@ -78,7 +80,8 @@ Untrusted decoding: an upload is decoded, validated and scored in a child proces
 (:func:`mag_dataset.isolation.run_isolated`) with ``MAG_BOARD_WORKER_MB`` of address space
 and ``MAG_BOARD_SCORE_SECONDS`` of time, at most ``MAG_BOARD_WORKERS`` at once; a file that
 exhausts either is rejected with the limit named, and the server never holds the decoded
-data. A Parquet file is checked from its footer first (exact columns and types, row count,
+data. Each upload has a fresh child; the next ones are started ahead and wait, the scorer
+imported and their limits set (``run_isolated(..., warm=True)``). A Parquet file is checked from its footer first (exact columns and types, row count,
 declared uncompressed sizes) and its strings' decoded size is added up, dictionary-encoded,
 before any is expanded: the decoded text is capped at ``MAG_BOARD_MAX_MB`` like a gzip
 file's.

@@ -44,6 +44,9 @@ class BoardConfig:
         workers: submissions decoded and scored at once.
         daily_cap: accepted submissions per submitter per UTC day.
         admins: submitter names exempt from the daily cap.
+        local_submitter: who submits through the page when it does not run on a Space (where the
+            submitter is the Hugging Face login): this server's configured identity, never typed
+            in the form, so the daily cap cannot be dodged by typing other names.
         compare_per_min: comparisons one user may ask for per minute (0: no limit).
         compare_all_per_min: comparisons everyone together may ask for per minute.
         details_per_min: Details views one user may open per minute.
@@ -67,6 +70,7 @@ class BoardConfig:
     workers: int = 2
     daily_cap: int = 5
     admins: frozenset[str] = frozenset()
+    local_submitter: str = "local"
     compare_per_min: int = 6
     compare_all_per_min: int = 30
     details_per_min: int = 30
@@ -115,6 +119,7 @@ class BoardConfig:
             "workers": _env_int(env, "MAG_BOARD_WORKERS", 2),
             "daily_cap": _env_int(env, "MAG_BOARD_DAILY_CAP", 5),
             "admins": frozenset(a.strip() for a in env.get("MAG_BOARD_ADMINS", "").split(",") if a.strip()),
+            "local_submitter": (env.get("MAG_BOARD_SUBMITTER") or "").strip() or "local",
             "compare_per_min": _env_int(env, "MAG_BOARD_COMPARE_PER_MIN", 6),
             "compare_all_per_min": _env_int(env, "MAG_BOARD_COMPARE_ALL_PER_MIN", 30),
             "details_per_min": _env_int(env, "MAG_BOARD_DETAILS_PER_MIN", 30),
