@@ -134,7 +134,8 @@ def _rank_table(rows: list[Ranked], contract: str, similar: dict[int, int] | Non
             + (f'<button type="button" class="mag-more" aria-expanded="false">Show all {len(rows)} rows</button>'
                f'<span class="mag-shown">top {TOP_ROWS} of {len(rows)}</span>' if len(rows) > TOP_ROWS else "")
             + '<span class="mag-count" aria-live="polite"></span></div>'
-            f'<div class="mag-scroll-cue">↔ the table scrolls sideways: rank, model and {_esc(head)} stay in view</div>'
+            f'<div class="mag-scroll-cue">↔ the table scrolls sideways: rank, model, {_esc(head)} and its interval stay '
+            f'in view</div>'
             f'<div class="mag-table-wrap"><table class="mag-rank" data-contract="{contract}">'
             f'<thead><tr>{th}</tr></thead><tbody>{"".join(body)}</tbody></table></div>')
 
