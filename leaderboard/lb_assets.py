@@ -10,6 +10,7 @@ from __future__ import annotations
 #: The ranked tables: sorting by a header click, row click opens Details (see TABLE_JS).
 TABLE_JS = r"""
 element.addEventListener('click', (ev) => {
+  if (ev.target.closest('a[href]')) return;  // a model's link opens itself, not the row's Details
   const th = ev.target.closest('th[data-col]');
   if (th) {
     const table = th.closest('table'), tb = table.tBodies[0], i = +th.dataset.col;

@@ -86,7 +86,10 @@ def _model_cell(s: Any, similar: dict[int, int]) -> str:
     other = similar.get(s.id)
     mark = (f' <span class="mag-similar" title="this name reads like #{other}\'s, submitted by someone else">'
             f'≈#{other}</span>' if other is not None else "")
-    return f'<td class="c-model txt">{_esc(s.model_name)}{mark}</td>'
+    name = _esc(s.model_name)
+    if s.link:  # http/https only (the board refuses any other scheme); opens beside the board
+        name = f'<a href="{_esc(s.link)}" target="_blank" rel="noopener noreferrer nofollow ugc">{name}</a>'
+    return f'<td class="c-model txt">{name}{mark}</td>'
 
 
 def _rank_table(rows: list[Ranked], contract: str, similar: dict[int, int] | None = None) -> str:

@@ -313,3 +313,14 @@ def test_the_banner_names_a_hidden_gold_by_its_hub_id_never_by_its_server_path(a
     assert str(secret) not in local and "secret-gold" not in local and "a private folder on the server" in local
     hub = app.gold_banner(Board(BoardConfig(data_dir=tmp_path / "b"), gold=Gold("mag/webmre-hidden", "test", steps)))
     assert "mag/webmre-hidden" in hub and "hidden test split" in hub
+
+
+def test_a_model_with_a_link_is_a_link_that_leaves_the_page_safely(app, tmp_path: Path) -> None:
+    board = Board(BoardConfig(data_dir=tmp_path / "b", daily_cap=100), gold=gold())
+    board.submit(data=jsonl(tag="a"), filename="a.jsonl", model_name="m<1>", view="som", contract="J",
+                 link='https://example.org/m?a=1&b=2')
+    board.submit(data=jsonl(tag="b"), filename="b.jsonl", model_name="plain", view="som", contract="J")
+    html = app.table_html(board, "som", "all")
+    assert ('<a href="https://example.org/m?a=1&amp;b=2" target="_blank" '
+            'rel="noopener noreferrer nofollow ugc">m&lt;1&gt;</a>') in html
+    assert '<td class="c-model txt">plain</td>' in html
