@@ -15,9 +15,9 @@ unpickler that resolves no global at all. The tasks a child may run are the lite
 :data:`TASKS`.
 
 A child first imports its task's module (trusted code: most of a child's start-up, about
-2 s for the board's scorer), then sets its limits, then reads the request. With ``warm=True``
-(the board) the next child is started as soon as one is taken, so it has imported its
-module by the time the next upload comes: every upload still gets a fresh process with
+2 s for the board's scorer), then reads the request (the parent's own pickle), then sets its
+limits and decodes it. With ``warm=True`` (the board) the next child is started as soon as
+one is taken, so it has imported its module by the time the next upload comes: every upload still gets a fresh process with
 today's limits, without waiting for its start-up. A waiting child holds no request and
 exits when its parent does (its stdin closes).
 """
@@ -45,7 +45,7 @@ TASKS: dict[str, str] = {
     "importer.convert": "mag_dataset.harness.importer:isolated_convert",
 }
 
-#: Task name -> ``module:function`` run before the child sets its limits: it imports and
+#: Task name -> ``module:function`` run before the child reads its request: it imports and
 #: builds what the task's first call would (trusted code), so a warm child has done it before
 #: its request arrives.
 WARM_UPS: dict[str, str] = {
@@ -273,12 +273,12 @@ def _child(argv: list[str]) -> int:
     if task in WARM_UPS:
         module, _, func = WARM_UPS[task].partition(":")
         getattr(importlib.import_module(module), func)()
-    _set_limits(memory_mb, seconds)
-    request_bytes = sys.stdin.buffer.read()  # a warm child waits here for its request
+    request_bytes = sys.stdin.buffer.read()  # a warm child waits here for its request (the parent's: trusted)
     if not request_bytes:  # the parent exited (or closed a waiting child) before sending one
         return 0
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
+    _set_limits(memory_mb, seconds)  # before a byte of the upload is decoded
     result: tuple[str, Any, str]
     try:
         request = pickle.loads(request_bytes)  # written by the parent: trusted

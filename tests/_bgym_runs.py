@@ -255,6 +255,22 @@ def offline_tiktoken() -> None:
         name="cl100k_base", pat_str=r"\S+|\s+", mergeable_ranks={bytes([i]): i for i in range(256)}, special_tokens={})
 
 
+def _timed_out(exp_dir: Path) -> bool:
+    """Whether a finished run failed and one of its actions hit BrowserGym's 500 ms action timeout."""
+    summary = exp_dir / "summary_info.json"
+    if not summary.is_file() or json.loads(summary.read_text()).get("cum_reward") == 1.0:
+        return False
+    import gzip
+    import pickle
+
+    for step in sorted(exp_dir.glob("step_*.pkl.gz")):  # written by this process's own loop: trusted
+        with gzip.open(step) as f:
+            obs = getattr(pickle.load(f), "obs", None) or {}
+        if "Timeout 500ms exceeded" in str(obs.get("last_action_error") or ""):
+            return True
+    return False
+
+
 def main(spec_path: str) -> None:
     import os
 
@@ -274,11 +290,22 @@ def main(spec_path: str) -> None:
             tiktoken.registry.ENCODINGS.pop("cl100k_base", None)
             os.environ["TIKTOKEN_CACHE_DIR"] = tempfile.mkdtemp(prefix="mag_tiktoken_")
             os.environ["HTTPS_PROXY"] = os.environ["HTTP_PROXY"] = "http://127.0.0.1:9"
-        args = ExpArgs(agent_args=make_agent_args(run["agent"], run.get("preprocessor", "default"), run.get("options", {})),
-                       env_args=EnvArgs(task_name=run["task"], task_seed=run["seed"], max_steps=12, headless=True),
-                       exp_name=run.get("exp_name"))
-        args.prepare(run.get("root", spec["root"]))
-        args.run()
+        for attempt in (1, 2):
+            args = ExpArgs(agent_args=make_agent_args(run["agent"], run.get("preprocessor", "default"),
+                                                      run.get("options", {})),
+                           env_args=EnvArgs(task_name=run["task"], task_seed=run["seed"], max_steps=12, headless=True),
+                           exp_name=run.get("exp_name"))
+            args.prepare(run.get("root", spec["root"]))
+            args.run()
+            if attempt == 1 and _timed_out(Path(args.exp_dir)):
+                # BrowserGym's actions wait 500 ms at most (hard-coded in their source): on a machine busy
+                # with the rest of the suite a check() can miss it and the scripted run fails. Run it
+                # again once, in a new folder; the importer tests read only the folders kept.
+                import shutil
+
+                shutil.rmtree(args.exp_dir)
+                continue
+            break
         summary = Path(args.exp_dir) / "summary_info.json"  # absent when the loop crashed saving it
         print(json.dumps({"exp_dir": str(args.exp_dir), "summary": json.loads(summary.read_text()) if summary.is_file() else None}),
               flush=True)

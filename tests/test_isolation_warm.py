@@ -75,8 +75,15 @@ def test_a_warm_child_keeps_the_limits_and_refuses_as_a_cold_one():
     _wait_until_waiting(_WARM.waiting("board.score", one_second))
     quick = run_isolated("board.score", _request(), one_second, warm=True)
     assert quick.ok, quick
-    tiny = run_isolated("board.score", _request(), Limits(memory_mb=128, seconds=60), warm=True)
-    assert tiny.kind in ("memory", "crashed"), tiny  # 128 MiB cannot hold numpy + pyarrow + the scorer
+    # the memory limit holds for the request: a normal file fits in 256 MiB, 150 MB of outputs cannot
+    # even be read and unpickled in it, warm or not
+    small = Limits(memory_mb=256, seconds=60)
+    assert run_isolated("board.score", _request(), small, warm=True).ok
+    line = json.dumps({"step_id": gold().steps[View.SOM][0].step_id, "output": "x" * 5_000_000}) + "\n"
+    data = (line * 30).encode()
+    warm = run_isolated("board.score", _request(data), small, warm=True)
+    cold = run_isolated("board.score", _request(data), small)
+    assert warm.kind == cold.kind == "memory" and "256" in warm.message, (warm, cold)
 
 
 @pytest.mark.parametrize("how", ["exit", "killed"])

@@ -81,7 +81,7 @@ Untrusted decoding: an upload is decoded, validated and scored in a child proces
 and ``MAG_BOARD_SCORE_SECONDS`` of time, at most ``MAG_BOARD_WORKERS`` at once; a file that
 exhausts either is rejected with the limit named, and the server never holds the decoded
 data. Each upload has a fresh child; the next ones are started ahead and wait, the scorer
-imported and their limits set (``run_isolated(..., warm=True)``). A Parquet file is checked from its footer first (exact columns and types, row count,
+imported, their limits set once the upload has arrived (``run_isolated(..., warm=True)``). A Parquet file is checked from its footer first (exact columns and types, row count,
 declared uncompressed sizes) and its strings' decoded size is added up, dictionary-encoded,
 before any is expanded: the decoded text is capped at ``MAG_BOARD_MAX_MB`` like a gzip
 file's.

@@ -128,7 +128,7 @@ def isolated_score(request: dict[str, Any]) -> dict[str, Any]:
 def warm_up() -> None:
     """What the first :func:`isolated_score` of a process would import and build on its own
     (numpy, sacrebleu and its BLEU objects: about 1.3 s), done by an isolated child before it
-    sets its limits and waits for an upload (:mod:`mag_dataset.isolation`). pyarrow, which only
+    waits for an upload (:mod:`mag_dataset.isolation`). pyarrow, which only
     a ``.parquet`` upload needs, is left to those: each child would pay for it, and 40
     concurrent uploads took 29.8 s with it against 27.3 s for children started on demand."""
     import numpy  # noqa: F401 - imported for its side effect: loaded once, before any upload
