@@ -226,7 +226,7 @@ def build_app(board: Board) -> gr.Blocks:
             form = _submit_tab(handlers.cap, handlers.cap_mib, board.config.local_submitter)
             det = _details_tab(board)
             with gr.Tab("About", id="about"):
-                gr.Markdown(about_text(board.config))
+                gr.Markdown(about_text(board.config), elem_id="about-text")
         _wire(demo, handlers, tabs, gold_html, lb, form, det)
     return demo
 

@@ -49,6 +49,13 @@ const apply = (tools) => {
 };
 element.addEventListener('input', (ev) => { const t = ev.target.closest('.mag-search'); if (t) apply(t.closest('.mag-tools')); });
 element.addEventListener('click', (ev) => {
+  const c = ev.target.closest('.mag-cols'); if (!c) return;
+  const table = block(c.closest('.mag-tools')); if (!table) return;
+  const all = table.classList.toggle('mag-less') === false;
+  c.setAttribute('aria-pressed', String(all));
+  c.textContent = all ? 'Fewer columns' : `All ${table.tHead.rows[0].cells.length} columns`;
+});
+element.addEventListener('click', (ev) => {
   const b = ev.target.closest('.mag-more'); if (!b) return;
   const tools = b.closest('.mag-tools'), open = tools.dataset.expanded !== '1';
   tools.dataset.expanded = open ? '1' : '';
@@ -94,7 +101,8 @@ table.mag-rank th.c-rank, table.mag-rank th.c-model, table.mag-rank th.c-head { 
 .mag-tools { display: flex; flex-wrap: wrap; gap: 8px; align-items: center; margin: 4px 0 6px; font-size: 13px; }
 .mag-search { flex: 1 1 14em; max-width: 24em; padding: 4px 8px; border: 1px solid var(--border-color-primary);
   border-radius: 6px; background: var(--background-fill-primary); color: inherit; }
-.mag-more { padding: 3px 10px; border: 1px solid var(--border-color-primary); border-radius: 6px; cursor: pointer;
+table.mag-rank.mag-less .c-more { display: none; }
+.mag-cols, .mag-more { padding: 3px 10px; border: 1px solid var(--border-color-primary); border-radius: 6px; cursor: pointer;
   background: var(--background-fill-secondary); color: inherit; }
 .mag-scroll-cue { display: none; font-size: 13px; opacity: .8; margin: 2px 0 4px; }
 .mag-contract small { font-weight: 400; opacity: .85; }
@@ -129,6 +137,10 @@ table.mag-bars th, table.mag-bars td { padding: 4px 8px; border-bottom: 1px soli
 .mag-bar span.v { font-variant-numeric: tabular-nums; min-width: 2.6em; }
 .mag-upload-note { font-size: 14px; padding: 6px 10px; border-radius: 6px; }
 .mag-upload-note.too-big { background: #fdecea; color: #8a1c14; border: 2px solid #d93025; font-weight: 600; }
+/* About: its tables scroll sideways rather than break words mid-word ("targe t acc") */
+#about-text table { display: block; overflow-x: auto; max-width: 100%; }
+#about-text th, #about-text td { word-break: normal !important; overflow-wrap: normal !important; hyphens: none; }
+#about-text td:first-child, #about-text th:first-child { white-space: nowrap; }
 #compare-out textarea { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; font-size: 13px;
   white-space: pre; overflow-x: auto; }
 .status-accepted textarea { background: #e6f4ea !important; color: #0d5223 !important; border: 2px solid #1e8e3e !important; font-weight: 600; }
@@ -148,6 +160,9 @@ def upload_note_js(cap: int) -> str:
         "  const box = element.querySelector('.mag-upload-note') || element;\n"
         "  if (big) {\n"
         "    box.classList.add('too-big');\n"
+        "    const status = document.querySelector('#submit-status');  // the last result is not this file's\n"
+        "    if (status) { const ta = status.querySelector('textarea'); if (ta) ta.value = '';\n"
+        "      status.classList.remove('status-accepted', 'status-rejected'); }\n"
         "    box.textContent = `Not uploaded: ${big.name} is ${(big.size / 1048576).toFixed(1)} MiB, over the ` +\n"
         "      `upload cap of ${capText}. Compress it as .jsonl.gz or .parquet (the decoded text is capped at ` +\n"
         "      `${capText} too), or split its seeds into several files.`;\n"

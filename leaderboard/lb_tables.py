@@ -99,7 +99,7 @@ def _rank_table(rows: list[Ranked], contract: str, similar: dict[int, int] | Non
     # what tells two close rows apart (interval, seeds, date) comes right after the score
     cols = ([("rank", "c-rank"), ("model", "c-model txt"), (head, "c-head"), ("95% interval", "c-ci"),
              ("seeds", ""), ("date", "txt")]
-            + [(METRIC_COLUMNS[k], "") for k in others]
+            + [(METRIC_COLUMNS[k], "c-more") for k in others]  # behind the "all columns" toggle
             + [("organisation", "txt"), ("provenance", "txt"), ("id", "")])
     th = "".join(f'<th scope="col" tabindex="0" data-col="{i}" class="{c}" title="sort by {_esc(t)}">{_esc(t)}</th>'
                  for i, (t, c) in enumerate(cols))
@@ -118,7 +118,8 @@ def _rank_table(rows: list[Ranked], contract: str, similar: dict[int, int] | Non
             f'<td class="c-head" data-v="{"" if r.value is None else r.value}">{fmt(r.value)}</td>',
             f'<td class="c-ci" data-v="{"" if r.ci95 is None else r.ci95[0]}">{ci}</td>',
             f'<td data-v="{s.seeds}">{s.seeds}</td>', f'<td class="txt">{_esc(s.date)}</td>',
-            *[f'<td data-v="{"" if s.summary.get(k) is None else s.summary[k]}">{fmt(s.summary.get(k))}</td>' for k in others],
+            *[f'<td class="c-more" data-v="{"" if s.summary.get(k) is None else s.summary[k]}">{fmt(s.summary.get(k))}</td>'
+              for k in others],
             f'<td class="txt">{_esc(s.organisation)}</td>', f'<td class="txt">{_esc(s.provenance_tag)}</td>',
             f'<td data-v="{s.id}">{s.id}</td>',
         ]
@@ -136,10 +137,12 @@ def _rank_table(rows: list[Ranked], contract: str, similar: dict[int, int] | Non
             f'aria-label="search the contract {contract} table">'
             + (f'<button type="button" class="mag-more" aria-expanded="false">Show all {len(rows)} rows</button>'
                f'<span class="mag-shown">top {TOP_ROWS} of {len(rows)}</span>' if len(rows) > TOP_ROWS else "")
+            + (f'<button type="button" class="mag-cols" aria-pressed="false">All {len(cols)} columns</button>'
+               if others else "")
             + '<span class="mag-count" aria-live="polite"></span></div>'
             f'<div class="mag-scroll-cue">↔ the table scrolls sideways: rank, model, {_esc(head)} and its interval stay '
             f'in view</div>'
-            f'<div class="mag-table-wrap"><table class="mag-rank" data-contract="{contract}">'
+            f'<div class="mag-table-wrap"><table class="mag-rank mag-less" data-contract="{contract}">'
             f'<thead><tr>{th}</tr></thead><tbody>{"".join(body)}</tbody></table></div>')
 
 

@@ -612,6 +612,16 @@ def test_browser_header_click_sorts_and_a_row_opens_its_details(server, client, 
     tools.locator(".mag-search").fill("")
     expect(table.locator("tbody tr:visible")).to_have_count(20)
     assert table.locator("td.c-rank.tie").count() >= 2 and page.locator("#table-som .mag-tie-legend").count() >= 1
+    # the other metrics are behind a toggle; rank, model, score, interval, seeds and date are not
+    more = table.locator("th.c-more")
+    assert more.count() >= 2
+    expect(more.first).to_be_hidden()
+    for title in ("rank", "model", "95% interval", "seeds", "date"):
+        expect(table.locator("th", has_text=title).first).to_be_visible()
+    tools.locator(".mag-cols").click()
+    expect(more.first).to_be_visible()
+    tools.locator(".mag-cols").click()
+    expect(more.first).to_be_hidden()
     # the header stays in view while the table scrolls down inside its box
     tools.locator(".mag-more").click()
     wrap = page.locator("#table-som .mag-table-wrap").filter(has=page.locator("table[data-contract=A]"))
@@ -684,14 +694,17 @@ def test_browser_oversize_file_leaves_a_lasting_message_and_validate_only_stores
     page = web.page(server.url, viewport)
     page.get_by_role("tab", name="Submit").click()
     page.locator("#model-name textarea, #model-name input").first.fill("too big")
+    status = page.locator("#submit-status textarea")
+    # a result left from an earlier file (issue 27: it stayed beside the refusal of an over-size one)
+    status.evaluate("t => { t.value = 'Accepted: submission #1 (an earlier file)'; }")
     page.locator("#predictions input[type=file]").set_input_files(str(big))
     note = page.locator("#upload-note")
     expect(note).to_contain_text("big.jsonl is 1.5 MiB, over the upload cap of 1 MiB", timeout=10_000)
+    expect(status).to_have_value("")  # cleared: it was another file's
     page.wait_for_timeout(6000)  # Gradio's toast has faded by now; the note has not
     expect(note).to_contain_text("over the upload cap of 1 MiB")
     assert "too-big" in (note.locator(".mag-upload-note").get_attribute("class") or "")
     page.locator("#submit-button").click()
-    status = page.locator("#submit-status textarea")
     expect(status).to_have_value(re.compile(r"Rejected: no predictions file was uploaded \(a file over the 1 MiB"),
                                  timeout=30_000)
     expect(page.locator("#submit-status")).to_have_class(re.compile("status-rejected"), timeout=10_000)
@@ -707,6 +720,20 @@ def test_browser_oversize_file_leaves_a_lasting_message_and_validate_only_stores
     assert f"the split has {len(gold[View.SOM]):,} steps" in status.input_value()
     assert gold[View.SOM][-1].step_id in status.input_value()  # the missing ids are named
     assert n_rows(client) == before
+    # About's tables scroll sideways instead of breaking words inside their cells
+    page.get_by_role("tab", name="About").click()
+    cells = page.locator("#about-text table td")
+    expect(cells.first).to_be_visible(timeout=10_000)
+    assert cells.first.evaluate("td => getComputedStyle(td).wordBreak") == "normal"
+    broken = page.evaluate("""() => [...document.querySelectorAll('#about-text td, #about-text th')].filter((c) => {
+        const r = document.createRange(); let split = false;
+        for (const n of c.childNodes) { if (n.nodeType !== 3) continue;
+          const words = n.textContent.split(/([\\s/-]+)/); let at = 0;  // a break after a hyphen or slash is no split word
+          for (const w of words) { if (w.trim().length > 1) { r.setStart(n, at); r.setEnd(n, at + w.length);
+            const tops = new Set([...r.getClientRects()].map((x) => Math.round(x.top))); if (tops.size > 1) split = true; }
+            at += w.length; } }
+        return split; }).map((c) => c.textContent.slice(0, 40))""")
+    assert broken == [], broken
 
 
 @pytest.mark.browser
