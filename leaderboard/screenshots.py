@@ -163,6 +163,14 @@ def main(argv: list[str] | None = None) -> int:
             phone.locator("#table-som .mag-table-wrap").nth(2).evaluate("w => { w.scrollLeft = 260; }")
             phone.wait_for_timeout(800)
             phone.screenshot(path=str(args.out / "leaderboard_phone.png"))
+            for tab, name in (("Submit", "submit"), ("Details", "details"), ("About", "about")):
+                phone.get_by_role("tab", name=tab).click()
+                if name == "details":
+                    phone.locator("#details-choice input").click()
+                    phone.get_by_role("option").first.click()
+                    phone.locator("#details-breakdowns table").first.wait_for(timeout=60_000)
+                phone.wait_for_timeout(800)
+                phone.screenshot(path=str(args.out / f"leaderboard_phone_{name}.png"))
             browser.close()
     finally:
         proc.terminate()
