@@ -10,6 +10,7 @@ one line.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -207,6 +208,41 @@ def test_two_processes_serving_at_once_get_one_server(mini: MiniSite):
     assert manager.stop(mini) is True
     assert manager.port_free(mini.port)
     assert not manager._group_alive(first["pid"])  # (a zombie until init reaps it: its parent exited)
+
+
+# A threaded server whose leader thread exits first: /proc shows the process as a zombie
+# ("Z") while its serving thread still holds the port. SIGTERM is ignored, so only a stop
+# that waits for every thread (and then sends SIGKILL) frees the port.
+_LEADER_EXITS_FIRST = """
+import ctypes, functools, http.server, signal, sys, threading
+signal.signal(signal.SIGTERM, signal.SIG_IGN)
+handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=sys.argv[2])
+server = http.server.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), handler)
+threading.Thread(target=server.serve_forever).start()
+ctypes.CDLL(None).pthread_exit(None)
+"""
+
+
+class LeaderExitsFirstSite(MiniSite):
+    def server_command(self):
+        return ServerCommand(argv=(sys.executable, "-c", _LEADER_EXITS_FIRST, str(self.port),
+                                   str(self.home / "app")), cwd=str(self.home))
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="threads are told apart by Linux's /proc")
+def test_a_server_whose_leader_thread_exited_first_is_stopped_until_its_port_is_free(tmp_path: Path):
+    s = LeaderExitsFirstSite(home=tmp_path / "mini", port=_free_port())
+    s.setup()
+    pid = manager.serve(s).pid
+    try:
+        assert Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"  # as it looks
+        assert manager._alive(pid) and manager._group_alive(pid)  # but a thread still serves
+        assert manager.status(s).healthy
+        assert manager.stop(s, grace=1.0) is True
+        assert manager.port_free(s.port) and not manager._group_alive(pid)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pid, 9)
 
 
 def test_a_server_whose_record_was_lost_is_found_and_stopped(mini: MiniSite):

@@ -107,10 +107,25 @@ def _alive(pid: int) -> bool:
         return done == 0
     except ChildProcessError:
         pass
-    try:  # so does anyone else's zombie (an orphan that init has not reaped yet)
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return True
+    if not Path("/proc/self").exists():
+        return True  # no /proc to tell a zombie by (not Linux)
+    # so does anyone else's zombie (an orphan that init has not reaped yet), but only once
+    # every thread has exited: a leader thread that exits first shows "Z" while the threads
+    # left still hold the process's files (a threaded server's listening socket)
+    return any(_task_states(pid))
+
+
+def _task_states(pid: int) -> list[str]:
+    """The states (``/proc/<pid>/task/<tid>/stat``) of the process's threads that are not zombies."""
+    live = []
+    for entry in Path(f"/proc/{pid}/task").glob("[0-9]*/stat"):
+        try:
+            state = entry.read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if state != "Z":
+            live.append(state)
+    return live
 
 
 def _read_server(site: Site) -> dict | None:
@@ -385,13 +400,15 @@ def _group_alive(pgid: int) -> bool:
         return False
     except PermissionError:
         return True
-    # only zombies left? /proc tells (Linux); elsewhere assume alive
+    # only zombies left? /proc tells (Linux); elsewhere assume alive. Every thread is looked
+    # at: a process whose leader thread exited first shows "Z" while its other threads still
+    # hold its files, the listening socket among them
     for entry in Path("/proc").glob("[0-9]*/stat"):
         try:
             fields = entry.read_text().rsplit(")", 1)[1].split()
         except (OSError, IndexError):
             continue
-        if int(fields[2]) == pgid and fields[0] != "Z":
+        if int(fields[2]) == pgid and (fields[0] != "Z" or _task_states(int(entry.parent.name))):
             return True
     return not Path("/proc/self").exists()
 
