@@ -30,6 +30,7 @@ and ``leaderboard/README.md``). Submitting from a script::
 
 import argparse
 import os
+import signal
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -250,6 +251,9 @@ def main(argv: list[str] | None = None) -> int:
     demo.queue(default_concurrency_limit=2, max_size=QUEUE_SIZE)
     # The data folder (database, stored uploads) is never served, whatever gradio allows.
     blocked = sorted({str(board.config.data_dir.resolve()), str(Path(board.config.db_path).resolve().parent)})
+    # A stop (SIGTERM: a Space restarting, a test, a service manager) closes the server as Ctrl-C
+    # does, so the process exits normally and the Details reports folder is removed with it.
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     demo.launch(server_name=args.host, server_port=args.port, max_file_size=board.config.max_bytes,
                 show_error=False, quiet=False, blocked_paths=blocked, css=CSS)
     return 0

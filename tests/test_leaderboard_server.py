@@ -75,15 +75,19 @@ class Server:
                 time.sleep(0.3)
         raise RuntimeError(f"the server did not start:\n{self.log.read_text()[-3000:]}")
 
-    def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
+    def stop(self) -> int | None:
+        """Stop the server as a service manager does (SIGTERM); its exit code."""
+        code = None
+        if self.proc is not None:
+            if self.proc.poll() is None:
+                self.proc.terminate()
             try:
-                self.proc.wait(timeout=20)
+                code = self.proc.wait(timeout=20)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
         self.proc = None
+        return code
 
     def client(self):
         from gradio_client import Client
@@ -112,8 +116,10 @@ def server(tmp_path_factory, gold_dir: Path):
     root = tmp_path_factory.mktemp("board")
     # every request of this module comes from 127.0.0.1: Details unlimited, three comparisons a minute
     # (test_compare_is_rate_limited_per_user_with_a_one_line_refusal runs into it)
+    (root / "tmp").mkdir()  # the server's own temporary folder: what it leaves behind is seen
     srv = Server(root / "data", root / "server.log", env={"MAG_BOARD_DETAILS_PER_MIN": "0",
-                                                        "MAG_BOARD_COMPARE_PER_MIN": "3"})
+                                                        "MAG_BOARD_COMPARE_PER_MIN": "3",
+                                                        "TMPDIR": str(root / "tmp")})
     srv.start()
     yield srv
     srv.stop()
@@ -391,7 +397,10 @@ def test_rescore_command_reproduces_every_report_byte_for_byte(server, client, g
 def test_rows_survive_a_server_restart(server, client):
     before_som, before_coord = table(client, View.SOM), table(client, View.COORD)
     assert before_som or before_coord
-    server.stop()
+    tmp = Path(server.env["TMPDIR"])
+    assert list(tmp.glob("mag-board-reports-*"))  # Details' downloadable copies go there
+    assert server.stop() == 0  # SIGTERM closes the server as Ctrl-C does ...
+    assert not list(tmp.glob("mag-board-reports-*"))  # ... and the reports folder goes with it
     server.start(via_cli=True)  # the same data, now through `mag leaderboard serve`
     after = server.client()
     assert table(after, View.SOM) == before_som
