@@ -34,6 +34,7 @@ Launch::
 
 from __future__ import annotations
 
+import shutil
 import sys
 import tempfile
 import time
@@ -200,7 +201,7 @@ def sft_figure(args: GPUCheckArguments, model: Any, processor: Any, examples: li
                 torch.cuda.synchronize()
             stamps.append(time.perf_counter())
 
-    out = tempfile.mkdtemp(prefix="mag-gpu-check-sft-")
+    out = tempfile.mkdtemp(prefix="mag-gpu-check-sft-")  # nothing is saved in it; removed after training
     targs = SFTConfig(
         output_dir=out, max_steps=args.sft_steps + 1, per_device_train_batch_size=args.sft_batch_size,
         learning_rate=1e-5, bf16=on_gpu, activation_checkpointing=on_gpu, use_cpu=not on_gpu, report_to="none",
@@ -210,7 +211,10 @@ def sft_figure(args: GPUCheckArguments, model: Any, processor: Any, examples: li
     model.train()
     trainer = SFTTrainer(model=model, args=targs, train_dataset=sft_dataset(processor, examples, "som", "J"),
                          processing_class=processor, callbacks=[Timer()])
-    trainer.train()
+    try:
+        trainer.train()
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
     timed = stamps[1:]  # the first step (allocation, kernels) is warm-up
     dt = timed[-1] - stamps[0] if len(timed) else float("nan")
     steps = len(timed)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -172,10 +173,14 @@ def main(argv: list[str] | None = None) -> int:
                 phone.wait_for_timeout(800)
                 phone.screenshot(path=str(args.out / f"leaderboard_phone_{name}.png"))
             browser.close()
+    except BaseException:
+        print(f"screenshots: failed; the server's log is kept in {tmp / 'server.log'}", file=sys.stderr)
+        raise
     finally:
         proc.terminate()
         proc.wait(timeout=30)
         log.close()
+    shutil.rmtree(tmp, ignore_errors=True)  # the server's board, stopped: nothing of it is kept
     for f in sorted(args.out.glob("leaderboard_*.png")):
         print(f"{f}: {f.stat().st_size:,} bytes")
     return 0

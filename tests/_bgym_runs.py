@@ -48,11 +48,12 @@ PIZZA_INFEASIBLE_GOAL = ("Fill in the order for Ann (Large, Ham and Olives, subs
 WANT = {"who": "Ann", "news": True, "size": "Large", "tops": ["Ham", "Olives"]}
 
 
-def register_pizza_tasks() -> None:
+def register_pizza_tasks(folder: Path) -> None:
+    """Register the pizza tasks; their page is written into ``folder`` (the run's root)."""
     from browsergym.core.registration import register_task
     from browsergym.core.task import AbstractBrowserTask
 
-    page_file = Path(tempfile.mkdtemp(prefix="mag_pizza_")) / "order.html"
+    page_file = Path(tempfile.mkdtemp(prefix="mag_pizza_", dir=folder)) / "order.html"
     page_file.write_text(PIZZA_HTML, "utf-8")
 
     class PizzaTask(AbstractBrowserTask):
@@ -279,7 +280,7 @@ def main(spec_path: str) -> None:
 
     os.environ.setdefault("MINIWOB_URL", miniwob_url())
     _patch_browsergym()  # the system Chromium
-    register_pizza_tasks()
+    register_pizza_tasks(Path(spec_path).parent)  # beside the spec, outside the study
     offline_tiktoken()
     from browsergym.experiments.loop import EnvArgs, ExpArgs
 
@@ -288,7 +289,7 @@ def main(spec_path: str) -> None:
             import tiktoken.registry
 
             tiktoken.registry.ENCODINGS.pop("cl100k_base", None)
-            os.environ["TIKTOKEN_CACHE_DIR"] = tempfile.mkdtemp(prefix="mag_tiktoken_")
+            os.environ["TIKTOKEN_CACHE_DIR"] = tempfile.mkdtemp(prefix="mag_tiktoken_", dir=Path(spec_path).parent)
             os.environ["HTTPS_PROXY"] = os.environ["HTTP_PROXY"] = "http://127.0.0.1:9"
         for attempt in (1, 2):
             args = ExpArgs(agent_args=make_agent_args(run["agent"], run.get("preprocessor", "default"),

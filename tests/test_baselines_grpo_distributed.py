@@ -33,7 +33,9 @@ def test_two_process_mg_grpo_step_finishes_with_unequal_reward_decodes(tmp_path,
            "--main_process_ip", "127.0.0.1", "--main_process_port", str(_free_port()),
            "--num_cpu_threads_per_process", "1",
            str(ROOT / "tests" / "_grpo_two_ranks.py"), str(tiny_vlm), str(out)]
-    env = {**os.environ, "CUDA_VISIBLE_DEVICES": "", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    # TMPDIR: torch elastic writes its log folder (torchelastic_*) there and leaves it
+    env = {**os.environ, "CUDA_VISIBLE_DEVICES": "", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
+           "TMPDIR": str(tmp_path)}
     try:
         proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=420)
     except subprocess.TimeoutExpired as e:  # a hang of the collectives: the group is killed with the launcher
