@@ -58,6 +58,7 @@ from __future__ import annotations
 import dataclasses
 import io
 import random
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -151,26 +152,128 @@ def _error_page(obs: dict) -> str | None:
     return None
 
 
-def _target_missing(st, ob) -> str | None:
-    """Why the step's target is not on the replayed page, or None (untargeted steps: None)."""
+def replayed_target(st, ob) -> str | None:
+    """The step's target on the replayed page: its bid there, or None (untargeted steps too).
+
+    Found by the step's DOM fingerprint (the best match of at least the page judge's least
+    similarity), else by the role and text of its recorded candidate; among equals, the one
+    nearest the recorded box. A page that moved on (a new topic above the recorded one, a
+    comment before a form) gives the same element another bid and another place.
+    """
     from mag_dataset.harness.page_judges import DOM_MIN_SIMILARITY, Fingerprint, fingerprint_similarity
     from mag_dataset.live.observe import fingerprint
 
     dom = st.metadata.get("dom") or {}
+    scored: list[tuple[float, str]] = []
     if dom.get("target"):
         want = Fingerprint.from_dict(dom["target"])
         for bid in ob.elements:
             fp = fingerprint(ob.elements, bid)
-            if fp and fingerprint_similarity(want, Fingerprint.from_dict(fp)) >= DOM_MIN_SIMILARITY:
-                return None
-        return f"the target ({want.role or want.tag} {want.name[:40]!r}) is not on the replayed page"
+            if fp:
+                sim = fingerprint_similarity(want, Fingerprint.from_dict(fp))
+                if sim >= DOM_MIN_SIMILARITY:
+                    scored.append((sim, bid))
+    else:
+        target = st.action.element_id or st.metadata.get("expert_element_id")
+        old = next((c for c in st.candidates if c.id == target), None) if target else None
+        if old is not None:
+            scored = [(1.0, c.id) for c in ob.candidates if c.role == old.role and c.text == old.text]
+    if not scored:
+        return None
+    best = max(sim for sim, _ in scored)
+    ties = [bid for sim, bid in scored if sim == best]
+    if len(ties) > 1 and st.target_bbox:
+        x0, y0, x1, y1 = st.target_bbox
+        cx, cy = (x0 + x1) / 2, (y0 + y1) / 2
+
+        def distance(bid: str) -> float:
+            box = _box(ob, bid)
+            return float("inf") if box is None else abs((box[0] + box[2]) / 2 - cx) + abs((box[1] + box[3]) / 2 - cy)
+
+        ties.sort(key=distance)
+    return ties[0]
+
+
+def _box(ob, bid: str) -> tuple[float, float, float, float] | None:
+    """``bid``'s box on the replayed page, in screenshot pixels (None: it has none)."""
+    cand = next((c for c in ob.candidates if c.id == bid), None)
+    if cand is not None:
+        return tuple(cand.bbox)  # type: ignore[return-value]
+    el = ob.elements.get(bid)
+    if el is None or el.bbox is None:
+        return None
+    dx, dy = ob.conv.crop[0], ob.conv.crop[1]  # Element boxes are in the full screenshot, before the crop
+    return (el.bbox[0] - dx, el.bbox[1] - dy, el.bbox[2] - dx, el.bbox[3] - dy)
+
+
+def _target_missing(st, ob) -> str | None:
+    """Why the step's target is not on the replayed page, or None (untargeted steps: None)."""
+    from mag_dataset.harness.page_judges import Fingerprint
+
+    dom = st.metadata.get("dom") or {}
     target = st.action.element_id or st.metadata.get("expert_element_id")
-    old = next((c for c in st.candidates if c.id == target), None) if target else None
-    if old is None:
+    if not dom.get("target") and not any(c.id == target for c in st.candidates):
         return None
-    if any(c.role == old.role and c.text == old.text for c in ob.candidates):
+    if replayed_target(st, ob) is not None:
         return None
+    if dom.get("target"):
+        want = Fingerprint.from_dict(dom["target"])
+        return f"the target ({want.role or want.tag} {want.name[:40]!r}) is not on the replayed page"
+    old = next(c for c in st.candidates if c.id == target)
     return f"the target ({old.role} {old.text[:40]!r}) is not on the replayed page"
+
+
+_POINT = re.compile(r"(mouse_(?:move|click|dblclick|down|up))\(([-\d.]+), ([-\d.]+)")
+_BID_CALL = re.compile(r"^(\w+)\('([^']*)'")
+
+
+def retarget(st, ob, action: str) -> tuple[str, dict | None]:
+    """The step's recorded BrowserGym ``action`` aimed at its target where the replayed page has it.
+
+    A click or hover given as a point moves with the target's box (the same relative place
+    inside it); an action naming a bid (``fill``, ``select_option``, ``click``) names the
+    target's bid on the replayed page. A target that moved out of the screenshot is acted on
+    by its bid (BrowserGym scrolls it into view). Returns the action and what changed
+    (``{"from", "to"}``), or the action unchanged and None: untargeted steps, a target not
+    found (the check before the step ends the replay then) or one that did not move.
+    """
+    bid = replayed_target(st, ob)
+    if bid is None:
+        return action, None
+    points = _POINT.findall(action)
+    if points and st.target_bbox:
+        new = _box(ob, bid)
+        if new is None:
+            return action, None
+        old = st.target_bbox
+        if tuple(round(v, 1) for v in new) == tuple(round(v, 1) for v in old):
+            return action, None
+        cx, cy = (new[0] + new[2]) / 2, (new[1] + new[3]) / 2
+        if not (0 <= cx < ob.width and 0 <= cy < ob.height):  # scrolled out of view by the change
+            clicks = any(name != "mouse_move" for name, _, _ in points)
+            out = f"click('{bid}')" if clicks else f"hover('{bid}')"
+            return out, {"from": action, "to": out}
+        # the same relative place in the box: screenshot px -> BrowserGym's full-screenshot px
+        px0, py0 = ob.conv.to_browsergym((old[0], old[1]))
+        px1, py1 = ob.conv.to_browsergym((old[2], old[3]))
+        nx0, ny0 = ob.conv.to_browsergym((new[0], new[1]))
+        nx1, ny1 = ob.conv.to_browsergym((new[2], new[3]))
+
+        def moved(m: re.Match) -> str:
+            x, y = float(m.group(2)), float(m.group(3))
+            fx = (x - px0) / (px1 - px0) if px1 > px0 else 0.5
+            fy = (y - py0) / (py1 - py0) if py1 > py0 else 0.5
+            fx, fy = min(max(fx, 0.0), 1.0), min(max(fy, 0.0), 1.0)
+            return f"{m.group(1)}({round(nx0 + fx * (nx1 - nx0), 1)}, {round(ny0 + fy * (ny1 - ny0), 1)}"
+
+        out = _POINT.sub(moved, action)
+        return out, ({"from": action, "to": out} if out != action else None)
+    call = _BID_CALL.match(action)
+    if call and call.group(2) != bid and call.group(2) in (st.action.element_id, st.metadata.get("expert_element_id"),
+                                                            (st.metadata.get("dom") or {}).get("bid")):
+        out = f"{call.group(1)}('{bid}'" + action[call.end():]
+        return out, {"from": action, "to": out}
+    return action, None
 
 
 def check_replayed_page(st, obs: dict, ob, server_ok: bool | None = None) -> str | None:
@@ -273,7 +376,10 @@ def recapture_episode(folder: Path, episode: RawEpisode, *, reset_site: bool = F
                 meta["recapture_ended"] = ended
             steps.append(dataclasses.replace(st, screenshot=new_shot, som_screenshot=new_som, metadata=meta))
             if ended is None:
-                action = str(st.metadata.get("browsergym_action") or "noop()")
+                action, moved = retarget(st, ob, str(st.metadata.get("browsergym_action") or "noop()"))
+                if moved is not None:  # the page moved on: the target is elsewhere (kept for the record)
+                    steps[-1] = dataclasses.replace(steps[-1], metadata={**steps[-1].metadata,
+                                                                         "recapture_retargeted": moved})
                 obs, _, terminated, truncated, _ = env.step(action)
                 if obs.get("last_action_error"):  # the next step's page was never reached
                     ended = {"step": st.step_index + 1, "reason": "the replayed action of step "
