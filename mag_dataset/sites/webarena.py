@@ -94,8 +94,9 @@ def _webarena_evaluators() -> types.ModuleType:
 
     Its ``env_config`` asserts that the site URLs are in the environment (``REDDIT``,
     ``SHOPPING``, ...): they are set to our sites' URLs unless the caller set them. The wheel
-    lacks ``webarena/agent/prompts``, which ``browser_env.helper_functions`` star-imports: an empty
-    stand-in module takes its place. WebArena's setup downloads nltk's ``punkt`` tokenizer, which
+    lacks ``webarena/agent/prompts``, which ``browser_env.helper_functions`` (``RenderHelper``'s module)
+    star-imports for its ``PromptConstructor`` annotation: a stand-in module with a stand-in class
+    takes its place. WebArena's setup downloads nltk's ``punkt`` tokenizer, which
     ``must_include`` uses for one-character references (a count such as ``"3"``); where it was
     not downloaded, nltk's own ``word_tokenize(..., preserve_line=True)`` tokenizes the answer
     instead (the same tokens, without splitting sentences first), so nothing is downloaded.
@@ -108,7 +109,10 @@ def _webarena_evaluators() -> types.ModuleType:
             "WIKIPEDIA": _base_url("wiki"), "MAP": "http://127.0.0.1:3000", "HOMEPAGE": "http://127.0.0.1:4399"}
     for key, url in urls.items():
         os.environ.setdefault(key, url)
-    sys.modules.setdefault("webarena.agent.prompts", types.ModuleType("webarena.agent.prompts"))
+    prompts = sys.modules.setdefault("webarena.agent.prompts", types.ModuleType("webarena.agent.prompts"))
+    if not hasattr(prompts, "PromptConstructor"):  # helper_functions (RenderHelper's module) annotates with it
+        prompts.PromptConstructor = type("PromptConstructor", (), {"__module__": "webarena.agent.prompts"})
+        prompts.__all__ = ["PromptConstructor"]
     try:
         evaluators = importlib.import_module("webarena.evaluation_harness.evaluators")
         import nltk
