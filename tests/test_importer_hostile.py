@@ -15,13 +15,15 @@ import pickle
 import struct
 import subprocess
 import sys
+import types
 import zlib
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from mag_dataset.harness.importer import check_dom, import_experiments, load_pickle, UnsafePickle, ImportErrorForEpisode
+from mag_dataset.harness.importer import (ChatMessage, check_dom, import_experiments, load_pickle, UnsafePickle,
+                                          ImportErrorForEpisode)
 from mag_dataset.isolation import Limits
 from test_importer import FakeBrowserGym, dom_snapshot, write_experiment, BIDS
 
@@ -318,3 +320,119 @@ def test_dom_check_is_iterative_and_finds_cycles():
         "parentIndex": [1, 2, 0], "nodeType": [1] * 3, "nodeName": [-1] * 3, "attributes": [[], [], []]}}]}
     with pytest.raises(ImportErrorForEpisode, match="node 0 is its own ancestor"):
         check_dom(ring, "step 0")
+
+
+# ----------------------------------------------------------------------------- AgentLab's classes
+
+AGENTLAB_LLM_SOURCE = '''
+class BaseMessage(dict):  # as agentlab.llm.llm_utils defines them
+    def __init__(self, role, content):
+        self["role"] = role
+        self["content"] = content
+
+class SystemMessage(BaseMessage):
+    def __init__(self, content):
+        super().__init__("system", content)
+
+class HumanMessage(BaseMessage):
+    def __init__(self, content):
+        super().__init__("user", content)
+
+class AIMessage(BaseMessage):
+    def __init__(self, content):
+        super().__init__("assistant", content)
+
+class Discussion:
+    def __init__(self, messages=None):
+        self.messages = messages or []
+
+class ToolMessage(BaseMessage):  # not on the allow-list
+    def __init__(self, content):
+        super().__init__("tool", content)
+
+def image_to_jpg_base64_url(image):
+    return "pwned"
+'''
+
+CHAT_API_SOURCE = '''
+class Message(dict):  # a dict subclass of another AgentLab module
+    pass
+'''
+
+
+class FakeAgentLab:
+    """``agentlab.llm.llm_utils`` and ``agentlab.llm.chat_api`` stand-ins under their real names,
+    removed on exit (the modules already present, such as FakeBrowserGym's ``agentlab``, stay)."""
+
+    def __enter__(self):
+        self.added = [n for n in ("agentlab", "agentlab.llm") if n not in sys.modules]
+        for name in self.added:
+            sys.modules[name] = types.ModuleType(name)
+        for name, src in (("agentlab.llm.llm_utils", AGENTLAB_LLM_SOURCE), ("agentlab.llm.chat_api", CHAT_API_SOURCE)):
+            mod = types.ModuleType(name)
+            sys.modules[name] = mod
+            exec(src, mod.__dict__)
+            self.added.append(name)
+        self.llm = sys.modules["agentlab.llm.llm_utils"]
+        self.chat_api = sys.modules["agentlab.llm.chat_api"]
+        return self
+
+    def __exit__(self, *exc):
+        for name in self.added:
+            sys.modules.pop(name, None)
+
+
+def test_agentlab_chat_messages_load_as_dicts_in_protocols_2_to_5():
+    with FakeAgentLab() as al:
+        ai = al.llm.AIMessage("click('18')")
+        ai.note = "kept apart"  # an instance attribute: pickle's BUILD
+        ai_shadow = al.llm.HumanMessage("hi")
+        ai_shadow.get = "not a method"
+        talk = al.llm.Discussion([al.llm.SystemMessage("be brief"), al.llm.HumanMessage([{"type": "text", "text": "go"}]),
+                                  ai, ai_shadow])
+        # protocols 0 and 1 name builtins as __builtin__, off the allow-list (refused before this change too)
+        blobs = {proto: pickle.dumps({"chat": talk}, protocol=proto) for proto in range(2, pickle.HIGHEST_PROTOCOL + 1)}
+    for proto, blob in blobs.items():
+        got = load_pickle(blob)["chat"]
+        assert got._class == "agentlab.llm.llm_utils.Discussion", proto
+        assert [dict(m) for m in got.messages] == [
+            {"role": "system", "content": "be brief"}, {"role": "user", "content": [{"type": "text", "text": "go"}]},
+            {"role": "assistant", "content": "click('18')"}, {"role": "user", "content": "hi"}], proto
+        assert all(isinstance(m, ChatMessage) for m in got.messages), proto
+        assert got.messages[2]._attrs == {"note": "kept apart"}, proto
+        assert got.messages[3].get("role") == "user", proto  # an attribute named like a dict method shadows nothing
+
+
+def test_agentlab_names_off_the_allow_list_are_refused():
+    with FakeAgentLab() as al:
+        tool = pickle.dumps(al.llm.ToolMessage("x"), protocol=4)
+        helper = pickle.dumps(Reduce(al.llm.image_to_jpg_base64_url, ("img",)), protocol=4)
+        called = pickle.dumps(Reduce(al.llm.SystemMessage, ("x",)), protocol=4)
+        other = al.chat_api.Message()
+        other["role"] = "user"
+        other_blob = pickle.dumps(other, protocol=4)
+    with pytest.raises(UnsafePickle, match=r"names agentlab\.llm\.llm_utils\.ToolMessage, which is not on the allow-list"):
+        load_pickle(tool)
+    with pytest.raises(UnsafePickle, match=r"names agentlab\.llm\.llm_utils\.image_to_jpg_base64_url, which is not on"):
+        load_pickle(helper)
+    with pytest.raises(UnsafePickle, match=r"calls agentlab\.llm\.llm_utils\.SystemMessage\(\.\.\.\); a chat message is rebuilt"):
+        load_pickle(called)
+    with pytest.raises(UnsafePickle, match=r"stores items in agentlab\.llm\.chat_api\.Message, a dict class that is not on"):
+        load_pickle(other_blob)
+    # a crafted BUILD state that is not a dict of attributes
+    with pytest.raises(UnsafePickle, match=r"gives agentlab\.llm\.llm_utils\.SystemMessage the state a list"):
+        load_pickle(b"\x80\x04\x8c\x16agentlab.llm.llm_utils\x8c\rSystemMessage\x93)\x81]\x94b.")
+
+
+def test_a_step_holding_an_agentlab_dict_off_the_allow_list_skips_its_folder(tmp_path):
+    root = tmp_path / "study"
+    with FakeBrowserGym() as fb, FakeAgentLab() as al:
+        write_experiment(fb, root, "miniwob.login-user", 1, ["click('6')"])
+        bad = write_experiment(fb, root, "miniwob.login-user", 2, ["click('6')"])
+        message = al.chat_api.Message()
+        message["content"] = "hello"
+        (bad / "step_0.pkl.gz").write_bytes(gzip.compress(_stepinfo_bytes(fb, agent_info={"chat_messages": [message]})))
+    report = import_experiments([root], tmp_path / "raw", limits=LIMITS)
+    assert report.imported == [GOOD], report.skipped
+    assert dict(report.skipped) == {bad.name: "step_0.pkl.gz is refused: the pickle stores items in "
+                                              "agentlab.llm.chat_api.Message, a dict class that is not on the allow-list"}

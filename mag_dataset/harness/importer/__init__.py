@@ -22,12 +22,14 @@ Hostile runs
     (:mod:`mag_dataset.isolation`, :data:`IMPORT_LIMITS`), so even an unknown bomb costs one
     skipped folder, never the batch. Pickles are read with a restricted unpickler that
     resolves exact ``(module, name)`` pairs only (:data:`_ALLOWED`: numpy's array
-    reconstruction and a few containers); other names of numpy, builtins and the standard
-    library's object machinery are refused, and any other class (BrowserGym's, AgentLab's)
-    loads as an inert :class:`Record`. Numpy dtypes must be plain and their pickled state
-    must match what a plain dtype pickles; arrays are rebuilt here from their raw bytes
-    after their size is checked (at most :data:`MAX_ARRAY_BYTES`); no builtin allocates
-    from a size the pickle chooses. Observations are type-checked before use, the DOM
+    reconstruction, a few containers, AgentLab's chat messages and discussions); other names
+    of numpy, builtins, the standard library's object machinery and AgentLab's message module
+    are refused, AgentLab's chat messages (``dict`` subclasses) load as plain
+    :class:`ChatMessage` dicts, and any other class (BrowserGym's, AgentLab's agent arguments)
+    loads as an inert :class:`Record`, which is never given items. Numpy dtypes must be
+    plain and their pickled state must match what a plain dtype pickles; arrays are rebuilt
+    here from their raw bytes after their size is checked (at most :data:`MAX_ARRAY_BYTES`);
+    no builtin allocates from a size the pickle chooses. Observations are type-checked before use, the DOM
     snapshot walked iteratively with cycle detection (:func:`check_dom`); images pass a
     pixel cap (:data:`MAX_PIXELS`) before decoding; gzip files are decompressed in bounded
     chunks; a file that is a symlink leading outside the experiment folder is refused; a
@@ -89,14 +91,14 @@ from mag_dataset.harness.importer.limits import (
     check_observation,
 )
 from mag_dataset.harness.importer.observation import MINIWOB_SCALE, OBSERVATION_KEYS, _View, process_observation
-from mag_dataset.harness.importer.unpickle import Record, UnsafePickle, load_pickle
+from mag_dataset.harness.importer.unpickle import ChatMessage, Record, UnsafePickle, load_pickle
 from mag_dataset.harness.importing import MULTI_OPTION_SEPARATOR
 
 __all__ = [
     "IMPORT_LIMITS", "KEEP_CHOICES", "MAX_ACTION_CHARS", "MAX_ARRAY_BYTES", "MAX_DOM_CHARS", "MAX_DOM_DEPTH",
     "MAX_DOM_NODES", "MAX_PICKLE_BYTES", "MAX_PIXELS", "MAX_STEP_FILE_BYTES", "MINIWOB_SCALE",
     "MULTI_OPTION_SEPARATOR", "OBSERVATION_KEYS", "TASK_KEYS", "TIKTOKEN_CRASH", "WEBARENA_PORTS",
-    "ImportErrorForEpisode", "ImportReport", "Record", "UnsafePickle", "_View", "check_dom", "check_image_array",
+    "ChatMessage", "ImportErrorForEpisode", "ImportReport", "Record", "UnsafePickle", "_View", "check_dom", "check_image_array",
     "check_observation", "convert_experiment", "find_experiments", "import_experiments", "isolated_convert",
     "load_pickle", "map_action", "parse_action_calls", "process_observation",
 ]

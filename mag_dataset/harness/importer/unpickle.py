@@ -1,9 +1,13 @@
 """The restricted unpickler of the BrowserGym importer.
 
 BrowserGym saves each step as a gzip-pickled ``StepInfo``. :func:`load_pickle` resolves
-exact ``(module, name)`` pairs only (:data:`_ALLOWED`: numpy's array reconstruction and a
-few containers); other names of numpy, builtins and the standard library's object machinery
-are refused (:class:`UnsafePickle`), and any other class loads as an inert :class:`Record`.
+exact ``(module, name)`` pairs only (:data:`_ALLOWED`: numpy's array reconstruction, a few
+containers, and AgentLab's chat messages and discussions); other names of numpy, builtins,
+the standard library's object machinery and AgentLab's message module are refused
+(:class:`UnsafePickle`), and any other class loads as an inert :class:`Record`. AgentLab's
+chat messages are ``dict`` subclasses: they load as :class:`ChatMessage` (a dict of their
+items, nothing of AgentLab's code); a record is never given items (a pickled dict subclass
+that is not on the allow-list is refused).
 Numpy dtypes must be plain and their pickled state must match what a plain dtype pickles;
 arrays are rebuilt here from their raw bytes after their size is checked (at most
 :data:`~mag_dataset.harness.importer.limits.MAX_ARRAY_BYTES`). It reads no file (the folder
@@ -49,8 +53,46 @@ class Record:
             raise AttributeError(name)
         return None
 
+    def __setitem__(self, key: Any, value: Any) -> None:
+        # pickle's SETITEM(S) on an object: the class was a dict subclass, and only the
+        # allow-listed ones (ChatMessage) load as dicts
+        raise UnsafePickle(f"the pickle stores items in {self._class}, a dict class that is not on the allow-list")
+
     def __repr__(self) -> str:
         return f"<{self._class} record>"
+
+
+class ChatMessage(dict):
+    """An AgentLab chat message (``agentlab.llm.llm_utils.BaseMessage`` and its subclasses):
+    a plain dict of its items (``role``, ``content``...); ``_class`` names the original class.
+
+    Pickle rebuilds it as it rebuilds any dict subclass (``__new__``, then SETITEM(S), then
+    BUILD with the instance's attributes, which are kept apart in ``_attrs`` so that no key
+    shadows a dict method); calling the class with arguments is refused.
+    """
+
+    _class = "?"
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        if args or kwargs:
+            raise UnsafePickle(f"the pickle calls {self._class}(...); a chat message is rebuilt from its items only")
+        super().__init__()
+
+    def __setstate__(self, state: Any) -> None:
+        if state is not None and not (isinstance(state, dict) and all(isinstance(k, str) for k in state)):
+            raise UnsafePickle(f"the pickle gives {self._class} the state {_a(state)}, not a dict of attributes")
+        self.__dict__["_attrs"] = dict(state or {})
+
+
+_AGENTLAB_LLM = "agentlab.llm.llm_utils"
+
+
+def _message(name: str) -> type:
+    return type(name, (ChatMessage,), {"_class": f"{_AGENTLAB_LLM}.{name}", "__module__": __name__})
+
+
+def _record(module: str, name: str) -> type:
+    return type(name, (Record,), {"_class": f"{module}.{name}", "__module__": __name__})
 
 
 _CONTAINERS = (list, tuple, dict, set, frozenset)
@@ -246,6 +288,12 @@ _LOADED_ARRAY: list[type] = []
 #: The exact (module, name) pairs a pickle may name; every other pair of these modules is
 #: refused, and a pair of any other module loads as an inert :class:`Record`.
 _ALLOWED: dict[tuple[str, str], Any] = {
+    # AgentLab's chat messages (dict subclasses) and discussions (a list of messages), as data
+    (_AGENTLAB_LLM, "BaseMessage"): _message("BaseMessage"),
+    (_AGENTLAB_LLM, "SystemMessage"): _message("SystemMessage"),
+    (_AGENTLAB_LLM, "HumanMessage"): _message("HumanMessage"),
+    (_AGENTLAB_LLM, "AIMessage"): _message("AIMessage"),
+    (_AGENTLAB_LLM, "Discussion"): _record(_AGENTLAB_LLM, "Discussion"),
     ("builtins", "list"): _collection(list),
     ("builtins", "tuple"): _collection(tuple),
     ("builtins", "dict"): _collection(dict),
@@ -271,9 +319,11 @@ _ALLOWED: dict[tuple[str, str], Any] = {
 }
 _SAFE_FACTORIES = frozenset({_ALLOWED[("builtins", n)] for n in ("list", "dict", "set", "tuple")})
 _DATETIME_NAMES = frozenset({"datetime", "date", "time", "timedelta", "timezone"})
-#: Modules whose names are never turned into records: only their allowed pairs resolve.
+#: Modules (and their submodules) whose names are never turned into records: only their allowed pairs resolve.
 _GUARDED_MODULES = ("builtins", "__builtin__", "numpy", "_codecs", "codecs", "copyreg", "collections", "datetime",
                     "pickle", "_pickle", "io", "functools", "operator", "types", "importlib")
+#: Single modules guarded the same way (AgentLab's other classes, its agent arguments, still load as records).
+_GUARDED_EXACT = (_AGENTLAB_LLM,)
 
 
 class _RestrictedUnpickler(pickle.Unpickler):
@@ -289,10 +339,10 @@ class _RestrictedUnpickler(pickle.Unpickler):
             import datetime
 
             return getattr(datetime, name)
-        if module.split(".")[0] in _GUARDED_MODULES:
+        if module.split(".")[0] in _GUARDED_MODULES or module in _GUARDED_EXACT:
             raise UnsafePickle(f"the pickle names {module}.{name}, which is not on the allow-list of exact names")
         if key not in self._classes:
-            self._classes[key] = type(name, (Record,), {"_class": f"{module}.{name}"})
+            self._classes[key] = _record(module, name)
         return self._classes[key]
 
 
