@@ -4,7 +4,8 @@ WebMRE (arXiv 2609.27353) is built from successful WebArena trajectories. Those 
 usually BrowserGym/AgentLab experiment directories; this importer turns the successful
 ones into raw episodes (:mod:`mag_dataset.raw`) that the builder reads.
 
-Input layout (written by ``browsergym.experiments.loop``; one directory per episode)::
+Input layout (written by ``browsergym.experiments.loop``, BrowserGym 0.12 to 0.14; one
+directory per episode, given by a relative or an absolute path)::
 
     <date>_<agent>_on_<task_name>_<seed>/
         exp_args.pkl                  # pickled ExpArgs (env_args.task_name, task_seed, ...)
@@ -37,21 +38,22 @@ Hostile runs
 
 What is imported
     An episode is imported when ``summary_info.json`` reports no error and
-    ``cum_reward >= min_reward`` (default 1.0: strict success). BrowserGym's MiniWoB++
-    reward is 1 for any positive raw reward (partial credit), so a MiniWoB++ episode must
-    also have MiniWoB's own raw reward (``task_info["RAW_REWARD_GLOBAL"]`` of its last
-    step that stores one) ``>= min_reward``. Each step with an action
-    becomes a raw step: the screenshot (cropped to MiniWoB's task area, whole otherwise),
-    the candidate menu and Set-of-Mark screenshot — with :func:`mag_dataset.live.observe.observe`
-    when the observation holds the DOM snapshot, else from the accessibility tree and
-    BrowserGym's element properties (elements BrowserGym marks for set-of-marks) — the
-    action mapped onto the benchmark action space, and a template guide
-    (:func:`mag_dataset.guides.template_guide`). ``noop()`` steps are dropped. An episode
-    with an action that has no benchmark equivalent (several actions in one step,
-    ``keyboard_type`` without a focused element, drag and drop, file upload...) is skipped
-    as a whole, with the reason reported, because dropping a step would break the
-    trajectory. ``mouse_click(x, y)`` becomes a coordinate-only click with a point-sized
-    target box; run ``mag unify`` afterwards to restore its element.
+    ``cum_reward >= min_reward`` (default 1.0: strict success). BrowserGym's MiniWoB++ reward
+    is 1 for any positive raw reward (partial credit), so a MiniWoB++ episode must also have
+    MiniWoB's own raw reward (``task_info["RAW_REWARD_GLOBAL"]`` of its last step that stores
+    one) ``>= min_reward``. A run that kept no screenshot at all (saved with BrowserGym's
+    ``save_screenshot`` off, as AgentLab's own test runs are) is skipped once, as "no
+    screenshots saved". Each step with an action becomes a raw step: the screenshot (cropped
+    to MiniWoB's task area, whole otherwise), the candidate menu and Set-of-Mark screenshot —
+    with :func:`mag_dataset.live.observe.observe` when the observation holds the DOM snapshot,
+    else from the accessibility tree and BrowserGym's element properties (elements BrowserGym
+    marks for set-of-marks) — the action mapped onto the benchmark action space, and a
+    template guide (:func:`mag_dataset.guides.template_guide`). ``noop()`` steps are dropped.
+    An episode with an action that has no benchmark equivalent (several actions in one step,
+    ``keyboard_type`` without a focused element, drag and drop, file upload...) is skipped as
+    a whole, with the reason reported, because dropping a step would break the trajectory.
+    ``mouse_click(x, y)`` becomes a coordinate-only click with a point-sized target box; run
+    ``mag unify`` afterwards to restore its element.
 
 Sites and templates
     MiniWoB++: the site and template are the task name (``click-button``). WebArena: the

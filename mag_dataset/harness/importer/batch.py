@@ -122,7 +122,9 @@ def _convert_isolated(exp: Path, min_reward: float, templates: dict[str, str] | 
     Raises:
         ImportErrorForEpisode: it cannot be converted, or the child hit a limit (why).
     """
-    request = {"exp": str(exp), "min_reward": float(min_reward), "templates": dict(templates or {})}
+    # the child starts in the package's root: a relative path would name another folder there.
+    # Absolute, not resolved: a symlinked experiment folder keeps its own name
+    request = {"exp": os.path.abspath(exp), "min_reward": float(min_reward), "templates": dict(templates or {})}
     got = run_isolated("importer.convert", request, limits)
     if got.kind == "refused":
         raise ImportErrorForEpisode(got.message)

@@ -18,10 +18,12 @@ from urllib.parse import urlparse
 from mag_dataset.guides import template_guide
 from mag_dataset.harness.importer.actions import map_action
 from mag_dataset.harness.importer.folders import (
+    NO_SCREENSHOTS,
     _goal_text,
     _miniwob_raw_reward,
     _screenshot,
     _task_and_seed,
+    has_screenshots,
     read_step_infos,
     read_summary,
 )
@@ -57,6 +59,8 @@ def convert_experiment(exp: Path, min_reward: float = 1.0, templates: dict[str, 
         raise ImportErrorForEpisode(
             f"unsuccessful: MiniWoB raw reward {raw:g} < {min_reward:g} (BrowserGym's reward counts partial credit)"
         )
+    if not has_screenshots(exp, infos):  # said once for the run, not as the first step's failure
+        raise ImportErrorForEpisode(NO_SCREENSHOTS)
     steps, images, intent, first_url = _convert_steps(exp, infos, task_name)
     if not steps:
         raise ImportErrorForEpisode("no step with an action")
@@ -152,5 +156,8 @@ def isolated_convert(request: dict[str, Any]) -> dict[str, Any]:
     # live.observe's text walk recurses ~5 frames per DOM level; check_dom caps the depth at
     # MAX_DOM_DEPTH, and this child's stack holds that comfortably (measured: 1,000 levels)
     sys.setrecursionlimit(max(sys.getrecursionlimit(), 6 * MAX_DOM_DEPTH))
-    ep, images = convert_experiment(Path(request["exp"]), request["min_reward"], request["templates"])
+    exp = Path(request["exp"])
+    if not exp.is_absolute():  # this child runs in the package's root, not in the caller's directory
+        raise ValueError(f"isolated_convert needs an absolute experiment path, got {str(exp)[:200]!r}")
+    ep, images = convert_experiment(exp, request["min_reward"], request["templates"])
     return {"episode": ep.to_json(), "images": dict(images)}

@@ -168,6 +168,23 @@ def _screenshot(exp: Path, i: int) -> Any:
     return None
 
 
+NO_SCREENSHOTS = ("no screenshots saved: the run has no screenshot_step_<n>.png and no screenshot in its steps "
+                  "(saved with BrowserGym's save_screenshot off, or removed since)")
+
+
+def has_screenshots(exp: Path, infos: list[Any]) -> bool:
+    """Whether the run kept any screenshot: in a step's observation, or as
+    ``screenshot_step_<n>.png``/``.jpg`` beside its steps (what ``StepInfo.save_step_info`` writes)."""
+    for n, info in enumerate(infos):
+        obs = getattr(info, "obs", None)
+        if isinstance(obs, dict) and obs.get("screenshot") is not None:
+            return True
+        if any((exp / f"screenshot_step_{n}.{ext}").is_file() or (exp / f"screenshot_step_{n}.{ext}").is_symlink()
+               for ext in ("png", "jpg")):
+            return True
+    return False
+
+
 TIKTOKEN_CRASH = ("unsuccessful: the run crashed in BrowserGym's token counting (StepInfo.make_stats calls tiktoken, "
                   "which downloads its encoding: offline that fails); rerun online or with tiktoken's encoding "
                   "cached (TIKTOKEN_CACHE_DIR)")
