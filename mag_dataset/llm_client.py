@@ -185,12 +185,13 @@ def _is_loopback(host: str) -> bool:
 
 
 def _openai_client(base_url: str, api_key: Any, timeout: float, max_retries: int, backoff: float,
-                   max_backoff: float, on_request: Any) -> "openai.OpenAI":
+                   max_backoff: float, on_request: Any, on_timeout: Any = None) -> "openai.OpenAI":
     """An ``openai.OpenAI`` whose retry waits start at ``backoff`` seconds instead of 0.5.
 
     The retry loop, jitter and ``Retry-After`` handling stay ``openai``'s: only the wait it
     computes when the server sets no ``Retry-After`` is rescaled (so tests and impatient
-    users can shorten it), and every wait is capped at ``max_backoff``.
+    users can shorten it), and every wait is capped at ``max_backoff``. ``on_timeout`` is
+    called for every attempt that timed out (``openai`` retries those silently).
     """
     import openai
     from openai._constants import INITIAL_RETRY_DELAY
@@ -202,6 +203,15 @@ def _openai_client(base_url: str, api_key: Any, timeout: float, max_retries: int
             if not (server is not None and 0 < server and abs(server - wait) < 1e-9):
                 wait *= backoff / INITIAL_RETRY_DELAY
             return min(wait, max_backoff)
+
+        if on_timeout is not None and hasattr(openai.OpenAI, "_send_request"):
+            def _send_request(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+                try:
+                    return super()._send_request(*args, **kwargs)
+                except Exception as e:
+                    if "Timeout" in type(e).__name__:  # httpx's TimeoutException and its subclasses
+                        on_timeout()
+                    raise
 
     return OpenAI(
         base_url=base_url,
@@ -236,7 +246,8 @@ class ChatClient:
 
     Attributes:
         stats: counters ``requests`` (HTTP attempts sent), ``cache_hits``, ``retries``,
-            ``failures``; read them to check that a rerun made zero requests.
+            ``timeouts`` (attempts that timed out, retried or not), ``failures`` (calls
+            that raised); read them to check that a rerun made zero requests.
     """
 
     def __init__(
@@ -281,7 +292,7 @@ class ChatClient:
         self.backoff = float(backoff)
         self.max_backoff = float(max_backoff)
         self.default_params = {"temperature": 0, **(default_params or {})}
-        self.stats = {"requests": 0, "cache_hits": 0, "retries": 0, "failures": 0}
+        self.stats = {"requests": 0, "cache_hits": 0, "retries": 0, "timeouts": 0, "failures": 0}
         self._lock = threading.Lock()
         self._slots = threading.BoundedSemaphore(self.concurrency)
         self._attempts = threading.local()  # HTTP attempts of the call running in this thread
@@ -472,7 +483,7 @@ class ChatClient:
             if self._openai is None:
                 self._openai = _openai_client(
                     self.base_url, self._bearer, self.timeout, self.max_retries, self.backoff,
-                    self.max_backoff, self._on_request,
+                    self.max_backoff, self._on_request, self._on_timeout,
                 )
             return self._openai
 
@@ -486,6 +497,10 @@ class ChatClient:
             self.stats["requests"] += 1
             if self._attempts.n > 1:
                 self.stats["retries"] += 1
+
+    def _on_timeout(self) -> None:
+        with self._lock:
+            self.stats["timeouts"] += 1
 
     def _send(self, body: dict[str, Any]) -> tuple[str, Any, Any]:
         import openai

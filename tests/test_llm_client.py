@@ -141,7 +141,7 @@ def test_requests_go_through_the_openai_package(stub):
     assert "authorization" not in sent[0]  # no key for a loopback endpoint without one
     # the body on the wire is the one the cache key hashes, server-specific parameters included
     assert stub.requests[0] == stub.requests[1] == c.build_body(MSG, **params)
-    assert c.stats == {"requests": 2, "cache_hits": 0, "retries": 1, "failures": 0}
+    assert c.stats == {"requests": 2, "cache_hits": 0, "retries": 1, "timeouts": 0, "failures": 0}
     import mag_dataset.llm_client as mod
 
     source = open(mod.__file__, encoding="utf-8").read()
@@ -166,9 +166,10 @@ def test_timeout_is_retried_then_typed(stub):
     c = client(stub, timeout=1.0, max_retries=1)
     with pytest.raises(LLMTimeoutError, match="did not answer within 1s"):
         c.complete(MSG)
-    assert stub.count == 2
+    assert stub.count == 2 and c.stats["timeouts"] == 2  # openai retries a timeout silently: counted here
     stub.script += [Slow(4.0)]
     assert c.complete(MSG) == 'echo:"hello"'  # one timeout, then the answer
+    assert c.stats["timeouts"] == 3 and c.stats["requests"] == 4
 
 
 def test_malformed_body_is_a_response_error(stub):
