@@ -102,7 +102,9 @@ def read_trace(path: Path) -> Trace:
         for ev in _events(archive, name):
             snap = ev.get("snapshot") if ev.get("type") == "resource-snapshot" else None
             req, resp = (snap or {}).get("request") or {}, (snap or {}).get("response") or {}
-            if isinstance(req.get("url"), str) and str(req.get("method", "GET")).upper() == "GET" and isinstance(resp, dict):
+            # a later load served from the memory cache records no body: the one that has it is kept
+            if isinstance(req.get("url"), str) and str(req.get("method", "GET")).upper() == "GET" and isinstance(
+                    resp, dict) and (_body(resp) or not _body(resources.get(req["url"]) or {})):
                 resources[req["url"]] = resp
     for name in traces:
         for ev in _events(archive, name):
@@ -195,6 +197,12 @@ def _add_event(ev: dict[str, Any], kind: str, calls: dict[str, Call], order: lis
 #: A call-log line saying the action itself was dispatched to the page (a click that starts a
 #: slow navigation can time out after "performing click action", the page already leaving).
 _ACTED = re.compile(r"\bperforming (click|dblclick|tap|hover) action|\b(click|fill|select option|check|uncheck|hover|tap|press|type) action done")
+
+
+def _body(resp: dict[str, Any]) -> str | None:
+    """The resource name of a recorded response's body, or None."""
+    content = resp.get("content")
+    return content.get("_sha1") if isinstance(content, dict) and isinstance(content.get("_sha1"), str) else None
 
 
 def _size(vp: Any) -> tuple[int, int] | None:

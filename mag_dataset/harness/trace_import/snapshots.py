@@ -151,5 +151,7 @@ class SnapshotRenderer:
             route.abort()
             return
         mime = (((resp or {}).get("content") or {}).get("mimeType")) or "application/octet-stream"
-        route.fulfill(status=200, body=body, content_type=str(mime))
+        # the snapshot is laid out in an about:blank document: the site's fonts are cross-origin
+        # requests there, which Chromium drops without this header (a fallback font: other widths)
+        route.fulfill(status=200, body=body, content_type=str(mime), headers={"Access-Control-Allow-Origin": "*"})
 
