@@ -35,6 +35,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "compact": ("mag_dataset.commands.compact", "store a raw corpus compactly: lossless WebP screenshots, SoM rendered at build"),
     "import-browsergym": ("mag_dataset.commands.import_browsergym", "convert BrowserGym/AgentLab runs to raw episodes"),
     "import-trace": ("mag_dataset.commands.import_trace", "convert Playwright trace archives to raw episodes"),
+    "import-webarena": ("mag_dataset.commands.import_webarena", "convert WebArena result folders (run.py) to raw episodes"),
     "recapture": ("mag_dataset.commands.recapture", "re-render site episodes on a site that has moved on (stale path)"),
     "sites": ("mag_dataset.commands.sites", "set up, serve, reset and stop the real web applications (shop, tracker, ...)"),
 }

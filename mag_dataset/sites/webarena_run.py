@@ -37,7 +37,6 @@ import functools
 import json
 import logging
 import random
-import re
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -469,11 +468,5 @@ def _on_thread(fn: Callable[[], None]) -> None:
         raise failure[0]
 
 
-def parse_result_lines(text: str) -> dict[str, bool]:
-    """``[Result] (PASS|FAIL) <config file>`` lines of a run.py log: config file -> passed (the last line wins)."""
-    return {m.group(2).strip(): m.group(1) == "PASS"
-            for m in re.finditer(r"\[Result\] \((PASS|FAIL)\) (\S[^\n]*)", text)}
-
-
 __all__ = ["ACTION_SET_TAG", "MAX_STEPS", "OBSERVATION_TYPE", "RunSummary", "RunTask", "SiteError", "TaskRecord",
-           "parse_result_lines", "record_run", "webarena_action"]
+           "record_run", "webarena_action"]
