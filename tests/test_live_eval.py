@@ -58,12 +58,12 @@ def _result(task, seed, success, steps, ff=0, inv=0, error=None):
 
 
 def test_summarize_rates_and_denominators():
-    s = summarize([_result("t", 0, True, 2), _result("t", 1, False, 4, ff=3, inv=1), _result("t", 2, False, 0, error="x")])
-    assert s["episodes"] == 3 and s["successes"] == 1 and s["errors"] == 1
-    assert s["success_rate"] == pytest.approx(1 / 3)
-    assert s["steps"] == 6 and s["steps_per_episode"] == 2.0
+    s = summarize([_result("t", 0, True, 2), _result("t", 1, False, 4, ff=3, inv=1), _result("t", 2, False, 1, error="x")])
+    assert s["episodes"] == 3 and s["successes"] == 1 and s["errors"] == 1 and s["scored"] == 2
+    assert s["success_rate"] == 0.5  # the errored episode (the infrastructure's) is left out
+    assert s["steps"] == 6 and s["steps_per_episode"] == 3.0
     assert s["format_failure_rate"] == 0.5 and s["invalid_action_rate"] == pytest.approx(1 / 6)
-    assert s["success_ci95"] == pytest.approx(list(wilson_interval(1, 3)))
+    assert s["success_ci95"] == pytest.approx(list(wilson_interval(1, 2)))
     empty = summarize([_result("t", 0, False, 0)])
     assert empty["format_failure_rate"] is None and empty["invalid_action_rate"] is None  # no steps: not applicable
 
@@ -198,7 +198,7 @@ def test_heuristic_agent_live_on_five_miniwob_tasks(tmp_path, capsys, chromium):
     report = json.loads((out / "report.json").read_text())
     assert list(report["tasks"]) == [f"miniwob.{t}" for t in FIVE_TASKS]
     for t in FIVE_TASKS:
-        row = re.search(rf"^\| miniwob\.{re.escape(t)} \| 1 \| (\d+\.\d) \|", printed, re.M)
+        row = re.search(rf"^\| miniwob\.{re.escape(t)} \| 1 \| 1 \| (\d+\.\d) \|", printed, re.M)  # 1 scored
         assert row, f"no printed row for {t}"
         assert float(row.group(1)) == 100 * report["tasks"][f"miniwob.{t}"]["success_rate"]
     assert "| overall | 5 |" in printed
@@ -212,10 +212,11 @@ def test_heuristic_agent_live_on_five_miniwob_tasks(tmp_path, capsys, chromium):
     assert enter.steps[0].action.type is ActionType.TYPE and enter.steps[0].guide
     assert all(s.target_bbox is not None for e in episodes for s in e.steps if s.action.type is not ActionType.FINISH)
     assert (out / "report.md").read_text() == format_table(report)
-    # a second run into the same folder is refused unless --overwrite
+    # another run into the same folder is refused, naming the difference, unless --overwrite
     assert main(["live-eval", "--agent", "heuristic", "--tasks", "click-button", "--view", "som", "--contract", "J",
                  "--out", str(out)]) == 2
-    assert "--overwrite" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "--overwrite" in err and "tasks [" in err, err
     # the run folder rebuilds into a dataset with the builder
     from mag_dataset.builder import build_dataset
 

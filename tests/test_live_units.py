@@ -180,12 +180,12 @@ def test_attempt_log_keeps_its_key_order_and_logs_the_action_only_when_parsed():
 
     a = Attempt(attempt=0, screenshot="step_000.png", som_screenshot="step_000_som.png", url="u",
                 conversion={"scale_factor": 1.0, "crop": [0, 0, 1, 1]}, candidates=3)
-    keys = ["attempt", "screenshot", "som_screenshot", "url", "conversion", "candidates", "agent_seconds", "output",
-            "format_ok", "format_reason", "browsergym_action", "browsergym_error", "invalid_action", "reward", "done",
-            "recorded_step"]
+    keys = ["attempt", "screenshot", "som_screenshot", "url", "conversion", "candidates", "agent_seconds",
+            "agent_error", "requests", "retries", "timeouts", "output", "format_ok", "format_reason",
+            "browsergym_action", "browsergym_error", "invalid_action", "reward", "done", "recorded_step"]
     assert list(a.to_dict()) == keys and a.to_dict()["browsergym_action"] == "noop()"  # a format failure
     a.format_ok, a.action, a.guide = True, {"type": "scroll", "direction": "down"}, None
-    assert list(a.to_dict()) == keys[:10] + ["action", "guide"] + keys[10:]
+    assert list(a.to_dict()) == keys[:14] + ["action", "guide"] + keys[14:]
 
 
 def test_a_site_click_lands_where_a_person_would_click():

@@ -15,11 +15,20 @@ Examples::
 See :mod:`mag_dataset.harness.live_eval` for the protocol, the outcome definitions and the
 run folder layout.
 
+Stopping and resuming: the first Ctrl-C stops the run within seconds (the episodes under
+way end as ``interrupted``; exit status 130); the same command again keeps every finished
+episode and runs the rest (``--rerun all`` runs every episode again). A different
+configuration in the same ``--out`` is refused, naming the difference; ``--overwrite``
+deletes the folder's episodes and starts afresh.
+
 Outputs (in ``--out``)::
 
-  report.json   strict success rate (MiniWoB raw reward == 1) with a 95% Wilson interval,
-                steps per episode, format-failure and invalid-action rates, per task and overall
-  report.md     the same as a table (also printed)
+  report.json   strict success rate (MiniWoB raw reward == 1) with a 95% Wilson interval over
+                the scored episodes (an errored one, the endpoint's or the browser's, is left
+                out and counted under errors), steps per episode, format-failure and
+                invalid-action rates, the endpoint's requests, retries and timeouts, per task
+                and overall; each failed episode's check: what it expected and what it found
+  report.md     the same as a table (also printed), a line per failed or errored episode
   episodes/     one raw episode per run episode (screenshots of every step, the agent's
                 actions and guides; metadata.trajectory logs outputs, parse results, errors);
                 inspect it, or rebuild it into a dataset: mag build --raw OUT/episodes --include-failed --out DIR
@@ -37,6 +46,7 @@ from __future__ import annotations
 
 import argparse
 import re
+import sys
 from pathlib import Path
 
 from mag_dataset.actions import View
@@ -45,7 +55,7 @@ from mag_dataset.commands import options
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from mag_dataset.harness.live_eval import LIVE_CONTRACTS
+    from mag_dataset.harness.live_eval import LIVE_CONTRACTS, RERUN_CHOICES
 
     parser.add_argument("--agent", required=True,
                         help="'heuristic', a local checkpoint folder (hf:PATH), or openai:MODEL@BASE_URL")
@@ -59,9 +69,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--workers", type=int, default=1, help="worker processes running episodes in parallel")
     options.add_out(parser, "run folder (default: live-eval/<agent>-<view>-<contract>)", default=None, metavar="DIR")
     parser.add_argument("--seed", type=int, default=0, help="first task seed (default 0)")
-    parser.add_argument("--overwrite", action="store_true", help="replace an existing run in --out")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="delete the run in --out (its finished episodes too) and start afresh")
+    parser.add_argument("--rerun", choices=list(RERUN_CHOICES), default="errors",
+                        help="when --out holds this run: run again its unfinished episodes and its errored ones "
+                        "(errors, the default) or every episode (all)")
     parser.add_argument("--max-new-tokens", type=int, default=256, help="generation budget per step (model agents)")
     parser.add_argument("--api-key-env", default="OPENAI_API_KEY", help="variable holding the endpoint's API key")
+    parser.add_argument("--timeout", type=float, default=60.0, help="seconds per endpoint request attempt (default 60)")
+    parser.add_argument("--max-retries", type=int, default=3,
+                        help="retries per endpoint request on 429/5xx, timeouts and connection errors (default 3); "
+                        "a request still failing ends its episode as an error, not a model failure")
     options.add_cache_dir(parser, "response cache folder for an OpenAI-compatible agent (default: no cache)")
     parser.add_argument("--device", default=None, help="torch device of a checkpoint agent (default: cuda if available)")
     options.add_no_progress(parser)
@@ -72,7 +90,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from mag_dataset.harness.agents import AgentSpec, AgentSpecError
-    from mag_dataset.harness.live_eval import LiveEvalConfig, LiveEvalError, format_table, run_live_eval
+    from mag_dataset.harness.live_eval import (
+        LiveEvalConfig,
+        LiveEvalError,
+        LiveEvalInterrupted,
+        format_table,
+        run_live_eval,
+    )
+    from mag_dataset.harness.live_eval.interrupt import INTERRUPTED_EXIT
     from mag_dataset.harness.ray_backend import RayBackendError, ray_options_from_args
     from mag_dataset.llm_client import LLMConfigError
 
@@ -84,7 +109,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         spec = AgentSpec.parse(
             args.agent, max_new_tokens=args.max_new_tokens, api_key_env=args.api_key_env,
-            cache_dir=args.cache_dir, device=args.device,
+            cache_dir=args.cache_dir, device=args.device, timeout=args.timeout, max_retries=args.max_retries,
         )
     except AgentSpecError as e:
         raise UserError(str(e)) from None
@@ -97,7 +122,7 @@ def run(args: argparse.Namespace) -> int:
         config = LiveEvalConfig(
             agent=spec, tasks=tasks, episodes=args.episodes, view=args.view, contract=args.contract, out_dir=out,
             max_steps=args.max_steps, workers=args.workers, seed=args.seed, overwrite=args.overwrite,
-            progress=not args.no_progress, backend=args.backend, ray=ray_options,
+            rerun=args.rerun, progress=not args.no_progress, backend=args.backend, ray=ray_options,
         )
         from mag_dataset.sites.manager import served
 
@@ -105,6 +130,9 @@ def run(args: argparse.Namespace) -> int:
             report = run_live_eval(config)
     except (LiveEvalError, SiteError, LLMConfigError) as e:  # LLMConfigError: no API key, a bad URL
         raise UserError(str(e)) from None
+    except LiveEvalInterrupted as e:
+        print(f"mag live-eval: {e}", file=sys.stderr)
+        return INTERRUPTED_EXIT
     print(format_table(report))
     print(f"Run folder: {out} (report.json, report.md, episodes/ in the raw episode format)")
     return 0

@@ -65,6 +65,8 @@ class AgentSpec:
         api_key_env: environment variable holding the API key (``openai``).
         cache_dir: on-disk response cache of the API client (``openai``), or None.
         device: torch device for ``hf`` (default: cuda if available, else cpu).
+        timeout: seconds per HTTP attempt (``openai``).
+        max_retries: extra attempts on 408/409/429/5xx, timeouts and connection errors (``openai``).
     """
 
     kind: str
@@ -74,6 +76,8 @@ class AgentSpec:
     api_key_env: str = "OPENAI_API_KEY"
     cache_dir: str | None = None
     device: str | None = None
+    timeout: float = 60.0
+    max_retries: int = 3
 
     def __post_init__(self) -> None:
         if self.kind not in AGENT_KINDS:
@@ -82,6 +86,10 @@ class AgentSpec:
             raise AgentSpecError(f"a {self.kind} agent needs a model")
         if self.max_new_tokens < 1:
             raise AgentSpecError(f"max_new_tokens must be positive, got {self.max_new_tokens}")
+        if not self.timeout > 0:
+            raise AgentSpecError(f"timeout must be positive, got {self.timeout}")
+        if isinstance(self.max_retries, bool) or not isinstance(self.max_retries, int) or self.max_retries < 0:
+            raise AgentSpecError(f"max_retries must be an integer >= 0, got {self.max_retries!r}")
 
     @classmethod
     def parse(cls, text: str, **options: Any) -> "AgentSpec":
@@ -126,7 +134,7 @@ class AgentSpec:
     def to_dict(self) -> dict[str, Any]:
         d = {"kind": self.kind, "model": self.model, "label": self.label, "max_new_tokens": self.max_new_tokens}
         if self.kind == "openai":
-            d["base_url"] = self.base_url
+            d.update(base_url=self.base_url, timeout=self.timeout, max_retries=self.max_retries)
         return d
 
 
@@ -148,6 +156,11 @@ class Agent:
 
     def close(self) -> None:
         """Release the agent's resources (models, connections)."""
+
+    def counters(self) -> dict[str, int]:
+        """Running totals of the agent's endpoint traffic (``requests``, ``retries``, ``timeouts``,
+        ``cache_hits``); empty for an agent without an endpoint. The caller takes differences."""
+        return {}
 
 
 class HeuristicAgent(Agent):
@@ -228,8 +241,15 @@ class OpenAIAgent(Agent):
 
         self.spec = spec
         self.client = ChatClient(
-            spec.base_url, spec.model, api_key_env=spec.api_key_env, cache_dir=spec.cache_dir
+            spec.base_url, spec.model, api_key_env=spec.api_key_env, cache_dir=spec.cache_dir,
+            timeout=spec.timeout, max_retries=spec.max_retries,
         )
+
+    def counters(self) -> dict[str, int]:
+        return {k: self.client.stats[k] for k in ("requests", "retries", "timeouts", "cache_hits")}
+
+    def close(self) -> None:
+        self.client.close()
 
     def act(self, step: Step, view: View, contract: Contract, screenshot_png: bytes) -> str:
         from mag_dataset.harness.preflight import FATAL_STATUSES

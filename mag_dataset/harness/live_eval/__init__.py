@@ -13,10 +13,13 @@ Its rooms, each importing only the ones above it:
 * :mod:`~mag_dataset.harness.live_eval.report` — per-episode results, strict success
   (MiniWoB's raw reward == 1; other benchmarks: BrowserGym's reward == 1) with a 95 % Wilson
   interval, steps per episode, format-failure and invalid-action rates, ``report.md``;
+* :mod:`~mag_dataset.harness.live_eval.interrupt` — Ctrl-C: the first stops the run cleanly,
+  the second at once;
+* :mod:`~mag_dataset.harness.live_eval.why` — what a failed episode's check expected and found;
 * :mod:`~mag_dataset.harness.live_eval.episode` — one episode: observe, ask, parse, ground,
   execute, record (the outcomes it counts are described there);
-* :mod:`~mag_dataset.harness.live_eval.run` — :func:`run_live_eval`: checks, the run folder,
-  and the episodes in this process, in worker processes, or as Ray tasks
+* :mod:`~mag_dataset.harness.live_eval.run` — :func:`run_live_eval`: checks, the resumable run
+  folder, and the episodes in this process, in worker processes, or as Ray tasks
   (:mod:`mag_dataset.harness.ray_backend`); all give the same report for the same tasks and seeds.
 
 Trajectories are written in the raw episode format (:mod:`mag_dataset.raw`), one folder
@@ -42,7 +45,7 @@ Every name below was importable from the former single module ``live_eval.py`` a
 
 from __future__ import annotations
 
-from mag_dataset.harness.live_eval.config import LIVE_CONTRACTS, LiveEvalConfig
+from mag_dataset.harness.live_eval.config import LIVE_CONTRACTS, RERUN_CHOICES, LiveEvalConfig
 from mag_dataset.harness.live_eval.episode import (
     Attempt,
     live_step,
@@ -53,6 +56,7 @@ from mag_dataset.harness.live_eval.episode import (
 from mag_dataset.harness.live_eval.report import (
     REPORT_FORMAT,
     REPORT_VERSION,
+    STATUSES,
     Z95,
     EpisodeResult,
     build_report,
@@ -64,6 +68,7 @@ from mag_dataset.harness.live_eval.run import RUN_MARKER, live_episode_task, run
 from mag_dataset.harness.live_eval.tasks import (
     BENCHMARK_PACKAGES,
     LiveEvalError,
+    LiveEvalInterrupted,
     check_task,
     episode_id_for,
     make_task_env,
@@ -74,7 +79,7 @@ from mag_dataset.harness.live_eval.tasks import (
 
 __all__ = [
     "Attempt", "BENCHMARK_PACKAGES", "EpisodeResult", "LIVE_CONTRACTS", "LiveEvalConfig", "LiveEvalError",
-    "REPORT_FORMAT", "REPORT_VERSION", "RUN_MARKER", "Z95", "build_report", "check_task", "episode_id_for",
+    "LiveEvalInterrupted", "REPORT_FORMAT", "REPORT_VERSION", "RERUN_CHOICES", "RUN_MARKER", "STATUSES", "Z95", "build_report", "check_task", "episode_id_for",
     "format_table", "live_episode_task", "live_step", "make_task_env", "normalize_task_id",
     "performed_despite_timeout", "resolve_target", "run_episode", "run_live_episodes", "run_live_eval",
     "site_and_template", "summarize", "task_outcome", "wilson_interval",

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from mag_dataset.actions import Contract, View
 from mag_dataset.harness.agents import AgentSpec
@@ -17,6 +18,14 @@ from mag_dataset.harness.ray_backend import BACKENDS, RayOptions
 
 #: Contracts a live agent can run under (G has no action to execute).
 LIVE_CONTRACTS: tuple[Contract, ...] = (Contract.A, Contract.J, Contract.JG)
+
+#: What a rerun into an existing run folder redoes besides the unfinished episodes
+#: (``errors``: the errored ones too; ``all``: every episode, replacing the finished ones).
+RERUN_CHOICES: tuple[str, ...] = ("errors", "all")
+
+#: Agent fields that do not change what a run measures (where the endpoint answers, how long
+#: to wait, how often to retry): a resume may change them (a server restarted on another port).
+_AGENT_TRANSPORT = ("base_url", "timeout", "max_retries")
 
 
 @dataclass(frozen=True)
@@ -33,7 +42,9 @@ class LiveEvalConfig:
         max_steps: agent steps per episode before it is cut off.
         workers: worker processes running episodes in parallel.
         seed: first task seed.
-        overwrite: replace an existing run in ``out_dir``.
+        overwrite: replace an existing run in ``out_dir`` (its finished episodes are deleted).
+        rerun: what a run into a folder holding this run's episodes redoes besides the
+            unfinished ones: ``errors`` (the errored ones) or ``all`` (every episode).
         progress: show a progress bar.
         backend: ``local`` (``workers`` processes on this machine) or ``ray`` (one Ray task
             per episode, see :mod:`mag_dataset.harness.ray_backend`).
@@ -50,6 +61,7 @@ class LiveEvalConfig:
     workers: int = 1
     seed: int = 0
     overwrite: bool = False
+    rerun: str = "errors"
     progress: bool = True
     backend: str = "local"
     ray: RayOptions | None = None
@@ -73,6 +85,8 @@ class LiveEvalConfig:
         if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
             # BrowserGym refuses a negative seed inside every episode: each would be a counted failure
             raise LiveEvalError(f"seed must be an integer >= 0, got {self.seed!r}")
+        if self.rerun not in RERUN_CHOICES:
+            raise LiveEvalError(f"rerun must be one of {list(RERUN_CHOICES)}, got {self.rerun!r}")
         self._check_backend()
 
     def _check_backend(self) -> None:
@@ -86,6 +100,16 @@ class LiveEvalConfig:
                 object.__setattr__(self, "ray", RayOptions())
         elif self.ray is not None:
             raise LiveEvalError("Ray options need backend 'ray'")
+
+    def identity(self) -> dict[str, Any]:
+        """What the run measures; a resume into its folder must have the same (stored in the folder).
+
+        Leaves out how the episodes are scheduled (workers, backend), where the run folder is,
+        and the endpoint's address, timeout and retries.
+        """
+        agent = {k: v for k, v in self.agent.to_dict().items() if k not in _AGENT_TRANSPORT}
+        return {"agent": agent, "tasks": list(self.tasks), "episodes": self.episodes, "seed": self.seed,
+                "view": self.view.value, "contract": self.contract.value, "max_steps": self.max_steps}
 
     def jobs(self) -> list[tuple[str, int]]:
         """(task id, seed) of every episode, in report order."""

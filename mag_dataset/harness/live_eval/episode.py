@@ -14,9 +14,13 @@ Each attempt of an episode (:func:`run_episode` is a loop over :func:`_attempt`)
 
 Outcomes per attempt (denominator: every attempt the agent made):
 
-* **format failure** — the output does not parse (or the agent raised, e.g. an endpoint
-  that kept failing after its retries). Nothing is executed; BrowserGym's ``noop()`` is
-  stepped so the page keeps its own time.
+* **format failure** — the output does not parse. Nothing is executed; BrowserGym's
+  ``noop()`` is stepped so the page keeps its own time.
+* **agent error** — the agent raised instead of answering (an endpoint still failing after
+  its retries, a body that is no chat completion): the infrastructure's, not the model's.
+  The attempt is logged (``agent_error``) and the episode ends with status ``error``, left
+  out of the rates (:mod:`mag_dataset.harness.live_eval.report`); so does a browser or a
+  site that fails.
 * **invalid action** — the output parses but cannot be executed: the element id is not in
   the candidate menu, the action lacks what its view needs, or BrowserGym reports an error
   executing it — except a timeout that struck after Playwright had performed the action
@@ -24,6 +28,12 @@ Outcomes per attempt (denominator: every attempt the agent made):
   timeout). A coord-view point on no candidate is executed (the page decides what it hits).
 * ``finish`` ends the episode (its answer, if any, is sent to the chat first); so do the
   task ending (MiniWoB's ``DONE``) and ``max_steps``.
+
+Each attempt logs the endpoint's traffic it caused (``requests``, ``retries``,
+``timeouts``); a failed episode records what its task's check expected and found
+(:mod:`mag_dataset.harness.live_eval.why`). A Ctrl-C ends the episode after its current
+attempt (an agent call in progress is cut short) with status ``interrupted``
+(:mod:`mag_dataset.harness.live_eval.interrupt`).
 
 This module holds one episode; the task catalogue is
 :mod:`mag_dataset.harness.live_eval.tasks`, the report
@@ -42,7 +52,8 @@ from mag_dataset.actions import ACTION_SPACE, ActionType, Contract, View
 from mag_dataset.guides import template_guide
 from mag_dataset.harness.agents import Agent, AgentConfigError
 from mag_dataset.harness.live_eval.config import LiveEvalConfig
-from mag_dataset.harness.live_eval.report import EpisodeResult
+from mag_dataset.harness.live_eval.interrupt import agent_call, stop_requested
+from mag_dataset.harness.live_eval.report import TRAFFIC, EpisodeResult
 from mag_dataset.harness.live_eval.tasks import episode_id_for, make_task_env, site_and_template, task_outcome
 from mag_dataset.live.execute import to_browsergym_action
 from mag_dataset.live.observe import Observation, observe, page_scale
@@ -142,6 +153,9 @@ class Attempt:
     """One attempt of an episode as logged in ``metadata["trajectory"]`` (fields in log order).
 
     ``action`` and ``guide`` are logged only when the output parsed (``format_ok``).
+    ``agent_error`` is what the agent raised instead of answering (then ``format_ok`` is
+    False but the attempt is no format failure); ``requests``, ``retries`` and ``timeouts``
+    are the endpoint's HTTP attempts during the agent call.
     """
 
     attempt: int
@@ -151,6 +165,10 @@ class Attempt:
     conversion: dict[str, Any]
     candidates: int
     agent_seconds: float = 0.0
+    agent_error: str | None = None
+    requests: int = 0
+    retries: int = 0
+    timeouts: int = 0
     output: str = ""
     format_ok: bool = False
     format_reason: str | None = None
@@ -189,6 +207,10 @@ class _Episode:
     raw: float = 0.0
     ended_by: str = "max_steps"
     error: str | None = None
+    interrupted: bool = False
+    traffic: dict[str, int] = field(default_factory=lambda: dict.fromkeys(TRAFFIC, 0))
+    last_info: dict[str, Any] | None = None
+    check: dict[str, Any] | None = None
 
     @property
     def episode_id(self) -> str:
@@ -200,10 +222,15 @@ class _Episode:
                        interactive_only=self.task_id.startswith("sites."))
 
     def result(self, seconds: float) -> EpisodeResult:
+        if self.interrupted:
+            status = "interrupted"
+        else:
+            status = "error" if self.error else "success" if self.success else "failure"
         return EpisodeResult(
-            task=self.task_id, seed=self.seed, episode_id=self.episode_id, success=self.success,
+            task=self.task_id, seed=self.seed, episode_id=self.episode_id, success=status == "success",
             raw_reward=self.raw, steps=len(self.trajectory), format_failures=self.format_failures,
             invalid_actions=self.invalid_actions, ended_by=self.ended_by, seconds=round(seconds, 2), error=self.error,
+            status=status, check=self.check if status == "failure" else None, **self.traffic,
         )
 
     def raw_episode(self, result: EpisodeResult) -> RawEpisode:
@@ -232,25 +259,48 @@ def run_episode(agent: Agent, task_id: str, seed: int, config: LiveEvalConfig, e
     The episode folder holds every attempt's screenshots; its ``steps`` are the executed
     actions the raw format can hold (see :func:`_keep`), and ``metadata["trajectory"]`` the
     full attempt log (:class:`Attempt`). Nothing is written for an episode that made no
-    attempt and raised no error.
+    attempt and raised no error. Once a stop was requested (Ctrl-C), an episode not yet
+    begun returns at once as ``interrupted``, and one under way ends so after its current
+    attempt; a failure of the browser then (the signal reached it too) is that interruption.
     """
     ep = _Episode(task_id, seed, config)
     t0 = time.monotonic()
+    if stop_requested():
+        ep.interrupted, ep.ended_by = True, "interrupted"
+        return ep.result(0.0)
     env = None
     try:
         env = make_task_env(task_id)
         obs, _ = env.reset(seed=seed)
         ep.scale = page_scale(env)
         for k in range(config.max_steps):
+            if stop_requested():
+                raise KeyboardInterrupt
             obs, ended_by = _attempt(agent, env, obs, k, ep)
             if ended_by is not None:
                 ep.ended_by = ended_by
                 break
+        if stop_requested():
+            raise KeyboardInterrupt
         _final_picture(obs, ep)
+        if not ep.success:
+            from mag_dataset.harness.live_eval.why import explain
+
+            ep.check = explain(env, task_id, ep.last_info, ep.raw)
     except AgentConfigError:
         raise
+    except KeyboardInterrupt:
+        if not stop_requested():  # not ours: a plain KeyboardInterrupt outside a run's handler
+            raise
+        ep.interrupted, ep.ended_by, ep.success = True, "interrupted", False
+        ep.error = "interrupted (SIGINT)"
     except Exception as e:
-        ep.error, ep.ended_by, ep.success = f"{type(e).__name__}: {e}", "error", False
+        if stop_requested():
+            ep.interrupted, ep.ended_by, ep.success = True, "interrupted", False
+            ep.error = f"interrupted (SIGINT; then {type(e).__name__}: {_first_line(e)})"
+        else:
+            ep.error = str(e) if isinstance(e, _AgentFailed) else f"{type(e).__name__}: {e}"
+            ep.ended_by, ep.success = "error", False
     finally:
         _close(env)
     result = ep.result(time.monotonic() - t0)
@@ -268,8 +318,12 @@ def _attempt(agent: Agent, env: Any, obs: dict[str, Any], k: int, ep: _Episode) 
     att = Attempt(attempt=k, screenshot=shot, som_screenshot=som, url=ob.url, conversion=ob.conv.to_dict(),
                   candidates=len(ob.candidates))
     parsed = _ask(agent, ob, k, ep, att)
+    if att.agent_error is not None:  # the infrastructure's: the episode ends as an error
+        ep.trajectory.append(att.to_dict())
+        raise _AgentFailed(att.agent_error)
     action, target, problem = _ground(parsed, ob, ep, att)
     obs, reward, terminated, truncated, info = env.step(att.browsergym_action)
+    ep.last_info = info
     done, ep.success, ep.raw = task_outcome(env, ep.task_id, float(reward), info, terminated, truncated)
     att.browsergym_error = obs.get("last_action_error") or None
     if att.format_ok and problem is None and att.browsergym_error and not performed_despite_timeout(att.browsergym_error):
@@ -287,23 +341,31 @@ def _attempt(agent: Agent, env: Any, obs: dict[str, Any], k: int, ep: _Episode) 
 
 
 def _ask(agent: Agent, ob: Observation, k: int, ep: _Episode, att: Attempt) -> Parsed:
-    """The agent's output for attempt ``k``, parsed; a format failure is counted here."""
+    """The agent's output for attempt ``k``, parsed; a format failure is counted here, an
+    agent that raised is logged in ``att.agent_error`` (no format failure)."""
     view, contract = ep.config.view, ep.config.contract
     step = live_step(ep.task_id, ep.episode_id, k, ep.config.max_steps, ob, ep.guides, view)
     ts = time.monotonic()
+    before = agent.counters()
     try:
-        output = agent.act(step, view, contract, ob.som_png if view is View.SOM else ob.png)
-        agent_error = None
-    except AgentConfigError:
+        with agent_call():
+            output = agent.act(step, view, contract, ob.som_png if view is View.SOM else ob.png)
+    except (AgentConfigError, KeyboardInterrupt):
         raise
-    except Exception as e:  # an endpoint that kept failing: a step without a valid output
-        output, agent_error = "", f"{type(e).__name__}: {e}"
+    except Exception as e:  # an endpoint that kept failing after its retries, a broken body, a crashed model
+        output, att.agent_error = "", f"{type(e).__name__}: {e}"
+    finally:
+        after = agent.counters()
+        for name in TRAFFIC:
+            n = after.get(name, 0) - before.get(name, 0)
+            setattr(att, name, n)
+            ep.traffic[name] += n
     att.agent_seconds = round(time.monotonic() - ts, 3)
     att.output = output
     parsed = parse_output(output, view, contract)
-    att.format_ok = bool(parsed.ok and agent_error is None)
-    att.format_reason = agent_error or (None if parsed.ok else parsed.reason)
-    if not att.format_ok:
+    att.format_ok = bool(parsed.ok and att.agent_error is None)
+    att.format_reason = None if parsed.ok or att.agent_error is not None else parsed.reason
+    if not att.format_ok and att.agent_error is None:
         ep.format_failures += 1
     return parsed
 
@@ -349,6 +411,17 @@ def _final_picture(obs: dict[str, Any] | None, ep: _Episode) -> None:
             ep.images["final.png"] = observe(obs, crop=ep.task_id.startswith("miniwob."), scale=ep.scale).png
         except Exception:
             pass
+
+
+class _AgentFailed(Exception):
+    """The agent raised instead of answering (logged in the attempt); ends the episode as an error."""
+
+    def __str__(self) -> str:
+        return f"agent error: {self.args[0]}"
+
+
+def _first_line(e: BaseException) -> str:
+    return (str(e).strip().splitlines() or [""])[0][:200]
 
 
 def _close(env: Any) -> None:

@@ -1,11 +1,25 @@
 """The report of a live-evaluation run: per-episode outcomes, strict success with a Wilson interval, rates.
 
 Success is *strict*: MiniWoB's raw reward == 1 (BrowserGym's own reward counts partial
-credit as success); for other benchmarks, BrowserGym's reward == 1. The report gives the
-strict success rate with a 95 % Wilson interval, steps per episode, format-failure and
-invalid-action rates, per task and overall (denominator: every step the agent took), and
-``report.md`` the same as a table. Pure functions over :class:`EpisodeResult`; running
-episodes is :mod:`mag_dataset.harness.live_eval.episode`.
+credit as success); for other benchmarks, BrowserGym's reward == 1. Every episode ends in
+one of :data:`STATUSES`:
+
+* ``success``;
+* ``failure`` — the model's: its outputs did not parse, its actions could not be executed,
+  or the task's check did not pass (``check`` says what it expected and what it found);
+* ``error`` — the infrastructure's: the endpoint still failing after its retries, a browser
+  that crashed, a site that did not answer. Not the model's doing, so an errored episode is
+  left out of the success rate and the step rates and counted apart (``errors``); a rerun
+  of the same command redoes it;
+* ``interrupted`` — stopped by Ctrl-C; redone by a rerun, never in a finished report.
+
+The report gives, per task and overall, the strict success rate over the *scored*
+episodes (success or failure) with a 95 % Wilson interval, steps per episode, format-failure
+and invalid-action rates (denominator: every step of the scored episodes), the errors, and
+the endpoint's traffic (requests, retries, timed-out attempts, over all episodes);
+``report.md`` the same as a table, with one line per failed or errored episode saying why.
+Pure functions over :class:`EpisodeResult`; running episodes is
+:mod:`mag_dataset.harness.live_eval.episode`.
 """
 
 from __future__ import annotations
@@ -17,7 +31,12 @@ from typing import Any
 from mag_dataset.harness.live_eval.config import LiveEvalConfig
 
 REPORT_FORMAT = "mag-live-eval-report"
-REPORT_VERSION = 1
+#: 2: episode status (errors left out of the rates), endpoint traffic, the check's expected/found
+REPORT_VERSION = 2
+#: How an episode ended (see the module docstring).
+STATUSES = ("success", "failure", "error", "interrupted")
+#: Endpoint traffic counted per episode (all zero for an agent without an endpoint).
+TRAFFIC = ("requests", "retries", "timeouts")
 #: z for a two-sided 95 % interval.
 Z95 = 1.959963984540054
 
@@ -43,7 +62,16 @@ def wilson_interval(successes: int, n: int, z: float = Z95) -> tuple[float, floa
 
 @dataclass(frozen=True)
 class EpisodeResult:
-    """Outcome of one live episode (what a worker sends back)."""
+    """Outcome of one live episode (what a worker sends back).
+
+    Attributes:
+        status: one of :data:`STATUSES`; derived from ``success`` and ``error`` when left empty.
+        error: what went wrong in the infrastructure (status ``error``), else None.
+        requests, retries, timeouts: the endpoint's HTTP attempts, retries among them, and
+            attempts that timed out, during this episode.
+        check: for a failed episode, what the task's check expected and found
+            (``{"expected", "found", "reason", ...}``, see :mod:`mag_dataset.harness.live_eval.why`).
+    """
 
     task: str
     seed: int
@@ -56,9 +84,27 @@ class EpisodeResult:
     ended_by: str
     seconds: float
     error: str | None = None
+    status: str = ""
+    requests: int = 0
+    retries: int = 0
+    timeouts: int = 0
+    check: dict[str, Any] | None = None
+
+    def __post_init__(self) -> None:
+        if not self.status:
+            object.__setattr__(self, "status", "error" if self.error else "success" if self.success else "failure")
+        if self.status not in STATUSES:
+            raise ValueError(f"episode status {self.status!r} is not one of {STATUSES}")
+        if (self.status == "success") != bool(self.success):
+            raise ValueError(f"episode {self.episode_id}: status {self.status} with success={self.success}")
 
     def to_dict(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "EpisodeResult":
+        """The result :meth:`to_dict` wrote (also one an older version wrote, without the newer fields)."""
+        return cls(**{k: d[k] for k in cls.__dataclass_fields__ if k in d})
 
 
 def _rate(num: int, den: int) -> float | None:
@@ -68,24 +114,32 @@ def _rate(num: int, den: int) -> float | None:
 def summarize(results: list[EpisodeResult]) -> dict[str, Any]:
     """Aggregate episodes: strict success rate with Wilson 95 % CI, steps, failure rates.
 
-    Rates are over all agent steps of the episodes; ``None`` when there were no steps.
+    The success rate and the step rates are over the *scored* episodes (success or
+    failure): an errored or interrupted episode says nothing about the model. Step rates
+    are over the steps of those episodes; ``None`` when there were none. The endpoint's
+    traffic is over every episode.
     """
-    n = len(results)
-    k = sum(r.success for r in results)
-    steps = sum(r.steps for r in results)
+    scored = [r for r in results if r.status in ("success", "failure")]
+    n = len(scored)
+    k = sum(r.success for r in scored)
+    steps = sum(r.steps for r in scored)
     ci = wilson_interval(k, n)
     return {
-        "episodes": n,
+        "episodes": len(results),
+        "scored": n,
         "successes": k,
+        "failures": n - k,
         "success_rate": _rate(k, n),
         "success_ci95": list(ci) if ci is not None else None,
         "steps": steps,
         "steps_per_episode": _rate(steps, n),
-        "format_failures": sum(r.format_failures for r in results),
-        "format_failure_rate": _rate(sum(r.format_failures for r in results), steps),
-        "invalid_actions": sum(r.invalid_actions for r in results),
-        "invalid_action_rate": _rate(sum(r.invalid_actions for r in results), steps),
-        "errors": sum(r.error is not None for r in results),
+        "format_failures": sum(r.format_failures for r in scored),
+        "format_failure_rate": _rate(sum(r.format_failures for r in scored), steps),
+        "invalid_actions": sum(r.invalid_actions for r in scored),
+        "invalid_action_rate": _rate(sum(r.invalid_actions for r in scored), steps),
+        "errors": sum(r.status == "error" for r in results),
+        "interrupted": sum(r.status == "interrupted" for r in results),
+        **{name: sum(getattr(r, name) for r in results) for name in TRAFFIC},
     }
 
 
@@ -107,8 +161,9 @@ def build_report(config: LiveEvalConfig, results: list[EpisodeResult], seconds: 
         "contract": config.contract.value,
         "max_steps": config.max_steps,
         "episodes_per_task": config.episodes,
-        "seeds": [config.seed, config.seed + config.episodes - 1],
-        "success": "strict: MiniWoB raw reward == 1 (other benchmarks: reward == 1)",
+        "seeds": [config.seed + i for i in range(config.episodes)],
+        "success": "strict: MiniWoB raw reward == 1 (other benchmarks: reward == 1); over the scored episodes "
+                   "(errored ones, the infrastructure's, are left out and counted under errors)",
         "tasks": {t: summarize([r for r in results if r.task == t]) for t in config.tasks},
         "overall": summarize(results),
         "episodes": [r.to_dict() for r in results],
@@ -132,19 +187,50 @@ def _fmt(v: float | None, pct: bool = False) -> str:
 
 
 def format_table(report: dict[str, Any]) -> str:
-    """A Markdown table of the report, one row per task and an overall row."""
+    """A Markdown table of the report, one row per task and an overall row, then one line per
+    failed episode (what its check expected and found) and per errored episode (what broke)."""
     head = (
         f"Live evaluation: agent {report['agent']['label']}, view {report['view']}, contract {report['contract']}, "
         f"{report['episodes_per_task']} episode(s)/task, max {report['max_steps']} steps\n\n"
-        "| task | episodes | strict success % | 95% CI (Wilson) | steps/episode | format-failure % | invalid-action % | errors |\n"
-        "|---|---:|---:|---|---:|---:|---:|---:|\n"
+        "| task | episodes | scored | strict success % | 95% CI (Wilson) | steps/episode | format-failure % | "
+        "invalid-action % | errors | requests | retries | timeouts |\n"
+        "|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|\n"
     )
     rows = []
     for name, s in [*report["tasks"].items(), ("overall", report["overall"])]:
         ci = s["success_ci95"]
         ci_txt = f"[{100 * ci[0]:.1f}, {100 * ci[1]:.1f}]" if ci else "-"
         rows.append(
-            f"| {name} | {s['episodes']} | {_fmt(s['success_rate'], True)} | {ci_txt} | {_fmt(s['steps_per_episode'])} | "
-            f"{_fmt(s['format_failure_rate'], True)} | {_fmt(s['invalid_action_rate'], True)} | {s['errors']} |"
+            f"| {name} | {s['episodes']} | {s['scored']} | {_fmt(s['success_rate'], True)} | {ci_txt} | "
+            f"{_fmt(s['steps_per_episode'])} | {_fmt(s['format_failure_rate'], True)} | "
+            f"{_fmt(s['invalid_action_rate'], True)} | {s['errors']} | {s['requests']} | {s['retries']} | "
+            f"{s['timeouts']} |"
         )
-    return head + "\n".join(rows) + "\n"
+    text = head + "\n".join(rows) + "\n"
+    failed = [e for e in report["episodes"] if e.get("status") == "failure"]
+    errored = [e for e in report["episodes"] if e.get("status") in ("error", "interrupted")]
+    if failed:
+        text += "\nFailed episodes (the model's):\n\n" + "".join(f"- {failure_line(e)}\n" for e in failed)
+    if errored:
+        text += ("\nErrored episodes (the infrastructure's; left out of the rates, redone by running the same "
+                 "command again):\n\n" + "".join(f"- {e['episode_id']}: {e['status']}: {e.get('error') or '-'}\n"
+                                                  for e in errored))
+    return text
+
+
+def failure_line(episode: dict[str, Any]) -> str:
+    """One line saying why an episode failed: how it ended, what the check expected and found."""
+    e = episode
+    parts = [f"{e['episode_id']}: ended by {e['ended_by']} after {e['steps']} step(s)"]
+    if e.get("format_failures"):
+        parts.append(f"{e['format_failures']} format failure(s)")
+    if e.get("invalid_actions"):
+        parts.append(f"{e['invalid_actions']} invalid action(s)")
+    check = e.get("check") or {}
+    if check.get("expected") is not None:
+        parts.append(f"expected {check['expected']}")
+    if check.get("found") is not None:
+        parts.append(f"found {check['found']}")
+    if check.get("reason"):
+        parts.append(f"check: {check['reason']}")
+    return "; ".join(parts)

@@ -7,6 +7,15 @@ episode on a local Ray instance or a cluster (scheduling: :mod:`mag_dataset.harn
 all give the same report for the same tasks and seeds. This module holds the driver
 (:func:`run_live_eval`) and the worker-side task bodies; one episode is
 :mod:`mag_dataset.harness.live_eval.episode`, the report :mod:`mag_dataset.harness.live_eval.report`.
+
+The run folder is resumable. It stores the run's configuration (:data:`RUN_MARKER`,
+:meth:`LiveEvalConfig.identity`) and one folder per episode that ran; running the same
+command again keeps every finished episode and runs only those missing, interrupted or (with
+``rerun="errors"``, the default) errored; ``rerun="all"`` runs every episode again. A
+different configuration is refused with the difference named, and nothing is deleted
+without ``overwrite``. The first Ctrl-C stops the run after the current step of each
+episode under way (the local backend; :mod:`mag_dataset.harness.live_eval.interrupt`):
+workers, browsers and the agent are closed and :class:`LiveEvalInterrupted` is raised.
 """
 
 from __future__ import annotations
@@ -15,10 +24,11 @@ import json
 import multiprocessing
 import os
 import shutil
+import signal
 import sys
 import tempfile
 import time
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any, Callable
@@ -27,8 +37,9 @@ from mag_dataset.fileio import atomic_write
 from mag_dataset.harness.agents import Agent, AgentConfigError, AgentSpec, make_agent
 from mag_dataset.harness.live_eval.config import LiveEvalConfig
 from mag_dataset.harness.live_eval.episode import run_episode
+from mag_dataset.harness.live_eval.interrupt import handling_sigint, install_in_worker, stop_requested
 from mag_dataset.harness.live_eval.report import EpisodeResult, build_report, format_table
-from mag_dataset.harness.live_eval.tasks import LiveEvalError, check_task, episode_id_for
+from mag_dataset.harness.live_eval.tasks import LiveEvalError, LiveEvalInterrupted, check_task, episode_id_for
 from mag_dataset.harness.ray_backend import (
     Crashed,
     Dispatcher,
@@ -40,8 +51,10 @@ from mag_dataset.harness.ray_backend import (
     write_files,
 )
 
-#: Written when a run starts; a folder with it but no report.json is an interrupted run.
+#: Written when a run starts: the run's configuration; a folder with it holds this run's episodes.
 RUN_MARKER = ".live-eval-run"
+#: ``format`` of the marker's JSON
+_MARKER_FORMAT = "mag-live-eval-run"
 
 
 def run_live_eval(config: LiveEvalConfig, log: Callable[[str], None] | None = None) -> dict[str, Any]:
@@ -52,37 +65,55 @@ def run_live_eval(config: LiveEvalConfig, log: Callable[[str], None] | None = No
         log: where to print one line per finished episode (default: stderr).
 
     Returns:
-        The report (also written to ``OUT/report.json`` and, as a table, ``OUT/report.md``).
+        The report (also written to ``OUT/report.json`` and, as a table, ``OUT/report.md``),
+        over every episode of the run: those kept from an earlier run into the same folder
+        and those run now.
 
     Raises:
-        LiveEvalError: bad configuration (unknown task, run folder in use, no Chromium).
+        LiveEvalError: bad configuration (unknown task, a folder holding another run, no Chromium).
+        LiveEvalInterrupted: stopped by Ctrl-C; the finished episodes are on disk, and running
+            the same configuration again resumes.
     """
     log = log or (lambda s: print(s, file=sys.stderr, flush=True))
     _check_run(config)
-    _prepare_out_dir(config)
+    kept = _prepare_out_dir(config)
+    jobs = [job for job in config.jobs() if job not in kept]
+    if kept:
+        log(f"resuming {config.out_dir}: {len(kept)} of {len(config.jobs())} episodes kept, {len(jobs)} to run")
     t0 = time.monotonic()
-    results: list[EpisodeResult] = []
-    bar = _progress(len(config.jobs()), config.progress)
+    results: list[EpisodeResult] = list(kept.values())
+    bar = _progress(len(jobs), config.progress)
+    stopped = False
 
     def done(r: EpisodeResult) -> None:
         results.append(r)
         bar.update(1)
-        status = "success" if r.success else (f"error: {r.error}" if r.error else "failure")
+        status = f"{r.status}: {r.error}" if r.error else r.status
         log(f"{r.episode_id}: {status} (raw reward {r.raw_reward:g}, {r.steps} steps, {r.format_failures} format "
-            f"failures, {r.invalid_actions} invalid actions, ended by {r.ended_by})")
+            f"failures, {r.invalid_actions} invalid actions, ended by {r.ended_by}"
+            + (f", {r.requests} requests, {r.retries} retries, {r.timeouts} timeouts)" if r.requests else ")"))
 
     try:
-        if config.backend == "ray":
-            run_live_episodes(config, done)
-        elif min(config.workers, len(config.jobs())) == 1:
-            _run_here(config, done)
+        if config.backend == "ray":  # Ray's driver takes Ctrl-C itself (no Playwright in it)
+            run_live_episodes(config, done, jobs)
         else:
-            _run_in_processes(config, done)
+            with handling_sigint() as sigint:
+                if min(config.workers, len(jobs)) <= 1:
+                    _run_here(config, done, jobs)
+                else:
+                    _run_in_processes(config, done, jobs, sigint)
+                stopped = stop_requested()
     except AgentConfigError as e:
         raise LiveEvalError(f"agent {config.agent.label}: {e}") from None
     except RayBackendError as e:
         raise LiveEvalError(str(e)) from None
-    bar.close()
+    finally:
+        bar.close()
+    if stopped:
+        finished = sum(r.status != "interrupted" for r in results)
+        raise LiveEvalInterrupted(
+            f"interrupted: {finished} of {len(config.jobs())} episodes finished, kept in {config.out_dir}; "
+            "run the same command again to run the others", finished, len(config.jobs()))
     report = build_report(config, results, time.monotonic() - t0)
     atomic_write(config.out_dir / "report.json", json.dumps(report, indent=1) + "\n")
     atomic_write(config.out_dir / "report.md", format_table(report))
@@ -124,24 +155,84 @@ def _check_run(config: LiveEvalConfig) -> None:
             raise LiveEvalError(str(e)) from None
 
 
-def _prepare_out_dir(config: LiveEvalConfig) -> Path:
+def _prepare_out_dir(config: LiveEvalConfig) -> dict[tuple[str, int], EpisodeResult]:
+    """Make the run folder ready; returns the finished episodes to keep, by (task, seed).
+
+    A folder holding this run (same :meth:`LiveEvalConfig.identity`) is resumed: its episodes
+    are kept but for the unfinished ones, the errored ones (``rerun="errors"``) or all
+    (``rerun="all"``), which are run again (each folder replaced once its new run is written).
+    Another run, or a folder with a run but no configuration, is refused unless ``overwrite``.
+
+    Raises:
+        LiveEvalError: the folder holds another run (the first difference named).
+    """
     out = config.out_dir
     if out.exists() and not out.is_dir():
         raise LiveEvalError(f"--out {out} exists and is not a folder")
-    incomplete = (out / RUN_MARKER).exists() and not (out / "report.json").exists()
-    if ((out / "report.json").exists() or (out / "episodes").exists()) and not incomplete:
-        if not config.overwrite:
-            raise LiveEvalError(f"{out} already holds a live-eval run; pass --overwrite to replace it")
-    if incomplete or config.overwrite:  # an interrupted run of ours is replaced without asking
+    marker = out / RUN_MARKER
+    has_run = (out / "report.json").exists() or (out / "episodes").exists()
+    kept: dict[tuple[str, int], EpisodeResult] = {}
+    if config.overwrite:
         for name in ("episodes", "report.json", "report.md"):
             p = out / name
             if p.is_dir():
                 shutil.rmtree(p)
             elif p.exists():
                 p.unlink()
+    elif marker.exists():
+        difference = _difference(_read_marker(marker), config.identity())
+        if difference:
+            raise LiveEvalError(f"{out} holds another live-eval run ({difference}); rerun with its options to "
+                                "resume it, or choose another --out (--overwrite deletes its episodes)")
+        kept = _finished(config)
+    elif has_run:
+        raise LiveEvalError(f"{out} already holds a live-eval run without its configuration; choose another --out "
+                            "(--overwrite deletes its episodes)")
+    if len(kept) < len(config.jobs()):  # the report is rebuilt from the episodes at the end
+        for name in ("report.json", "report.md"):
+            (out / name).unlink(missing_ok=True)
     (out / "episodes").mkdir(parents=True, exist_ok=True)
-    (out / RUN_MARKER).write_text(json.dumps({"agent": config.agent.to_dict(), "tasks": list(config.tasks)}) + "\n")
-    return out
+    marker.write_text(json.dumps({"format": _MARKER_FORMAT, "config": config.identity()}, indent=1) + "\n")
+    return kept
+
+
+def _read_marker(path: Path) -> dict[str, Any] | None:
+    try:
+        d = json.loads(path.read_text("utf-8"))
+    except (OSError, ValueError):
+        return None
+    return d.get("config") if isinstance(d, dict) and d.get("format") == _MARKER_FORMAT else None
+
+
+def _difference(stored: dict[str, Any] | None, wanted: dict[str, Any]) -> str | None:
+    """The first difference between a stored run configuration and this one, in words; None if the same."""
+    if stored is None:
+        return "its configuration was written by an older version or is unreadable"
+    for key, value in wanted.items():
+        if key == "agent" and isinstance(stored.get(key), dict):
+            for k, v in value.items():
+                if stored[key].get(k) != v:
+                    return f"agent {k} {stored[key].get(k)!r}, not {v!r}"
+            continue
+        if stored.get(key) != value:
+            return f"{key} {stored.get(key)!r}, not {value!r}"
+    return None
+
+
+def _finished(config: LiveEvalConfig) -> dict[tuple[str, int], EpisodeResult]:
+    """The episodes of the run folder to keep (see :func:`_prepare_out_dir`)."""
+    if config.rerun == "all":
+        return {}
+    kept = {}
+    for task_id, seed in config.jobs():
+        path = config.out_dir / "episodes" / episode_id_for(task_id, seed) / "episode.json"
+        try:
+            result = EpisodeResult.from_dict(json.loads(path.read_text("utf-8"))["metadata"]["live_eval"])
+        except (OSError, ValueError, KeyError, TypeError):  # missing, torn, or not ours: run it
+            continue
+        if result.status in ("success", "failure") and (result.task, result.seed) == (task_id, seed):
+            kept[(task_id, seed)] = result
+    return kept
 
 
 def _make_agent_or_fail(spec: AgentSpec) -> Agent:
@@ -156,11 +247,15 @@ def _make_agent_or_fail(spec: AgentSpec) -> Agent:
 # ----------------------------------------------------------------------------- local backend
 
 
-def _run_here(config: LiveEvalConfig, done: Callable[[EpisodeResult], None]) -> None:
-    """Every episode in this process, one agent for all."""
+def _run_here(config: LiveEvalConfig, done: Callable[[EpisodeResult], None], jobs: list[tuple[str, int]]) -> None:
+    """The episodes in this process, one agent for all."""
+    if not jobs:
+        return
     agent = _make_agent_or_fail(config.agent)
     try:
-        for task_id, seed in config.jobs():
+        for task_id, seed in jobs:
+            if stop_requested():
+                break
             done(run_episode(agent, task_id, seed, config, config.out_dir / "episodes"))
     finally:
         agent.close()
@@ -170,6 +265,7 @@ _WORKER: dict[str, Any] = {}
 
 
 def _init_worker(config: LiveEvalConfig, threads: int | None) -> None:
+    install_in_worker()  # a Ctrl-C stops the worker's episode after its step (the driver collects it)
     if threads:
         os.environ.setdefault("OMP_NUM_THREADS", str(threads))
     _WORKER["config"] = config
@@ -185,29 +281,49 @@ def _run_job(job: tuple[str, int]) -> EpisodeResult:
     return run_episode(_WORKER["agent"], job[0], job[1], config, config.out_dir / "episodes")
 
 
-def _run_in_processes(config: LiveEvalConfig, done: Callable[[EpisodeResult], None]) -> None:
+def _run_in_processes(config: LiveEvalConfig, done: Callable[[EpisodeResult], None], jobs: list[tuple[str, int]],
+                      sigint: Any) -> None:
     """The episodes in ``config.workers`` spawned processes.
 
     A process pool (not threads): Playwright objects are bound to the thread that made
     them, and each worker keeps one agent (one model copy) for all its episodes. Unlike
     multiprocessing.Pool, the executor fails loudly (BrokenProcessPool) when a worker's
-    initializer raises instead of respawning it forever.
+    initializer raises instead of respawning it forever. A Ctrl-C reaches the workers too
+    (passed on when it reached only this process): the episodes not started are cancelled,
+    those under way come back ``interrupted``; a second one kills the workers.
     """
-    jobs = config.jobs()
     workers = min(config.workers, len(jobs))
     threads = max(1, (os.cpu_count() or 1) // workers)
     ctx = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(workers, mp_context=ctx, initializer=_init_worker, initargs=(config, threads)) as pool:
-        futures = [pool.submit(_run_job, job) for job in jobs]
+        sigint.forward.append(lambda: _signal_workers(pool, signal.SIGINT))
+        sigint.on_second.append(lambda: _signal_workers(pool, signal.SIGKILL))
+        pending: set[Future] = {pool.submit(_run_job, job) for job in jobs}
         try:
-            for fut in as_completed(futures):
-                done(fut.result())
+            while pending:
+                finished, pending = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
+                for fut in finished:
+                    if not fut.cancelled():
+                        done(fut.result())
+                if stop_requested():
+                    for fut in pending:
+                        fut.cancel()
         except AgentConfigError:
-            for f in futures:
+            for f in pending:
                 f.cancel()
             raise
         except BrokenProcessPool as e:
+            if stop_requested():  # a worker the signal reached before its handler was set
+                return
             raise LiveEvalError(f"a live-eval worker process died ({e}); rerun with --workers 1 to see why") from e
+
+
+def _signal_workers(pool: ProcessPoolExecutor, sig: int) -> None:
+    for pid in list(getattr(pool, "_processes", None) or {}):
+        try:
+            os.kill(pid, sig)
+        except OSError:
+            pass
 
 
 class _NoBar:
@@ -248,7 +364,8 @@ def live_episode_task(config: LiveEvalConfig, task_id: str, seed: int) -> tuple[
     return result, files
 
 
-def run_live_episodes(config: LiveEvalConfig, done: Callable[[EpisodeResult], None]) -> None:
+def run_live_episodes(config: LiveEvalConfig, done: Callable[[EpisodeResult], None],
+                      jobs: list[tuple[str, int]] | None = None) -> None:
     """Run every episode of a live-eval ``config`` as Ray tasks; ``done(result)`` as each ends.
 
     Episode folders are written under ``config.out_dir / "episodes"`` by the driver. An
@@ -263,7 +380,7 @@ def run_live_episodes(config: LiveEvalConfig, done: Callable[[EpisodeResult], No
     episodes_dir = config.out_dir / "episodes"
     with ray_session(options.address) as ray:
         dispatcher = Dispatcher(ray.remote(live_episode_task), options, env)
-        for task_id, seed in config.jobs():
+        for task_id, seed in config.jobs() if jobs is None else jobs:
             dispatcher.submit((task_id, seed), (config, task_id, seed), site_lock(task_id))
         for (task_id, seed), value in dispatcher.completed():
             if isinstance(value, Crashed):

@@ -36,6 +36,20 @@ class LiveEvalError(ValueError):
     """A live-evaluation configuration is invalid (unknown task, bad numbers, ...)."""
 
 
+class LiveEvalInterrupted(Exception):
+    """A run stopped by Ctrl-C, cleanly: finished episodes are on disk, a rerun resumes.
+
+    Attributes:
+        finished: episodes of the run finished (this time or before).
+        total: episodes of the run.
+    """
+
+    def __init__(self, message: str, finished: int, total: int):
+        super().__init__(message)
+        self.finished = finished
+        self.total = total
+
+
 def normalize_task_id(task: str) -> str:
     """``click-button`` / ``browsergym/miniwob.click-button`` -> ``miniwob.click-button``.
 
