@@ -67,7 +67,20 @@ def parse_args(dataclass_types: Sequence[type], argv: Sequence[str] | None = Non
     from trl import TrlParser
 
     parser = TrlParser(tuple(dataclass_types))
+    _negated_flag_help(parser)
     return tuple(parser.parse_args_and_config(args=None if argv is None else list(argv)))
+
+
+def _negated_flag_help(parser: Any) -> None:
+    """Word the ``--no_X`` flag of a boolean field that defaults to True as what it does.
+
+    ``HfArgumentParser`` gives ``--no_progress`` the help of ``--progress`` ("show a progress
+    bar"), the opposite of what it does.
+    """
+    for action in parser._actions:
+        names = [o for o in action.option_strings if o.startswith("--no_")]
+        if names and action.const is False and action.help:
+            action.help = f"don't {action.help}" if action.help[:1].islower() else f"not: {action.help}"
 
 
 def view_and_contract(view: str, contract: str) -> tuple[View, Contract]:

@@ -62,3 +62,14 @@ def test_bad_request_params_are_one_line_and_no_file(tmp_path, capsys, value, me
     err = capsys.readouterr().err
     assert rc == 2 and message in err and "Traceback" not in err
     assert not out.exists()
+
+
+def test_negated_flags_say_what_they_do(capsys):
+    """--no_progress hides the progress bar; its help said "show a progress bar" (HfArgumentParser's copy)."""
+    from baselines import api_zero_shot, infer
+
+    for module in (api_zero_shot, infer):
+        with pytest.raises(SystemExit):
+            module.main(["--help"])
+        text = " ".join(capsys.readouterr().out.split())
+        assert "--no_progress, --no-progress don't show a progress bar" in text, module.__name__

@@ -185,3 +185,37 @@ def test_report_bytes_do_not_depend_on_the_process(built, test_steps, tmp_path):
         assert r.returncode == 0, r.stderr
         outs.append(out.read_bytes())
     assert outs[0] == outs[1] and len(outs[0]) > 1000
+
+
+def test_subset_scores_only_the_steps_a_smoke_run_covers(built, test_steps, tmp_path, capsys):
+    """A 3-step smoke file: refused as it is, scored with --subset, the report saying 3 of how many."""
+    menus = {s.step_id: s.candidates for s in test_steps["som"]}
+    chosen = test_steps["som"][:3]
+    assert len(chosen) == 3 < len(test_steps["som"])
+    preds = write_predictions(tmp_path / "smoke.jsonl", heuristic_predictions(chosen, "som", "J", menus=menus))
+    base = ["score", "--predictions", str(preds), "--dataset", str(built), "--view", "som", "--contract", "J"]
+    assert main(base) == 2  # a file that covers part of the split is refused without --subset
+    capsys.readouterr()
+    out = tmp_path / "subset.json"
+    assert main([*base, "--subset", "--out", str(out)]) == 0
+    captured = capsys.readouterr()
+    total = len(test_steps["som"])
+    assert f"only 3 of the split's {total} steps were scored (--subset)" in captured.err
+    report = json.loads(out.read_text("utf-8"))
+    assert report["provenance"]["subset"] == {"steps": 3, "of": total}
+    assert report["counts"]["steps"] == 3 and report["counts"]["format_failures"] == 0 and report["counts"]["missing"] == 0
+    assert report["ofcr"]["micro"] == 1.0  # the heuristic's outputs all parse: nothing scored as a missing step
+    assert any("--subset" in w for w in report["warnings"])
+    expected = score_predictions(heuristic_predictions(chosen, "som", "J", menus=menus), chosen, "som", "J")
+    assert {m: report[m] for m in METRIC_NAMES} == {m: json.loads(expected.to_json())[m] for m in METRIC_NAMES}
+    # a subset is no benchmark result: it cannot be published, nor mixed with --allow-missing
+    assert main([*base, "--subset", "--eval-results", str(tmp_path / "hub")]) == 2
+    assert "cannot be published" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main([*base, "--subset", "--allow-missing"])
+    capsys.readouterr()
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    assert main(["score", "--predictions", str(empty), "--dataset", str(built), "--view", "som", "--contract", "J",
+                 "--subset"]) == 2
+    assert "no step to score" in capsys.readouterr().err

@@ -5,11 +5,16 @@ Example::
     mag score --predictions preds.jsonl --dataset mag/webmre --view som --contract J \\
         --split test --verdicts verdicts.jsonl --out report.json
     mag score --predictions preds.jsonl --dataset bundled --view coord --contract A --coord-space norm1000
+    mag score --predictions smoke-20-steps.jsonl --dataset mag/webmre --view som --contract J --subset
 
 ``--dataset bundled`` scores against the bundled sample corpus. In the coord view the
 points' space comes from ``--coord-space``, else the ``coord_space`` field of the
 predictions' provenance sidecar (``preds.provenance.json``), else screenshot pixels; a
 line's own ``coord_space`` overrides both (see :mod:`mag_dataset.coords`).
+
+``--subset`` scores only the steps the file has predictions for (a smoke run of a few
+steps): the report says how many of the split's steps it covers, in its provenance
+(``subset``) and in a warning, and cannot be published (``--eval-results``, ``--eee``).
 """
 
 from __future__ import annotations
@@ -31,8 +36,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     options.add_view_contract_split(parser)
     options.add_verdicts(parser)
     options.add_out(parser, "write the report JSON here", old="--output", default=None, metavar="FILE")
-    parser.add_argument(
+    missing = parser.add_mutually_exclusive_group()
+    missing.add_argument(
         "--allow-missing", action="store_true", help="score steps without a prediction as format failures"
+    )
+    missing.add_argument(
+        "--subset", action="store_true",
+        help="score only the steps the file has predictions for (smoke runs); the report says how many of the "
+        "split's steps that is, and is not a benchmark result",
     )
     parser.add_argument("--max-lines", type=int, default=None, help="reject files with more lines than this")
     parser.add_argument("--per-step", action="store_true", help="include per-step scores in the JSON")
@@ -148,13 +159,40 @@ def score_file(
     coord_space: str | None = None,
     coord_space_source: str | None = None,
     menus: dict[str, Any] | None = None,
+    subset: bool = False,
 ):
-    """Validate and score a predictions file (streamed) against gold steps; returns a Report."""
+    """Validate and score a predictions file (streamed) against gold steps; returns a Report.
+
+    With ``subset``, only the steps the file has predictions for are scored (the file is
+    read twice); the report's provenance holds ``subset: {"steps": n, "of": m}`` and a
+    warning says so. Without it, a step without a prediction fails (or, with
+    ``allow_missing``, is a format failure).
+    """
     from mag_dataset.predictions import iter_predictions
     from mag_dataset.scoring import score_predictions
     from mag_dataset.verdicts import read_usefulness_verdicts
 
     cached = read_usefulness_verdicts(verdicts) if verdicts is not None else None
+    if subset:
+        import dataclasses
+
+        if allow_missing:
+            raise ValueError("subset and allow_missing exclude each other")
+        covered = {p.step_id for p in iter_predictions(predictions, [s.step_id for s in steps], allow_missing=True,
+                                                        max_lines=max_lines)}
+        chosen = [s for s in steps if s.step_id in covered]
+        if not chosen:
+            from mag_dataset.predictions import PredictionsError
+
+            raise PredictionsError("no predictions: --subset has no step to score")
+        report = score_file(predictions, chosen, view, contract, verdicts=verdicts, max_lines=max_lines,
+                            keep_steps=keep_steps, coord_space=coord_space, coord_space_source=coord_space_source,
+                            menus=menus)
+        note = (f"subset: only {len(chosen)} of the split's {len(steps)} steps were scored (--subset); "
+                "not a benchmark result")
+        return dataclasses.replace(report, provenance={**report.provenance, "subset": {"steps": len(chosen),
+                                                                                         "of": len(steps)}},
+                                   warnings=tuple(sorted((*report.warnings, note))))
     stream = iter_predictions(
         predictions, [s.step_id for s in steps], allow_missing=allow_missing, max_lines=max_lines
     )
@@ -204,6 +242,7 @@ def run(args: argparse.Namespace) -> int:
             coord_space=space,
             coord_space_source=source,
             menus=menus,
+            subset=args.subset,
         )
     except PredictionsError as e:
         raise UserError(f"{args.predictions}: {e}") from None
@@ -229,6 +268,8 @@ def _check_hub_flags(args: argparse.Namespace) -> tuple[str, str | None] | None:
     from mag_dataset.dataset import is_local
     from mag_dataset.hub_eval import DEFAULT_DATASET_ID, TASK_SPLIT, hub_snapshot_revision
 
+    if args.subset and (args.eval_results is not None or args.eee is not None):
+        raise UserError("--subset scores part of the split: it cannot be published with --eval-results or --eee")
     if args.eval_results is None and args.eee is None:
         for flag in ("model_id", "dataset_id", "dataset_revision", "source_url", "source_name"):
             if getattr(args, flag) is not None:
