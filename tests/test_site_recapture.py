@@ -126,6 +126,19 @@ def test_recapture_on_reset_site_is_not_stale_then_on_moved_on_site_is(recorded,
         assert dataclasses.replace(st, som_screenshot=old.som_screenshot) == old and st.metadata == old.metadata
         assert st.som_screenshot in (old.som_screenshot, "") and (moved_raw / folder0.name / st.screenshot).is_file()
 
+    # 4. compacted (action-time screenshots stored as differences, `<stem>~<base>`) and recaptured
+    # again: a recaptured file is named from the difference's own stem, never `<stem>~<base>_recaptured`
+    # (which reads as a difference from a file that does not exist)
+    assert main(["compact", "--raw", str(moved_raw)]) == 0
+    _, compacted = _episode(moved_raw)
+    assert any("~" in st.screenshot for st in compacted.steps)
+    assert main(["recapture", "--raw", str(moved_raw), "--per-template", "1", "--no-reset", "--no-progress"]) == 0
+    capsys.readouterr()
+    folder, again = _episode(moved_raw)  # every step reads: every file it names is there
+    new = [st.screenshot for st in again.steps if st.screenshot != st.metadata["action_time_screenshot"]]
+    assert new and all("~" not in name and name.endswith("_recaptured.png") for name in new), new
+    assert f"{n} recaptured" in _unify(moved_raw, capsys)
+
 
 def _strip_evidence(raw: Path) -> dict[int, dict]:
     """Make the recording look like one made before the recorder stored fingerprints; returns what it had."""

@@ -64,6 +64,7 @@ from pathlib import Path
 from typing import Callable
 
 from mag_dataset.raw import (
+    DELTA_SEP,
     RawEpisode,
     is_shared_image,
     iter_episode_dirs,
@@ -152,14 +153,10 @@ def _error_page(obs: dict) -> str | None:
     return None
 
 
-def replayed_target(st, ob) -> str | None:
-    """The step's target on the replayed page: its bid there, or None (untargeted steps too).
-
-    Found by the step's DOM fingerprint (the best match of at least the page judge's least
-    similarity), else by the role and text of its recorded candidate; among equals, the one
-    nearest the recorded box. A page that moved on (a new topic above the recorded one, a
-    comment before a form) gives the same element another bid and another place.
-    """
+def _matches(st, ob) -> list[tuple[float, str]]:
+    """``(similarity, bid)`` of every element of the replayed page that may be the step's target:
+    by its DOM fingerprint (at least the page judge's least similarity), else by the role and
+    text of its recorded candidate. Empty for an untargeted step."""
     from mag_dataset.harness.page_judges import DOM_MIN_SIMILARITY, Fingerprint, fingerprint_similarity
     from mag_dataset.live.observe import fingerprint
 
@@ -178,6 +175,17 @@ def replayed_target(st, ob) -> str | None:
         old = next((c for c in st.candidates if c.id == target), None) if target else None
         if old is not None:
             scored = [(1.0, c.id) for c in ob.candidates if c.role == old.role and c.text == old.text]
+    return scored
+
+
+def replayed_target(st, ob) -> str | None:
+    """The step's target on the replayed page: its bid there, or None (untargeted steps too).
+
+    The best of :func:`_matches`; among equals, the one nearest the recorded box. A page that
+    moved on (a new topic above the recorded one, a comment before a form) gives the same
+    element another bid and another place.
+    """
+    scored = _matches(st, ob)
     if not scored:
         return None
     best = max(sim for sim, _ in scored)
@@ -237,10 +245,16 @@ def retarget(st, ob, action: str) -> tuple[str, dict | None]:
     (``{"from", "to"}``), or the action unchanged and None: untargeted steps, a target not
     found (the check before the step ends the replay then) or one that did not move.
     """
+    matches = {b for _, b in _matches(st, ob)}
     bid = replayed_target(st, ob)
     if bid is None:
         return action, None
     points = _POINT.findall(action)
+    if points:  # still on an element that may be the target: as recorded (a person clicks where it is)
+        x, y = float(points[-1][1]) - ob.conv.crop[0], float(points[-1][2]) - ob.conv.crop[1]
+        if any(box is not None and box[0] <= x <= box[2] and box[1] <= y <= box[3]
+               for box in (_box(ob, b) for b in matches)):
+            return action, None
     if points and st.target_bbox:
         new = _box(ob, bid)
         if new is None:
@@ -269,7 +283,7 @@ def retarget(st, ob, action: str) -> tuple[str, dict | None]:
         out = _POINT.sub(moved, action)
         return out, ({"from": action, "to": out} if out != action else None)
     call = _BID_CALL.match(action)
-    if call and call.group(2) != bid and call.group(2) in (st.action.element_id, st.metadata.get("expert_element_id"),
+    if call and call.group(2) not in matches and call.group(2) in (st.action.element_id, st.metadata.get("expert_element_id"),
                                                             (st.metadata.get("dom") or {}).get("bid")):
         out = f"{call.group(1)}('{bid}'" + action[call.end():]
         return out, {"from": action, "to": out}
@@ -358,6 +372,11 @@ def recapture_episode(folder: Path, episode: RawEpisode, *, reset_site: bool = F
             with Image.open(io.BytesIO(screenshot_bytes(folder, st))) as before:
                 identical = before.size == shot.size and np.array_equal(np.asarray(before.convert("RGB")), np.asarray(shot))
             stem = f"step_{st.step_index:03d}" if is_shared_image(st.screenshot) else Path(st.screenshot).stem
+            stem = base = stem.split(DELTA_SEP, 1)[0]  # a difference's own stem ('~' would make a new one)
+            n = 0
+            while any((folder / (stem + suffix)).exists() for suffix in (RECAPTURED_SUFFIX, RECAPTURED_SOM_SUFFIX)):
+                n += 1  # never over a file of the folder: another image's difference may be taken from it
+                stem = f"{base}-r{n}"
             if identical:  # store each screenshot once: the recapture is the action-time file, pixel for pixel
                 new_shot, new_som = st.screenshot, st.som_screenshot
             else:
@@ -396,7 +415,8 @@ def recapture_episode(folder: Path, episode: RawEpisode, *, reset_site: bool = F
 
 #: The metadata a recaptured step carries that an undone recapture drops.
 _RECAPTURE_KEYS = ("recaptured_identical", "recaptured_candidates", "recapture_diverged", "shown_page",
-                   "action_time_screenshot", "stale_check", "recapture_ended", "recapture_ended_before")
+                   "action_time_screenshot", "stale_check", "recapture_ended", "recapture_ended_before",
+                   "recapture_retargeted")
 
 
 def _shows_error_page(folder: Path, st) -> bool:
