@@ -187,6 +187,7 @@ def _patch_browsergym() -> None:
     from mag_dataset.live import pw_stack
 
     pw_stack.install()
+    _driver_in_own_session()
     import browsergym.core as bg_core
     import browsergym.core.chat as bg_chat
     import browsergym.core.env as bg_env
@@ -199,6 +200,40 @@ def _patch_browsergym() -> None:
     bg_chat._get_global_playwright = get_playwright
     bg_env.Chat = BrowserlessChat
     _PATCHED = True
+
+
+class _DetachedAsyncio:
+    """``asyncio`` for Playwright's transport module, starting its driver in a session of its own."""
+
+    def __getattr__(self, name: str) -> Any:
+        import asyncio
+
+        return getattr(asyncio, name)
+
+    @staticmethod
+    async def create_subprocess_exec(*args: Any, **kwargs: Any) -> Any:
+        import asyncio
+
+        kwargs.setdefault("start_new_session", True)
+        return await asyncio.create_subprocess_exec(*args, **kwargs)
+
+
+def _driver_in_own_session() -> None:
+    """Keep a terminal's Ctrl-C (SIGINT to the foreground process group) away from Playwright's driver.
+
+    The driver (node) closes its browsers and exits on SIGINT; Playwright's sync API then spins
+    forever at the next call (its dispatcher greenlet is gone), so a run could not stop cleanly.
+    In a session of its own the driver stays until Python closes it, or exits when Python's end
+    closes its stdin; its browsers are detached already (Playwright starts them so).
+    """
+    if os.name != "posix":
+        return
+    try:
+        from playwright._impl import _transport
+    except ImportError:  # pragma: no cover - another Playwright layout: left as it is
+        return
+    if not isinstance(getattr(_transport, "asyncio", None), _DetachedAsyncio):
+        _transport.asyncio = _DetachedAsyncio()
 
 
 def task_class(task: str) -> type:

@@ -67,7 +67,7 @@ def agent_call() -> Iterator[None]:
 def _handler(escalate: bool) -> Callable[[int, Any], None]:
     def handle(signum: int, frame: Any) -> None:
         _STATE.signals += 1
-        if _STATE.signals == 1:
+        if _STATE.signals == 1 and escalate:  # the driver speaks for its workers
             for fn in list(_STATE.forward):
                 fn()
             print("\nlive-eval: stopping after the current step (Ctrl-C again to quit at once)", file=sys.stderr,
@@ -103,13 +103,17 @@ def handling_sigint(escalate: bool = True) -> Iterator[_State]:
     _STATE.on_second.clear()
     _STATE.forward.clear()
     if threading.current_thread() is not threading.main_thread():  # signals reach the main thread only
-        yield _STATE
+        try:
+            yield _STATE
+        finally:
+            _STATE.signals = 0
         return
     previous = signal.signal(signal.SIGINT, _handler(escalate))
     try:
         yield _STATE
     finally:
         signal.signal(signal.SIGINT, previous)
+        _STATE.signals = 0  # the process is no longer stopping (a caller read stop_requested() inside)
 
 
 def install_in_worker() -> None:
