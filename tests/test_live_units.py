@@ -185,7 +185,7 @@ def test_attempt_log_keeps_its_key_order_and_logs_the_action_only_when_parsed():
             "browsergym_action", "browsergym_error", "invalid_action", "reward", "done", "recorded_step"]
     assert list(a.to_dict()) == keys and a.to_dict()["browsergym_action"] == "noop()"  # a format failure
     a.format_ok, a.action, a.guide = True, {"type": "scroll", "direction": "down"}, None
-    assert list(a.to_dict()) == keys[:14] + ["action", "guide"] + keys[14:]
+    assert list(a.to_dict()) == keys[:14] + ["action", "guide", "target_bbox"] + keys[14:]
 
 
 def test_a_site_click_lands_where_a_person_would_click():

@@ -11,6 +11,9 @@ Examples::
     mag live-eval --agent heuristic --tasks 'sites.tracker.*' --episodes 3 --view som --contract J
     mag live-eval --agent heuristic --tasks click-button,enter-text --episodes 50 --view som --contract J \\
         --backend ray --ray-address auto          # one Ray task per episode, on a running cluster
+    mag live-eval --agent heuristic --tasks click-button,enter-text --episodes 5 --view som --contract J \\
+        --out runs/h --export csv jsonl           # also one row per episode: runs/h/episodes.csv, .jsonl
+    mag live-eval --report-only runs/h --export csv   # the report, results.json, the export again from the episodes
 
 See :mod:`mag_dataset.harness.live_eval` for the protocol, the outcome definitions and the
 run folder layout.
@@ -28,10 +31,19 @@ Outputs (in ``--out``)::
                 out and counted under errors), steps per episode, format-failure and
                 invalid-action rates, the endpoint's requests, retries and timeouts, per task
                 and overall; each failed episode's check: what it expected and what it found
-  report.md     the same as a table (also printed), a line per failed or errored episode
+                and per site, template, kind of task (information / navigation / state for the
+                sites, miniwob) and action type of the agent's steps
+  report.md     the same as tables (also printed), a line per failed or errored episode
+  results.json  the leaderboard-ready summary with provenance: model, endpoint, scorer
+                version, the MiniWoB++ / BrowserGym / site versions the episodes ran against,
+                the seeds; the same episodes always give the same bytes
+  episodes.csv, episodes.jsonl   with --export: one row per episode (task, template, site,
+                kind, seed, outcome, reward, steps, format failures, invalid actions,
+                requests, retries, timeouts, seconds, actions, why)
   episodes/     one raw episode per run episode (screenshots of every step, the agent's
                 actions and guides; metadata.trajectory logs outputs, parse results, errors);
-                inspect it, or rebuild it into a dataset: mag build --raw OUT/episodes --include-failed --out DIR
+                browse it with mag view OUT, or rebuild it into a dataset:
+                mag build --raw OUT/episodes --include-failed --out DIR
 
 Other BrowserGym benchmarks::
 
@@ -57,14 +69,23 @@ from mag_dataset.commands import options
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from mag_dataset.harness.live_eval import LIVE_CONTRACTS, RERUN_CHOICES
 
-    parser.add_argument("--agent", required=True,
-                        help="'heuristic', a local checkpoint folder (hf:PATH), or openai:MODEL@BASE_URL")
-    options.add_tasks(parser, "BrowserGym task ids (miniwob.click-button or just click-button; webarena.310 / "
-                      "workarena.* when installed) or site task patterns such as 'sites.tracker.*'", required=True)
+    from mag_dataset.harness.live_eval.results import EXPORTS
+
+    parser.add_argument("--agent", help="(required unless --report-only) 'heuristic', a local checkpoint folder "
+                        "(hf:PATH), or openai:MODEL@BASE_URL")
+    options.add_tasks(parser, "(required unless --report-only) BrowserGym task ids (miniwob.click-button or just "
+                      "click-button; webarena.310 / workarena.* when installed) or site task patterns such as "
+                      "'sites.tracker.*'", required=False)
     parser.add_argument("--episodes", type=int, default=1, help="episodes per task (seeds SEED..SEED+N-1)")
-    parser.add_argument("--view", required=True, choices=[v.value for v in View], help="grounding view")
-    parser.add_argument("--contract", required=True, choices=[c.value for c in LIVE_CONTRACTS],
-                        help="output contract (those with an action to execute)")
+    parser.add_argument("--view", choices=[v.value for v in View], help="(required unless --report-only) grounding view")
+    parser.add_argument("--contract", choices=[c.value for c in LIVE_CONTRACTS],
+                        help="(required unless --report-only) output contract (those with an action to execute)")
+    parser.add_argument("--export", nargs="+", choices=list(EXPORTS), default=[], metavar="FORMAT",
+                        help="also write one row per episode to OUT/episodes.jsonl and/or OUT/episodes.csv "
+                        "(jsonl, csv)")
+    parser.add_argument("--report-only", type=Path, default=None, metavar="RUN_DIR",
+                        help="run nothing: make report.json, report.md, results.json (and --export) of an "
+                        "existing run folder again from its episodes")
     parser.add_argument("--max-steps", type=int, default=10, help="agent steps per episode (default 10)")
     parser.add_argument("--workers", type=int, default=1, help="worker processes running episodes in parallel")
     options.add_out(parser, "run folder (default: live-eval/<agent>-<view>-<contract>)", default=None, metavar="DIR")
@@ -88,7 +109,37 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_ray_arguments(parser, "--workers processes")
 
 
+def _report_only(args: argparse.Namespace) -> int:
+    from mag_dataset.harness.live_eval import LiveEvalError, format_table
+    from mag_dataset.harness.live_eval.run import rebuild
+
+    given = [f for f, v in (("--agent", args.agent), ("--tasks", args.tasks), ("--view", args.view),
+                            ("--contract", args.contract), ("--out", args.out)) if v]
+    if given:
+        raise UserError(f"--report-only reads the run's configuration from RUN_DIR; drop {', '.join(given)}")
+    try:
+        report = rebuild(args.report_only, args.export)
+    except LiveEvalError as e:
+        raise UserError(str(e)) from None
+    print(format_table(report))
+    _print_files(args.report_only, args.export)
+    return 0
+
+
+def _print_files(out: Path, exports: list[str]) -> None:
+    from mag_dataset.harness.live_eval.results import EXPORTS
+
+    names = ["report.json", "report.md", "results.json", *(EXPORTS[f] for f in dict.fromkeys(exports))]
+    print(f"Run folder: {out} ({', '.join(names)}, episodes/ in the raw episode format; browse it: mag view {out})")
+
+
 def run(args: argparse.Namespace) -> int:
+    if args.report_only is not None:
+        return _report_only(args)
+    missing = [f for f, v in (("--agent", args.agent), ("--tasks", args.tasks), ("--view", args.view),
+                              ("--contract", args.contract)) if not v]
+    if missing:
+        raise UserError(f"the following arguments are required: {', '.join(missing)} (or --report-only RUN_DIR)")
     from mag_dataset.harness.agents import AgentSpec, AgentSpecError
     from mag_dataset.harness.live_eval import (
         LiveEvalConfig,
@@ -133,6 +184,10 @@ def run(args: argparse.Namespace) -> int:
     except LiveEvalInterrupted as e:
         print(f"mag live-eval: {e}", file=sys.stderr)
         return INTERRUPTED_EXIT
+    if args.export:
+        from mag_dataset.harness.live_eval.results import write_results
+
+        write_results(out, report, args.export)
     print(format_table(report))
-    print(f"Run folder: {out} (report.json, report.md, episodes/ in the raw episode format)")
+    _print_files(out, args.export)
     return 0

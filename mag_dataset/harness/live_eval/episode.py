@@ -53,8 +53,14 @@ from mag_dataset.guides import template_guide
 from mag_dataset.harness.agents import Agent, AgentConfigError
 from mag_dataset.harness.live_eval.config import LiveEvalConfig
 from mag_dataset.harness.live_eval.interrupt import agent_call, stop_requested
-from mag_dataset.harness.live_eval.report import TRAFFIC, EpisodeResult
-from mag_dataset.harness.live_eval.tasks import episode_id_for, make_task_env, site_and_template, task_outcome
+from mag_dataset.harness.live_eval.report import TRAFFIC, EpisodeResult, action_counts
+from mag_dataset.harness.live_eval.tasks import (
+    episode_id_for,
+    make_task_env,
+    site_and_template,
+    task_environment,
+    task_outcome,
+)
 from mag_dataset.live.execute import to_browsergym_action
 from mag_dataset.live.observe import Observation, observe, page_scale
 from mag_dataset.parsing import Parsed, parse_output
@@ -155,7 +161,8 @@ class Attempt:
     ``action`` and ``guide`` are logged only when the output parsed (``format_ok``).
     ``agent_error`` is what the agent raised instead of answering (then ``format_ok`` is
     False but the attempt is no format failure); ``requests``, ``retries`` and ``timeouts``
-    are the endpoint's HTTP attempts during the agent call.
+    are the endpoint's HTTP attempts during the agent call. ``target_bbox`` is the box of the
+    candidate the action was grounded to (screenshot pixels), None when it has none.
     """
 
     attempt: int
@@ -174,6 +181,7 @@ class Attempt:
     format_reason: str | None = None
     action: dict[str, Any] | None = None
     guide: str | None = None
+    target_bbox: list[float] | None = None
     browsergym_action: str = "noop()"
     browsergym_error: str | None = None
     invalid_action: str | None = None
@@ -184,7 +192,7 @@ class Attempt:
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         if not self.format_ok:
-            del d["action"], d["guide"]
+            del d["action"], d["guide"], d["target_bbox"]
         return d
 
 
@@ -231,6 +239,7 @@ class _Episode:
             raw_reward=self.raw, steps=len(self.trajectory), format_failures=self.format_failures,
             invalid_actions=self.invalid_actions, ended_by=self.ended_by, seconds=round(seconds, 2), error=self.error,
             status=status, check=self.check if status == "failure" else None, **self.traffic,
+            actions=action_counts(self.trajectory), environment=task_environment(self.task_id),
         )
 
     def raw_episode(self, result: EpisodeResult) -> RawEpisode:
@@ -377,6 +386,7 @@ def _ground(parsed: Parsed, ob: Observation, ep: _Episode, att: Attempt) -> tupl
         return None, None, None
     action, target, problem = resolve_target(parsed.action, ep.config.view, ob.candidates)
     att.action, att.guide = action.to_dict(), parsed.guide
+    att.target_bbox = [round(float(v), 2) for v in target.bbox] if target is not None else None
     if problem is None:
         try:
             att.browsergym_action = to_browsergym_action(action, ep.config.view, ob.conv)

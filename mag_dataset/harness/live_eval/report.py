@@ -16,10 +16,13 @@ one of :data:`STATUSES`:
 The report gives, per task and overall, the strict success rate over the *scored*
 episodes (success or failure) with a 95 % Wilson interval, steps per episode, format-failure
 and invalid-action rates (denominator: every step of the scored episodes), the errors, and
-the endpoint's traffic (requests, retries, timed-out attempts, over all episodes);
-``report.md`` the same as a table, with one line per failed or errored episode saying why.
+the endpoint's traffic (requests, retries, timed-out attempts, over all episodes). The same
+summary is given per site, per template and per kind of task (:data:`BREAKDOWNS`;
+:func:`breakdowns`), and per action type of the agent's steps (:func:`action_breakdown`).
+``report.md`` is the same as tables, with one line per failed or errored episode saying why.
 Pure functions over :class:`EpisodeResult`; running episodes is
-:mod:`mag_dataset.harness.live_eval.episode`.
+:mod:`mag_dataset.harness.live_eval.episode`, the export and the results file
+:mod:`mag_dataset.harness.live_eval.results`.
 """
 
 from __future__ import annotations
@@ -28,17 +31,24 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from mag_dataset.actions import ActionType
 from mag_dataset.harness.live_eval.config import LiveEvalConfig
+from mag_dataset.harness.live_eval.tasks import site_and_template, task_site
 
 REPORT_FORMAT = "mag-live-eval-report"
-#: 2: episode status (errors left out of the rates), endpoint traffic, the check's expected/found
-REPORT_VERSION = 2
+#: 2: episode status (errors left out of the rates), endpoint traffic, the check's expected/found;
+#: 3: breakdowns per site, template, kind and action type; each episode's site, template,
+#: kind, action counts and environment; provenance
+REPORT_VERSION = 3
 #: How an episode ended (see the module docstring).
 STATUSES = ("success", "failure", "error", "interrupted")
 #: Endpoint traffic counted per episode (all zero for an agent without an endpoint).
 TRAFFIC = ("requests", "retries", "timeouts")
 #: z for a two-sided 95 % interval.
 Z95 = 1.959963984540054
+#: How episodes are grouped besides per task (:func:`episode_labels`): the site (family), the
+#: intent template, the kind of task. Per action type is :func:`action_breakdown`.
+BREAKDOWNS = ("site", "template", "kind")
 
 
 def wilson_interval(successes: int, n: int, z: float = Z95) -> tuple[float, float] | None:
@@ -57,7 +67,8 @@ def wilson_interval(successes: int, n: int, z: float = Z95) -> tuple[float, floa
     denom = 1.0 + z * z / n
     centre = (p + z * z / (2 * n)) / denom
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    return (max(0.0, centre - half), min(1.0, centre + half))
+    # at 0 or n the bound is exactly 0 or 1 (rounding left 3e-17 in one of them)
+    return (0.0 if successes == 0 else max(0.0, centre - half), 1.0 if successes == n else min(1.0, centre + half))
 
 
 @dataclass(frozen=True)
@@ -71,6 +82,10 @@ class EpisodeResult:
             attempts that timed out, during this episode.
         check: for a failed episode, what the task's check expected and found
             (``{"expected", "found", "reason", ...}``, see :mod:`mag_dataset.harness.live_eval.why`).
+        actions: the agent's parsed actions by type, ``{type: {"steps", "invalid"}}``
+            (:func:`action_counts`); None in a result written before they were counted.
+        environment: what the episode ran against
+            (:func:`mag_dataset.harness.live_eval.tasks.task_environment`), or None.
     """
 
     task: str
@@ -89,6 +104,8 @@ class EpisodeResult:
     retries: int = 0
     timeouts: int = 0
     check: dict[str, Any] | None = None
+    actions: dict[str, dict[str, int]] | None = None
+    environment: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
         if not self.status:
@@ -105,6 +122,29 @@ class EpisodeResult:
     def from_dict(cls, d: dict[str, Any]) -> "EpisodeResult":
         """The result :meth:`to_dict` wrote (also one an older version wrote, without the newer fields)."""
         return cls(**{k: d[k] for k in cls.__dataclass_fields__ if k in d})
+
+
+def action_counts(trajectory: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
+    """The agent's parsed actions of an episode's attempt log by type: ``{type: {"steps", "invalid"}}``.
+
+    A step counts under the type of the action its output parsed to (a format failure or an
+    agent error under none); ``invalid`` are those that could not be executed. Types in
+    :class:`~mag_dataset.actions.ActionType` order.
+    """
+    counts: dict[str, dict[str, int]] = {}
+    for attempt in trajectory:
+        action = attempt.get("action") if attempt.get("format_ok") else None
+        if not isinstance(action, dict) or not action.get("type"):
+            continue
+        c = counts.setdefault(str(action["type"]), {"steps": 0, "invalid": 0})
+        c["steps"] += 1
+        c["invalid"] += attempt.get("invalid_action") is not None
+    return {t: counts[t] for t in _action_order(counts)}
+
+
+def _action_order(types: Any) -> list[str]:
+    order = {a.value: i for i, a in enumerate(ActionType)}
+    return sorted(types, key=lambda t: (order.get(t, len(order)), t))
 
 
 def _rate(num: int, den: int) -> float | None:
@@ -143,13 +183,86 @@ def summarize(results: list[EpisodeResult]) -> dict[str, Any]:
     }
 
 
-def build_report(config: LiveEvalConfig, results: list[EpisodeResult], seconds: float) -> dict[str, Any]:
-    """The run's report: configuration, per-task and overall summaries, every episode."""
+def episode_labels(task: str, kind: str) -> dict[str, str]:
+    """The groups of :data:`BREAKDOWNS` an episode of ``task`` falls in (``kind``: its task's kind,
+    :func:`mag_dataset.harness.live_eval.tasks.task_kind`)."""
+    return {"site": task_site(task), "template": site_and_template(task)[1], "kind": kind}
+
+
+def breakdowns(results: list[EpisodeResult], kinds: dict[str, str]) -> dict[str, dict[str, dict[str, Any]]]:
+    """:func:`summarize` per site, per template and per kind of task, and :func:`action_breakdown`.
+
+    Args:
+        results: the episodes, in report order (groups are listed in order of first appearance).
+        kinds: task id -> its kind.
+
+    Returns:
+        ``{"site": {group: summary}, "template": ..., "kind": ..., "action": ...}``.
+    """
+    groups: dict[str, dict[str, list[EpisodeResult]]] = {name: {} for name in BREAKDOWNS}
+    for r in results:
+        for name, label in episode_labels(r.task, kinds[r.task]).items():
+            groups[name].setdefault(label, []).append(r)
+    out: dict[str, dict[str, dict[str, Any]]] = {
+        name: {label: summarize(rs) for label, rs in by.items()} for name, by in groups.items()}
+    out["action"] = action_breakdown(results)
+    return out
+
+
+def action_breakdown(results: list[EpisodeResult]) -> dict[str, dict[str, Any]]:
+    """Per action type of the agent's steps: the episodes that used it and how its steps went.
+
+    For each type: ``episodes`` (those with at least one step of the type), ``scored`` and
+    ``successes`` among them, ``success_rate`` with its Wilson interval over the scored ones
+    (how often an episode that used the action succeeded), ``errors`` (errored or interrupted
+    episodes that used it, counted apart), and over the steps of the scored episodes:
+    ``steps`` of the type, ``invalid`` ones, ``invalid_action_rate`` with its Wilson interval.
+    Episodes written before actions were counted (``actions`` None) are left out.
+    """
+    per: dict[str, dict[str, Any]] = {}
+    for r in results:
+        for action, c in (r.actions or {}).items():
+            if not c.get("steps"):
+                continue
+            a = per.setdefault(action, {"episodes": 0, "scored": 0, "successes": 0, "errors": 0, "steps": 0,
+                                        "invalid": 0})
+            a["episodes"] += 1
+            if r.status in ("success", "failure"):
+                a["scored"] += 1
+                a["successes"] += r.success
+                a["steps"] += c["steps"]
+                a["invalid"] += c.get("invalid", 0)
+            else:
+                a["errors"] += 1
+    out = {}
+    for action in _action_order(per):
+        a = per[action]
+        ci = wilson_interval(a["successes"], a["scored"])
+        ici = wilson_interval(a["invalid"], a["steps"])
+        out[action] = {**a, "success_rate": _rate(a["successes"], a["scored"]),
+                       "success_ci95": list(ci) if ci is not None else None,
+                       "invalid_action_rate": _rate(a["invalid"], a["steps"]),
+                       "invalid_action_ci95": list(ici) if ici is not None else None}
+    return out
+
+
+def build_report(config: LiveEvalConfig, results: list[EpisodeResult], seconds: float | None,
+                 kinds: dict[str, str] | None = None) -> dict[str, Any]:
+    """The run's report: configuration, per-task, per-group and overall summaries, every episode.
+
+    Args:
+        config: the run.
+        results: its episodes (any order).
+        seconds: the run's wall time (None when the report is rebuilt from a run folder).
+        kinds: task id -> kind of task (default :func:`~mag_dataset.harness.live_eval.tasks.task_kind`).
+    """
     from mag_dataset import __version__
+    from mag_dataset.harness.live_eval.tasks import task_kind
     from mag_dataset.prompts import PROMPT_VERSION
 
     order = {t: i for i, t in enumerate(config.tasks)}
     results = sorted(results, key=lambda r: (order[r.task], r.seed))
+    kinds = kinds if kinds is not None else {t: task_kind(t) for t in config.tasks}
     return {
         "format": REPORT_FORMAT,
         "format_version": REPORT_VERSION,
@@ -166,8 +279,9 @@ def build_report(config: LiveEvalConfig, results: list[EpisodeResult], seconds: 
                    "(errored ones, the infrastructure's, are left out and counted under errors)",
         "tasks": {t: summarize([r for r in results if r.task == t]) for t in config.tasks},
         "overall": summarize(results),
-        "episodes": [r.to_dict() for r in results],
-        "wall_seconds": round(seconds, 2),
+        "breakdowns": breakdowns(results, kinds),
+        "episodes": [{**r.to_dict(), **episode_labels(r.task, kinds[r.task])} for r in results],
+        "wall_seconds": round(seconds, 2) if seconds is not None else None,
     }
 
 
@@ -206,16 +320,66 @@ def format_table(report: dict[str, Any]) -> str:
             f"{_fmt(s['invalid_action_rate'], True)} | {s['errors']} | {s['requests']} | {s['retries']} | "
             f"{s['timeouts']} |"
         )
-    text = head + "\n".join(rows) + "\n"
+    text = head + "\n".join(rows) + "\n" + format_breakdowns(report)
     failed = [e for e in report["episodes"] if e.get("status") == "failure"]
     errored = [e for e in report["episodes"] if e.get("status") in ("error", "interrupted")]
     if failed:
         text += "\nFailed episodes (the model's):\n\n" + "".join(f"- {failure_line(e)}\n" for e in failed)
     if errored:
         text += ("\nErrored episodes (the infrastructure's; left out of the rates, redone by running the same "
-                 "command again):\n\n" + "".join(f"- {e['episode_id']}: {e['status']}: {e.get('error') or '-'}\n"
-                                                  for e in errored))
+                 "command again):\n\n" + "".join(f"- {why_line(e)}\n" for e in errored))
     return text
+
+
+def _ci_txt(ci: list[float] | None) -> str:
+    return f"[{100 * ci[0]:.1f}, {100 * ci[1]:.1f}]" if ci else "-"
+
+
+#: The title of each breakdown's table in report.md.
+_TITLES = {"site": "Per site", "template": "Per template", "kind": "Per kind of task"}
+
+
+def format_breakdowns(report: dict[str, Any]) -> str:
+    """The report's breakdowns as Markdown tables (empty for a report without them).
+
+    The per-template table is left out when every template is one task (it would repeat the
+    per-task table); report.json has it all the same.
+    """
+    groups = report.get("breakdowns")
+    if not groups:
+        return ""
+    text = ""
+    for name, title in _TITLES.items():
+        by = groups.get(name) or {}
+        if name == "template" and len(by) == len(report.get("tasks", {})):
+            continue
+        text += (f"\n{title} (strict success over the scored episodes; errored ones counted apart):\n\n"
+                 f"| {name} | episodes | scored | errors | strict success % | 95% CI (Wilson) | steps/episode |\n"
+                 "|---|---:|---:|---:|---:|---|---:|\n")
+        for label, s in by.items():
+            text += (f"| {label} | {s['episodes']} | {s['scored']} | {s['errors']} | {_fmt(s['success_rate'], True)} | "
+                     f"{_ci_txt(s['success_ci95'])} | {_fmt(s['steps_per_episode'])} |\n")
+    actions = groups.get("action") or {}
+    if actions:
+        text += ("\nPer action type (episodes whose agent took the action at least once; steps of the scored "
+                 "episodes):\n\n| action | episodes | scored | errors | strict success % | 95% CI (Wilson) | steps | "
+                 "invalid-action % | 95% CI (Wilson) |\n|---|---:|---:|---:|---:|---|---:|---:|---|\n")
+        for action, a in actions.items():
+            text += (f"| {action} | {a['episodes']} | {a['scored']} | {a['errors']} | {_fmt(a['success_rate'], True)} | "
+                     f"{_ci_txt(a['success_ci95'])} | {a['steps']} | {_fmt(a['invalid_action_rate'], True)} | "
+                     f"{_ci_txt(a['invalid_action_ci95'])} |\n")
+    return text
+
+
+def why_line(episode: dict[str, Any]) -> str:
+    """Why an episode ended as it did, in one line: empty for a success, :func:`failure_line`
+    for a failure, the error for an errored or interrupted one."""
+    status = episode.get("status")
+    if status == "failure":
+        return failure_line(episode)
+    if status in ("error", "interrupted"):
+        return f"{episode['episode_id']}: {status}: {episode.get('error') or '-'}"
+    return ""
 
 
 def failure_line(episode: dict[str, Any]) -> str:

@@ -8,7 +8,8 @@ all give the same report for the same tasks and seeds. This module holds the dri
 (:func:`run_live_eval`) and the worker-side task bodies; one episode is
 :mod:`mag_dataset.harness.live_eval.episode`, the report :mod:`mag_dataset.harness.live_eval.report`.
 
-The run folder is resumable. It stores the run's configuration (:data:`RUN_MARKER`,
+The run folder is resumable, and its report can be made again from its episodes
+(:func:`rebuild`, ``mag live-eval --report-only RUN_DIR``). It stores the run's configuration (:data:`RUN_MARKER`,
 :meth:`LiveEvalConfig.identity`) and one folder per episode that ran; running the same
 command again keeps every finished episode and runs only those missing, interrupted or (with
 ``rerun="errors"``, the default) errored; ``rerun="all"`` runs every episode again. A
@@ -38,7 +39,8 @@ from mag_dataset.harness.agents import Agent, AgentConfigError, AgentSpec, make_
 from mag_dataset.harness.live_eval.config import LiveEvalConfig
 from mag_dataset.harness.live_eval.episode import run_episode
 from mag_dataset.harness.live_eval.interrupt import handling_sigint, install_in_worker, stop_requested
-from mag_dataset.harness.live_eval.report import EpisodeResult, build_report, format_table
+from mag_dataset.harness.live_eval.report import EpisodeResult, action_counts, build_report, format_table
+from mag_dataset.harness.live_eval.results import write_results
 from mag_dataset.harness.live_eval.tasks import LiveEvalError, LiveEvalInterrupted, check_task, episode_id_for
 from mag_dataset.harness.ray_backend import (
     Crashed,
@@ -59,6 +61,9 @@ _MARKER_FORMAT = "mag-live-eval-run"
 
 def run_live_eval(config: LiveEvalConfig, log: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Run every episode of ``config``, write the run folder, return the report.
+
+    The run folder gets ``report.json``, ``report.md`` and ``results.json``
+    (:func:`mag_dataset.harness.live_eval.results.results_record`).
 
     Args:
         config: the run.
@@ -117,6 +122,76 @@ def run_live_eval(config: LiveEvalConfig, log: Callable[[str], None] | None = No
     report = build_report(config, results, time.monotonic() - t0)
     atomic_write(config.out_dir / "report.json", json.dumps(report, indent=1) + "\n")
     atomic_write(config.out_dir / "report.md", format_table(report))
+    write_results(config.out_dir, report)
+    return report
+
+
+def load_run(run_dir: Path) -> tuple[LiveEvalConfig, list[EpisodeResult], float | None]:
+    """The configuration, the episode results and the wall time of a run folder.
+
+    Every episode folder of the run's (task, seed) pairs that holds a result is read, whatever
+    its status; one without its action counts (written before they were kept) gets them from
+    its attempt log. The wall time is the stored report's, else None.
+
+    Raises:
+        LiveEvalError: the folder is no live-eval run folder.
+    """
+    from mag_dataset.harness.agents import AgentSpecError
+
+    run_dir = Path(run_dir)
+    if not run_dir.is_dir():
+        raise LiveEvalError(f"{run_dir} is not a folder")
+    identity = _read_marker(run_dir / RUN_MARKER)
+    if identity is None:
+        raise LiveEvalError(f"{run_dir} is no live-eval run folder (no readable {RUN_MARKER}; "
+                            "a run written before runs stored their configuration cannot be re-reported)")
+    stored: dict[tuple[str, int], dict[str, Any]] = {}
+    for task, seed in [(t, identity["seed"] + i) for t in identity["tasks"] for i in range(identity["episodes"])]:
+        path = run_dir / "episodes" / episode_id_for(task, seed) / "episode.json"
+        try:
+            stored[(task, seed)] = json.loads(path.read_text("utf-8"))["metadata"]
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+    agent = dict(identity["agent"])
+    transport = next((m["live_eval"].get("agent") for m in stored.values() if "live_eval" in m), None) or {}
+    try:
+        spec = AgentSpec(kind=agent["kind"], model=agent.get("model", ""), max_new_tokens=agent["max_new_tokens"],
+                         **{k: transport[k] for k in ("base_url", "timeout", "max_retries") if transport.get(k) is not None})
+        config = LiveEvalConfig(agent=spec, tasks=tuple(identity["tasks"]), episodes=identity["episodes"],
+                                view=identity["view"], contract=identity["contract"], out_dir=run_dir,
+                                max_steps=identity["max_steps"], seed=identity["seed"], progress=False)
+    except (AgentSpecError, KeyError, TypeError, ValueError) as e:
+        raise LiveEvalError(f"{run_dir}: its stored configuration is unreadable ({type(e).__name__}: {e})") from None
+    results = []
+    for meta in stored.values():
+        try:
+            result = EpisodeResult.from_dict(meta["live_eval"])
+        except (KeyError, TypeError, ValueError):
+            continue
+        if result.actions is None:
+            result = EpisodeResult.from_dict({**result.to_dict(), "actions": action_counts(meta.get("trajectory") or [])})
+        results.append(result)
+    try:
+        seconds = json.loads((run_dir / "report.json").read_text("utf-8")).get("wall_seconds")
+    except (OSError, ValueError, AttributeError):
+        seconds = None
+    return config, results, seconds
+
+
+def rebuild(run_dir: Path, exports: tuple[str, ...] | list[str] = ()) -> dict[str, Any]:
+    """Make the report, ``results.json`` and the exports of a run folder again from its episodes.
+
+    Returns:
+        The report (also written to ``report.json`` and ``report.md``).
+
+    Raises:
+        LiveEvalError: the folder is no live-eval run folder.
+    """
+    config, results, seconds = load_run(run_dir)
+    report = build_report(config, results, seconds)
+    atomic_write(Path(run_dir) / "report.json", json.dumps(report, indent=1) + "\n")
+    atomic_write(Path(run_dir) / "report.md", format_table(report))
+    write_results(Path(run_dir), report, exports)
     return report
 
 
@@ -173,7 +248,7 @@ def _prepare_out_dir(config: LiveEvalConfig) -> dict[tuple[str, int], EpisodeRes
     has_run = (out / "report.json").exists() or (out / "episodes").exists()
     kept: dict[tuple[str, int], EpisodeResult] = {}
     if config.overwrite:
-        for name in ("episodes", "report.json", "report.md"):
+        for name in ("episodes", "report.json", "report.md", "results.json", "episodes.jsonl", "episodes.csv"):
             p = out / name
             if p.is_dir():
                 shutil.rmtree(p)
@@ -189,7 +264,7 @@ def _prepare_out_dir(config: LiveEvalConfig) -> dict[tuple[str, int], EpisodeRes
         raise LiveEvalError(f"{out} already holds a live-eval run without its configuration; choose another --out "
                             "(--overwrite deletes its episodes)")
     if len(kept) < len(config.jobs()):  # the report is rebuilt from the episodes at the end
-        for name in ("report.json", "report.md"):
+        for name in ("report.json", "report.md", "results.json", "episodes.jsonl", "episodes.csv"):
             (out / name).unlink(missing_ok=True)
     (out / "episodes").mkdir(parents=True, exist_ok=True)
     marker.write_text(json.dumps({"format": _MARKER_FORMAT, "config": config.identity()}, indent=1) + "\n")
@@ -231,6 +306,9 @@ def _finished(config: LiveEvalConfig) -> dict[tuple[str, int], EpisodeResult]:
         except (OSError, ValueError, KeyError, TypeError):  # missing, torn, or not ours: run it
             continue
         if result.status in ("success", "failure") and (result.task, result.seed) == (task_id, seed):
+            if result.actions is None:  # written before actions were counted: from its attempt log
+                trajectory = json.loads(path.read_text("utf-8"))["metadata"].get("trajectory") or []
+                result = EpisodeResult.from_dict({**result.to_dict(), "actions": action_counts(trajectory)})
             kept[(task_id, seed)] = result
     return kept
 

@@ -138,3 +138,80 @@ def task_outcome(env: Any, task_id: str, reward: float, info: dict[str, Any], te
         return done or truncated, success, raw
     done = bool(terminated or truncated)
     return done, bool(terminated and reward == 1.0), float(reward)
+
+
+def task_site(task_id: str) -> str:
+    """The site a task's episodes are reported under: its site family (as the builder's
+    ``site_family``): ``miniwob`` for every MiniWoB++ task, the site's name for a site task
+    (``sites.forum.reply`` -> ``forum``), the benchmark for other BrowserGym ids (``webarena``)."""
+    prefix = task_id.split(".", 1)[0]
+    if prefix == "sites":
+        return task_id.split(".")[1]
+    return prefix
+
+
+def task_kind(task_id: str) -> str:
+    """The kind of task a report groups episodes by: a site task's :attr:`SiteTask.kind`
+    (``information``, ``navigation`` or ``state``: what its check reads); ``miniwob`` for the
+    MiniWoB++ family; the benchmark for other BrowserGym ids."""
+    prefix = task_id.split(".", 1)[0]
+    if prefix == "sites":
+        from mag_dataset.sites import SiteError, task_class as site_task_class
+
+        try:
+            return site_task_class(task_id).kind
+        except (SiteError, KeyError):  # a task renamed since the run: still reported, under its benchmark
+            return prefix
+    return prefix
+
+
+def _distribution_version(name: str) -> str | None:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(name)
+    except PackageNotFoundError:
+        return None
+
+
+def task_environment(task_id: str) -> dict[str, Any]:
+    """What a task's episode ran against, for a results file's provenance.
+
+    Returns:
+        ``{"benchmark", "packages": {distribution: version}}`` and, for a site task,
+        ``"sites": {name: {"app", "version", "fingerprint"}}`` for its site and the other
+        sites of a cross-site task (``fingerprint``: the seed data's, from the install's
+        ``setup.json``, when the site records one; a site's ``version`` changes with its
+        setup or seed data). Nothing here fails: a value that cannot be read is None.
+    """
+    prefix = task_id.split(".", 1)[0]
+    packages = {"browsergym-core": _distribution_version("browsergym-core")}
+    if prefix == "miniwob":
+        packages["miniwob"] = _distribution_version("miniwob")
+    elif prefix != "sites" and prefix in BENCHMARK_PACKAGES:
+        name = BENCHMARK_PACKAGES[prefix].replace(".", "-")
+        packages[name] = _distribution_version(name)
+    out: dict[str, Any] = {"benchmark": prefix, "packages": packages}
+    if prefix == "sites":
+        out["sites"] = _site_versions(task_id)
+    return out
+
+
+def _site_versions(task_id: str) -> dict[str, dict[str, Any]]:
+    import json
+
+    from mag_dataset.sites import SiteError, task_class as site_task_class
+
+    try:
+        cls = site_task_class(task_id)
+    except (SiteError, KeyError):
+        return {}
+    sites: dict[str, dict[str, Any]] = {}
+    for site_cls in (cls.site_class, *cls.other_sites):
+        try:
+            seeded = json.loads(site_cls().setup_file.read_text("utf-8")).get("seeded") or {}
+        except (OSError, ValueError, AttributeError):
+            seeded = {}
+        sites[site_cls.name] = {"app": site_cls.app, "version": site_cls.version,
+                                "fingerprint": seeded.get("fingerprint")}
+    return sites
