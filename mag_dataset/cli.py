@@ -27,6 +27,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "compare": ("mag_dataset.commands.compare", "compare two predictions files: paired task bootstrap, sign-flip test, Holm"),
     "leaderboard": ("mag_dataset.commands.leaderboard", "run the leaderboard Space locally"),
     "live-eval": ("mag_dataset.commands.live_eval", "evaluate an agent live in BrowserGym tasks"),
+    "view": ("mag_dataset.commands.view", "browse a live-eval run's episodes and steps in a local page"),
     "draft-guides": ("mag_dataset.commands.annotate", "draft guides with an LLM endpoint (cached)"),
     "annotate": ("mag_dataset.commands.annotate_app", "run the human verification / adjudication app"),
     "audit": ("mag_dataset.commands.audit", "three-judge label audit of raw episodes"),

@@ -12,7 +12,10 @@ Its rooms, each importing only the ones above it:
 * :mod:`~mag_dataset.harness.live_eval.config` — :class:`LiveEvalConfig`;
 * :mod:`~mag_dataset.harness.live_eval.report` — per-episode results, strict success
   (MiniWoB's raw reward == 1; other benchmarks: BrowserGym's reward == 1) with a 95 % Wilson
-  interval, steps per episode, format-failure and invalid-action rates, ``report.md``;
+  interval, steps per episode, format-failure and invalid-action rates, per task, site,
+  template, kind of task and action type, ``report.md``;
+* :mod:`~mag_dataset.harness.live_eval.results` — one row per episode (``--export jsonl csv``)
+  and ``results.json``, the leaderboard-ready summary with its provenance;
 * :mod:`~mag_dataset.harness.live_eval.interrupt` — Ctrl-C: the first stops the run cleanly,
   the second at once;
 * :mod:`~mag_dataset.harness.live_eval.why` — what a failed episode's check expected and found;
@@ -21,6 +24,8 @@ Its rooms, each importing only the ones above it:
 * :mod:`~mag_dataset.harness.live_eval.run` — :func:`run_live_eval`: checks, the resumable run
   folder, and the episodes in this process, in worker processes, or as Ray tasks
   (:mod:`mag_dataset.harness.ray_backend`); all give the same report for the same tasks and seeds.
+* :mod:`~mag_dataset.harness.live_eval.viewer` — ``mag view``: a read-only local page over a run
+  folder (:mod:`~mag_dataset.harness.live_eval.viewer_page` is the page).
 
 Trajectories are written in the raw episode format (:mod:`mag_dataset.raw`), one folder
 per episode under ``OUT/episodes/``, so a live run can be inspected or rebuilt into a
