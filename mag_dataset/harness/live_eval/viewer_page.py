@@ -273,7 +273,8 @@ function renderStep() {
   img.src = (useSom && a.som_url) ? a.som_url : a.screenshot_url;
   drawOverlay(a);
   cap.textContent = "";
-  cap.append(el("span", { class: "legend" }), a.target_bbox ? "the chosen target" + (a.action && a.action.element_id ? " [" + a.action.element_id + "]" : "") :
+  if (a.target_bbox || (a.action && a.action.coordinate)) cap.append(el("span", { class: "legend" }));
+  cap.append(a.target_bbox ? "the chosen target" + (a.action && a.action.element_id ? " [" + a.action.element_id + "]" : "") :
              (a.action && a.action.coordinate ? "the point acted on (no candidate box)" : "no target on this step"),
              " · " + (useSom && a.som_url ? "Set-of-Mark screenshot" : "plain screenshot") + (a.url ? " · " + a.url : ""));
   if (a.guide) details.append(card("Guide", el("div", { class: "guide", text: a.guide })));
@@ -288,12 +289,18 @@ function renderStep() {
     for (const [k, t] of problems) body.append(el("div", {}, el("b", { text: k + ": " }), pre(t)));
     details.append(card("Errors", body, true));
   }
-  if (a.output !== null && a.output !== undefined) details.append(card("Model output (raw)", pre(a.output || "(empty)")));
+  if (a.output !== null && a.output !== undefined) {
+    details.append(card("Model output (raw)", pre(a.output || (a.agent_error ? "(none: the agent raised, see the error)" : "(empty)"))));
+  }
   const kv = el("div", { class: "kv" });
   const row = (k, t) => { if (t !== null && t !== undefined && t !== "") kv.append(el("span", { class: "k", text: k }), el("span", { text: String(t) })); };
-  row("BrowserGym", a.browsergym_action);
-  row("reward", a.reward);
-  row("task done", a.done === undefined ? null : (a.done ? "yes" : "no"));
+  if (a.agent_error) {
+    row("BrowserGym", "nothing executed: the episode ended here");
+  } else {
+    row("BrowserGym", a.browsergym_action);
+    row("reward", a.reward);
+    row("task done", a.done === undefined ? null : (a.done ? "yes" : "no"));
+  }
   row("recorded step", a.recorded_step);
   row("candidates", a.candidates);
   row("agent time", a.agent_seconds !== undefined ? a.agent_seconds + " s" : null);
