@@ -95,3 +95,30 @@ def test_a_target_pushed_out_of_the_screenshot_is_clicked_by_its_bid():
     assert retarget(st, far, st.metadata["browsergym_action"])[0] == "click('40')"
     hover = _step("10", "mouse_move(195.0, 82.0)")
     assert retarget(hover, far, "mouse_move(195.0, 82.0)")[0] == "hover('40')"
+
+
+def test_a_goto_goes_where_the_sites_are_served_now():
+    """Episodes carry the URLs of the sites they were recorded on (the bundled corpus: the test
+    run's ports); a replay on sites served elsewhere goes to the same pages there."""
+    from types import SimpleNamespace
+
+    from mag_dataset.live.recapture import _to_served, origin_map
+    from mag_dataset.live.recorder import _provenance
+    from mag_dataset.sites import site
+
+    task = "sites.tracker.ticket_with_shop_price"  # a cross-site task: it goes to the shop by URL
+    shop, tracker = site("shop").base_url, site("tracker").base_url
+    stored = _provenance(task)["site_origins"]
+    assert stored == {"tracker": tracker, "shop": shop}  # the recorder says where the sites were
+    moved = origin_map(SimpleNamespace(metadata={"expert": task, "site_origins": {"shop": "http://127.0.0.1:9999",
+                                                                                   "tracker": tracker}}))
+    assert moved == {"http://127.0.0.1:9999": shop}
+    assert _to_served("goto('http://127.0.0.1:9999/catalogue/?q=bag')", moved) == f"goto('{shop}/catalogue/?q=bag')"
+    assert _to_served("goto('http://127.0.0.1:99990/')", moved) == "goto('http://127.0.0.1:99990/')"  # not a prefix
+    # recorded before episodes named their origins: the default and the test run's ports are the sites'
+    old = origin_map(SimpleNamespace(metadata={"expert": task}))
+    for name, now in (("shop", shop), ("tracker", tracker)):
+        cls = type(site(name))
+        for port in (cls.default_port, cls.default_port + 10000):
+            if f"http://127.0.0.1:{port}" != now:
+                assert old[f"http://127.0.0.1:{port}"] == now

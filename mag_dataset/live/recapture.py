@@ -86,10 +86,35 @@ class RecaptureReport:
     steps: int = 0
     diverged: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
+    #: ``(episode id, why)`` of the imported episodes no replay can recapture (:func:`not_recapturable`)
+    not_recapturable: list[tuple[str, str]] = field(default_factory=list)
 
     def summary(self) -> str:
-        return (f"recaptured {self.episodes} episodes ({self.steps} steps); replay diverged in "
-                f"{len(self.diverged)}; skipped {len(self.skipped)} (not site episodes or already recaptured)")
+        lines = [(f"recaptured {self.episodes} episodes ({self.steps} steps); replay diverged in "
+                  f"{len(self.diverged)}; skipped {len(self.skipped)} (not site episodes or already recaptured)")]
+        lines += [f"  not recapturable {eid}: {why}" for eid, why in self.not_recapturable]
+        return "\n".join(lines)
+
+
+def replayable(episode: RawEpisode) -> bool:
+    """Whether a replay can recapture the episode: a site episode, or one imported from a run on
+    the package's sites (``mag import-webarena`` stores its template in ``metadata["expert"]``)."""
+    return episode.source == "sites" or str(episode.metadata.get("expert") or "").startswith("sites.")
+
+
+def not_recapturable(episode: RawEpisode) -> str | None:
+    """Why an imported episode cannot be recaptured (``metadata["not_recapturable"]``), or None."""
+    why = episode.metadata.get("not_recapturable")
+    return str(why) if why and not replayable(episode) else None
+
+
+def site_of(episode: RawEpisode) -> str:
+    """The package's site a replayable episode runs on (an imported one names WebArena's sites)."""
+    if episode.source == "sites":
+        return episode.site
+    from mag_dataset.sites import task_class
+
+    return task_class(str(episode.metadata["expert"])).site_class.name
 
 
 def choose_episodes(episodes: list[RawEpisode], share: float, seed: int,
@@ -99,9 +124,10 @@ def choose_episodes(episodes: list[RawEpisode], share: float, seed: int,
     ``random.Random(f"recapture:{seed}")`` shuffles the sorted ids. Without ``per_template``
     the first ``round(share * n)`` are chosen; with it, the first ``per_template`` episodes of
     every template in that shuffled order (``share`` is then ignored), so every template has
-    recaptured episodes.
+    recaptured episodes. An episode with a step without a screenshot (raw format: ``null``) is
+    chosen whatever the share: only a recapture gives it one.
     """
-    site_eps = sorted((e for e in episodes if e.source == "sites"), key=lambda e: e.episode_id)
+    site_eps = sorted((e for e in episodes if replayable(e)), key=lambda e: e.episode_id)
     by_id = {e.episode_id: e for e in site_eps}
     ids = list(by_id)
     random.Random(f"recapture:{seed}").shuffle(ids)
@@ -115,6 +141,7 @@ def choose_episodes(episodes: list[RawEpisode], share: float, seed: int,
             if taken.get(t, 0) < per_template:
                 taken[t] = taken.get(t, 0) + 1
                 chosen.add(i)
+    chosen |= {e.episode_id for e in site_eps if any(not st.screenshot for st in e.steps)}
     return [e for e in site_eps if e.episode_id in chosen]
 
 
@@ -290,6 +317,39 @@ def retarget(st, ob, action: str) -> tuple[str, dict | None]:
     return action, None
 
 
+#: How far the test run's ports are from the sites' default ports (tests/_site_env.py): the
+#: recorded origins of an episode recorded before episodes named them (metadata ``site_origins``)
+TEST_PORT_OFFSET = 10000
+
+
+def origin_map(episode: RawEpisode) -> dict[str, str]:
+    """Recorded site origin -> the origin the site is served at now, for every site of the
+    episode's task (a cross-site task goes to its other sites by URL).
+
+    The recorder stores where the sites were served (``metadata["site_origins"]``); an episode
+    recorded before it did is taken to have been recorded at a site's default port or the test
+    run's (default + :data:`TEST_PORT_OFFSET`), the two places the package serves sites.
+    """
+    from mag_dataset.sites import task_class
+
+    cls = task_class(str(episode.metadata.get("expert")))
+    recorded = episode.metadata.get("site_origins") or {}
+    out = {}
+    for site_cls in (cls.site_class, *cls.other_sites):
+        now = site_cls().base_url
+        then = [recorded[site_cls.name]] if site_cls.name in recorded else [
+            f"http://127.0.0.1:{site_cls.default_port + k}" for k in (0, TEST_PORT_OFFSET)]
+        out.update({origin.rstrip("/"): now for origin in then if origin.rstrip("/") != now})
+    return out
+
+
+def _to_served(action: str, origins: dict[str, str]) -> str:
+    """``action`` with every recorded site origin in it (a ``goto`` URL) replaced by the served one."""
+    for then, now in origins.items():
+        action = re.sub(re.escape(then) + r"(?=[/'\"]|$)", now, action)
+    return action
+
+
 def check_replayed_page(st, obs: dict, ob, server_ok: bool | None = None) -> str | None:
     """Why the replayed page cannot stand for step ``st``'s page, or None when it can.
 
@@ -347,7 +407,9 @@ def recapture_episode(folder: Path, episode: RawEpisode, *, reset_site: bool = F
         raise ValueError(f"{episode.episode_id}: not a site episode (metadata.expert = {task!r})")
     site = task_class(task).site_class()
     health_url = site.running_url() + site.health_path  # read once: a dying server leaves its record
-    env = make_site_env(task, reset_site=reset_site)
+    origins = origin_map(episode)  # recorded at other ports (the test run's): go where the sites are now
+    # a WebArena run's pages were drawn without scrollbars (Playwright's headless default): so is its replay
+    env = make_site_env(task, reset_site=reset_site, scrollbars=episode.source != "webarena")
     images: dict[str, bytes] = {}
     steps = []
     ended: dict | None = None
@@ -369,9 +431,13 @@ def recapture_episode(folder: Path, episode: RawEpisode, *, reset_site: bool = F
                                                                    "recapture_ended": ended}))
                     continue
             shot = ob.image
-            with Image.open(io.BytesIO(screenshot_bytes(folder, st))) as before:
-                identical = before.size == shot.size and np.array_equal(np.asarray(before.convert("RGB")), np.asarray(shot))
-            stem = f"step_{st.step_index:03d}" if is_shared_image(st.screenshot) else Path(st.screenshot).stem
+            identical = False  # a step without a screenshot (imported without one) gets the recaptured one
+            if st.screenshot:
+                with Image.open(io.BytesIO(screenshot_bytes(folder, st))) as before:
+                    identical = before.size == shot.size and np.array_equal(np.asarray(before.convert("RGB")),
+                                                                            np.asarray(shot))
+            stem = f"step_{st.step_index:03d}" if is_shared_image(st.screenshot) or not st.screenshot else \
+                Path(st.screenshot).stem
             stem = base = stem.split(DELTA_SEP, 1)[0]  # a difference's own stem ('~' would make a new one)
             n = 0
             while any((folder / (stem + suffix)).exists() for suffix in (RECAPTURED_SUFFIX, RECAPTURED_SOM_SUFFIX)):
@@ -395,7 +461,8 @@ def recapture_episode(folder: Path, episode: RawEpisode, *, reset_site: bool = F
                 meta["recapture_ended"] = ended
             steps.append(dataclasses.replace(st, screenshot=new_shot, som_screenshot=new_som, metadata=meta))
             if ended is None:
-                action, moved = retarget(st, ob, str(st.metadata.get("browsergym_action") or "noop()"))
+                action, moved = retarget(st, ob, _to_served(str(st.metadata.get("browsergym_action") or "noop()"),
+                                                            origins))
                 if moved is not None:  # the page moved on: the target is elsewhere (kept for the record)
                     steps[-1] = dataclasses.replace(steps[-1], metadata={**steps[-1].metadata,
                                                                          "recapture_retargeted": moved})
@@ -465,7 +532,7 @@ def _action_time_step(st, metadata: dict) -> tuple[object, list[str]]:
     """A recaptured step with its action-time screenshot back (not stale), its recapture
     metadata replaced by ``metadata``; and the recaptured image files it no longer names."""
     m = {k: v for k, v in st.metadata.items() if k not in _RECAPTURE_KEYS and k != "recaptured"}
-    action_time = str(st.metadata.get("action_time_screenshot") or st.screenshot)
+    action_time = str(st.metadata.get("action_time_screenshot", st.screenshot) or "")  # "": it had none
     if st.screenshot == action_time:  # stored once (pixel-identical) or never recaptured: files unchanged
         return dataclasses.replace(st, stale=False, metadata={**m, **metadata}), []
     # the recapture removed the action-time Set-of-Mark file: the builder renders it again
@@ -556,20 +623,21 @@ def recapture_corpus(raw_dir: str | Path, share: float, seed: int = 0,
     raw_dir = Path(raw_dir)
     folders = {read_episode(f).episode_id: f for f in iter_episode_dirs(raw_dir)}
     episodes = [read_episode(f) for f in folders.values()]
-    report = RecaptureReport()
+    report = RecaptureReport(not_recapturable=[(e.episode_id, why) for e in episodes
+                                               if (why := not_recapturable(e)) is not None])
     seen_sites: set[str] = set()
     for ep in choose_episodes(episodes, share, seed, per_template):
         if ep.metadata.get("recaptured"):
             report.skipped.append(ep.episode_id)
             continue
         folder = folders[ep.episode_id]
-        first = ep.site not in seen_sites and reset_first
-        seen_sites.add(ep.site)
+        first = site_of(ep) not in seen_sites and reset_first
+        seen_sites.add(site_of(ep))
         drifted = None
         if drift is not None:
             from mag_dataset.sites import site_class
 
-            site = site_class(ep.site)()
+            site = site_class(site_of(ep))()
             site.reset()
             drifted = {"seed": drift, "level": drift_level, "changes": site.drift(drift, drift_level)}
             first = False

@@ -425,6 +425,11 @@ def _provenance(task: str) -> dict[str, Any]:
             out[pkg] = version(pkg)
         except PackageNotFoundError:  # pragma: no cover
             out[pkg] = None
+    if task.startswith("sites."):  # where the sites were served: a replay elsewhere maps the URLs it goes to
+        from mag_dataset.sites import task_class
+
+        cls = task_class(task)
+        out["site_origins"] = {c.name: c().base_url for c in (cls.site_class, *cls.other_sites)}
     return out
 
 
