@@ -80,11 +80,18 @@ def miniwob_url() -> str:
     return html.as_uri() + "/"
 
 
+#: A launch option of :func:`make_site_env` (``scrollbars=False``), read by :func:`_launch_kwargs`.
+HIDE_SCROLLBARS = "mag_hide_scrollbars"
+
+
 def _launch_kwargs(kwargs: dict[str, Any]) -> dict[str, Any]:
     kwargs = dict(kwargs)
     kwargs["executable_path"] = chromium_executable()
     kwargs["headless"] = True
     args = [a for a in kwargs.get("args") or [] if a]
+    if kwargs.pop(HIDE_SCROLLBARS, False):  # Playwright's headless default, which BrowserGym turns off
+        kwargs["ignore_default_args"] = [a for a in kwargs.get("ignore_default_args") or [] if a != "--hide-scrollbars"]
+        args = [a for a in args if not a.startswith("--disable-features=OverlayScrollbars")]
     kwargs["args"] = args + [f for f in CHROMIUM_FLAGS if f not in args]
     return kwargs
 
@@ -280,14 +287,18 @@ def make_env(task: str, *, pre_observation_delay: float = 0.3, action_subsets: t
 
 
 def make_site_env(task_id: str, *, pre_observation_delay: float = 0.2,
-                  action_subsets: tuple[str, ...] = ACTION_SUBSETS, reset_site: bool = True) -> Any:
+                  action_subsets: tuple[str, ...] = ACTION_SUBSETS, reset_site: bool = True,
+                  scrollbars: bool = True) -> Any:
     """Create a headless BrowserGym environment for a site task (``sites.shop.add_to_basket``).
 
     The site must be served (``mag sites serve``); ``reset`` restores its seeded state, logs
     the task's user in and opens the start page in a 1280x720 viewport. After each action
     BrowserGym sleeps ``pre_observation_delay`` (for the page's own event handlers), then the
     task waits for the navigation in flight, the load event and the page's animations
-    (:meth:`mag_dataset.sites.task.SiteTask.validate`) before the observation.
+    (:meth:`mag_dataset.sites.task.SiteTask.validate`) before the observation. Pages show
+    their scrollbars, as BrowserGym draws them; ``scrollbars=False`` hides them (no room
+    taken), as Playwright's headless Chromium draws pages for WebArena's runs, so a replay of
+    such a run lays pages out as it did.
 
     Raises:
         LiveEnvError: for an unknown task id, or a site that is not set up or not served.
@@ -312,6 +323,7 @@ def make_site_env(task_id: str, *, pre_observation_delay: float = 0.2,
         headless=True,
         action_mapping=action_set.to_python_code,
         pre_observation_delay=pre_observation_delay,
+        pw_chromium_kwargs={} if scrollbars else {HIDE_SCROLLBARS: True},
     )
 
 
