@@ -143,7 +143,8 @@ def _step_sources(ep: RawEpisode) -> set[str]:
     """Every image a step references: the screenshot and the recapture's action-time screenshot."""
     sources: set[str] = set()
     for st in ep.steps:
-        sources.add(st.screenshot)
+        if st.screenshot:  # none: a step imported without one
+            sources.add(st.screenshot)
         at = st.metadata.get("action_time_screenshot")
         if isinstance(at, str) and at:
             sources.add(at)
@@ -207,7 +208,7 @@ def store_differences(raw_dir: str | os.PathLike, report: CompactReport | None =
                 keyframe = name
         for st in ep.steps:  # recaptured screenshots, against their action-time screenshots
             at = st.metadata.get("action_time_screenshot")
-            if st.metadata.get("recaptured") and isinstance(at, str) and at != st.screenshot and movable(st.screenshot):
+            if st.metadata.get("recaptured") and isinstance(at, str) and at and at != st.screenshot and movable(st.screenshot):
                 base = renamed.get(at, at)
                 if is_shared_image(base):
                     continue

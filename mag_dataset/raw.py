@@ -29,6 +29,13 @@ read, and :func:`write_episode` writes version 2:
   viewport of the browser, in CSS px) and ``device_pixel_ratio`` (screenshot pixels per CSS
   pixel). Steps without them get them from their metadata, see :func:`capture_geometry`.
 
+A step may have **no screenshot** (``"screenshot": null``, ``som_screenshot`` null too): an
+importer whose source kept none for it (``mag import-webarena``: no render screenshot and no
+screencast frame) writes it so, with the size, candidates and action the step had. Readers
+refuse to show it (:func:`screenshot_bytes` raises :data:`NO_SCREENSHOT`) and ``mag build``
+refuses a corpus that holds one; ``mag recapture`` gives it its recaptured screenshot (the
+step is then recaptured with no action-time screenshot, which ``mag unify`` flags stale).
+
 ``episode.json``::
 
     {"format": "mag-raw-episode", "format_version": 1,
@@ -198,7 +205,7 @@ class RawStep:
         return {
             "step_index": self.step_index,
             "url": self.url,
-            "screenshot": self.screenshot,
+            "screenshot": self.screenshot or None,
             "som_screenshot": self.som_screenshot or None,
             "image_width": self.image_width,
             "image_height": self.image_height,
@@ -460,8 +467,18 @@ def image_key(folder: str | os.PathLike, name: str) -> str:
     return hashlib.sha256(f"{image_key(folder, delta_base(name))}:{digest}".encode()).hexdigest()
 
 
+#: What a step without a screenshot (``"screenshot": null``) needs.
+NO_SCREENSHOT = "no screenshot (imported without one); `mag recapture --raw RAW_DIR --share 0` gives it one"
+
+
 def screenshot_bytes(folder: str | os.PathLike, step: RawStep) -> bytes:
-    """The bytes of a step's screenshot as an image file (:func:`image_bytes`)."""
+    """The bytes of a step's screenshot as an image file (:func:`image_bytes`).
+
+    Raises:
+        RawDataError: the step has no screenshot (:data:`NO_SCREENSHOT`).
+    """
+    if not step.screenshot:
+        raise RawDataError(Path(folder).name, step.step_index, "screenshot", NO_SCREENSHOT)
     return image_bytes(folder, step.screenshot)
 
 
@@ -553,7 +570,12 @@ def parse_step(d: Any, episode: str, folder: Path | None) -> RawStep:
     h = _req(d, "image_height", episode, idx, int)
     if w <= 0 or h <= 0:
         raise RawDataError(episode, idx, "image_width", f"image size must be positive, got {w}x{h}")
-    shots = {"screenshot": _req(d, "screenshot", episode, idx, str), "som_screenshot": d.get("som_screenshot") or ""}
+    shots = {"screenshot": d.get("screenshot") or "", "som_screenshot": d.get("som_screenshot") or ""}
+    if "screenshot" not in d or not isinstance(shots["screenshot"], str):
+        raise RawDataError(episode, idx, "screenshot", "missing" if "screenshot" not in d else
+                           f"expected str or null, got {type(shots['screenshot']).__name__}")
+    if not shots["screenshot"] and shots["som_screenshot"]:
+        raise RawDataError(episode, idx, "som_screenshot", "given for a step without a screenshot")
     if not isinstance(shots["som_screenshot"], str):
         raise RawDataError(episode, idx, "som_screenshot", f"expected str or null, got {type(shots['som_screenshot']).__name__}")
     for key, name in shots.items():

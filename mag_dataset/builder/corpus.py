@@ -26,6 +26,7 @@ from mag_dataset.builder.splits import CorpusSplits, read_splits
 from mag_dataset.live.splits import site_family
 from mag_dataset.raw import (
     AUDIT_FILE,
+    NO_SCREENSHOT,
     RawDataError,
     RawEpisode,
     RawStep,
@@ -351,6 +352,10 @@ def _read_episodes(raw_dir: Path, progress: bool, include_failed: bool) -> list[
     for folder in tqdm(folders, desc="reading raw episodes", unit="ep", disable=not progress):
         ep = read_episode(folder)
         if ep.success or include_failed:
+            blank = next((st for st in ep.steps if not st.screenshot), None)
+            if blank is not None:  # imported without one: a recapture gives it one
+                raise RawDataError(ep.episode_id, blank.step_index, "screenshot",
+                                   NO_SCREENSHOT.replace("RAW_DIR", str(raw_dir)))
             episodes.append((folder, ep))
     if not episodes:
         raise BuildError(f"{raw_dir}: all {len(folders)} episodes are marked unsuccessful (include them with include_failed / --include-failed)")
