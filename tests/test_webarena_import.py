@@ -134,3 +134,102 @@ def test_verdicts_and_configs_are_found_where_run_py_writes_them(tmp_path):
     configs.mkdir()
     (configs / "5.json").write_text(json.dumps({"intent": "from the file", "task_id": 5}))
     assert find_config("5", None, configs, tmp_path, render)[0]["intent"] == "from the file"
+
+
+def test_each_action_replays_as_the_browsergym_action_that_does_what_webarenas_did(tmp_path):
+    """``metadata["browsergym_action"]`` of every action type, parsed by the action set ``mag recapture``
+    replays with (:data:`mag_dataset.live.env.ACTION_SUBSETS`)."""
+    from browsergym.core.action.highlevel import HighLevelActionSet
+
+    from mag_dataset.harness.webarena_import import read_render
+    from mag_dataset.harness.webarena_import.convert import _key_names, _step_action, browsergym_action
+    from mag_dataset.live.env import ACTION_SUBSETS
+    from mag_dataset.live.observe import Conversion
+    from mag_dataset.schema import Action
+
+    render = read_render(_render(tmp_path)[0])
+    keys = _key_names()
+    conv = Conversion(1.0, (0, 0, 1280, 720))
+    point = (100.5, 200.25)
+    got = {"click": browsergym_action("CLICK", Action(type="click", coordinate=point), conv, (1280, 720)),
+           "type": browsergym_action("TYPE", Action(type="type", coordinate=point, text="blue shoes"), conv,
+                                     (1280, 720), enter=True),
+           "hover": browsergym_action("HOVER", Action(type="hover", coordinate=point), conv, (1280, 720)),
+           "mouse_click": browsergym_action("MOUSE_CLICK", Action(type="click", coordinate=point), conv, (1280, 720))}
+    for s in render.steps[4:12] + [render.steps[13]]:
+        kind = s.action["action_type"]
+        got[kind.lower()] = browsergym_action(kind, _step_action(s, kind, keys)[0], conv, (1280, 720))
+    assert got == {
+        "click": "mouse_click(100.5, 200.25)", "mouse_click": "mouse_click(100.5, 200.25)",
+        "type": "mouse_click(100.5, 200.25)\nkeyboard_type('blue shoes')\nkeyboard_press('Enter')",
+        "hover": "mouse_move(100.5, 200.25)", "scroll": "scroll(0, 720.0)",
+        "key_press": "keyboard_press('Control+a')",  # WebArena presses Meta as Control off a Mac
+        "goto_url": "goto('http://127.0.0.1:1/x?a=1')", "new_tab": "new_tab()", "page_focus": "tab_focus(1)",
+        "page_close": "tab_close()", "go_back": "go_back()", "go_forward": "go_forward()",
+        "stop": "send_msg_to_user('42 <b>items</b>')"}
+    actions = HighLevelActionSet(subsets=list(ACTION_SUBSETS), multiaction=True, strict=False)
+    for text in got.values():
+        assert actions.to_python_code(text)
+
+
+def test_a_config_of_other_sites_is_no_task_of_the_package_and_ours_gives_template_and_seed():
+    from mag_dataset.sites import task_class
+    from mag_dataset.sites.webarena import NotOurTask, task_of_config, template_ids, webarena_sites, webarena_template
+
+    template = "sites.forum.open_search_results"
+    task = task_class(template)(4)
+    ours = {"intent_template_id": template_ids()[template], "intent_template": webarena_template(task.intent_template),
+            "intent": task.goal, "instantiation_dict": {k: str(v) if not isinstance(v, (int, str)) else v
+                                                         for k, v in task.instantiation_dict.items()},
+            "sites": webarena_sites(task)}
+    found, seed = task_of_config(ours)
+    assert found == template and task_class(template)(seed).goal == task.goal
+    # WebArena's own task 0 (shopping_admin, template 279): its id is one of ours, its template is not
+    theirs = {"intent_template_id": 279, "intent_template": "What is the top-{{n}} best-selling brand in {{period}}",
+              "intent": "What is the top-1 best-selling brand in Quarter 1 2022", "sites": ["shopping_admin"]}
+    with pytest.raises(NotOurTask, match="none of the package's|not that of"):
+        task_of_config(theirs)
+    with pytest.raises(NotOurTask, match="no seed below"):
+        task_of_config({**ours, "intent": "Something else"})
+
+
+def test_a_step_without_a_screenshot_reads_and_build_names_it_and_recapture_reports_what_it_cannot(tmp_path, capsys):
+    """Raw format: ``"screenshot": null``; ``mag build`` refuses it in one line naming the step and
+    ``mag recapture``; an imported episode of other sites is reported as not recapturable, not replayed."""
+    from synthetic_raw import edit_episode, make_corpus
+
+    from mag_dataset.cli import main
+    from mag_dataset.raw import RawDataError, read_episode, screenshot_bytes
+
+    raw = tmp_path / "raw"
+    make_corpus(raw, seeds_per_template=1)
+    folders = sorted(p for p in raw.iterdir() if p.is_dir())
+    assert len(folders) == 5
+
+    def blank(d):
+        d["steps"][1]["screenshot"], d["steps"][1]["som_screenshot"] = None, None
+
+    def webarena(d):
+        d["source"], d["metadata"] = "webarena", {"not_recapturable": "not a task of the package's sites: its "
+                                                                      "intent_template_id 279 is none of ..."}
+
+    edit_episode(folders[0], blank)
+    edit_episode(folders[1], webarena)
+    ep = read_episode(folders[0])
+    assert ep.steps[1].screenshot == "" and ep.steps[1].to_json()["screenshot"] is None
+    with pytest.raises(RawDataError, match="step 1, field 'screenshot': no screenshot .*mag recapture"):
+        screenshot_bytes(folders[0], ep.steps[1])
+    assert main(["compact", "--raw", str(raw), "--workers", "1"]) == 0  # the other steps compacted, it left as it is
+    capsys.readouterr()
+    ep = read_episode(folders[0])
+    assert ep.steps[1].screenshot == "" and ep.steps[0].screenshot.endswith(".webp")
+    assert main(["build", "--raw", str(raw), "--out", str(tmp_path / "ds"), "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1, err
+    assert f"mag build: error: episode '{ep.episode_id}', step 1, field 'screenshot': no screenshot (imported without one); " \
+           f"`mag recapture --raw {raw} --share 0` gives it one" in err
+    # not a site episode (synthetic MiniWoB-like): nothing to replay; the imported one is named with its reason
+    assert main(["recapture", "--raw", str(raw), "--share", "1", "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    assert "recaptured 0 episodes" in out
+    assert f"not recapturable {read_episode(folders[1]).episode_id}: not a task of the package's sites" in out

@@ -8,7 +8,10 @@
     mag recapture --raw RAW_DIR --end-at-error-pages   # undo recaptured browser error pages
     mag recapture --raw RAW_DIR --undo                 # undo every recapture (to recapture anew)
 
-See :mod:`mag_dataset.live.recapture` for the path and why it produces stale screenshots,
+Episodes imported from WebArena runs on the package's sites (``mag import-webarena``) are
+recaptured as site episodes; other imported ones are listed as not recapturable, with why.
+An episode with a step without a screenshot is recaptured whatever the share (``--share 0``
+recaptures only those). See :mod:`mag_dataset.live.recapture` for the path and why it produces stale screenshots,
 and :mod:`mag_dataset.live.evidence` for ``--evidence`` (episodes recorded before the
 recorder stored DOM fingerprints get them from a replay that reproduces their pages).
 The sites the chosen episodes need are served for the run (and stopped after it) when
@@ -50,7 +53,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from mag_dataset.live.env import LiveEnvError
-    from mag_dataset.live.recapture import choose_episodes, recapture_corpus
+    from mag_dataset.live.recapture import choose_episodes, recapture_corpus, site_of
     from mag_dataset.raw import RawDataError, read_corpus
     from mag_dataset.sites import SiteError, site_class
     from mag_dataset.sites.manager import served
@@ -90,7 +93,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     try:
         chosen = choose_episodes(list(read_corpus(raw)), share, args.seed, args.per_template)
-        sites = [site_class(n)() for n in dict.fromkeys(e.site for e in chosen)]
+        sites = [site_class(n)() for n in dict.fromkeys(site_of(e) for e in chosen)]
         with served(sites):
             report = recapture_corpus(raw, share, args.seed, log=options.progress_printer(args),
                                       reset_first=not args.no_reset, per_template=args.per_template,

@@ -334,6 +334,48 @@ def template_ids() -> dict[str, int]:
     return {t: i for i, t in enumerate(ids)}
 
 
+#: the seeds :func:`task_of_config` tries (an export's seeds are small numbers)
+MAX_CONFIG_SEED = 1000
+
+
+class NotOurTask(ValueError):
+    """A WebArena config that no template of the package's sites wrote; the message says why."""
+
+
+def task_of_config(config: dict[str, Any]) -> tuple[str, int]:
+    """The template (``sites.<site>.<template>``) and seed whose instance :func:`webarena_config` wrote as ``config``.
+
+    The template is the one its ``intent_template_id`` names (:func:`template_ids`), provided
+    the config's ``intent_template`` and ``sites`` are that template's (a config of WebArena's
+    own sites numbers its templates too); the seed is the first below
+    :data:`MAX_CONFIG_SEED` whose instance has the config's ``intent`` and
+    ``instantiation_dict``. Drawing an instance's parameters reads no site.
+
+    Raises:
+        NotOurTask: no template of the package's sites, or no seed of it, gives the config.
+    """
+    tid = config.get("intent_template_id")
+    by_id = {i: t for t, i in template_ids().items()}
+    if isinstance(tid, bool) or not isinstance(tid, int) or tid not in by_id:
+        raise NotOurTask(f"its intent_template_id {tid!r} is none of the package's {len(by_id)} site templates")
+    template = by_id[tid]
+    from mag_dataset.sites import task_class
+
+    cls = task_class(template)
+    if config.get("intent_template") not in {webarena_template(t) for t in (*cls.intent_templates, cls.intent_template)}:
+        raise NotOurTask(f"its intent_template is not that of {template} (intent_template_id {tid}): a task of "
+                         "other sites than the package's")
+    for seed in range(MAX_CONFIG_SEED):
+        task = cls(seed)
+        if task.goal == config.get("intent") and \
+                {k: _plain(v) for k, v in task.instantiation_dict.items()} == config.get("instantiation_dict"):
+            if webarena_sites(task) != config.get("sites"):
+                raise NotOurTask(f"its sites {config.get('sites')!r} are not those of {template} "
+                                 f"({webarena_sites(task)!r})")
+            return template, seed
+    raise NotOurTask(f"no seed below {MAX_CONFIG_SEED} of {template} gives its intent {str(config.get('intent'))[:80]!r}")
+
+
 # ----------------------------------------------------------------------------- login files
 def write_storage_states(pairs_list: Iterable[tuple[tuple[str, str], ...]], folder: Path) -> list[Path]:
     """Log each combination of users in (each site's own login form) and save the browser's

@@ -8,7 +8,15 @@ Each step of ``render_<id>.html`` is a step of the episode, with:
   BrowserGym importer drops ``noop``). ``type [id] [text] [1]`` (text then Enter, WebArena's
   default) is one ``type`` step whose ``metadata["webarena_enter"]`` says Enter followed.
 * **the screenshot**: the render's (``--render_screenshot``), else the trace's last screencast
-  frame before the action (``metadata["screenshot_source"]`` says which).
+  frame before the action (``metadata["screenshot_source"]`` says which). With neither the
+  step is imported without one (``screenshot`` null, ``screenshot_source: "none"``, its size
+  the viewport's): ``mag build`` refuses it until ``mag recapture`` gives it one.
+* **the replay**: ``metadata["browsergym_action"]``, the BrowserGym action that does what
+  WebArena's did (:func:`browsergym_action`), which ``mag recapture`` replays. A config of the
+  package's sites (``mag sites export-webarena``, :func:`mag_dataset.sites.webarena_run.record_run`)
+  gives the episode its template and seed (``metadata["expert"]``, ``seed``:
+  :func:`mag_dataset.sites.webarena.task_of_config`), so it can be recaptured; any other
+  episode says why not in ``metadata["not_recapturable"]``.
 * **the candidates**: the trace's DOM snapshot of the step's observation (taken with its
   screenshot) laid out again in Chromium at the recorded viewport and read as the site
   recorder reads a page (:class:`mag_dataset.harness.trace_import.SnapshotRenderer`), since
@@ -28,6 +36,7 @@ of its kind after it (:data:`TRACE_CALLS`).
 from __future__ import annotations
 
 import ast
+import dataclasses
 import io
 import re
 from collections.abc import Callable
@@ -227,7 +236,7 @@ def convert_task(task_id: str, render: RenderFile, trace_path: Path, config: dic
 
     Raises:
         WebArenaImportError: an action without a counterpart (named), a trace that does not
-            match the render, a step without a screenshot.
+            match the render.
     """
     kept, dropped = [], []
     for step in render.steps:
@@ -263,17 +272,38 @@ def convert_task(task_id: str, render: RenderFile, trace_path: Path, config: dic
             "task_key": f"webarena-template-{template}" if template is not None else eid}
     if dropped:
         meta["webarena_dropped"] = dropped
+    seed, why = None, _not_recapturable(steps)
+    if why is None:
+        from mag_dataset.sites.webarena import NotOurTask, task_of_config
+
+        try:
+            meta["expert"], seed = task_of_config(config)
+        except NotOurTask as e:
+            why = f"not a task of the package's sites: {e}"
+    if why is not None:
+        meta["not_recapturable"] = why
     ep = RawEpisode(episode_id=eid, task_id=eid, site="+".join(sites) or "webarena",
                     intent=" ".join(str(config["intent"]).split()),
                     intent_template_id=str(template if template is not None else task_id), steps=tuple(steps),
-                    source="webarena", seed=None, reward=1.0, success=True, metadata=meta)
+                    source="webarena", seed=seed, reward=1.0, success=True, metadata=meta)
     check_converted(ep, WebArenaImportError)
     return ep, images, dropped
 
 
+def _not_recapturable(steps: list[RawStep]) -> str | None:
+    """Why a recapture's screenshots could not stand for the steps' (None: they could): BrowserGym's
+    are the viewport at 1 px per CSS px, and the steps' boxes are in their screenshots' pixels."""
+    scaled = next((st for st in steps if st.device_pixel_ratio not in (None, 1.0)), None)
+    if scaled is None:
+        return None
+    return (f"step {scaled.step_index}'s screenshot is {scaled.image_width}x{scaled.image_height} for a "
+            f"{scaled.viewport_width}x{scaled.viewport_height} viewport (a screencast frame): a recaptured one "
+            "would not match its boxes")
+
+
 def _convert_step(k: int, step: RenderStep, calls: _Aligned, trace: Trace, renderer: SnapshotRenderer,
                   images: dict[str, bytes], keys: list[str] | None) -> RawStep:
-    from mag_dataset.live.observe import dom_evidence, encode_png
+    from mag_dataset.live.observe import Conversion, dom_evidence, encode_png
 
     kind = step.action["action_type"]
     obs_call, act_call = calls.observation, calls.action
@@ -284,16 +314,15 @@ def _convert_step(k: int, step: RenderStep, calls: _Aligned, trace: Trace, rende
                                   "tracing.start(snapshots=True))")
     viewport = trace.viewport or (1280, 720)
     source = "render"
+    shot = None
     if step.screenshot is not None:
         shot = open_image(io.BytesIO(step.screenshot), f"render step {step.index}'s screenshot", WebArenaImportError)
-    else:
-        frame = _frame_before(trace, act_call or obs_call)
-        if frame is None:
-            raise WebArenaImportError(f"step {step.index}: no screenshot (the run did not render screenshots and the "
-                                      "trace has no screencast frame before it)")
+    elif (frame := _frame_before(trace, act_call or obs_call)) is not None:
         shot = open_image(io.BytesIO(trace.resource(frame[0])), f"resources/{frame[0]}", WebArenaImportError)
         source = "trace-screencast"
-    fw, fh = shot.size
+    else:  # none: imported without one (the viewport's size, 1 px per CSS px); `mag recapture` fills it
+        source = "none"
+    fw, fh = shot.size if shot is not None else viewport
     screen = _Screen(fw, fh, fw / viewport[0], fh / viewport[1])
     ob = renderer.observe(snap, viewport)
     cands = [Candidate(c.id, c.role, c.text, b) for c in ob.candidates if (b := screen.box(c.bbox)) is not None]
@@ -330,10 +359,55 @@ def _convert_step(k: int, step: RenderStep, calls: _Aligned, trace: Trace, rende
     box = target.bbox if target is not None else (
         (action.coordinate[0], action.coordinate[1], action.coordinate[0], action.coordinate[1])
         if action.coordinate else None)
-    return step_from_page(
-        PageCapture(encode_png(shot), fw, fh, tuple(cands)), images, step_index=k, action=action, target_bbox=box,
-        guide=template_guide(action, target), url=step.url, som=False, viewport=viewport,
-        device_pixel_ratio=round(screen.sx, 6), metadata=meta)
+    meta["browsergym_action"] = browsergym_action(kind, action, Conversion(screen.sx, (0, 0, fw, fh)), viewport,
+                                                  bool(meta.get("webarena_enter")))
+    raw = step_from_page(
+        PageCapture(encode_png(shot) if shot is not None else b"", fw, fh, tuple(cands)), images, step_index=k,
+        action=action, target_bbox=box, guide=template_guide(action, target), url=step.url, som=False,
+        viewport=viewport, device_pixel_ratio=round(screen.sx, 6), metadata=meta)
+    if shot is None:
+        del images[raw.screenshot]
+        raw = dataclasses.replace(raw, screenshot="")
+    return raw
+
+
+def browsergym_action(kind: str, action: Action, conv: Any, viewport: tuple[int, int], enter: bool = False) -> str:
+    """The BrowserGym action that does what WebArena's ``kind`` action did (``metadata["browsergym_action"]``,
+    which ``mag recapture`` replays).
+
+    WebArena acts through Playwright (``execute_action``): an id-based ``click``/``hover`` is a
+    ``mouse.click``/``mouse.move`` at the node's centre, ``type`` clicks there and types the
+    text (its ``[1]``: then Enter), ``scroll`` moves the page by one viewport height, ``press``
+    presses the key combination (``Meta`` as ``Control`` off a Mac). The same with BrowserGym's
+    functions: ``mouse_click``/``mouse_move`` at the step's point in BrowserGym's pixels
+    (:meth:`~mag_dataset.live.observe.Conversion.to_browsergym`), ``keyboard_type`` (then
+    ``keyboard_press('Enter')``), ``scroll(0, ±height)``, ``keyboard_press``; the rest as
+    :func:`~mag_dataset.live.execute.to_browsergym_action` writes them (``goto``, ``go_back``,
+    ``go_forward``, ``new_tab``, ``tab_focus``, ``tab_close``, ``stop`` as ``send_msg_to_user``).
+
+    Args:
+        kind: WebArena's action type (``"CLICK"``).
+        action: the step's benchmark action (its point in screenshot px).
+        conv: the step's :class:`~mag_dataset.live.observe.Conversion`.
+        viewport: the CSS viewport ``(width, height)``.
+        enter: WebArena pressed Enter after the typed text.
+    """
+    from mag_dataset.actions import View
+    from mag_dataset.live.execute import to_browsergym_action
+
+    if action.coordinate is not None:
+        x, y = (round(v, 2) for v in conv.to_browsergym(action.coordinate))
+        if kind in ("HOVER", "MOUSE_HOVER"):
+            return f"mouse_move({x}, {y})"
+        if kind == "TYPE":
+            return f"mouse_click({x}, {y})\nkeyboard_type({action.text or ''!r})" + (
+                "\nkeyboard_press('Enter')" if enter else "")
+        return f"mouse_click({x}, {y})"
+    if kind == "SCROLL":
+        return f"scroll(0, {(-1 if action.direction == 'up' else 1) * round(viewport[1] * conv.scale, 2)})"
+    if kind == "KEY_PRESS":
+        return f"keyboard_press({(action.key or '').replace('Meta', 'Control')!r})"
+    return to_browsergym_action(action, View.SOM, conv)
 
 
 def _point(step: RenderStep, call: Call | None, screen: _Screen, viewport: tuple[int, int]) -> tuple[float, float]:
@@ -443,8 +517,6 @@ def import_webarena(result_dir: str | Path, out_dir: str | Path, *, configs_dir:
 
 def _with_verdict(ep: RawEpisode, passed: bool | None, verdict: tuple[bool, str, str] | None,
                   config_source: str) -> RawEpisode:
-    import dataclasses
-
     meta = {**ep.metadata, "webarena_result": {True: "PASS", False: "FAIL", None: "unknown"}[passed],
             "webarena_log": verdict[2] if verdict else None, "webarena_config": config_source}
     return dataclasses.replace(ep, success=passed is True, reward=None if passed is None else float(passed),
