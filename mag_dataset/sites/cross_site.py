@@ -344,7 +344,7 @@ class ForumReplyWikiFact(_ForumReply):
 
     def goal_why(self):
         p = self.params
-        return (f"answer {_q(p['title'])} with the {p['label']} of {p['city']}",
+        return (f"reply to {_q(p['title'])} with the {p['label']} of {p['city']}",
                 f"tell the thread the {p['label']} of {p['city']} from the wiki")
 
     def reply(self, value):
