@@ -262,8 +262,9 @@ def plan_guide(action: Action, target: Candidate | None, ctx: GuideContext, purp
         if action.answer and action.answer.strip().lower() != "done":
             return rng.choice([f"{_cap(why)}: the answer is {_quote(_text(action.answer))}, so finish with it.",
                                f"To {why}, report {_quote(_text(action.answer))} and end the task."])
+        # both open with the purpose: a fixed opening repeats in every template's last step
         return rng.choice([f"{_cap(why)}: that is done, so finish the task here.",
-                           f"Nothing is left: the task was to {why}, so finish now."])
+                           f"{_cap(why)}: nothing is left to do, so end the task now."])
     elif t is ActionType.HOVER:
         act = f"hover over {thing}"
     elif t is ActionType.CLICK:
@@ -276,6 +277,8 @@ def plan_guide(action: Action, target: Candidate | None, ctx: GuideContext, purp
         return f"{_cap(why)}: {template_guide(action, target)[0].lower()}{template_guide(action, target)[1:]}"
     where = f" {place}" if place else ""
     form = rng.randrange(3)
+    if t is ActionType.GOTO and form == 1:  # "Go to http://127.0.0.1..." opens alike in every template
+        form = 0
     if form == 0:
         return f"To {why}, {act}{where}."
     if form == 1:

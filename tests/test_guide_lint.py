@@ -108,7 +108,7 @@ def test_cli_lints_and_regenerates_only_context_guides(tmp_path, capsys):
     assert "[odd_characters]" in out and "1 findings in" in out
     assert main(["lint-guides", "--raw", str(raw), "--regenerate"]) == 0
     out = capsys.readouterr().out
-    assert "regenerated the context guides of 1 episodes" in out and "0 findings" in out
+    assert "regenerated the context and plan guides of 1 episodes" in out and "0 findings" in out
     again = read_episode(site).steps
     assert again[k].guide == spoilt.guide  # the generator's guide again
     assert [st.guide for st in again if st.guide_source is GuideSource.PLAN] == \

@@ -79,6 +79,14 @@ def test_choose_held_out_and_split_tasks_units():
     s = split_tasks(tasks, 3, [], 0.5, groups)
     assert s["t0"] == s["t1"] == s["t2"] and s["t3"] == s["t4"] and set(s.values()) == {"train", "test"}
     assert set(split_tasks({"t0": "x", "t1": "x"}, 3, [], 0.5, {"t0": "g", "t1": "g"}).values()) == {"train"}
+    # one task per template (a sample of many templates): whole templates go to test, per family
+    one = {f"a{i}.seed-1": f"a{i}" for i in range(10)} | {"b0.seed-1": "b0"}
+    fams = {t: t[0] for t in one.values()}
+    s = split_tasks(one, 0, [], 0.3, None, fams)
+    assert sorted(s[t] for t in one if t.startswith("a")).count("test") == 3  # ceil(10 * 0.3)
+    assert s["b0.seed-1"] == "train"  # a family's lone template stays in train
+    assert s == split_tasks(dict(reversed(list(one.items()))), 0, [], 0.3, None, fams)  # order-free
+    assert s != split_tasks(one, 1, [], 0.3, None, fams)  # seeded
 
 
 def test_builder_refuses_a_parameter_pair_in_both_splits(raw, tmp_path):

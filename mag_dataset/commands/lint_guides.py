@@ -3,12 +3,12 @@
 Examples::
 
     mag lint-guides --raw RAW_DIR                 # findings, one per line; exit 1 when any
-    mag lint-guides --raw RAW_DIR --regenerate    # first rewrite the context guides, then lint
+    mag lint-guides --raw RAW_DIR --regenerate    # first rewrite the generated guides, then lint
 
 The rules (a key press said to confirm, a finish guide of the wrong kind, icon-font glyphs,
 a label cut with an ellipsis, a target the guide does not name) are documented in
 :mod:`mag_dataset.builder.guide_lint`. ``--regenerate`` rewrites, in place, every guide whose
-``guide_source`` is ``context_template`` with today's generator
+``guide_source`` is ``context_template`` or ``plan`` with today's generators
 (:func:`mag_dataset.page_guides.regenerate_guides`, from the context the recording stored);
 guides written by people or models are left alone.
 """
@@ -23,7 +23,7 @@ from mag_dataset.commands import options
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     options.add_raw(parser, "raw corpus folder")
     parser.add_argument("--regenerate", action="store_true",
-                        help="rewrite the context_template guides with today's generator first (in place)")
+                        help="rewrite the context_template and plan guides with today's generators first (in place)")
     parser.add_argument("--limit", type=int, default=50, help="findings printed (default 50; 0: all)")
 
 
@@ -51,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
     except RawDataError as e:
         raise UserError(str(e)) from None
     if args.regenerate:
-        print(f"regenerated the context guides of {rewritten} episodes")
+        print(f"regenerated the context and plan guides of {rewritten} episodes")
     report = lint_episodes(episodes)
     shown = report.findings if args.limit == 0 else report.findings[:args.limit]
     for f in shown:

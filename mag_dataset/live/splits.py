@@ -75,7 +75,8 @@ def choose_held_out(template_families: dict[str, str], split_seed: int,
 
 
 def split_tasks(task_templates: dict[str, str], split_seed: int, held_out: tuple[str, ...] | list[str],
-                test_fraction: float = TEST_FRACTION, task_groups: dict[str, str] | None = None) -> dict[str, str]:
+                test_fraction: float = TEST_FRACTION, task_groups: dict[str, str] | None = None,
+                template_families: dict[str, str] | None = None) -> dict[str, str]:
     """Assign every task to train or test, by task, with a fixed seed.
 
     Tasks of a held-out template all go to test. Every other template's tasks are split
@@ -83,8 +84,14 @@ def split_tasks(task_templates: dict[str, str], split_seed: int, held_out: tuple
     group, so a (template, parameters) pair never lands in both splits; without
     ``task_groups`` each task is its own group. A template's groups are sorted, shuffled
     with ``random.Random(f"{split_seed}:{template}")`` and the first
-    ``ceil(n_groups * test_fraction)`` go to test, keeping at least one group in train
-    when there are two or more (a single group stays in train).
+    ``ceil(n_groups * test_fraction)`` go to test, keeping at least one group in train.
+    Templates with a single group cannot be split inside: they are split as whole
+    templates, per family (``template_families``; one pool without it): sorted, shuffled
+    with ``random.Random(f"{split_seed}:single:{family}")``, the first
+    ``ceil(n * test_fraction)`` to test, at least one kept in train (a lone one stays in
+    train). A corpus of one task per template (a sample with many templates) so still
+    has a test split of the asked share; those test tasks have templates never seen in
+    train (the builder marks them ``unseen_template``).
 
     Args:
         task_templates: task_id -> intent_template_id.
@@ -102,10 +109,14 @@ def split_tasks(task_templates: dict[str, str], split_seed: int, held_out: tuple
     for task_id, template in task_templates.items():
         by_template.setdefault(template, {}).setdefault(groups[task_id], []).append(task_id)
     splits: dict[str, str] = {}
+    single: dict[str, list[str]] = {}  # family -> templates of one group
     for template in sorted(by_template):
         members = by_template[template]
         if template in held_out:
             splits.update({t: "test" for ids in members.values() for t in ids})
+            continue
+        if len(members) == 1:
+            single.setdefault((template_families or {}).get(template, ""), []).append(template)
             continue
         keys = sorted(members)
         if all(k == f"task|{members[k][0]}" for k in keys):
@@ -115,6 +126,12 @@ def split_tasks(task_templates: dict[str, str], split_seed: int, held_out: tuple
         n_test = min(n_test, len(keys) - 1) if len(keys) >= 2 else 0
         for i, k in enumerate(keys):
             splits.update({t: "test" if i < n_test else "train" for t in members[k]})
+    for family in sorted(single):
+        templates = sorted(single[family])
+        random.Random(f"{split_seed}:single:{family}").shuffle(templates)
+        n_test = min(math.ceil(len(templates) * test_fraction), len(templates) - 1)
+        for i, template in enumerate(templates):
+            splits.update({t: "test" if i < n_test else "train" for ids in by_template[template].values() for t in ids})
     return dict(sorted(splits.items()))
 
 
@@ -166,7 +183,7 @@ def write_corpus_manifest(root: str | Path, split_seed: int, held_out: tuple[str
         "held_out_chosen_by": chosen_by,
         "held_out_per_family": held_out_per_family if held_out is None else None,
         "families": {f: sorted(t for t, fam in families.items() if fam == f) for f in sorted(set(families.values()))},
-        "splits": split_tasks(templates, split_seed, held, test_fraction, groups),
+        "splits": split_tasks(templates, split_seed, held, test_fraction, groups, families),
         "drop_test_echoes": drop_test_echoes,
     }
     return atomic_write(root / CORPUS_FILE, json.dumps(manifest, indent=1, sort_keys=True) + "\n")
