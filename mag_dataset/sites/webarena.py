@@ -397,20 +397,26 @@ def write_storage_states(pairs_list: Iterable[tuple[tuple[str, str], ...]], fold
     combos = list(dict.fromkeys(pairs_list))
     folder.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
+    on_own_thread(lambda: written.extend(_log_in(combos, folder)), "mag-webarena-login")
+    return written
+
+
+def on_own_thread(fn: Callable[[], object], name: str) -> None:
+    """Run ``fn`` on a thread of its own (sync Playwright cannot start twice on one thread) and
+    re-raise its error on the caller's thread."""
     failure: list[BaseException] = []
 
-    def log_in() -> None:
+    def run() -> None:
         try:
-            written.extend(_log_in(combos, folder))
+            fn()
         except BaseException as e:  # noqa: BLE001 - re-raised on the caller's thread
             failure.append(e)
 
-    worker = threading.Thread(target=log_in, name="mag-webarena-login")
+    worker = threading.Thread(target=run, name=name)
     worker.start()
     worker.join()
     if failure:
         raise failure[0]
-    return written
 
 
 def _log_in(combos: list[tuple[tuple[str, str], ...]], folder: Path) -> list[Path]:

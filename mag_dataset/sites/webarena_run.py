@@ -37,7 +37,6 @@ import functools
 import json
 import logging
 import random
-import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
@@ -46,6 +45,7 @@ from typing import Any, ClassVar
 
 from mag_dataset.sites import SiteError, manager, site_class, task_class
 from mag_dataset.sites.webarena import (
+    on_own_thread,
     WebArenaError,
     _webarena_evaluators,
     judge,
@@ -452,20 +452,12 @@ def _run_logger(out: Path) -> tuple[logging.Logger, Path]:
 
 def _on_thread(fn: Callable[[], None]) -> None:
     """Run ``fn`` on a thread of its own, with the system Chromium; re-raise its error here."""
-    failure: list[BaseException] = []
 
     def run() -> None:
-        try:
-            with _system_chromium():
-                fn()
-        except BaseException as e:  # noqa: BLE001 - re-raised on the caller's thread
-            failure.append(e)
+        with _system_chromium():
+            fn()
 
-    worker = threading.Thread(target=run, name="mag-webarena-run")
-    worker.start()
-    worker.join()
-    if failure:
-        raise failure[0]
+    on_own_thread(run, "mag-webarena-run")
 
 
 __all__ = ["ACTION_SET_TAG", "MAX_STEPS", "OBSERVATION_TYPE", "RunSummary", "RunTask", "SiteError", "TaskRecord",
