@@ -265,8 +265,11 @@ def test_a_database_of_the_previous_schema_opens_and_takes_a_new_decision(tmp_pa
     assert (steps[3].guide, steps[3].guide_source, steps[3].metadata["verified_by"]) == \
         ("Click the 'Submit' button.", GuideSource.TEMPLATE, "cy")
     con = sqlite3.connect(db)
-    assert con.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 2
-    assert [r[1] for r in con.execute("PRAGMA table_info(decisions)")][-1] == "draft_source"
+    assert con.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 3
+    # the one-row-per-step tables became round-1 responses (tests/test_annotation_team.py: from version 2)
+    assert [(r[0], r[1]) for r in con.execute("SELECT step_id, decision FROM responses ORDER BY id")] == [
+        ("login.seed-0:0", "accept"), ("login.seed-0:1", "unmappable"), ("login.seed-0:3", "accept")]
+    assert not con.execute("SELECT name FROM sqlite_master WHERE name = 'decisions'").fetchall()
     con.close()
     with AnnotationStore(db) as store:  # reopening an up-to-date database changes nothing
         assert len(store.decisions()) == 2

@@ -1,11 +1,70 @@
-"""The SQLite store of human decisions: guide verifications and audit adjudications.
+"""The SQLite store of human decisions: every response of every annotator, kept.
 
-Holds the database (``RAW/annotations.sqlite`` by default; one row per step, so the app
-can be closed and resumed at any time), its schema and its migrations, and which database
-a command reads (:func:`stored_adjudications`) or should be told about
-(:func:`other_decision_dbs`). Nothing here reads or writes a raw corpus:
-:mod:`mag_dataset.harness.annotate` writes decisions back into episodes and into the
-audit file.
+Holds the database (``RAW/annotations.sqlite`` by default), its schema and migrations, the
+rule that turns responses into a step's decision, the assignment of steps to annotators,
+agreement on the overlap, and which database a command reads (:func:`stored_adjudications`)
+or should be told about (:func:`other_decision_dbs`). Nothing here reads or writes a raw
+corpus: :mod:`mag_dataset.harness.annotate` writes resolved decisions back into episodes and
+into the audit file.
+
+MAG (arXiv 2607.10079) verifies its LLM-drafted guides by hand, and a team does it: so a
+person's answer never replaces another's. Each answer is one appended row, and what a step
+ends up with is derived from all of them by the rule below (as Label Studio, Argilla and
+Prodigy keep one response per annotator).
+
+Responses (table ``responses``, append-only)
+    One row per answer: ``id``, ``step_id``, ``annotator``, ``round``, ``kind`` (``verify``:
+    a guide verification, decision ``accept`` / ``edit`` / ``reject``; ``adjudicate``: the
+    resolution of a disputed audit label, decision ``confirmed`` / ``remapped`` /
+    ``unmappable``), ``guide`` (the resulting guide of a verification, whitespace collapsed),
+    ``draft`` (the draft shown), ``draft_source`` (``llm``, or the step's own source when it
+    had no draft), ``element_id`` (of a remap), ``note``, ``decided_at`` (ISO 8601 UTC with
+    milliseconds), ``source`` (``app``, ``label-studio`` or ``cli``) and ``based_on`` (the
+    step version the annotator saw). Rows are never updated or deleted.
+
+Step version and stale views (optimistic concurrency)
+    :meth:`AnnotationStore.step_version` is the number of responses on a step (all kinds):
+    it only grows. A client shows a step with its version and passes it back as
+    ``seen_version`` to :meth:`AnnotationStore.record_response`, which compares it with
+    the current version inside one ``BEGIN IMMEDIATE`` transaction (SQLite's write lock, so
+    this holds across threads, processes and servers sharing the file) and, when someone
+    answered in between, raises :class:`StaleView` naming who decided what, writing
+    nothing. The annotator sees the change and answers again (or not) on a fresh view.
+
+Rounds and the resolution rule (:meth:`AnnotationStore.resolution`)
+    Verifications and adjudications are resolved separately (``kind``). Within a round only
+    each annotator's latest response counts (someone who changes their mind replaces their
+    own answer, never another's; the earlier row stays). Then:
+
+    * no response: ``undecided``;
+    * every counted response of the latest round agrees: ``decided`` (round 1) or
+      ``adjudicated`` (a later round): the agreed decision, its guide, ``verified_by`` =
+      the annotators of that round, ``decided_at`` = the time of its last response;
+      verifications agree when the decision is the same and, for edits, the guide is the
+      same after whitespace is collapsed; adjudications when status and element are;
+    * they disagree: ``needs_adjudication`` (the step is listed for adjudication; nothing is
+      written into the episode or the audit file for it until it is resolved).
+
+    A response from someone who has no response in a round that disagrees starts the next
+    round: that person is the adjudicator, and the round's outcome is theirs. A participant
+    of the disputed round who answers again revises their own answer in that round (which
+    may make it agree). ``round=`` can be passed explicitly.
+
+Assignments (table ``assignments``)
+    :meth:`AnnotationStore.assign` splits steps among annotators: a seeded shuffle
+    (``random.Random(seed)``), then round-robin, and the first ``overlap`` share of the
+    shuffled steps also goes to a second annotator (cycling through the pairs), so
+    agreement can be measured on it. :meth:`AnnotationStore.queue` is what an annotator has
+    left; :meth:`AnnotationStore.progress` counts "M of N to verify".
+
+Agreement (:func:`agreement`)
+    On the steps that two or more annotators verified in round 1 (the independent
+    answers, before any adjudication): Cohen's kappa per annotator pair and Krippendorff's
+    alpha (nominal, the ``krippendorff`` package) overall, per pair and per site. The label
+    compared is what the resolution rule compares (the decision; for an edit, the edited
+    guide), so disagreement on the overlap is exactly what goes to adjudication. Every
+    figure comes with ``n`` and its counts; it is ``None`` with the reason when too few
+    items or only one label make it undefined.
 
 Schema versions (``PRAGMA user_version``)
     A database is brought to :data:`SCHEMA_VERSION` when it is opened, by the steps of
@@ -15,20 +74,26 @@ Schema versions (``PRAGMA user_version``)
     1. the ``decisions``, ``originals`` and ``adjudications`` tables (a database made
        before versioning is at version 0 and already has them);
     2. ``decisions.draft_source`` (where an accepted draft came from; rows decided before
-       it were LLM drafts, so they read ``llm``).
+       it were LLM drafts, so they read ``llm``);
+    3. ``responses`` and ``assignments``: every ``decisions`` and ``adjudications`` row
+       becomes a round-1 response (``source = app``, ``based_on = 0``, in the order of its
+       time), then those one-row-per-step tables are dropped. ``originals`` stays.
 
     A database of a newer version than this code knows is refused, never altered.
 """
 
 from __future__ import annotations
 
+import itertools
 import os
+import random
 import sqlite3
 import threading
 import time
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Iterable, Sequence
 
 from mag_dataset.harness.audit_rules import Adjudications
 from mag_dataset.schema import AuditStatus, GuideSource
@@ -36,11 +101,107 @@ from mag_dataset.sqlite_migrations import Migration, apply_migrations, schema_ve
 
 DEFAULT_DB = "annotations.sqlite"
 VERIFICATION_DECISIONS = ("accept", "edit", "reject")
+ADJUDICATION_DECISIONS = ("confirmed", "remapped", "unmappable")
+#: The decisions of each kind of response.
+KINDS = {"verify": VERIFICATION_DECISIONS, "adjudicate": ADJUDICATION_DECISIONS}
+#: Where a response was given.
+SOURCES = ("app", "label-studio", "cli")
+#: A step's resolution status (:meth:`AnnotationStore.resolution`).
+RESOLUTION_STATUSES = ("undecided", "decided", "needs_adjudication", "adjudicated")
+#: How a verification decision reads in the data (``guide_decision``).
+DECISION_WORDS = {"accept": "accepted", "edit": "edited", "reject": "rejected"}
+
+
+@dataclass(frozen=True)
+class Response:
+    """One annotator's answer on one step (a row of ``responses``)."""
+
+    id: int
+    step_id: str
+    annotator: str
+    round: int
+    kind: str
+    decision: str
+    guide: str
+    draft: str
+    draft_source: str
+    element_id: str | None
+    note: str
+    decided_at: str
+    source: str
+    based_on: int
+
+    def describe(self) -> str:
+        """``alice accepted`` / ``bob edited to "..."`` / ``carol remapped to [12]``: for messages."""
+        if self.kind == "verify":
+            what = DECISION_WORDS[self.decision] + (f' to "{self.guide}"' if self.decision == "edit" else "")
+        else:
+            what = self.decision + (f" to [{self.element_id}]" if self.element_id else "")
+        return f"{self.annotator} {what} at {self.decided_at}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in _RESPONSE_FIELDS}
+
+
+_RESPONSE_FIELDS = ("id", "step_id", "annotator", "round", "kind", "decision", "guide", "draft", "draft_source",
+                    "element_id", "note", "decided_at", "source", "based_on")
+_RESPONSE_COLUMNS = ", ".join(_RESPONSE_FIELDS)
+
+
+class StaleView(ValueError):
+    """A response given on a view of a step that others have answered since; nothing was written.
+
+    Attributes:
+        step_id: the step.
+        seen_version: the version the annotator saw.
+        current_version: the step's version now.
+        changes: the responses recorded since the version seen, oldest first.
+    """
+
+    def __init__(self, step_id: str, seen_version: int, current_version: int, changes: list[Response]):
+        self.step_id = step_id
+        self.seen_version = seen_version
+        self.current_version = current_version
+        self.changes = changes
+        what = "; ".join(r.describe() for r in changes) or "the step changed"
+        super().__init__(f"step {step_id} changed since you opened it: {what}; look at it again before deciding")
+
+
+@dataclass(frozen=True)
+class Resolution:
+    """What a step's responses of one kind come to (the rule is in the module docstring).
+
+    ``decision``, ``guide``, ``draft_source``, ``element_id``, ``verified_by``,
+    ``decided_at`` and ``notes`` are those of the deciding round when ``status`` is
+    ``decided`` or ``adjudicated``; empty otherwise. ``responses`` are every response of
+    that kind, oldest first; ``round`` is the latest round.
+    """
+
+    step_id: str
+    kind: str
+    status: str
+    round: int = 0
+    decision: str | None = None
+    guide: str = ""
+    draft: str = ""
+    draft_source: str = "llm"
+    element_id: str | None = None
+    verified_by: tuple[str, ...] = ()
+    decided_at: str = ""
+    notes: tuple[str, ...] = ()
+    responses: tuple[Response, ...] = field(default=(), repr=False)
+
+    @property
+    def resolved(self) -> bool:
+        return self.status in ("decided", "adjudicated")
 
 
 @dataclass(frozen=True)
 class Decision:
-    """A verification decision on one step (``decision`` is one of :data:`VERIFICATION_DECISIONS`)."""
+    """A step's resolved verification (``decision`` is one of :data:`VERIFICATION_DECISIONS`).
+
+    ``annotator`` is the deciding annotators joined by ``", "`` (the built ``verified_by``).
+    """
 
     step_id: str
     decision: str
@@ -49,11 +210,13 @@ class Decision:
     annotator: str
     decided_at: str
     draft_source: str = "llm"
+    note: str = ""
+    status: str = "decided"
 
 
 @dataclass(frozen=True)
 class Adjudication:
-    """A human resolution of a disputed audit step."""
+    """A step's resolved human adjudication of a disputed audit label."""
 
     step_id: str
     status: AuditStatus
@@ -87,11 +250,41 @@ CREATE TABLE IF NOT EXISTS adjudications (
 );
 """
 
+_TEAM_TABLES = """
+CREATE TABLE responses (
+    id INTEGER PRIMARY KEY,
+    step_id TEXT NOT NULL,
+    annotator TEXT NOT NULL,
+    round INTEGER NOT NULL CHECK (round >= 1),
+    kind TEXT NOT NULL CHECK (kind IN ('verify', 'adjudicate')),
+    decision TEXT NOT NULL CHECK (decision IN ('accept', 'edit', 'reject', 'confirmed', 'remapped', 'unmappable')),
+    guide TEXT NOT NULL DEFAULT '',
+    draft TEXT NOT NULL DEFAULT '',
+    draft_source TEXT NOT NULL DEFAULT 'llm',
+    element_id TEXT,
+    note TEXT NOT NULL DEFAULT '',
+    decided_at TEXT NOT NULL,
+    source TEXT NOT NULL CHECK (source IN ('app', 'label-studio', 'cli')),
+    based_on INTEGER NOT NULL
+);
+CREATE INDEX responses_step ON responses (step_id);
+CREATE TABLE assignments (
+    step_id TEXT NOT NULL,
+    annotator TEXT NOT NULL,
+    assigned_at TEXT NOT NULL,
+    PRIMARY KEY (step_id, annotator)
+);
+"""
 
-def _create_tables(db: sqlite3.Connection) -> None:
-    for statement in _TABLES.split(";"):
+
+def _statements(db: sqlite3.Connection, script: str) -> None:
+    for statement in script.split(";"):
         if statement.strip():
             db.execute(statement)
+
+
+def _create_tables(db: sqlite3.Connection) -> None:
+    _statements(db, _TABLES)
 
 
 def _add_draft_source(db: sqlite3.Connection) -> None:
@@ -100,18 +293,33 @@ def _add_draft_source(db: sqlite3.Connection) -> None:
         db.execute("ALTER TABLE decisions ADD COLUMN draft_source TEXT NOT NULL DEFAULT 'llm'")
 
 
+def _to_responses(db: sqlite3.Connection) -> None:
+    _statements(db, _TEAM_TABLES)
+    old = [(at, sid, who, "verify", d, g, dr, src, None, "")
+           for sid, d, g, dr, who, at, src in db.execute(
+               "SELECT step_id, decision, guide, draft, annotator, decided_at, draft_source FROM decisions")]
+    old += [(at, sid, who, "adjudicate", st, "", "", "llm", el, note)
+            for sid, st, el, who, note, at in db.execute(
+                "SELECT step_id, status, element_id, annotator, note, decided_at FROM adjudications")]
+    old.sort(key=lambda r: (r[0], r[1], r[3]))
+    db.executemany(
+        "INSERT INTO responses (step_id, annotator, round, kind, decision, guide, draft, draft_source, element_id, "
+        "note, decided_at, source, based_on) VALUES (?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?, 'app', 0)",
+        [(sid, who, kind, d, g, dr, src, el, note, at) for at, sid, who, kind, d, g, dr, src, el, note in old])
+    db.execute("DROP TABLE decisions")
+    db.execute("DROP TABLE adjudications")
+
+
 #: The schema's history, oldest first (:mod:`mag_dataset.sqlite_migrations`).
 MIGRATIONS: tuple[Migration, ...] = (
     Migration("the decisions, originals and adjudications tables", _create_tables),
     Migration("decisions.draft_source (rows decided before it were LLM drafts: 'llm')", _add_draft_source),
+    Migration("responses (every decision and adjudication row becomes a round-1 response) and assignments",
+              _to_responses),
 )
 
 #: The schema version this code reads and writes.
 SCHEMA_VERSION = len(MIGRATIONS)
-
-#: Column lists of the statements (never ``*``: a migrated table may hold its columns in another order).
-_DECISION_COLUMNS = "step_id, decision, guide, draft, annotator, decided_at, draft_source"
-_ADJUDICATION_COLUMNS = "step_id, status, element_id, annotator, note, decided_at"
 
 
 def migrate(db: sqlite3.Connection, path: Path | str = "database") -> int:
@@ -139,16 +347,69 @@ def _annotator(name: str) -> str:
     """The annotator's name, stripped; a decision without one is refused."""
     if not name or not name.strip():
         raise ValueError("an annotator name is required")
+    if "," in name:
+        raise ValueError(f"an annotator name cannot hold a comma (names are listed with commas): {name.strip()!r}")
     return name.strip()
 
 
 def _now() -> str:
-    """The decision time, UTC, to the second."""
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    """The decision time, UTC, to the millisecond (ISO 8601)."""
+    t = time.time()
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + f".{int(t * 1000) % 1000:03d}Z"
+
+
+def _norm(text: str) -> str:
+    return " ".join(text.split())
+
+
+def response_label(r: Response) -> str:
+    """What the resolution rule and agreement compare: the decision; an edit with its guide."""
+    if r.kind == "verify":
+        return f"edit: {_norm(r.guide)}" if r.decision == "edit" else r.decision
+    return r.decision + (f" [{r.element_id}]" if r.element_id else "")
+
+
+def _counted(rows: Sequence[Response], rnd: int) -> list[Response]:
+    """Each annotator's latest response in round ``rnd`` (in the order of those responses)."""
+    last: dict[str, Response] = {}
+    for r in rows:
+        if r.round == rnd:
+            last.pop(r.annotator, None)
+            last[r.annotator] = r
+    return list(last.values())
+
+
+def resolve(step_id: str, kind: str, rows: Sequence[Response]) -> Resolution:
+    """The resolution rule (module docstring) over one step's responses of one kind, oldest first."""
+    rows = tuple(r for r in rows if r.kind == kind)
+    if not rows:
+        return Resolution(step_id, kind, "undecided")
+    rnd = max(r.round for r in rows)
+    counted = _counted(rows, rnd)
+    if len({response_label(r) for r in counted}) > 1:
+        return Resolution(step_id, kind, "needs_adjudication", rnd, responses=rows)
+    last = counted[-1]
+    return Resolution(
+        step_id, kind, "decided" if rnd == 1 else "adjudicated", rnd, last.decision, last.guide, last.draft,
+        last.draft_source, last.element_id, tuple(sorted(r.annotator for r in counted)),
+        max(r.decided_at for r in counted), tuple(f"{r.annotator}: {r.note}" for r in counted if r.note), rows)
+
+
+def _next_round(rows: Sequence[Response], kind: str, annotator: str) -> int:
+    """The round a new response of ``annotator`` goes to (module docstring)."""
+    rows = [r for r in rows if r.kind == kind]
+    if not rows:
+        return 1
+    rnd = max(r.round for r in rows)
+    counted = _counted(rows, rnd)
+    disputed = len({response_label(r) for r in counted}) > 1
+    if disputed and annotator not in {r.annotator for r in counted}:
+        return rnd + 1
+    return rnd
 
 
 class AnnotationStore:
-    """The SQLite store of verification decisions and adjudications (thread-safe).
+    """The SQLite store of responses, originals and assignments (thread-safe, shareable by processes).
 
     Args:
         path: the database file (created with its tables when missing).
@@ -159,7 +420,8 @@ class AnnotationStore:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
         try:
-            self._db = sqlite3.connect(self.path, check_same_thread=False)
+            # timeout: a writer of another process holds the lock for milliseconds; wait for it
+            self._db = sqlite3.connect(self.path, check_same_thread=False, timeout=30, isolation_level=None)
         except sqlite3.DatabaseError as e:
             raise ValueError(f"{self.path}: not an annotation database ({e})") from None
         try:
@@ -184,65 +446,395 @@ class AnnotationStore:
         with self._lock:
             return list(self._db.execute(sql, args))
 
-    def decide(self, sid: str, decision: str, guide: str, draft: str, annotator: str, original: tuple[str, str],
-               draft_source: str = "llm") -> Decision:
-        """Record (or replace) the decision on one step.
+    def _write(self, fn: Callable[[sqlite3.Connection], Any]) -> Any:
+        """Run ``fn`` in one ``BEGIN IMMEDIATE`` transaction (the database's write lock)."""
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                out = fn(self._db)
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+            return out
+
+    # -- responses ---------------------------------------------------------------------
+
+    def step_version(self, step_id: str) -> int:
+        """The step's version: how many responses it has (of any kind); it only grows."""
+        return int(self._rows("SELECT COUNT(*) FROM responses WHERE step_id = ?", (step_id,))[0][0])
+
+    def record_response(self, step_id: str, annotator: str, kind: str, decision: str, *, guide: str = "",
+                        draft: str = "", draft_source: str = "llm", element_id: str | None = None, note: str = "",
+                        seen_version: int, source: str = "app", round: int | None = None) -> Response:
+        """Append one annotator's response, unless the step changed since they looked at it.
 
         Args:
-            sid: the step id.
-            decision: ``accept``, ``edit`` or ``reject``.
-            guide: the resulting guide text (the draft, the edit, or the original).
+            step_id: the step.
+            annotator: who answers (required; no comma).
+            kind: ``verify`` or ``adjudicate``.
+            decision: one of ``KINDS[kind]``.
+            guide: the resulting guide of a verification (the draft, the edit or the original).
             draft: the draft shown.
-            annotator: who decided (required).
-            original: the step's ``(guide, guide_source)`` before any decision; stored once.
-            draft_source: where the draft came from: ``llm`` (a drafted guide) or the step's
-                own source when it had no draft (accepting a template keeps it ``template``).
-        """
-        draft_source = GuideSource(draft_source).value
-        if decision not in VERIFICATION_DECISIONS:
-            raise ValueError(f"decision must be one of {VERIFICATION_DECISIONS}, got {decision!r}")
-        annotator = _annotator(annotator)
-        guide = " ".join(guide.split())
-        if decision == "edit" and not guide:
-            raise ValueError("an edited guide cannot be empty")
-        now = _now()
-        with self._lock, self._db:
-            self._db.execute("INSERT OR IGNORE INTO originals (step_id, guide, guide_source) VALUES (?, ?, ?)",
-                             (sid, original[0], original[1]))
-            self._db.execute(
-                f"INSERT OR REPLACE INTO decisions ({_DECISION_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (sid, decision, guide, draft, annotator, now, draft_source),
-            )
-        return Decision(sid, decision, guide, draft, annotator, now, draft_source)
+            draft_source: ``llm``, or the step's own source when it had no draft.
+            element_id: the element of a ``remapped`` adjudication.
+            note: the annotator's note.
+            seen_version: :meth:`step_version` of the view the annotator decided on.
+            source: ``app``, ``label-studio`` or ``cli``.
+            round: the round (default: by the rule of the module docstring).
 
-    def decisions(self) -> dict[str, Decision]:
-        return {r[0]: Decision(*r) for r in self._rows(f"SELECT {_DECISION_COLUMNS} FROM decisions ORDER BY step_id")}
+        Returns:
+            The stored :class:`Response`.
+
+        Raises:
+            StaleView: ``seen_version`` is not the step's version (nothing is written).
+            ValueError: an unknown kind, decision or source, an empty edit, a remap without
+                an element, no annotator name.
+        """
+        if kind not in KINDS:
+            raise ValueError(f"kind must be one of {tuple(KINDS)}, got {kind!r}")
+        if decision not in KINDS[kind]:
+            raise ValueError(f"a {kind} decision must be one of {KINDS[kind]}, got {decision!r}")
+        if source not in SOURCES:
+            raise ValueError(f"source must be one of {SOURCES}, got {source!r}")
+        annotator = _annotator(annotator)
+        guide = _norm(guide)
+        note = " ".join(str(note or "").split())
+        if kind == "verify":
+            draft_source = GuideSource(draft_source).value
+            element_id = None
+            if decision == "edit" and not guide:
+                raise ValueError("an edited guide cannot be empty")
+        else:
+            if decision == "remapped" and not element_id:
+                raise ValueError("a remap needs the element id")
+            element_id = element_id if decision == "remapped" else None
+        if isinstance(seen_version, bool) or not isinstance(seen_version, int) or seen_version < 0:
+            raise ValueError(f"seen_version must be a step version (an int >= 0), got {seen_version!r}")
+
+        def write(db: sqlite3.Connection) -> Response:
+            rows = [Response(*r) for r in db.execute(
+                f"SELECT {_RESPONSE_COLUMNS} FROM responses WHERE step_id = ? ORDER BY id", (step_id,))]
+            if len(rows) != seen_version:
+                raise StaleView(step_id, seen_version, len(rows), rows[seen_version:] if seen_version < len(rows) else [])
+            rnd = round if round is not None else _next_round(rows, kind, annotator)
+            at = _now()
+            cur = db.execute(
+                f"INSERT INTO responses ({_RESPONSE_COLUMNS}) VALUES (NULL, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (step_id, annotator, rnd, kind, decision, guide, draft, draft_source, element_id, note, at, source,
+                 seen_version))
+            return Response(int(cur.lastrowid), step_id, annotator, rnd, kind, decision, guide, draft, draft_source,
+                            element_id, note, at, source, seen_version)
+
+        return self._write(write)
+
+    def responses(self, step_id: str | None = None, annotator: str | None = None,
+                  kind: str | None = None) -> list[Response]:
+        """Stored responses, oldest first, of one step / annotator / kind when given."""
+        where, args = [], []
+        for col, val in (("step_id", step_id), ("annotator", annotator), ("kind", kind)):
+            if val is not None:
+                where.append(f"{col} = ?")
+                args.append(val)
+        sql = f"SELECT {_RESPONSE_COLUMNS} FROM responses" + (" WHERE " + " AND ".join(where) if where else "")
+        return [Response(*r) for r in self._rows(sql + " ORDER BY id", tuple(args))]
+
+    def resolution(self, step_id: str, kind: str = "verify") -> Resolution:
+        """The step's resolution of ``kind`` by the rule of the module docstring."""
+        return resolve(step_id, kind, self.responses(step_id, kind=kind))
+
+    def resolutions(self, kind: str = "verify") -> dict[str, Resolution]:
+        """:meth:`resolution` of every step that has a response of ``kind``."""
+        by_step: dict[str, list[Response]] = {}
+        for r in self.responses(kind=kind):
+            by_step.setdefault(r.step_id, []).append(r)
+        return {sid: resolve(sid, kind, rows) for sid, rows in sorted(by_step.items())}
+
+    def needs_adjudication(self, kind: str | None = None) -> list[str]:
+        """Steps whose latest round disagrees (of ``kind``, or of either kind)."""
+        kinds = [kind] if kind else list(KINDS)
+        return sorted({sid for k in kinds for sid, res in self.resolutions(k).items()
+                       if res.status == "needs_adjudication"})
+
+    # -- originals and the one-call API of the single-annotator app -----------------------
+
+    def keep_original(self, step_id: str, guide: str, guide_source: str) -> None:
+        """Store the step's guide before any decision (once; what Reject restores)."""
+        def write(db: sqlite3.Connection) -> None:
+            db.execute("INSERT OR IGNORE INTO originals (step_id, guide, guide_source) VALUES (?, ?, ?)",
+                       (step_id, guide, GuideSource(guide_source).value))
+        self._write(write)
 
     def originals(self) -> dict[str, tuple[str, str]]:
         return {r[0]: (r[1], r[2]) for r in self._rows("SELECT step_id, guide, guide_source FROM originals")}
 
-    def adjudicate(self, sid: str, status: AuditStatus | str, element_id: str | None, annotator: str, note: str = "") -> Adjudication:
-        """Record (or replace) the human resolution of a disputed step."""
+    def decide(self, sid: str, decision: str, guide: str, draft: str, annotator: str, original: tuple[str, str],
+               draft_source: str = "llm", *, seen_version: int | None = None, note: str = "",
+               source: str = "app") -> Decision:
+        """Record a verification and the step's original guide; returns the step's resolved decision.
+
+        ``seen_version=None`` answers on the current version (no stale-view check: for
+        scripts and single-annotator use); the app passes the version it showed.
+
+        Raises:
+            StaleView: see :meth:`record_response`.
+            ValueError: see :meth:`record_response`.
+        """
+        self.keep_original(sid, original[0], original[1])
+        version = self.step_version(sid) if seen_version is None else seen_version
+        r = self.record_response(sid, annotator, "verify", decision, guide=guide, draft=draft, draft_source=draft_source,
+                                 note=note, seen_version=version, source=source)
+        res = self.resolution(sid)
+        if not res.resolved:
+            return Decision(sid, r.decision, r.guide, r.draft, r.annotator, r.decided_at, r.draft_source, r.note,
+                            res.status)
+        return _decision(res)
+
+    def decisions(self) -> dict[str, Decision]:
+        """The resolved verification of every decided or adjudicated step (the rule, not the last writer)."""
+        return {sid: _decision(res) for sid, res in self.resolutions("verify").items() if res.resolved}
+
+    def adjudicate(self, sid: str, status: AuditStatus | str, element_id: str | None, annotator: str, note: str = "",
+                   *, seen_version: int | None = None, source: str = "app") -> Adjudication:
+        """Record an adjudication of a disputed audit label (``seen_version`` as in :meth:`decide`).
+
+        Returns the response as an :class:`Adjudication` (the step's resolution may still be disputed).
+        """
         status = AuditStatus(status)
         if status not in (AuditStatus.CONFIRMED, AuditStatus.REMAPPED, AuditStatus.UNMAPPABLE):
             raise ValueError(f"an adjudication resolves to confirmed, remapped or unmappable, got {status.value}")
-        if status is AuditStatus.REMAPPED and not element_id:
-            raise ValueError("a remap needs the element id")
-        annotator = _annotator(annotator)
-        element_id = element_id if status is AuditStatus.REMAPPED else None
-        now = _now()
-        with self._lock, self._db:
-            self._db.execute(
-                f"INSERT OR REPLACE INTO adjudications ({_ADJUDICATION_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)",
-                (sid, status.value, element_id, annotator, note, now),
-            )
-        return Adjudication(sid, status, element_id, annotator, note, now)
+        version = self.step_version(sid) if seen_version is None else seen_version
+        r = self.record_response(sid, annotator, "adjudicate", status.value, element_id=element_id, note=note,
+                                 seen_version=version, source=source)
+        return Adjudication(sid, status, r.element_id, r.annotator, r.note, r.decided_at)
 
     def adjudications(self) -> dict[str, Adjudication]:
+        """The resolved adjudication of every step whose adjudicators agree (or were adjudicated)."""
+        return {sid: Adjudication(sid, AuditStatus(res.decision), res.element_id, ", ".join(res.verified_by),
+                                  "; ".join(res.notes), res.decided_at)
+                for sid, res in self.resolutions("adjudicate").items() if res.resolved}
+
+    # -- assignments -------------------------------------------------------------------
+
+    def assign(self, step_ids: Sequence[str], annotators: Sequence[str], overlap: float, seed: int,
+               *, force: bool = False) -> dict[str, tuple[str, ...]]:
+        """Split ``step_ids`` among ``annotators``; an ``overlap`` share goes to two of them.
+
+        A seeded shuffle, then round-robin; the first ``round(overlap * len(step_ids))``
+        shuffled steps get a second annotator, cycling through the pairs (every pair gets
+        overlap items once there are enough). Deterministic for a seed.
+
+        Returns:
+            ``step_id -> annotators``, in the order of ``step_ids``.
+
+        Raises:
+            ValueError: no annotator, a repeated or empty name, ``overlap`` outside [0, 1]
+                (or above 0 with one annotator), or steps already assigned (unless ``force``,
+                which replaces their assignment).
+        """
+        names = [_annotator(a) for a in annotators]
+        if not names:
+            raise ValueError("name at least one annotator")
+        if len(set(names)) != len(names):
+            raise ValueError(f"an annotator is named twice: {', '.join(names)}")
+        if not 0.0 <= float(overlap) <= 1.0:
+            raise ValueError(f"the overlap is a share of the steps, between 0 and 1; got {overlap}")
+        if overlap > 0 and len(names) < 2:
+            raise ValueError("an overlap needs at least two annotators")
+        ids = list(dict.fromkeys(step_ids))
+        order = sorted(ids)
+        random.Random(seed).shuffle(order)
+        n_overlap = round(float(overlap) * len(order))
+        k_count = len(names)
+        plan: dict[str, tuple[str, ...]] = {}
+        for k, sid in enumerate(order):
+            first = names[k % k_count]
+            if k < n_overlap:
+                offset = 1 + (k // k_count) % (k_count - 1)
+                plan[sid] = (first, names[(k + offset) % k_count])
+            else:
+                plan[sid] = (first,)
+        at = _now()
+
+        def write(db: sqlite3.Connection) -> None:
+            taken = sorted({r[0] for r in db.execute("SELECT step_id FROM assignments")} & set(ids))
+            if taken and not force:
+                raise ValueError(f"{len(taken)} of these steps are assigned already (first: {taken[0]}); "
+                                 "pass force to assign them again")
+            db.executemany("DELETE FROM assignments WHERE step_id = ?", [(s,) for s in taken])
+            db.executemany("INSERT INTO assignments (step_id, annotator, assigned_at) VALUES (?, ?, ?)",
+                           [(sid, who, at) for sid in ids for who in plan[sid]])
+
+        self._write(write)
+        return {sid: plan[sid] for sid in ids}
+
+    def assignments(self) -> dict[str, tuple[str, ...]]:
+        """``step_id -> annotators`` of every assigned step (in the order they were assigned)."""
+        out: dict[str, list[str]] = {}
+        for sid, who in self._rows("SELECT step_id, annotator FROM assignments ORDER BY rowid"):
+            out.setdefault(sid, []).append(who)
+        return {sid: tuple(v) for sid, v in out.items()}
+
+    def queue(self, annotator: str) -> list[str]:
+        """The steps assigned to ``annotator`` that have no verification of theirs yet (assignment order)."""
+        done = {r.step_id for r in self.responses(annotator=annotator.strip(), kind="verify")}
+        return [sid for sid, who in self.assignments().items() if annotator.strip() in who and sid not in done]
+
+    def progress(self, to_verify: Iterable[str]) -> dict[str, tuple[int, int]]:
+        """"M of N to verify": ``{"": (resolved, N), annotator: (answered, assigned)}``.
+
+        ``to_verify`` are the steps to verify (the drafted ones). Overall, M counts those
+        whose verification is decided or adjudicated. Per annotator, N is their assigned
+        steps (or all of ``to_verify`` when nothing is assigned to anyone) and M those they
+        answered.
+        """
+        steps = list(dict.fromkeys(to_verify))
+        wanted = set(steps)
+        res = self.resolutions("verify")
+        out = {"": (sum(res[s].resolved for s in steps if s in res), len(steps))}
+        assigned = self.assignments()
+        answered: dict[str, set[str]] = {}
+        for r in self.responses(kind="verify"):
+            answered.setdefault(r.annotator, set()).add(r.step_id)
+        people = sorted(set(answered) | {w for who in assigned.values() for w in who})
+        for who in people:
+            mine = [s for s, names in assigned.items() if who in names] if assigned else steps
+            mine = [s for s in mine if s in wanted]
+            out[who] = (sum(s in answered.get(who, set()) for s in mine), len(mine))
+        return out
+
+
+def _decision(res: Resolution) -> Decision:
+    return Decision(res.step_id, res.decision or "", res.guide, res.draft, ", ".join(res.verified_by), res.decided_at,
+                    res.draft_source, "; ".join(res.notes), res.status)
+
+
+# -- agreement ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Figure:
+    """One agreement figure: its value (``None`` when undefined, with ``reason``), ``n`` items and counts."""
+
+    value: float | None
+    n: int
+    counts: dict[str, int]
+    reason: str = ""
+
+    def text(self) -> str:
+        return f"{self.value:.3f}" if self.value is not None else f"n/a ({self.reason})"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"value": self.value, "n": self.n, "counts": dict(self.counts), "reason": self.reason or None}
+
+
+def cohen_kappa(a: Sequence[str], b: Sequence[str]) -> Figure:
+    """Cohen's kappa of two annotators' labels on the same items: (p_o - p_e) / (1 - p_e).
+
+    ``counts`` holds ``agree`` and each label's count per annotator (``a:accept``, ``b:edit``...).
+    """
+    n = len(a)
+    counts: dict[str, int] = {"agree": sum(x == y for x, y in zip(a, b))}
+    for who, labels in (("a", a), ("b", b)):
+        for lab, c in sorted(Counter(_category(x) for x in labels).items()):
+            counts[f"{who}:{lab}"] = c
+    if n < 2:
+        return Figure(None, n, counts, f"{n} item{'s' if n != 1 else ''} answered by both; 2 are needed")
+    po = counts["agree"] / n
+    ca, cb = Counter(a), Counter(b)
+    pe = sum(ca[k] * cb[k] for k in ca) / (n * n)
+    if pe == 1.0:
+        return Figure(None, n, counts, "both gave one and the same label to every item: chance agreement is 1")
+    return Figure((po - pe) / (1 - pe), n, counts)
+
+
+def krippendorff_alpha(table: Sequence[Sequence[str | None]]) -> Figure:
+    """Krippendorff's alpha (nominal) of a table: one row per annotator, one column per item,
+    ``None`` where the annotator gave no answer (the ``krippendorff`` package)."""
+    items = [col for col in zip(*table) if sum(x is not None for x in col) >= 2] if table else []
+    labels = sorted({x for col in items for x in col if x is not None})
+    counts = {lab: c for lab, c in sorted(Counter(_category(x) for col in items for x in col if x is not None).items())}
+    n = len(items)
+    if n < 2:
+        return Figure(None, n, counts, f"{n} item{'s' if n != 1 else ''} with two answers; 2 are needed")
+    if len(labels) < 2:
+        return Figure(None, n, counts, "every answer is the same label: alpha is undefined")
+    try:
+        import krippendorff
+        import numpy as np
+    except ImportError as e:
+        return Figure(None, n, counts, f"the krippendorff package is not installed ({e}): "
+                                       "pip install 'mag_dataset[leaderboard]'")
+    code = {lab: i for i, lab in enumerate(labels)}
+    data = np.array([[np.nan if x is None else code[x] for x in col] for col in items], dtype=float).T
+    return Figure(float(krippendorff.alpha(reliability_data=data, level_of_measurement="nominal")), n, counts)
+
+
+def _category(label: str) -> str:
+    return "edit" if label.startswith("edit: ") else label
+
+
+@dataclass(frozen=True)
+class Agreement:
+    """Agreement on the overlap (:func:`agreement`)."""
+
+    items: int
+    annotators: tuple[str, ...]
+    alpha: Figure
+    pairs: dict[tuple[str, str], dict[str, Figure]]
+    sites: dict[str, Figure]
+
+    def to_json(self) -> dict[str, Any]:
         return {
-            r[0]: Adjudication(r[0], AuditStatus(r[1]), r[2], r[3], r[4], r[5])
-            for r in self._rows(f"SELECT {_ADJUDICATION_COLUMNS} FROM adjudications ORDER BY step_id")
+            "items": self.items, "annotators": list(self.annotators), "alpha": self.alpha.to_json(),
+            "pairs": [{"a": a, "b": b, "kappa": f["kappa"].to_json(), "alpha": f["alpha"].to_json()}
+                      for (a, b), f in self.pairs.items()],
+            "sites": {s: f.to_json() for s, f in self.sites.items()},
         }
+
+    def lines(self) -> list[str]:
+        """The report as text lines (``mag annotate --report``, the app)."""
+        out = [f"Agreement on the overlap: {self.items} steps verified by two or more of "
+               f"{len(self.annotators)} annotators; label = the decision (an edit with its guide)",
+               f"  Krippendorff's alpha (nominal), all: {self.alpha.text()}, n={self.alpha.n}"]
+        for (a, b), f in self.pairs.items():
+            k = f["kappa"]
+            out.append(f"  {a} × {b}: Cohen's kappa {k.text()}, alpha {f['alpha'].text()}, n={k.n}, "
+                       f"agree {k.counts.get('agree', 0)}; " + ", ".join(f"{c}={v}" for c, v in k.counts.items()
+                                                                          if c != "agree"))
+        for site, f in self.sites.items():
+            out.append(f"  site {site}: alpha {f.text()}, n={f.n}")
+        return out
+
+
+def agreement(responses: Iterable[Response], site_of: Callable[[str], str] | None = None) -> Agreement:
+    """Agreement of round-1 verifications on the steps answered by two or more annotators.
+
+    Args:
+        responses: the responses (of any kind and round; only round-1 verifications count,
+            each annotator's latest).
+        site_of: ``step_id -> site`` for the per-site figures (none without it).
+    """
+    by_step: dict[str, dict[str, str]] = {}
+    for r in responses:
+        if r.kind == "verify" and r.round == 1:
+            by_step.setdefault(r.step_id, {})[r.annotator] = response_label(r)  # the latest wins
+    overlap = {sid: v for sid, v in sorted(by_step.items()) if len(v) >= 2}
+    people = tuple(sorted({a for v in overlap.values() for a in v}))
+    table = [[overlap[s].get(p) for s in overlap] for p in people]
+    pairs: dict[tuple[str, str], dict[str, Figure]] = {}
+    for a, b in itertools.combinations(people, 2):
+        both = [s for s, v in overlap.items() if a in v and b in v]
+        if not both:
+            continue
+        la, lb = [overlap[s][a] for s in both], [overlap[s][b] for s in both]
+        pairs[(a, b)] = {"kappa": cohen_kappa(la, lb), "alpha": krippendorff_alpha([la, lb])}
+    sites: dict[str, Figure] = {}
+    if site_of is not None:
+        for site in sorted({site_of(s) for s in overlap}):
+            ids = [s for s in overlap if site_of(s) == site]
+            sites[site] = krippendorff_alpha([[overlap[s].get(p) for s in ids] for p in people])
+    return Agreement(len(overlap), people, krippendorff_alpha(table), pairs, sites)
 
 
 def decision_counts(db: str | os.PathLike, step_ids: set[str]) -> int:
@@ -257,7 +849,11 @@ def decision_counts(db: str | os.PathLike, step_ids: set[str]) -> int:
         return 0
     try:
         n = 0
-        for table in ("decisions", "adjudications"):
+        try:  # schema 3 and later: every response counts
+            return sum(r[0] in step_ids for r in con.execute("SELECT step_id FROM responses"))
+        except sqlite3.Error:
+            pass
+        for table in ("decisions", "adjudications"):  # an older database, read as it is
             try:
                 n += sum(r[0] in step_ids for r in con.execute(f"SELECT step_id FROM {table}"))  # noqa: S608 (fixed names)
             except sqlite3.Error:
@@ -306,6 +902,8 @@ def other_decision_dbs(raw_dir: str | os.PathLike, db_path: str | os.PathLike | 
 
 
 __all__ = [
-    "DEFAULT_DB", "MIGRATIONS", "SCHEMA_VERSION", "VERIFICATION_DECISIONS", "Adjudication", "AnnotationStore",
-    "Decision", "decision_counts", "migrate", "other_decision_dbs", "stored_adjudications",
+    "ADJUDICATION_DECISIONS", "DECISION_WORDS", "DEFAULT_DB", "KINDS", "MIGRATIONS", "RESOLUTION_STATUSES",
+    "SCHEMA_VERSION", "SOURCES", "VERIFICATION_DECISIONS", "Adjudication", "Agreement", "AnnotationStore",
+    "Decision", "Figure", "Resolution", "Response", "StaleView", "agreement", "cohen_kappa", "decision_counts",
+    "krippendorff_alpha", "migrate", "other_decision_dbs", "resolve", "response_label", "stored_adjudications",
 ]
