@@ -23,18 +23,23 @@ Drafting (``mag draft-guides``)
     no file.
 
 Verification (``mag annotate``)
-    Decisions live in a SQLite database (``RAW/annotations.sqlite`` by default), one row per
-    step, so the app can be closed and resumed at any time
-    (:mod:`mag_dataset.harness.annotation_store`, whose names are re-exported here).
-    :func:`apply_decisions` writes them back into the raw episodes:
+    Every annotator's response lives in a SQLite database (``RAW/annotations.sqlite`` by
+    default; append-only, so the app can be closed and resumed at any time and nobody's
+    answer replaces another's: :mod:`mag_dataset.harness.annotation_store`, whose names are
+    re-exported here). :func:`apply_decisions` writes each step's *resolved* decision (the
+    store's rule, not the last writer) back into the raw episodes:
 
     * accept → the draft becomes the guide, ``guide_source = "llm"`` (a step without an LLM
       draft shows its current guide; accepting it keeps its source);
     * edit → the edited text becomes the guide, ``guide_source = "human"``;
     * reject → the step keeps (or gets back) the guide it had before annotation.
 
-    Each step's ``metadata["verified_by"]`` names the annotator and
-    ``metadata["verification"]`` the decision.
+    Each decided step's metadata gets ``verified_by`` (the deciding annotators, joined by
+    ``", "``), ``verification`` (accept / edit / reject), ``guide_decision`` (accepted /
+    edited / rejected: a rejected draft stays visible as rejected though the step keeps its
+    original guide), ``decided_at`` and ``verification_notes`` (when there are notes). A
+    step whose annotators disagree keeps the guide it had before annotation, with
+    ``guide_decision = "disputed"`` and no ``verified_by``, until it is adjudicated.
 
 Adjudication
     The same database holds human resolutions of disputed audit steps
@@ -54,6 +59,7 @@ from typing import Any, Callable, Iterator
 from mag_dataset.actions import ACTION_SPACE
 from mag_dataset.fileio import atomic_write_jsonl, read_jsonl
 from mag_dataset.harness.annotation_store import (  # noqa: F401 (re-exported: the store's public names)
+    DECISION_WORDS,
     DEFAULT_DB,
     VERIFICATION_DECISIONS,
     Adjudication,
@@ -88,6 +94,8 @@ from mag_dataset.raw import (
 from mag_dataset.schema import AuditStatus, GuideSource
 
 PROMPT_VERSION = 1
+#: The step metadata :func:`apply_decisions` owns (rewritten from the resolution each time).
+PROVENANCE_KEYS = ("verified_by", "verification", "guide_decision", "decided_at", "verification_notes")
 DRAFTS_FILE = "guide_drafts.jsonl"
 MAX_DRAFT_CHARS = 300
 
@@ -319,7 +327,7 @@ def apply_decisions(raw_dir: str | os.PathLike, store: AnnotationStore, episode_
     Returns:
         The number of episodes rewritten.
     """
-    decisions = store.decisions()
+    resolutions = store.resolutions("verify")
     originals = store.originals()
     changed = 0
     for folder, ep in _steps(Path(raw_dir)):
@@ -328,17 +336,25 @@ def apply_decisions(raw_dir: str | os.PathLike, store: AnnotationStore, episode_
         steps = []
         for st in ep.steps:
             sid = step_id(ep.task_id, st.step_index)
-            d = decisions.get(sid)
-            if d is None:
+            res = resolutions.get(sid)
+            if res is None:
                 steps.append(st)
                 continue
-            meta = {**st.metadata, "verified_by": d.annotator, "verification": d.decision}
-            if d.decision == "accept":
-                st = dataclasses.replace(st, guide=d.guide, guide_source=GuideSource(d.draft_source), metadata=meta)
-            elif d.decision == "edit":
-                st = dataclasses.replace(st, guide=d.guide, guide_source=GuideSource.HUMAN, metadata=meta)
+            meta = {k: v for k, v in st.metadata.items() if k not in PROVENANCE_KEYS}
+            guide, source = originals.get(sid, (st.guide, st.guide_source.value))
+            if not res.resolved:  # disputed: the guide it had before annotation until someone adjudicates
+                meta["guide_decision"] = "disputed"
+                steps.append(dataclasses.replace(st, guide=guide, guide_source=GuideSource(source), metadata=meta))
+                continue
+            meta.update({"verified_by": ", ".join(res.verified_by), "verification": res.decision,
+                         "guide_decision": DECISION_WORDS[res.decision], "decided_at": res.decided_at})
+            if res.notes:
+                meta["verification_notes"] = "; ".join(res.notes)
+            if res.decision == "accept":
+                st = dataclasses.replace(st, guide=res.guide, guide_source=GuideSource(res.draft_source), metadata=meta)
+            elif res.decision == "edit":
+                st = dataclasses.replace(st, guide=res.guide, guide_source=GuideSource.HUMAN, metadata=meta)
             else:
-                guide, source = originals.get(sid, (st.guide, st.guide_source.value))
                 st = dataclasses.replace(st, guide=guide, guide_source=GuideSource(source), metadata=meta)
             steps.append(st)
         new = dataclasses.replace(ep, steps=tuple(steps))
@@ -349,7 +365,9 @@ def apply_decisions(raw_dir: str | os.PathLike, store: AnnotationStore, episode_
 
 
 def apply_adjudications(raw_dir: str | os.PathLike, store: AnnotationStore, audit_path: str | os.PathLike | None = None) -> int:
-    """Write human adjudications into the audit file (flags kept). Returns records changed.
+    """Write resolved human adjudications into the audit file (flags kept). Returns records changed.
+
+    A step whose adjudicators disagree goes back to ``disputed`` (no one's answer stands).
 
     Raises:
         ValueError: an adjudicated step is not in the corpus, or its remap target is not
@@ -358,7 +376,8 @@ def apply_adjudications(raw_dir: str | os.PathLike, store: AnnotationStore, audi
     raw_dir = Path(raw_dir)
     path = Path(audit_path) if audit_path is not None else raw_dir / AUDIT_FILE
     adj = store.adjudications()
-    if not adj:
+    split = store.needs_adjudication("adjudicate")  # adjudicators disagree: the step is disputed again
+    if not adj and not split:
         return 0
     records = read_audit(path) if path.is_file() else {}
     steps = {step_id(ep.task_id, st.step_index): st for _, ep in _steps(raw_dir) for st in ep.steps}
@@ -370,6 +389,10 @@ def apply_adjudications(raw_dir: str | os.PathLike, store: AnnotationStore, audi
         if a.status is AuditStatus.REMAPPED and a.element_id not in {c.id for c in st.candidates}:
             raise ValueError(f"step {sid}: adjudicated remap to {a.element_id!r}, which is not in the candidate menu")
         out[sid] = make_record(st, a.status, a.element_id, records.get(sid), adjudicated_by=a.annotator)
+    for sid in split:
+        rec, st = records.get(sid), steps.get(sid)
+        if rec is not None and rec.adjudicated_by and st is not None:
+            out[sid] = make_record(st, AuditStatus.DISPUTED, None, rec)
     changed = sum(out.get(s) != records.get(s) for s in out)
     if changed:
         write_audit(path, out)

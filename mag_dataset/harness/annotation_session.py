@@ -24,6 +24,7 @@ from mag_dataset.harness.annotate import (
     describe_action,
     read_drafts,
 )
+from mag_dataset.harness.annotation_store import Agreement, agreement
 from mag_dataset.harness.audit import VERDICTS_FILE, AuditItem, audit_staleness, read_audit_verdicts
 from mag_dataset.raw import (
     AUDIT_FILE,
@@ -43,6 +44,7 @@ class _Ref:
     step_id: str
     folder: Path
     index: int
+    site: str = ""
 
 
 _DONE = {"accept": "accepted", "edit": "edited", "reject": "rejected"}
@@ -72,7 +74,7 @@ class Session:
         self.refs: list[_Ref] = []
         for folder in iter_episode_dirs(self.raw_dir):
             ep = read_episode(folder)
-            self.refs.extend(_Ref(step_id(ep.task_id, s.step_index), folder, s.step_index) for s in ep.steps)
+            self.refs.extend(_Ref(step_id(ep.task_id, s.step_index), folder, s.step_index, ep.site) for s in ep.steps)
         if not self.refs:
             raise ValueError(f"{self.raw_dir} holds no episodes")
         self.by_id = {r.step_id: r for r in self.refs}
@@ -102,14 +104,73 @@ class Session:
         st = self.load(i)[1]
         return st.guide, st.guide_source.value
 
-    def first_undecided(self) -> int:
-        decided = self.store.decisions()
-        return next((i for i, r in enumerate(self.refs) if r.step_id not in decided), 0)
-
-    def decide(self, i: int, decision: str, text: str, annotator: str) -> None:
-        """Record a decision on step ``i`` and write it into the raw episode.
+    def index(self, sid: str) -> int:
+        """The position of step ``sid`` (for a jump to a step id).
 
         Raises:
+            ValueError: no such step in the corpus.
+        """
+        ref = self.by_id.get(sid.strip())
+        if ref is None:
+            raise ValueError(f"no step {sid.strip()!r} in {self.raw_dir}")
+        return self.refs.index(ref)
+
+    def first_undecided(self, annotator: str | None = None) -> int:
+        """The first step of ``annotator``'s queue when they have assigned steps left, else
+        the first step nobody has answered (0 when every step has an answer)."""
+        if annotator and annotator.strip():
+            queue = self.queue(annotator)
+            if queue:
+                return queue[0]
+        answered = {r.step_id for r in self.store.responses(kind="verify")}
+        return next((i for i, r in enumerate(self.refs) if r.step_id not in answered), 0)
+
+    # -- the team: versions, queues, progress, agreement ----------------------------------
+
+    def version(self, i: int) -> int:
+        """Step ``i``'s version: pass it back as ``seen_version`` with a decision on this view."""
+        return self.store.step_version(self.refs[i].step_id)
+
+    def to_verify(self) -> list[str]:
+        """The steps to verify: those with an LLM draft (every step when there are no drafts)."""
+        if not self.drafts:
+            return [r.step_id for r in self.refs]
+        return [r.step_id for r in self.refs if r.step_id in self.drafts]
+
+    def queue(self, annotator: str) -> list[int]:
+        """Positions of the steps assigned to ``annotator`` still without their answer, in corpus order."""
+        left = set(self.store.queue(annotator))
+        return [i for i, r in enumerate(self.refs) if r.step_id in left]
+
+    def progress(self, annotator: str | None = None) -> str:
+        """``"M of N to verify"``: ``annotator``'s (their assigned steps answered) or, without
+        one, everybody's (steps to verify with a resolved decision)."""
+        counts = self.store.progress(self.to_verify())
+        key = annotator.strip() if annotator and annotator.strip() in counts else ""
+        if annotator and annotator.strip() and not key:  # someone with no answer and no assignment yet
+            return f"0 of {len(self.to_verify())} to verify"
+        m, n = counts[key]
+        return f"{m} of {n} to verify"
+
+    def guide_disputes(self) -> list[str]:
+        """Steps whose verifications disagree (to adjudicate by a response in a new round)."""
+        split = set(self.store.needs_adjudication("verify"))
+        return [r.step_id for r in self.refs if r.step_id in split]
+
+    def agreement(self) -> Agreement:
+        """Agreement on the overlap, overall, per annotator pair and per site."""
+        return agreement(self.store.responses(), lambda sid: self.by_id[sid].site if sid in self.by_id else "?")
+
+    def decide(self, i: int, decision: str, text: str, annotator: str, *, seen_version: int | None = None,
+               note: str = "") -> None:
+        """Record ``annotator``'s decision on step ``i`` and write the step's resolution into the raw episode.
+
+        Args:
+            seen_version: :meth:`version` of the view the decision was made on (``None``:
+                the current one, no stale-view check).
+
+        Raises:
+            StaleView: someone answered the step since ``seen_version`` (nothing written).
             ValueError: an unknown decision, an empty edit or no annotator name.
         """
         ep, st = self.load(i)
@@ -124,7 +185,8 @@ class Session:
                 decision = "reject"  # the box of a rejected step holds the original guide
         guide = {"accept": draft, "edit": text, "reject": original[0]}.get(decision, text)
         source = "llm" if sid in self.drafts else original[1]
-        self.store.decide(sid, decision, guide, draft, annotator, original, draft_source=source)
+        self.store.decide(sid, decision, guide, draft, annotator, original, draft_source=source,
+                          seen_version=seen_version, note=note)
         apply_decisions(self.raw_dir, self.store, {ep.episode_id})
         if self._next_calls is not None:  # a guide change can only make this episode's verdicts stale
             for r in self.refs:
@@ -185,11 +247,16 @@ class Session:
         """Everything the verify tab shows for step ``i``."""
         ep, st = self.load(i)
         sid = self.refs[i].step_id
+        res = self.store.resolution(sid)
         decisions = self.store.decisions()
-        d = decisions.get(sid)
+        d = decisions.get(sid) if res.resolved else None
         decided = sum(r.step_id in decisions for r in self.refs)
         status = f"**Step {i + 1} / {len(self.refs)}** · `{sid}` · {decided} decided · "
-        status += "undecided" if d is None else f"{_DONE[d.decision]} by {d.annotator}"
+        if res.status == "needs_adjudication":
+            status += "disputed: " + "; ".join(r.describe() for r in res.responses if r.round == res.round)
+        else:
+            status += "undecided" if d is None else f"{_DONE[d.decision]} by {d.annotator}"
+        status += f" · {self.progress()}"
         previous = "\n".join(f"{k + 1}. {s.guide}" for k, s in enumerate(ep.steps[: st.step_index])) or "(first step)"
         a = st.action
         point = ""
@@ -208,7 +275,7 @@ class Session:
         )
         text = st.guide if d is not None else self.draft(i)
         return {"status": status, "image": self.image(i), "context": context, "guides": guides,
-                "audit": self.audit_line(i), "guide": text}
+                "audit": self.audit_line(i), "guide": text, "version": self.version(i), "resolution": res.status}
 
     def image(self, i: int) -> Any:
         """The Set-of-Mark screenshot; a point-only step gets its recorded point drawn in red."""
@@ -278,12 +345,17 @@ class Session:
             f"**Judges:**\n\n{self.verdict_lines(sid)}\n\n"
             f"**Candidate menu:**\n\n{menu}"
         )
-        return {"image": self.image(i), "info": info, "ids": [c.id for c in st.candidates]}
+        return {"image": self.image(i), "info": info, "ids": [c.id for c in st.candidates],
+                "version": self.store.step_version(sid)}
 
-    def adjudicate(self, sid: str, status: str, element: str | None, annotator: str, note: str = "") -> None:
+    def adjudicate(self, sid: str, status: str, element: str | None, annotator: str, note: str = "", *,
+                   seen_version: int | None = None) -> None:
         """Resolve a disputed step and write the outcome into the audit file.
 
+        ``seen_version`` as in :meth:`decide`.
+
         Raises:
+            StaleView: someone answered the step since ``seen_version`` (nothing written).
             ValueError: an unknown step, a remap without an element or to one outside the
                 menu, or no annotator name.
         """
@@ -295,7 +367,7 @@ class Session:
                 raise ValueError("pick the element to remap to")
             if element not in {c.id for c in st.candidates}:
                 raise ValueError(f"step {sid}: element {element!r} is not in the candidate menu")
-        self.store.adjudicate(sid, status, element, annotator, note)
+        self.store.adjudicate(sid, status, element, annotator, note, seen_version=seen_version)
         apply_adjudications(self.raw_dir, self.store, self.audit_path)
 
 
