@@ -175,8 +175,8 @@ def _details_tab(board: Board) -> DetailsTab:
                                   "(the Hub's benchmark results format; same as mag score --eval-results)",
                             interactive=False, elem_id="eval-results-file")
         gr.Markdown("#### Compare with another submission of the same view\nPaired comparison (other − this): "
-                    "task-bootstrap intervals and task sign-flip p-values on the same unit (per-step means over "
-                    "seeds), Holm-adjusted; the same call as `mag compare`.")
+                    "the task sign-flip test on per-step means over seeds, its p-values Holm-adjusted, and its 95% "
+                    "interval (the differences the test does not reject); the same call as `mag compare`.")
         with gr.Row():
             cmp_b = gr.Dropdown(choices=[], value=None, label="Compare with", elem_id="compare-with",
                                 allow_custom_value=True)
@@ -211,6 +211,18 @@ def _wire(demo: gr.Blocks, h: Handlers, tabs: gr.Tabs, gold_html: gr.HTML, lb: L
         table.select(h.open_row, None, [tabs, det.choice], api_visibility="private", queue=False)
     # re-scores two stored files: one comparison at a time
     det.cmp_btn.click(h.compare, [det.choice, det.cmp_b], [det.cmp_out], api_name="compare", concurrency_limit=1)
+
+
+def theme() -> gr.themes.Base:
+    """Gradio's default theme drawn with Source Sans Pro's Regular and Bold only.
+
+    Gradio 6.31 ships a 5 KB subset as the font's SemiBold (weight 600, which its headings,
+    buttons and the board's score cells use): capitals missing from it fall back to another
+    face and print small ("MAG", "SAA", "All 16 columns"). With no 600 face loaded, weight
+    600 is drawn with the Bold one, as a browser does for any missing weight.
+    """
+    return gr.themes.Default(font=(gr.themes.LocalFont("Source Sans Pro", weights=(400, 700)),
+                                   "ui-sans-serif", "system-ui", "sans-serif"))
 
 
 def build_app(board: Board) -> gr.Blocks:
@@ -255,7 +267,7 @@ def main(argv: list[str] | None = None) -> int:
     # does, so the process exits normally and the Details reports folder is removed with it.
     signal.signal(signal.SIGTERM, signal.default_int_handler)
     demo.launch(server_name=args.host, server_port=args.port, max_file_size=board.config.max_bytes,
-                show_error=False, quiet=False, blocked_paths=blocked, css=CSS)
+                show_error=False, quiet=False, blocked_paths=blocked, css=CSS, theme=theme())
     return 0
 
 

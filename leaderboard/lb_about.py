@@ -66,7 +66,10 @@ the model writes an **action** grounded by element id (`som` view) or pixel coor
   metric: the task-level sign-flip test (1,000 draws, seed 0; no multiplicity correction)
   on the per-step means over each file's seeds, the same unit as the interval, so a file of
   three seeds and a file of one are compared on what their means measure. Submissions whose
-  difference is not significant share a rank; hover a rank to see which submissions beat it. Scores are
+  difference is not significant share a rank, marked `=` (hover or tap a rank to see which
+  submissions beat it). A table lists its rows by rank, then by the ranking columns, so the rank
+  column never decreases down the table (a wide interval can leave a lower mean with fewer
+  significant betters than a higher one: it is listed by its rank). Scores are
   shown to {decimals} decimals (a proportion over a few hundred steps has a standard error
   of a few points); the API and the report keep full precision.
 

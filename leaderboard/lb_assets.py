@@ -81,6 +81,13 @@ CSS = r"""
 table.mag-rank { border-collapse: separate; border-spacing: 0; width: max-content; min-width: 100%; font-size: 14px; }
 table.mag-rank th, table.mag-rank td { padding: 6px 10px; border-bottom: 1px solid var(--border-color-primary);
   white-space: nowrap; text-align: right; background: var(--background-fill-primary); }
+/* Gradio's prose rules box every cell in the text colour (.gradio-container-* .prose td); the board's
+   tables keep one light rule under each row instead */
+.prose table.mag-rank, .prose table.mag-bars { margin: 0; }
+.prose table.mag-rank tr, .prose table.mag-bars tr { border: 0; }
+.prose table.mag-rank th, .prose table.mag-rank td, .prose table.mag-bars th, .prose table.mag-bars td {
+  border: 0; border-bottom: 1px solid var(--border-color-primary); }
+.prose table.mag-rank .c-head { border-right: 2px solid var(--border-color-primary); }
 table.mag-rank th { cursor: pointer; user-select: none; position: sticky; top: 0; z-index: 2;
   background: var(--background-fill-secondary); }
 table.mag-rank th::after { content: ' \2195'; opacity: .35; }
@@ -117,6 +124,8 @@ table.mag-rank.mag-less .c-more { display: none; }
   /* the interval on two lines ("[0.681," / "0.712]"): four columns in 19em, the rest scroll beside them */
   table.mag-rank .c-ci { position: sticky; left: 13.6em; z-index: 1; width: 5.4em; min-width: 5.4em; max-width: 5.4em;
     box-sizing: border-box; white-space: normal; border-right: 2px solid var(--border-color-primary); }
+  .prose table.mag-rank .c-head { border-right: 0; }
+  .prose table.mag-rank .c-ci { border-right: 2px solid var(--border-color-primary); }
   table.mag-rank th.c-ci { z-index: 3; }
   .mag-contract small { display: block; } }
 .mag-contract { margin: 14px 0 4px; font-weight: 600; }
@@ -130,7 +139,8 @@ table.mag-rank.mag-less .c-more { display: none; }
 .mag-bars-wrap { overflow-x: auto; max-width: 100%; }
 table.mag-bars { border-collapse: collapse; font-size: 14px; margin-bottom: 12px; }
 table.mag-bars th[scope=row] { max-width: 16em; white-space: normal; }
-small.mag-pooled { font-weight: 400; font-size: 12px; opacity: .8; }
+details.mag-pooled { font-weight: 400; font-size: 12px; opacity: .8; max-width: 22em; white-space: normal; }
+details.mag-pooled summary { cursor: pointer; }
 table.mag-bars th, table.mag-bars td { padding: 4px 8px; border-bottom: 1px solid var(--border-color-primary); text-align: left; }
 .mag-bar { display: flex; align-items: center; gap: 6px; min-width: 9em; }
 .mag-bar span.b { display: inline-block; height: 12px; background: #4f6bed; border-radius: 2px; }

@@ -1,8 +1,8 @@
 """The board's one ranking rule (see :mod:`mag_dataset.board`): within a view and a
-contract, order by the contract's ranking columns (:data:`RANK_COLUMNS`: SAA for contracts
-with an action, BLEU-1 for G, then tie-breakers, then the older submission), and give each
-submission the rank one plus the number of submissions of its table that beat it
-*significantly* (a higher ranking-metric mean and a paired p < :data:`RANK_ALPHA`).
+contract, give each submission the rank one plus the number of submissions of its table that
+beat it *significantly* (a higher ranking-metric mean and a paired p < :data:`RANK_ALPHA`), and
+order the table by that rank, then by the contract's ranking columns (:data:`RANK_COLUMNS`:
+SAA for contracts with an action, BLEU-1 for G, then tie-breakers, then the older submission).
 
 The leaderboard app and the API read this module; the paired test itself is
 :func:`mag_dataset.compare.paired_test`, run by :class:`mag_dataset.board.Board`, which
@@ -67,7 +67,11 @@ def rank_table(group: list[Submission], contract: Contract | str, has_values: Ca
         p_value: ``p_value(worse_id, better_id)``, the two-sided paired p-value.
 
     Returns:
-        One row per submission, in ``group``'s order.
+        One row per submission, by rank and then in ``group``'s order: a submission with a
+        wider interval can be beaten significantly by fewer others than one above it by its
+        mean, and a table in mean order would then show ranks going down and up again (=5
+        above =4); in rank order the rank column never decreases down the table, as in
+        Chatbot Arena's table of ranks by significance.
     """
     metric = ranking_metric(contract)
     beaten: dict[int, list[int]] = {s.id: [] for s in group}
@@ -80,8 +84,9 @@ def rank_table(group: list[Submission], contract: Contract | str, has_values: Ca
             p = p_value(worse.id, better.id) if known else 0.0
             if p < RANK_ALPHA:
                 beaten[worse.id].append(better.id)
-    return [Ranked(rank=1 + len(beaten[s.id]), submission=s, metric=metric, value=s.summary.get(metric),
+    rows = [Ranked(rank=1 + len(beaten[s.id]), submission=s, metric=metric, value=s.summary.get(metric),
                    ci95=s.ci95, beaten_by=tuple(beaten[s.id])) for s in group]
+    return sorted(rows, key=lambda r: r.rank)  # stable: the group's order within a rank
 
 
 __all__ = ["RANK_ALPHA", "RANK_COLUMNS", "Ranked", "rank_key", "rank_table", "ranking_metric"]
