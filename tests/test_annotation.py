@@ -690,8 +690,14 @@ def test_app_in_a_real_browser_resets_per_step_state_and_warns_without_overlays(
             expect(page.locator("#mag-adj-outcome input:checked")).to_have_count(0)
             page.locator("#mag-adj-outcome").get_by_label("unmappable").check()
             page.locator("#mag-adj-resolve").click()
+            # the tab moves on to the next open step; the resolved one stays listed, marked resolved
+            expect(adj_warning).to_contain_text("Resolved login.seed-0:2 as unmappable.", timeout=15000)
+            expect(page.locator("#mag-adj-step input")).to_have_value("login.seed-0:1 · open")
+            expect(info).to_contain_text("Recorded action: type text=\"pw\" on element [2]")
+            page.locator("#mag-adj-step input").click()
+            expect(page.get_by_role("option", name="login.seed-0:2 · resolved: unmappable")).to_have_count(1)
+            page.get_by_role("option", name="login.seed-0:2 · resolved: unmappable").click()
             expect(info).to_contain_text("Adjudicated: unmappable by ann", timeout=15000)
-            expect(page.locator("#mag-adj-step input")).to_have_value("login.seed-0:2 · resolved: unmappable")
             # a reload opens Verify on the first undecided step and Adjudicate on the first open one
             page.reload()
             expect(status).to_contain_text("Step 2 / 4 · login.seed-0:1 · 1 decided · undecided", timeout=30000)
