@@ -30,6 +30,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "view": ("mag_dataset.commands.view", "browse a live-eval run's episodes and steps in a local page"),
     "draft-guides": ("mag_dataset.commands.annotate", "draft guides with an LLM endpoint (cached)"),
     "annotate": ("mag_dataset.commands.annotate_app", "run the human verification / adjudication app"),
+    "label-studio": ("mag_dataset.commands.label_studio", "export verification tasks to Label Studio, import its annotations"),
     "audit": ("mag_dataset.commands.audit", "three-judge label audit of raw episodes"),
     "lint-guides": ("mag_dataset.commands.lint_guides", "list gold guides that would mislead their reader (guide lint)"),
     "unify": ("mag_dataset.commands.unify", "restore coordinate-only steps and flag stale screenshots"),
