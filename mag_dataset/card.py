@@ -55,7 +55,10 @@ AUDIT_STATUSES: tuple[str, ...] = tuple(s.value for s in AuditStatus)
 GUIDE_SOURCES: tuple[str, ...] = tuple(g.value for g in GuideSource)
 
 #: Columns a statistics computation needs (select these before reading a dataset).
-STAT_COLUMNS: tuple[str, ...] = ("step_id", "task_id", "site", "action", *FLAGS, "audit_status", "guide_source", "verified_by")
+STAT_COLUMNS: tuple[str, ...] = ("step_id", "task_id", "site", "action", *FLAGS, "audit_status", "guide_source", "verified_by",
+                                  "guide_decision")
+#: The human verification outcomes of the ``guide_decision`` column (null: nobody decided).
+GUIDE_DECISIONS: tuple[str, ...] = ("accepted", "edited", "rejected", "disputed")
 
 
 def split_statistics(rows: Iterable[dict[str, Any]]) -> dict[str, Any]:
@@ -68,7 +71,9 @@ def split_statistics(rows: Iterable[dict[str, Any]]) -> dict[str, Any]:
         ``{"steps", "tasks", "sites", "action_types": {type: n}, <flag>: n ...,
         "audit": {status: n}, "guide_sources": {source: n}, "verified": n}``; action types
         in ActionType order, only those present; every audit status and guide source, 0
-        included; ``verified``: steps whose guide a person verified (``verified_by`` set).
+        included; ``verified``: steps whose guide a person verified (``verified_by`` set);
+        ``guide_decisions``: steps per :data:`GUIDE_DECISIONS` (rows without the column
+        count nothing).
     """
     steps = 0
     tasks: set[str] = set()
@@ -78,6 +83,7 @@ def split_statistics(rows: Iterable[dict[str, Any]]) -> dict[str, Any]:
     audit: Counter[str] = Counter()
     sources: Counter[str] = Counter()
     verified = 0
+    decisions: Counter[str] = Counter()
     for r in rows:
         steps += 1
         tasks.add(r["task_id"])
@@ -88,6 +94,8 @@ def split_statistics(rows: Iterable[dict[str, Any]]) -> dict[str, Any]:
         audit[r["audit_status"]] += 1
         sources[r["guide_source"]] += 1
         verified += bool(r.get("verified_by"))
+        if r.get("guide_decision"):
+            decisions[r["guide_decision"]] += 1
     return {
         "steps": steps,
         "tasks": len(tasks),
@@ -97,6 +105,7 @@ def split_statistics(rows: Iterable[dict[str, Any]]) -> dict[str, Any]:
         "audit": {s: audit[s] for s in AUDIT_STATUSES},
         "guide_sources": {s: sources[s] for s in GUIDE_SOURCES},
         "verified": verified,
+        "guide_decisions": {d: decisions[d] for d in GUIDE_DECISIONS},
     }
 
 
@@ -247,11 +256,11 @@ def format_statistics(stats: dict[str, dict[str, dict[str, Any]]]) -> str:
     per_split = next(iter(stats.values()), {})
     if per_split and all("audit" in s for s in per_split.values()):
         head = ["split", *(f"audit: {a}" for a in AUDIT_STATUSES), *(f"guide: {g}" for g in GUIDE_SOURCES),
-                "verified by a person"]
+                "verified by a person", *(f"guide {d}" for d in GUIDE_DECISIONS)]
         lines += ["", "| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
         for split, s in per_split.items():
             cells = [split, *(s["audit"][a] for a in AUDIT_STATUSES), *(s["guide_sources"][g] for g in GUIDE_SOURCES),
-                     s["verified"]]
+                     s["verified"], *(s.get("guide_decisions", {}).get(d, 0) for d in GUIDE_DECISIONS)]
             lines.append("| " + " | ".join(str(c) for c in cells) + " |")
     return "\n".join(lines)
 
@@ -312,7 +321,10 @@ _FIELDS = [
     ("previous_guides", "list of string", "gold guides of the earlier steps of the task (the history input)"),
     ("guide", "string", "the gold guide sentence"),
     ("guide_source", "string", "template, context_template (sites), llm or human"),
-    ("verified_by", "string", "the annotator who verified the guide in `mag annotate` (accept, edit or reject); null when nobody did"),
+    ("verified_by", "string", "the annotators who decided the guide in `mag annotate` (accept, edit or reject; several joined by \", \" when they agreed, the adjudicator after a disagreement); null when nobody did"),
+    ("guide_decision", "string", "accepted, edited, rejected (the LLM draft was rejected: the step keeps its earlier guide) or disputed (annotators disagree, not adjudicated); null when nobody decided"),
+    ("decided_at", "string", "when the guide was decided (ISO 8601 UTC); null when nobody decided"),
+    ("verification_notes", "string", "the annotators' notes on the decision (`name: note`, joined by \"; \"); null when none"),
     ("action", "struct", "gold action: `type`, `element_id`, `coordinate` [x, y], `text`, `value`, `direction`, `key`, `url`, `answer`; unused fields null"),
     ("target_bbox", "list of 4 float64", "[x0, y0, x1, y1] of the gold target in screenshot pixels; null for untargeted actions"),
     ("candidates", "list of struct", "som: the candidate menu {`id`, `role`, `text`, `bbox`}; coord: always empty"),
@@ -415,6 +427,7 @@ Coordinates and boxes are in screenshot pixels; a point is inside a box when
 - `unseen_template`: the step's intent template never occurs in train.
 {audit_examples}
 {guide_lint}
+{annotation}
 ## Splits
 
 Splits are by task, taken from {split_source}, drawn with seed `{split_seed}`
@@ -512,6 +525,28 @@ def _guide_lint(lint: dict[str, Any] | None) -> str:
     return (f"Guide lint (`mag lint-guides`): {lint['steps']} guides checked, {verdict} ({rules}).\n")
 
 
+def _annotation(info: dict[str, Any] | None) -> str:
+    """The card's lines on human verification: responses, decisions and agreement on the overlap."""
+    if not info or not info.get("responses"):
+        return ""
+    agr = info.get("agreement") or {}
+
+    def fig(f: dict[str, Any]) -> str:
+        return f"{f['value']:.3f} (n = {f['n']})" if f.get("value") is not None else f"n/a ({f.get('reason')})"
+
+    decisions = ", ".join(f"{k} {v}" for k, v in info.get("decisions", {}).items())
+    text = (f"Human verification (`mag annotate`): {info['responses']} responses by {len(info.get('annotators', []))} "
+            f"annotators on the built steps ({decisions}). Agreement on the {agr.get('items', 0)} steps two or more "
+            f"annotators verified independently: Krippendorff's alpha (nominal) {fig(agr.get('alpha') or {})}")
+    pairs = [f"{p['a']} × {p['b']} {fig(p['kappa'])}" for p in agr.get("pairs", [])]
+    if pairs:
+        text += "; Cohen's kappa " + ", ".join(pairs)
+    sites = [f"{s} {fig(f)}" for s, f in (agr.get("sites") or {}).items()]
+    if sites:
+        text += "; alpha per site: " + ", ".join(sites)
+    return text + ".\n"
+
+
 def _audit_examples(examples: dict[str, dict[str, Any]]) -> str:
     """The card's example of each audit outcome: the step and what each judge said of it."""
     if not examples:
@@ -568,6 +603,7 @@ def render_card(
         audited=_audit_sentence(stats, build_info.get("audit_judges")),
         audit_examples=_audit_examples(build_info.get("audit_examples") or {}),
         guide_lint=_guide_lint(build_info.get("guide_lint")),
+        annotation=_annotation(build_info.get("annotation")),
         echoes=_echoes(build_info.get("test_echoes")),
         fields="\n".join(f"| `{n}` | {t} | {d} |" for n, t, d in _FIELDS),
         action_table=_action_table(),

@@ -64,6 +64,9 @@ def step_features() -> Features:
             "guide": Value("string"),
             "guide_source": Value("string"),
             "verified_by": Value("string"),
+            "guide_decision": Value("string"),
+            "decided_at": Value("string"),
+            "verification_notes": Value("string"),
             "action": _action_features(),
             "target_bbox": List(Value("float64"), length=4),
             "candidates": List(

@@ -409,9 +409,11 @@ def test_verified_by_and_card_counts_of_audit_outcomes_and_guide_sources(raw_cop
     task = _episode(raw_copy, 0).name
 
     def verify(d):
-        d["steps"][0]["metadata"] = {**d["steps"][0].get("metadata", {}), "verified_by": "ann", "verification": "edit"}
+        d["steps"][0]["metadata"] = {**d["steps"][0].get("metadata", {}), "verified_by": "ann", "verification": "edit",
+                                     "guide_decision": "edited", "decided_at": "2026-12-04T03:00:00.000Z"}
         d["steps"][0]["guide_source"] = "human"
-        d["steps"][1]["metadata"] = {**d["steps"][1].get("metadata", {}), "verified_by": "bob", "verification": "accept"}
+        d["steps"][1]["metadata"] = {**d["steps"][1].get("metadata", {}), "verified_by": "bob, cy", "verification": "accept",
+                                     "guide_decision": "accepted", "verification_notes": "cy: fine"}
         d["steps"][1]["guide_source"] = "llm"
 
     edit_episode(_episode(raw_copy, 0), verify)
@@ -426,7 +428,10 @@ def test_verified_by_and_card_counts_of_audit_outcomes_and_guide_sources(raw_cop
         assert (out / f).read_bytes() == (again / f).read_bytes(), f
     som, coord = _rows(out, "som"), _rows(out, "coord")
     for rows in (som, coord):
-        assert {sid: r["verified_by"] for sid, r in rows.items() if r["verified_by"]} == {f"{task}:0": "ann", f"{task}:1": "bob"}
+        assert {sid: r["verified_by"] for sid, r in rows.items() if r["verified_by"]} == {f"{task}:0": "ann", f"{task}:1": "bob, cy"}
+        assert {sid: (r["guide_decision"], r["decided_at"], r["verification_notes"]) for sid, r in rows.items()
+                if r["guide_decision"]} == {f"{task}:0": ("edited", "2026-12-04T03:00:00.000Z", None),
+                                            f"{task}:1": ("accepted", None, "cy: fine")}
     split = som[f"{task}:0"]["split"]
     stats = split_statistics(r for r in som.values() if r["split"] == split)
     assert stats["audit"]["remapped"] == 1 and stats["audit"]["disputed"] == 1 and stats["audit"]["unmappable"] == 1
@@ -437,7 +442,8 @@ def test_verified_by_and_card_counts_of_audit_outcomes_and_guide_sources(raw_cop
     assert "| `verified_by` | string |" in card and "audit: remapped" in card and "guide: human" in card
     line = next(ln for ln in card.splitlines() if ln.startswith(f"| {split} | ") and ln.count("|") > 10)
     cells = [c.strip() for c in line.strip("|").split("|")]
-    assert cells[-1] == "2"  # verified by a person
+    assert cells[-5:] == ["2", "1", "1", "0", "0"]  # verified by a person; guide accepted, edited, rejected, disputed
+    assert "| `guide_decision` | string |" in card
 
 
 def test_explicit_audit_path_and_unknown_steps(raw_copy, tmp_path):

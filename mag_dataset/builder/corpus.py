@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from mag_dataset.actions import View
-from mag_dataset.builder.labels import resolve_labels, verified_by
+from mag_dataset.builder.labels import resolve_labels, verification, verified_by
 from mag_dataset.builder.layout import BUILD_VERSION, BuildError
 from mag_dataset.builder.splits import CorpusSplits, read_splits
 from mag_dataset.live.splits import site_family
@@ -87,6 +87,7 @@ class PreparedStep:
             "guide": st.guide,
             "guide_source": st.guide_source.value,
             "verified_by": verified_by(st),
+            **verification(st),
             "action": (self.som_action if som else self.coord_action).to_dict(),
             "target_bbox": list(self.target_bbox) if self.target_bbox is not None else None,
             "candidates": [c.to_dict() for c in st.candidates] if som else [],

@@ -27,6 +27,22 @@ def verified_by(step: RawStep) -> str | None:
     return who.strip() if isinstance(who, str) and who.strip() else None
 
 
+def verification(step: RawStep) -> dict[str, str | None]:
+    """The human verification's provenance columns from the step metadata ``mag annotate`` writes.
+
+    ``guide_decision``: ``accepted``, ``edited``, ``rejected`` (the draft was rejected: the
+    step kept the guide it had before annotation) or ``disputed`` (its annotators disagree,
+    not adjudicated yet); ``decided_at``: when the deciding round ended (ISO 8601 UTC);
+    ``verification_notes``: the annotators' notes. ``None`` where nobody decided.
+    """
+    out: dict[str, str | None] = {}
+    for column, key in (("guide_decision", "guide_decision"), ("decided_at", "decided_at"),
+                        ("verification_notes", "verification_notes")):
+        v = step.metadata.get(key)
+        out[column] = v.strip() if isinstance(v, str) and v.strip() else None
+    return out
+
+
 def _raw_coordinate_restored(step: RawStep) -> bool:
     # Unification (mag unify) may record the flag as a RawStep field or in its metadata.
     return bool(getattr(step, "coordinate_restored", False) or step.metadata.get("coordinate_restored", False))

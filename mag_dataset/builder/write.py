@@ -234,7 +234,25 @@ def _build_info(corpus: Corpus, views: dict[str, Any], unmappable_point_only: bo
                         "examples": corpus.echoes.get("dropped", [])[:5]},
         "unmappable_point_only": unmappable_point_only,
         "views": views,
+        "annotation": annotation_info(corpus),
     }
+
+
+def annotation_info(corpus: Corpus) -> dict[str, Any] | None:
+    """Human verification of the built steps, from ``RAW/annotations.sqlite`` (read only): responses,
+    decisions and agreement on the overlap (:func:`mag_dataset.annotation_rules.summary`);
+    None when the corpus has no annotation database."""
+    from mag_dataset.annotation_rules import DEFAULT_DB, read_responses, summary
+
+    db = Path(corpus.raw_dir) / DEFAULT_DB
+    if not db.is_file():
+        return None
+    try:
+        responses = read_responses(db)
+    except ValueError as e:
+        raise BuildError(str(e)) from None
+    sites = {s.step_id: s.episode.site for s in corpus.steps}
+    return summary([r for r in responses if r.step_id in sites], sites.__getitem__)
 
 
 def _write_build(tmp: Path, corpus: Corpus, unmappable_point_only: bool) -> dict[str, Any]:

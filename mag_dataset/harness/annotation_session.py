@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mag_dataset.fileio import atomic_write_jsonl
 from mag_dataset.harness.annotate import (
     DEFAULT_DB,
     DRAFTS_FILE,
@@ -160,6 +161,53 @@ class Session:
     def agreement(self) -> Agreement:
         """Agreement on the overlap, overall, per annotator pair and per site."""
         return agreement(self.store.responses(), lambda sid: self.by_id[sid].site if sid in self.by_id else "?")
+
+    def assign(self, annotators: list[str], overlap: float, seed: int, *, force: bool = False) -> list[str]:
+        """Split the steps to verify among ``annotators`` (:meth:`AnnotationStore.assign`).
+
+        Returns:
+            The split in words, one line per annotator and one for the overlap.
+
+        Raises:
+            ValueError: see :meth:`AnnotationStore.assign`.
+        """
+        plan = self.store.assign(self.to_verify(), annotators, overlap, seed, force=force)
+        shared = [who for who in plan.values() if len(who) == 2]
+        lines = [f"assigned {len(plan)} steps to verify among {len(annotators)} annotators "
+                 f"(seed {seed}); {len(shared)} of them to two annotators (overlap {overlap:g})"]
+        for who in dict.fromkeys(a.strip() for a in annotators):
+            mine = sum(who in names for names in plan.values())
+            lines.append(f"  {who}: {mine} steps, {sum(who in pair for pair in shared)} shared")
+        pairs: dict[tuple[str, ...], int] = {}
+        for pair in shared:
+            pairs[tuple(sorted(pair))] = pairs.get(tuple(sorted(pair)), 0) + 1
+        lines += [f"  overlap {a} × {b}: {n} steps" for (a, b), n in sorted(pairs.items())]
+        return lines
+
+    def report(self) -> list[str]:
+        """Progress, resolutions and agreement as text lines (``mag annotate --report``)."""
+        counts = self.store.progress(self.to_verify())
+        m, n = counts.pop("")
+        res = self.store.resolutions("verify")
+        wanted = set(self.to_verify())
+        by_status: dict[str, int] = {}
+        for sid in wanted:
+            st = res[sid].status if sid in res else "undecided"
+            by_status[st] = by_status.get(st, 0) + 1
+        lines = [f"{self.raw_dir}: {m} of {n} to verify decided ("
+                 + ", ".join(f"{k} {by_status.get(k, 0)}" for k in ("undecided", "decided", "needs_adjudication",
+                                                                       "adjudicated")) + ")"]
+        lines += [f"  {who}: {a} of {b} to verify" for who, (a, b) in counts.items()]
+        queue_total = {who: len(self.store.queue(who)) for who in counts if self.store.assignments()}
+        lines += [f"  {who}: {q} left in their queue" for who, q in queue_total.items()]
+        return lines + self.agreement().lines()
+
+    def export(self, path: str | os.PathLike) -> int:
+        """Write every response, oldest first, as JSONL (atomically). Returns how many."""
+        rows = [{**r.to_json(), "site": self.by_id[r.step_id].site if r.step_id in self.by_id else None}
+                for r in self.store.responses()]
+        atomic_write_jsonl(path, rows, ensure_ascii=False, sort_keys=True)
+        return len(rows)
 
     def decide(self, i: int, decision: str, text: str, annotator: str, *, seen_version: int | None = None,
                note: str = "") -> None:
