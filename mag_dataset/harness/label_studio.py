@@ -103,20 +103,21 @@ def labeling_config() -> str:
     """The project's labeling interface (Label Studio's XML config)."""
     choices = "".join(f'<Choice value="{c}" hint={quoteattr(h)}/>' for c, h in zip(
         CHOICES, ("the draft is right as it is", "the text box holds my corrected guide", "the draft is wrong: keep the step's guide")))
+    # The decision and the guide come first: under a full-width screenshot they fell below the
+    # fold at 1366x900, and beside it (two columns) the screenshot shrank to ~440 px.
     return (
         '<View>'
-        '<Header value="$intent"/>'
+        '<Header value="$intent" size="5"/>'
         '<Text name="action" value="$action"/>'
-        '<Image name="screenshot" value="$image" zoom="true" zoomControl="true" rotateControl="false"/>'
-        '<RectangleLabels name="target" toName="screenshot" strokeWidth="3">'
-        '<Label value="target" background="#ff0000"/></RectangleLabels>'
-        '<KeyPointLabels name="point" toName="screenshot" strokeWidth="3">'
-        '<Label value="target point" background="#ff0000"/></KeyPointLabels>'
-        '<Header value="Guide (the draft; edit it and choose edit)" size="5"/>'
         '<TextArea name="guide" toName="screenshot" editable="true" maxSubmissions="1" rows="2" transcription="true"/>'
         '<Choices name="decision" toName="screenshot" choice="single-radio" required="true" showInline="true">'
         f'{choices}</Choices>'
         '<TextArea name="note" toName="screenshot" placeholder="note (optional)" maxSubmissions="1" rows="1"/>'
+        '<Image name="screenshot" value="$image" zoom="true" zoomControl="true" rotateControl="false"/>'
+        '<RectangleLabels name="target" toName="screenshot" strokeWidth="3" showInline="true">'
+        '<Label value="target" background="#ff0000"/></RectangleLabels>'
+        '<KeyPointLabels name="point" toName="screenshot" strokeWidth="3" showInline="true">'
+        '<Label value="target point" background="#ff0000"/></KeyPointLabels>'
         '</View>'
     )
 
