@@ -13,7 +13,8 @@ opened at full resolution around the outlined gold target; ``annotate_zoom.png``
 step zoomed to its target (``t``); ``annotate_fit.png``: step 10, whose target (a text box)
 is larger than the viewer, fitted whole;
 ``annotate_miniwob.png``: a 160x210 MiniWoB++ step scaled up; ``annotate_adjudicate.png``:
-the Adjudicate tab on the disputed tracker step.
+the Adjudicate tab on the disputed tracker step; ``annotate_adjudicate_guides.png``: a step
+alice and bob verified differently; ``annotate_team.png``: the Team tab (progress, agreement).
 """
 
 from __future__ import annotations
@@ -70,6 +71,29 @@ def make_corpus(raw: Path) -> dict[str, str]:
             "disputed": "sites.tracker.add_keyword.seed-23103:3"}
 
 
+def seed_disagreement(raw: Path, ids: dict[str, str]) -> None:
+    """alice and bob both verify the forum episode's first four steps (assigned with full
+    overlap): they agree on three and disagree on the first, which goes to Adjudicate."""
+    from mag_dataset.harness.annotation_session import Session
+
+    s = Session(raw)
+    try:
+        forum = ids["verify"].rsplit(":", 1)[0]
+        steps = [f"{forum}:{k}" for k in range(4)]
+        s.store.assign(steps, ["alice", "bob"], overlap=1.0, seed=0)
+        for k, sid in enumerate(steps):
+            i = s.refs.index(s.by_id[sid])
+            s.decide(i, "accept", "", "alice", seen_version=s.version(i), note="reads well")
+            if k == 0:
+                s.decide(i, "edit", "Open the board list and click the 'All Categories' link.", "bob",
+                         seen_version=s.version(i), note="shorter")
+            else:
+                s.decide(i, "accept", "", "bob", seen_version=s.version(i))
+        ids["split"] = steps[0]
+    finally:
+        s.close()
+
+
 def shoot(out: Path, chromium: str) -> list[Path]:
     from playwright.sync_api import expect, sync_playwright
 
@@ -80,6 +104,7 @@ def shoot(out: Path, chromium: str) -> list[Path]:
     with tempfile.TemporaryDirectory() as tmp:
         raw = Path(tmp) / "raw"
         ids = make_corpus(raw)
+        seed_disagreement(raw, ids)
         port = _free_port()
         app, session = launch(raw, annotator="alice", port=port, block=False)
         try:
@@ -115,6 +140,14 @@ def shoot(out: Path, chromium: str) -> list[Path]:
                 expect(page.locator("#mag-adj-info")).to_contain_text("Judges", timeout=15000)
                 page.wait_for_timeout(400)
                 snap("adjudicate")
+                page.locator("#mag-adj-step input").click()
+                page.get_by_role("option", name=f"{ids['split']} · guides disagree · open").click()
+                expect(page.locator("#mag-adj-responses")).to_contain_text("bob", timeout=15000)
+                page.wait_for_timeout(400)
+                snap("adjudicate_guides")
+                page.get_by_role("tab", name="Team").click()
+                expect(page.locator("#mag-team")).to_contain_text("Agreement", timeout=15000)
+                snap("team")
                 browser.close()
         finally:
             app.close()

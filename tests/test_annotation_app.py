@@ -18,7 +18,6 @@ from mag_dataset.raw import read_audit, read_episode
 from mag_dataset.schema import Action, AuditStatus
 
 ROOT = Path(__file__).resolve().parents[1]
-pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 
 def _screenshots_module():
@@ -33,10 +32,14 @@ def _responses(db: Path) -> list[tuple]:
         return list(con.execute("SELECT step_id, annotator, round, decision, guide, based_on FROM responses ORDER BY id"))
 
 
-def test_two_annotators_on_one_step_at_once_both_kept_and_it_goes_to_adjudicate(tmp_path, chromium):
-    """alice and bob open the same undecided step in two browser contexts and decide at the same
-    moment: one is saved, the other is refused with who decided what (nothing applied) and a
-    fresh view; bob answers again, both responses are kept, the step is listed in Adjudicate,
+@pytest.mark.browser
+@pytest.mark.slow
+@pytest.mark.parametrize("servers", [1, 2])
+def test_two_annotators_on_one_step_at_once_both_kept_and_it_goes_to_adjudicate(tmp_path, chromium, servers):
+    """alice and bob open the same undecided step in two browser contexts (on one server, or
+    each on their own server over the same database) and decide at the same moment: one is
+    saved, the other is refused with who decided what (nothing applied) and a fresh view;
+    the refused one answers again, both responses are kept, the step is listed in Adjudicate,
     carol resolves it there and the tab has nothing open left."""
     from playwright.sync_api import expect, sync_playwright
 
@@ -45,9 +48,12 @@ def test_two_annotators_on_one_step_at_once_both_kept_and_it_goes_to_adjudicate(
     raw = tmp_path / "raw"
     hf.make_corpus(raw, 1)
     write_drafts(raw)
-    port = free_port()
-    url = f"http://127.0.0.1:{port}/"
-    app, session = launch(raw, annotator="", port=port, block=False)
+    running = []
+    for _ in range(servers):
+        port = free_port()
+        running.append((f"http://127.0.0.1:{port}/", *launch(raw, annotator="", port=port, block=False)))
+    urls = {"alice": running[0][0], "bob": running[-1][0]}
+    url = running[0][0]
     seen = {}
 
     def visit():
@@ -56,7 +62,7 @@ def test_two_annotators_on_one_step_at_once_both_kept_and_it_goes_to_adjudicate(
             pages = {}
             for name in ("alice", "bob"):
                 page = browser.new_context(viewport={"width": 1366, "height": 900}).new_page()
-                page.goto(url)
+                page.goto(urls[name])
                 expect(page.locator("#mag-status")).to_contain_text("Step 1 / 4 · login.seed-0:0", timeout=30000)
                 page.locator("#mag-annotator textarea, #mag-annotator input").first.fill(name)
                 pages[name] = page
@@ -111,13 +117,19 @@ def test_two_annotators_on_one_step_at_once_both_kept_and_it_goes_to_adjudicate(
             expect(carol.locator("#mag-adj-warning")).to_contain_text("No open step left.")
             expect(carol.locator("#mag-adj-step input")).to_have_value(
                 "login.seed-0:0 · guides disagreed · resolved: accepted")
+            # the Team tab: progress per annotator and agreement on the overlap (the one shared step)
+            carol.get_by_role("tab", name="Team").click()
+            team = carol.locator("#mag-team")
+            expect(team).to_contain_text("Agreement on the overlap: 1 steps verified by two or more", timeout=15000)
+            expect(team).to_contain_text("alice: 1 of 4 to verify")
             browser.close()
 
     try:
         in_thread(visit)
     finally:
-        app.close()
-        session.close()
+        for _, app, session in running:
+            app.close()
+            session.close()
     rows = _responses(raw / "annotations.sqlite")
     first = {"alice": ("login.seed-0:0", "alice", 1, "edit", "Alice's own words for step one."),
              "bob": ("login.seed-0:0", "bob", 1, "accept", "LLM draft 0.")}
@@ -140,6 +152,8 @@ def _corpus_with_a_point_step(raw: Path) -> dict[str, str]:
     return ids
 
 
+@pytest.mark.browser
+@pytest.mark.slow
 def test_viewer_filters_jump_unsaved_edit_and_controls_above_the_fold(tmp_path, chromium):
     from playwright.sync_api import expect, sync_playwright
 
@@ -181,6 +195,13 @@ def test_viewer_filters_jump_unsaved_edit_and_controls_above_the_fold(tmp_path, 
                 box = page.locator(bid).bounding_box()
                 assert box["y"] >= 0 and box["y"] + box["height"] <= 900, (bid, box)
                 measured[bid] = box["y"] + box["height"]
+            # and they stay in view when the page is scrolled to its end (a sticky panel)
+            page.evaluate("window.scrollTo(0, document.documentElement.scrollHeight)")
+            page.wait_for_function("() => window.scrollY > 300")
+            box = page.locator("#mag-accept").bounding_box()
+            assert 0 <= box["y"] and box["y"] + box["height"] <= 900, box
+            measured["scrolled"] = [page.evaluate("window.scrollY"), box["y"] + box["height"]]
+            page.evaluate("window.scrollTo(0, 0)")
 
             def overlay():
                 return page.evaluate("""() => {
@@ -276,3 +297,54 @@ def test_viewer_filters_jump_unsaved_edit_and_controls_above_the_fold(tmp_path, 
         app.close()
         session.close()
     print(json.dumps(measured))
+
+
+def test_filters_jump_progress_and_adjudication_list_without_a_browser(tmp_path):
+    """The functions behind the Verify tab's filters, jump box and progress line, and the
+    Adjudicate tab's list, on a corpus with assignments, drafts, an audit dispute and a
+    guide disagreement."""
+    from mag_dataset.harness.annotate_app import (
+        adjudication_choices,
+        find_step,
+        matching_steps,
+        progress_line,
+        step_sites,
+    )
+    from mag_dataset.harness.annotation_session import Session
+    from mag_dataset.raw import write_audit
+    from mag_dataset.schema import AuditRecord
+
+    raw = tmp_path / "raw"
+    hf.make_corpus(raw, 2)
+    write_drafts(raw, n_steps=3)  # login.seed-0:0..2 drafted
+    write_audit(raw / "audit.jsonl", {"login.seed-1:2": AuditRecord(status="disputed", disputed=True)})
+    s = Session(raw)
+    try:
+        sites = step_sites(s)
+        assert len(sites) == 8 and {x for x, _ in sites} == {"login"}
+        ids = [r.step_id for r in s.refs]
+        pick = lambda m: [ids[i] for i in m]  # noqa: E731
+        assert pick(matching_steps(s, sites, "drafted")) == ["login.seed-0:0", "login.seed-0:1", "login.seed-0:2"]
+        assert pick(matching_steps(s, sites, "disputed")) == ["login.seed-1:2"]
+        assert len(matching_steps(s, sites, "all", episode="login.seed-1")) == 4
+        assert matching_steps(s, sites, "all", site="nowhere") == []
+        s.store.assign(["login.seed-0:0", "login.seed-0:1", "login.seed-0:2"], ["alice", "bob"], overlap=1.0, seed=0)
+        assert pick(matching_steps(s, sites, "mine", annotator="alice")) == ["login.seed-0:0", "login.seed-0:1",
+                                                                              "login.seed-0:2"]
+        assert s.first_undecided("alice") == 0
+        s.decide(0, "accept", "", "alice", seen_version=0)
+        s.decide(0, "reject", "", "bob", seen_version=1)  # they disagree
+        assert pick(matching_steps(s, sites, "mine", annotator="alice")) == ["login.seed-0:1", "login.seed-0:2"]
+        assert "login.seed-0:0" not in pick(matching_steps(s, sites, "undecided"))
+        assert pick(matching_steps(s, sites, "disputed")) == ["login.seed-0:0", "login.seed-1:2"]
+        line = progress_line(s, matching_steps(s, sites, "mine", annotator="alice"), "alice")
+        assert line == "**1 of 3 to verify** (alice) · your queue: 2 left · 2 steps match the filter", line
+        assert adjudication_choices(s) == [("login.seed-1:2 · open", "login.seed-1:2"),
+                                           ("login.seed-0:0 · guides disagree · open", "login.seed-0:0")]
+        assert find_step(s, " login.seed-1:3 ") == 7 and find_step(s, "login.seed-1") == 4
+        with pytest.raises(ValueError, match="no step 'login.seed-9:0' in this corpus; a step id looks like"):
+            find_step(s, "login.seed-9:0")
+        with pytest.raises(ValueError, match="unknown filter"):
+            matching_steps(s, sites, "everything")
+    finally:
+        s.close()

@@ -9,37 +9,59 @@ module holds the Gradio layout; the app's data (:class:`Session`, no Gradio) is
 :mod:`mag_dataset.harness.annotate`'s.
 
 Verify tab
-    One step at a time: the Set-of-Mark screenshot (with the recorded point drawn on it for
-    a point-only step), the task intent, the guides of the earlier steps, the gold action
-    with its target element; the draft (from ``guide_drafts.jsonl``; the current guide
-    when a step has no draft), the original guide (what Reject restores) and the resulting
-    guide with its source; the step's audit status, the screenshot's ``stale`` flag and
-    whether the step's audit verdicts are stale (its guide or an earlier one changed after
-    the audit) with the number of calls the next audit will make. The editable box holds
-    the draft, or the decided guide of a decided step.
+    One step at a time. Left: the Set-of-Mark screenshot at full resolution in a pan/zoom
+    viewer (:func:`viewer_html`: wheel zoom at the cursor, drag to pan, buttons and keys
+    ``+`` ``-`` ``0`` (fit) ``t`` (to the target)); the gold target outlined in magenta over
+    a dark halo with the rest of the page dimmed, a point-only step's point as a ring and
+    cross. A step opens at 1:1 around its target (labels readable), or fitted when the whole
+    image already shows at 1:1 or more (MiniWoB++, scaled up with square pixels) or the
+    target is larger than the viewer. Under it the candidate list, filtered by id, role and
+    text as you type, a row's box drawn on the image on hover. Right, in a panel that stays
+    in view when the page scrolls: the guide box, Accept / Save edit / Reject, Previous /
+    Next and the warning line; under it a note, the draft, the original and the resulting
+    guide, the audit line, then the task, the earlier guides and the gold action (so a long
+    episode never pushes the buttons below the fold: at 1366x900 they stay within it).
     Accept keeps the draft (``guide_source = llm``); Save edit stores the edited text
     (``guide_source = human``; an unchanged draft counts as accept, the unchanged original
-    as reject); Reject keeps the guide the step had before annotation. Every decision is
-    written back into the raw episode at once, with ``metadata["verified_by"]``. Each page
-    load opens on the first undecided step.
+    as reject); Reject keeps the guide the step had before annotation. Each decision is one
+    response of its annotator (every response is kept; the step's resolution follows the
+    rule of :mod:`mag_dataset.harness.annotation_store`) and carries the step version the
+    page showed: if someone answered the step in between, nothing is saved, the warning
+    line names who decided what, the step is shown afresh and the annotator's text stays
+    in the box.
+
+    Finding steps: a step id box (Enter jumps; an episode's task id opens its first step),
+    and filters (:func:`matching_steps`): show all / undecided / drafted / disputed / mine,
+    a site, an episode; Previous and Next move within what the filters let through. The
+    progress line is the annotator's "M of N to verify" with their queue when steps are
+    assigned (``mag annotate --assign``). Each page load opens on the annotator's first
+    queued step (else the first unanswered one). An edit not saved yet is kept per step
+    when the annotator moves away and put back, with a warning, when they come back.
 
     Keyboard shortcuts (outside a text box): ``a`` accept, ``e`` save edit, ``r`` reject,
     ``n`` next, ``p`` previous; anywhere: ``Alt`` + the same letter, and ``Ctrl+Enter`` in
     the guide box saves the edit.
 
 Adjudicate tab
-    The steps the audit left ``disputed`` (and those already adjudicated), each marked open
-    or resolved; the list is reread whenever the tab is opened, and it opens on the first
-    open step. The Resolve controls come first, then the recorded action, each judge's
-    verdict from the verdict log and the candidate menu, next to the screenshot. The
-    adjudicator resolves the step to confirmed, remapped (to a chosen element) or
-    unmappable; the audit file is updated at once (with ``adjudicated_by``) and later audit
-    runs keep the decision.
+    The steps to adjudicate (:func:`adjudication_choices`): those the audit left
+    ``disputed`` and those whose verifications disagree, each marked open or resolved; the
+    list is reread whenever the tab is opened, and it opens on the first open step. An
+    audit dispute shows the Resolve controls, the recorded action, each judge's verdict
+    and the candidate menu next to the screenshot (the same viewer); it resolves to
+    confirmed, remapped (to a chosen element) or unmappable, and the audit file is updated
+    at once (with ``adjudicated_by``). A guide disagreement shows every response (who,
+    what, the guide, the note, when) and is resolved by the adjudicator's own verification
+    (a new round). After a resolution the tab moves on to the next open step.
 
-Input mistakes (no annotator name, an empty edit, a remap without an element) are shown as
-a warning next to the buttons; nothing is raised, so neither the page nor the server log
-shows an error. Every per-step control (guide box, resolution, element, note, warning) is
-reset when the step changes.
+Team tab
+    The lines of ``mag annotate --report``: progress overall and per annotator, queues,
+    and agreement on the overlap (Cohen's kappa per pair, Krippendorff's alpha overall,
+    per pair and per site), reread whenever the tab is opened.
+
+Input mistakes (no annotator name, an empty edit, a remap without an element, an unknown
+step id) are shown as a warning next to the buttons; nothing is raised, so neither the page
+nor the server log shows an error. Every per-step control (resolution, element, note,
+warning) is reset when the step changes.
 """
 
 from __future__ import annotations
@@ -245,6 +267,9 @@ APP_CSS = """
 .mag-clist td {padding: 1px 6px; border-bottom: 1px solid var(--border-color-primary);}
 .mag-clist tr.mag-cgold td {background: #ffd9f5; color: #000; font-weight: 600;}
 #mag-decide {position: sticky; top: 0; z-index: 20; background: var(--background-fill-primary); padding-bottom: 4px;}
+/* Gradio's container hides its overflow, which makes it the sticky panel's scroll box (one
+   that never scrolls); clip instead, which keeps the page as the scroll box */
+.gradio-container {overflow: clip !important;}
 #mag-guides-prev {max-height: 260px; overflow: auto;}
 .mag-compact p {margin: 0 !important;}
 """
@@ -281,6 +306,14 @@ def _num(v: float) -> str:
     return f"{v:g}"
 
 
+def _shown(text: str, limit: int) -> str:
+    """A candidate's text for display: icon-font glyphs (Unicode private use, drawn as empty
+    boxes outside their page) dropped, cut to ``limit`` characters, HTML-escaped."""
+    import unicodedata
+
+    return escape("".join(ch for ch in text if unicodedata.category(ch) != "Co").strip()[:limit])
+
+
 def viewer_html(session: Session, i: int, key: str = "mag-viewer") -> str:
     """The screenshot of step ``i`` at full resolution in a pan/zoom viewer, with the gold target.
 
@@ -314,7 +347,7 @@ def viewer_html(session: Session, i: int, key: str = "mag-viewer") -> str:
         shapes = (f'<path class="mag-dim" d="M0 0H{w}V{h}H0Z M{_num(x0)} {_num(y0)}h{_num(bw)}v{_num(bh)}h{_num(-bw)}Z"/>'
                   f'<rect class="mag-gold-halo" {rect}/><rect class="mag-gold" id="{key}-gold" {rect}/>')
         cand = next((c for c in st.candidates if c.id == a.element_id), None)
-        label = (f"target [{escape(cand.id)}] {escape(cand.role)} “{escape(cand.text[:40])}”" if cand
+        label = (f"target [{escape(cand.id)}] {escape(cand.role)} “{_shown(cand.text, 40)}”" if cand
                  else "target box") + f" at ({_num(x0)}, {_num(y0)})–({_num(x1)}, {_num(y1)})"
         zoom_box = f"{_num(x0)},{_num(y0)},{_num(x1)},{_num(y1)}"
     elif point is not None:
@@ -331,7 +364,7 @@ def viewer_html(session: Session, i: int, key: str = "mag-viewer") -> str:
         f'<tr data-q="{escape((c.id + " " + c.role + " " + c.text).lower())}" '
         f'data-box="{",".join(_num(v) for v in c.bbox)}"'
         + (' class="mag-cgold"' if c.id == a.element_id else "")
-        + f"><td>[{escape(c.id)}]</td><td>{escape(c.role)}</td><td>{escape(c.text[:80])}</td></tr>"
+        + f"><td>[{escape(c.id)}]</td><td>{escape(c.role)}</td><td>{_shown(c.text, 80)}</td></tr>"
         for c in st.candidates)
     return (
         f'<div class="mag-viewer{small}" id="{key}" data-w="{w}" data-h="{h}" data-box="{zoom_box}" '
@@ -359,17 +392,8 @@ def viewer_html(session: Session, i: int, key: str = "mag-viewer") -> str:
 
 
 def step_sites(session: Session) -> list[tuple[str, str]]:
-    """``(site, episode id)`` of every step of ``session.refs``, in order (each episode read once)."""
-    from mag_dataset.raw import read_episode
-
-    by_folder: dict = {}
-    out = []
-    for r in session.refs:
-        if r.folder not in by_folder:
-            ep = read_episode(r.folder)
-            by_folder[r.folder] = (ep.site, ep.episode_id)
-        out.append(by_folder[r.folder])
-    return out
+    """``(site, episode id)`` of every step of ``session.refs``, in order (an episode's folder is named by its id)."""
+    return [(r.site, r.folder.name) for r in session.refs]
 
 
 def matching_steps(session: Session, sites: list[tuple[str, str]], show: str = "all", site: str | None = None,
@@ -447,6 +471,10 @@ def build_app(session: Session, annotator: str = "") -> Any:
             _verify_tab(gr, app, session, who)
         with gr.Tab("Adjudicate", elem_id="mag-adj-tab") as adj_tab:
             _adjudicate_tab(gr, adj_tab, session, who)
+        with gr.Tab("Team", elem_id="mag-team-tab") as team_tab:
+            team = gr.Markdown(elem_id="mag-team")
+            # reread whenever the tab is opened: the same lines as ``mag annotate --report``
+            team_tab.select(lambda: "```text\n" + "\n".join(session.report()) + "\n```", None, team)
     return app
 
 
@@ -549,9 +577,9 @@ def _verify_tab(gr: Any, app: Any, session: Session, who: Any) -> None:
                     nxt = gr.Button("Next (n) →", elem_id="mag-next", size="sm")
                 warning = gr.Markdown(elem_id="mag-warning")
             note = gr.Textbox(label="Note (optional, kept with your decision)", max_lines=1, elem_id="mag-note")
-            context = gr.Markdown(elem_id="mag-context")
             guides = gr.Markdown(elem_id="mag-guides")
             audit_md = gr.Markdown(elem_id="mag-audit")
+            context = gr.Markdown(elem_id="mag-context")
     outs = [idx, seen, status, image, context, guides, audit_md, guide, shown, kept, warning, note, progress]
     inputs = [idx, seen, guide, shown, kept, note, who, show_f, site_f, episode_f]
     accept.click(act("accept"), inputs, outs)
@@ -587,6 +615,10 @@ def _verify_tab(gr: Any, app: Any, session: Session, who: Any) -> None:
 
     for f in (show_f, site_f, episode_f):
         f.input(refilter, nav_in, outs)
+    # a name typed or changed: that annotator's progress and queue
+    who.blur(lambda s, site, episode, person: progress_line(
+        session, matching_steps(session, sites, s, site, episode, annotator=person), person),
+        [show_f, site_f, episode_f, who], progress)
     # every page load (a reload too) opens on the annotator's first step: their queue's, else the first unanswered
     app.load(lambda s, site, episode, person: show(session.first_undecided(person), {}, "", person, (s, site, episode)),
              [show_f, site_f, episode_f, who], outs)
@@ -641,8 +673,7 @@ def _adjudicate_tab(gr: Any, tab: Any, session: Session, who: Any) -> None:
                 with gr.Row():
                     g_accept = gr.Button("Accept draft", variant="primary", elem_id="mag-adj-accept", min_width=80)
                     g_edit = gr.Button("Save edit", elem_id="mag-adj-edit", min_width=80)
-                    g_reject = gr.Button("Reject (keep original)", variant="stop", elem_id="mag-adj-reject",
-                                         min_width=80)
+                    g_reject = gr.Button("Reject", variant="stop", elem_id="mag-adj-reject", min_width=80)
             note = gr.Textbox(label="Note", max_lines=1, elem_id="mag-adj-note")
             resolve = gr.Button("Resolve", variant="primary", elem_id="mag-adj-resolve")
             adj_warning = gr.Markdown(elem_id="mag-adj-warning")
