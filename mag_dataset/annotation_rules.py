@@ -424,8 +424,8 @@ class Agreement:
         for (a, b), f in self.pairs.items():
             k = f["kappa"]
             out.append(f"  {a} × {b}: Cohen's kappa {k.text()}, alpha {f['alpha'].text()}, n={k.n}, "
-                       f"agree {k.counts.get('agree', 0)}; " + ", ".join(f"{c}={v}" for c, v in k.counts.items()
-                                                                          if c != "agree"))
+                       f"agree {k.counts.get('agree', 0)}; " + ", ".join(
+                           f"{a if c.startswith('a:') else b} {c[2:]}={v}" for c, v in k.counts.items() if c != "agree"))
         for site, f in self.sites.items():
             out.append(f"  site {site}: alpha {f.text()}, n={f.n}")
         return out

@@ -335,7 +335,7 @@ def test_agreement_report_on_a_seeded_overlap(tmp_path, capsys):
     out = capsys.readouterr().out
     assert f"8 of {len(ids)} to verify decided (undecided 2, decided 8, needs_adjudication 2, adjudicated 0)" in out
     assert "alice: 10 of 12 to verify" in out
-    assert "alice × bob: Cohen's kappa 0.643, alpha 0.661, n=10, agree 8" in out
+    assert "alice × bob: Cohen's kappa 0.643, alpha 0.661, n=10, agree 8; alice accept=6, alice edit=2, alice reject=2" in out
     assert "alice × carol: Cohen's kappa n/a (both gave one and the same label to every item" in out
     assert "site login: alpha" in out
 
