@@ -245,6 +245,21 @@ def test_viewer_filters_jump_unsaved_edit_and_controls_above_the_fold(tmp_path, 
             expect(page.locator("#mag-image .mag-ccount")).to_have_text(f"{expected} shown")
             assert page.locator("#mag-image tr[data-q]:visible").count() == expected < len(target_step.candidates)
 
+            # hovering a row draws its box; m swaps in the page without marks, and back
+            row = page.locator("#mag-image tr[data-q]:visible").first
+            row.hover()
+            hover = page.locator("#mag-viewer .mag-hover")
+            expect(hover).to_be_visible()
+            assert [float(hover.get_attribute(k)) for k in ("x", "y")] == [float(v) for v in
+                                                                            row.get_attribute("data-box").split(",")[:2]]
+            page.locator("#mag-status").click()
+            page.keyboard.press("m")
+            expect(page.locator("#mag-viewer img.mag-som")).to_be_hidden()
+            expect(page.locator("#mag-viewer img.mag-plain-img")).to_be_visible()
+            assert page.evaluate("document.querySelector('#mag-viewer img.mag-plain-img').naturalWidth") == 1280
+            page.keyboard.press("m")
+            expect(page.locator("#mag-viewer img.mag-som")).to_be_visible()
+
             # an edit not saved is kept for its step and comes back with a warning
             guide.fill("My words, not saved yet.")
             page.locator("#mag-next").click()

@@ -11,7 +11,8 @@ module holds the Gradio layout; the app's data (:class:`Session`, no Gradio) is
 Verify tab
     One step at a time. Left: the Set-of-Mark screenshot at full resolution in a pan/zoom
     viewer (:func:`viewer_html`: wheel zoom at the cursor, drag to pan, buttons and keys
-    ``+`` ``-`` ``0`` (fit) ``t`` (to the target)); the gold target outlined in magenta over
+    ``+`` ``-`` ``0`` (fit) ``t`` (to the target), ``m`` (the page without its Set-of-Mark
+    boxes, where crowded labels hide it)); the gold target outlined in magenta over
     a dark halo with the rest of the page dimmed, a point-only step's point as a ring and
     cross. A step opens at 1:1 around its target (labels readable), or fitted when the whole
     image already shows at 1:1 or more (MiniWoB++, scaled up with square pixels) or the
@@ -134,6 +135,7 @@ APP_JS = """
     const p = port(v);
     if (cmd === 'fit') return fit(v);
     if (cmd === 'target') return toTarget(v);
+    if (cmd === 'marks') return v.classList.toggle('mag-nomarks');
     if (cmd === '1') return zoomAt(v, 1 / st(v).s, p.clientWidth / 2, p.clientHeight / 2);
     zoomAt(v, cmd === 'in' ? 1.25 : 0.8, p.clientWidth / 2, p.clientHeight / 2);
   };
@@ -207,7 +209,7 @@ APP_JS = """
   document.addEventListener('mouseout', (e) => hover(e, false));
   // ---- keyboard shortcuts ----
   const keys = {KeyA: 'mag-accept', KeyE: 'mag-edit', KeyR: 'mag-reject', KeyN: 'mag-next', KeyP: 'mag-prev'};
-  const zoomKeys = {Equal: 'in', NumpadAdd: 'in', Minus: 'out', NumpadSubtract: 'out', Digit0: 'fit', KeyT: 'target'};
+  const zoomKeys = {Equal: 'in', NumpadAdd: 'in', Minus: 'out', NumpadSubtract: 'out', Digit0: 'fit', KeyT: 'target', KeyM: 'marks'};
   const press = (id) => {
     const el = document.getElementById(id);
     if (!el) return false;
@@ -254,6 +256,9 @@ APP_CSS = """
 .mag-vstage {position: absolute; left: 0; top: 0; transform-origin: 0 0;}
 .mag-vstage img {display: block; max-width: none !important; max-height: none !important; -webkit-user-drag: none;}
 .mag-viewer.mag-small .mag-vstage img {image-rendering: pixelated;}
+.mag-vstage img.mag-plain-img, .mag-viewer.mag-nomarks img.mag-som {display: none;}
+.mag-viewer.mag-nomarks img.mag-plain-img {display: block;}
+.mag-viewer-none {padding: 2em; border: 1px dashed var(--border-color-primary);}
 .mag-vstage svg {position: absolute; left: 0; top: 0; pointer-events: none; overflow: visible;}
 .mag-dim {fill: rgba(0, 0, 0, 0.16); fill-rule: evenodd;}
 .mag-gold-halo {fill: none; stroke: #000; stroke-width: 7px; stroke-opacity: 0.6; vector-effect: non-scaling-stroke;}
@@ -322,13 +327,19 @@ def viewer_html(session: Session, i: int, key: str = "mag-viewer") -> str:
     pixel coordinates lies over it, so the target's box is exactly the gold box at any zoom.
     The target is outlined in magenta over a dark halo with the rest of the page dimmed (no
     Set-of-Mark box looks like it); a point-only step gets a ring and cross at its point.
+    The screenshot without marks is sent too (``m`` swaps them: on a crowded MiniWoB++ page
+    the labels hide the page), and a step without a screenshot gets one line saying so.
     The candidate list below it filters by id, role and text and shows a row's box on hover.
     The viewer's behaviour lives in :data:`APP_JS` (no script in the HTML itself).
     """
-    from mag_dataset.raw import som_image_bytes
+    from mag_dataset.raw import RawDataError, screenshot_bytes, som_image_bytes
 
     _, st = session.load(i)
-    data = som_image_bytes(session.refs[i].folder, st)
+    folder = session.refs[i].folder
+    try:
+        data, plain = som_image_bytes(folder, st), screenshot_bytes(folder, st)
+    except RawDataError as e:  # a step imported without a screenshot: say so, the rest of the page works
+        return f'<div class="mag-viewer-none" id="{key}">⚠️ {escape(str(e))}</div>'
     w, h = st.image_width, st.image_height
     a = st.action
     point = a.coordinate if a.coordinate is not None and a.element_id is None else None
@@ -360,6 +371,7 @@ def viewer_html(session: Session, i: int, key: str = "mag-viewer") -> str:
         zoom_box = f"{_num(x - r)},{_num(y - r)},{_num(x + r)},{_num(y + r)}"
     small = " mag-small" if max(w, h) <= _SMALL else ""
     src = f"data:{_mime(data)};base64,{base64.b64encode(data).decode()}"
+    plain_src = f"data:{_mime(plain)};base64,{base64.b64encode(plain).decode()}"
     rows = "".join(
         f'<tr data-q="{escape((c.id + " " + c.role + " " + c.text).lower())}" '
         f'data-box="{",".join(_num(v) for v in c.bbox)}"'
@@ -374,9 +386,13 @@ def viewer_html(session: Session, i: int, key: str = "mag-viewer") -> str:
         '<button data-mag-zoom="in" title="zoom in (+)">+</button>'
         '<button data-mag-zoom="fit" title="fit (0)">Fit</button><button data-mag-zoom="1" title="1:1">1:1</button>'
         '<button data-mag-zoom="target" title="zoom to the target (t)">Target (t)</button>'
+        '<button data-mag-zoom="marks" title="the page with or without its Set-of-Mark boxes (m)">Marks (m)</button>'
         f'<span>{w}×{h} · wheel zooms, drag pans</span><span class="mag-tlabel">{label}</span></div>'
         f'<div class="mag-vport" style="aspect-ratio: {w} / {h}"><div class="mag-vstage" style="width:{w}px;height:{h}px">'
-        f'<img src="{src}" width="{w}" height="{h}" alt="Set-of-Mark screenshot of {escape(session.refs[i].step_id)}" draggable="false">'
+        f'<img class="mag-som" src="{src}" width="{w}" height="{h}" '
+        f'alt="Set-of-Mark screenshot of {escape(session.refs[i].step_id)}" draggable="false">'
+        f'<img class="mag-plain-img" src="{plain_src}" width="{w}" height="{h}" '
+        f'alt="screenshot of {escape(session.refs[i].step_id)} without marks" draggable="false">'
         f'<svg viewBox="0 0 {w} {h}" width="{w}" height="{h}">{shapes}'
         '<rect class="mag-hover" style="display:none" x="0" y="0" width="1" height="1"/></svg>'
         "</div></div></div>"
@@ -463,7 +479,7 @@ def build_app(session: Session, annotator: str = "") -> Any:
     with gr.Blocks(title="MAG annotation", fill_width=True) as app:
         with gr.Row(equal_height=True):
             gr.Markdown("### MAG guide verification\nKeys (outside a text box): **a** accept · **e** save edit · "
-                        "**r** reject · **n**/**p** next/previous · **t** zoom to target, **+**/**−**/**0** zoom · "
+                        "**r** reject · **n**/**p** next/previous · **t** zoom to target, **+**/**−**/**0** zoom, **m** marks · "
                         "Alt+key anywhere; Ctrl+Enter in the guide box saves the edit.", elem_classes="mag-compact")
             who = gr.Textbox(label="Annotator", value=annotator, elem_id="mag-annotator", max_lines=1, scale=0,
                              min_width=220)
