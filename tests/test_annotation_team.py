@@ -267,6 +267,13 @@ def test_session_opens_on_the_annotators_queue_and_counts_drafted_steps(tmp_path
         assert s.progress("bob") == f"1 of {len(queue)} to verify" and s.progress() == "1 of 4 to verify"
         with pytest.raises(StaleView, match="bob accepted"):
             s.decide(queue[0], "reject", "", "alice", seen_version=v["version"])
+        with pytest.raises(ValueError, match="no disagreement to adjudicate"):
+            s.resolve_dispute(queue[0], "reject", "", "alice", seen_version=1)
+        s.decide(queue[0], "reject", "", "alice", seen_version=1)
+        assert s.view(queue[0])["resolution"] == "needs_adjudication"
+        s.resolve_dispute(queue[0], "reject", "", "bob", seen_version=2, note="alice is right")  # bob adjudicates
+        res = s.store.resolution(s.refs[queue[0]].step_id)
+        assert (res.status, res.round, res.verified_by, res.notes) == ("adjudicated", 2, ("bob",), ("bob: alice is right",))
         assert s.index(" login.seed-1:2 ") == 6
         with pytest.raises(ValueError, match="no step 'nope'"):
             s.index("nope")

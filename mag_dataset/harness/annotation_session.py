@@ -209,13 +209,28 @@ class Session:
         atomic_write_jsonl(path, rows, ensure_ascii=False, sort_keys=True)
         return len(rows)
 
+    def resolve_dispute(self, i: int, decision: str, text: str, annotator: str, *, seen_version: int | None = None,
+                        note: str = "") -> None:
+        """Adjudicate step ``i``'s disagreeing verifications: the answer opens the next round and
+        decides the step, whoever gives it (one of the disagreeing annotators too).
+
+        Raises:
+            ValueError: the step's verifications do not disagree; see :meth:`decide`.
+        """
+        res = self.store.resolution(self.refs[i].step_id)
+        if res.status != "needs_adjudication":
+            raise ValueError(f"step {self.refs[i].step_id} has no disagreement to adjudicate ({res.status})")
+        self.decide(i, decision, text, annotator, seen_version=seen_version, note=note, round=res.round + 1)
+
     def decide(self, i: int, decision: str, text: str, annotator: str, *, seen_version: int | None = None,
-               note: str = "") -> None:
+               note: str = "", round: int | None = None) -> None:
         """Record ``annotator``'s decision on step ``i`` and write the step's resolution into the raw episode.
 
         Args:
             seen_version: :meth:`version` of the view the decision was made on (``None``:
                 the current one, no stale-view check).
+            note: the annotator's note (it reaches the built dataset's ``verification_notes``).
+            round: the response's round (default: the store's rule; :meth:`resolve_dispute`).
 
         Raises:
             StaleView: someone answered the step since ``seen_version`` (nothing written).
@@ -234,7 +249,7 @@ class Session:
         guide = {"accept": draft, "edit": text, "reject": original[0]}.get(decision, text)
         source = "llm" if sid in self.drafts else original[1]
         self.store.decide(sid, decision, guide, draft, annotator, original, draft_source=source,
-                          seen_version=seen_version, note=note)
+                          seen_version=seen_version, note=note, round=round)
         apply_decisions(self.raw_dir, self.store, {ep.episode_id})
         if self._next_calls is not None:  # a guide change can only make this episode's verdicts stale
             for r in self.refs:

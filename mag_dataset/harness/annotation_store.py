@@ -287,11 +287,12 @@ class AnnotationStore:
 
     def decide(self, sid: str, decision: str, guide: str, draft: str, annotator: str, original: tuple[str, str],
                draft_source: str = "llm", *, seen_version: int | None = None, note: str = "",
-               source: str = "app") -> Decision:
+               source: str = "app", round: int | None = None) -> Decision:
         """Record a verification and the step's original guide; returns the step's resolved decision.
 
         ``seen_version=None`` answers on the current version (no stale-view check: for
-        scripts and single-annotator use); the app passes the version it showed.
+        scripts and single-annotator use); the app passes the version it showed. ``round``
+        as in :meth:`record_response`.
 
         Raises:
             StaleView: see :meth:`record_response`.
@@ -300,7 +301,7 @@ class AnnotationStore:
         self.keep_original(sid, original[0], original[1])
         version = self.step_version(sid) if seen_version is None else seen_version
         r = self.record_response(sid, annotator, "verify", decision, guide=guide, draft=draft, draft_source=draft_source,
-                                 note=note, seen_version=version, source=source)
+                                 note=note, seen_version=version, source=source, round=round)
         res = self.resolution(sid)
         if not res.resolved:
             return Decision(sid, r.decision, r.guide, r.draft, r.annotator, r.decided_at, r.draft_source, r.note,
