@@ -363,3 +363,27 @@ def test_filters_jump_progress_and_adjudication_list_without_a_browser(tmp_path)
             matching_steps(s, sites, "everything")
     finally:
         s.close()
+
+
+def test_a_step_without_a_screenshot_is_shown_with_one_line(tmp_path):
+    """A step imported without a screenshot (raw format: ``"screenshot": null``): the viewer
+    says so and names mag recapture; the rest of the step's view still works."""
+    from mag_dataset.harness.annotate_app import viewer_html
+    from mag_dataset.harness.annotation_session import Session
+    from mag_dataset.raw import write_episode
+
+    raw = tmp_path / "raw"
+    ep = hf.login_episode()
+    steps = list(ep.steps)
+    steps[1] = dataclasses.replace(steps[1], screenshot=None, som_screenshot=None)
+    ep = dataclasses.replace(ep, steps=tuple(steps))
+    write_episode(raw, ep, {k: v for k, v in hf.images_for(ep).items() if k})
+    s = Session(raw)
+    try:
+        html = viewer_html(s, 1)
+        assert html.startswith('<div class="mag-viewer-none"') and "no screenshot" in html and "mag recapture" in html
+        v = s.view(1)
+        assert v["image"] is None and v["guide"] == "Type 'pw' into the Password field."
+        assert 'class="mag-viewer' in viewer_html(s, 0) and s.view(0)["image"] is not None
+    finally:
+        s.close()

@@ -337,8 +337,18 @@ class Session:
             f"**Result** ({st.guide_source.value}" + (f", {_DONE[d.decision]}" if d else ", undecided") + f"): {st.guide}"
         )
         text = st.guide if d is not None else self.draft(i)
-        return {"status": status, "image": self.image(i), "context": context, "guides": guides,
+        return {"status": status, "image": self.image_or_none(i), "context": context, "guides": guides,
                 "audit": self.audit_line(i), "guide": text, "version": self.version(i), "resolution": res.status}
+
+    def image_or_none(self, i: int) -> Any:
+        """:meth:`image`, or ``None`` for a step imported without a screenshot (the app
+        shows the step, with a line naming ``mag recapture``, rather than failing)."""
+        from mag_dataset.raw import RawDataError
+
+        try:
+            return self.image(i)
+        except RawDataError:
+            return None
 
     def image(self, i: int) -> Any:
         """The Set-of-Mark screenshot; a point-only step gets its recorded point drawn in red."""
@@ -408,7 +418,7 @@ class Session:
             f"**Judges:**\n\n{self.verdict_lines(sid)}\n\n"
             f"**Candidate menu:**\n\n{menu}"
         )
-        return {"image": self.image(i), "info": info, "ids": [c.id for c in st.candidates],
+        return {"image": self.image_or_none(i), "info": info, "ids": [c.id for c in st.candidates],
                 "version": self.store.step_version(sid)}
 
     def adjudicate(self, sid: str, status: str, element: str | None, annotator: str, note: str = "", *,
