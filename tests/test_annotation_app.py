@@ -304,6 +304,15 @@ def test_viewer_filters_jump_unsaved_edit_and_controls_above_the_fold(tmp_path, 
             expect(status).to_contain_text(f"{episode}:0")
             page.locator("#mag-prev").click()
             expect(warning).to_contain_text("No earlier step matches the filter.", timeout=15000)
+            # on another tab the Verify keys do nothing (the step on Verify is not decided unseen)
+            page.get_by_role("tab", name="Adjudicate").click()
+            expect(page.locator("#mag-adj-info")).to_contain_text("Recorded action", timeout=15000)
+            page.locator("#mag-adj-info").click()
+            for key in ("a", "r", "n"):
+                page.keyboard.press(key)
+            page.wait_for_timeout(1500)
+            page.get_by_role("tab", name="Verify").click()
+            expect(status).to_contain_text(f"{episode}:0")
             browser.close()
 
     try:
@@ -311,6 +320,7 @@ def test_viewer_filters_jump_unsaved_edit_and_controls_above_the_fold(tmp_path, 
     finally:
         app.close()
         session.close()
+    assert _responses(raw / "annotations.sqlite") == []  # nothing was decided on this walk
     print(json.dumps(measured))
 
 

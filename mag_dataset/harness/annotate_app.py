@@ -212,7 +212,7 @@ APP_JS = """
   const zoomKeys = {Equal: 'in', NumpadAdd: 'in', Minus: 'out', NumpadSubtract: 'out', Digit0: 'fit', KeyT: 'target', KeyM: 'marks'};
   const press = (id) => {
     const el = document.getElementById(id);
-    if (!el) return false;
+    if (!el || el.offsetParent === null) return false;  // on another tab: a key never decides unseen
     const btn = el.tagName === 'BUTTON' ? el : el.querySelector('button');
     (btn || el).click();
     return true;
