@@ -288,8 +288,11 @@ def _norm(text: str) -> str:
 
 
 def response_label(r: Response) -> str:
-    """What the resolution rule and agreement compare: the decision; an edit with its guide."""
+    """What the resolution rule and agreement compare: the decision; an edit with its guide
+    (an "edit" that leaves the draft as it was is an accept, as in the app)."""
     if r.kind == "verify":
+        if r.decision == "edit" and r.draft and _norm(r.guide) == _norm(r.draft):
+            return "accept"
         return f"edit: {_norm(r.guide)}" if r.decision == "edit" else r.decision
     return r.decision + (f" [{r.element_id}]" if r.element_id else "")
 
@@ -314,8 +317,9 @@ def resolve(step_id: str, kind: str, rows: Sequence[Response]) -> Resolution:
     if len({response_label(r) for r in counted}) > 1:
         return Resolution(step_id, kind, "needs_adjudication", rnd, responses=rows)
     last = counted[-1]
+    decision = "accept" if kind == "verify" and response_label(last) == "accept" else last.decision
     return Resolution(
-        step_id, kind, "decided" if rnd == 1 else "adjudicated", rnd, last.decision, last.guide, last.draft,
+        step_id, kind, "decided" if rnd == 1 else "adjudicated", rnd, decision, last.guide, last.draft,
         last.draft_source, last.element_id, tuple(sorted(r.annotator for r in counted)),
         max(r.decided_at for r in counted), tuple(f"{r.annotator}: {r.note}" for r in counted if r.note), rows)
 

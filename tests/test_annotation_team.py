@@ -92,6 +92,11 @@ def test_agreement_decides_and_a_participant_revises_only_their_own_answer(tmp_p
         st.record_response(S, "bob", "verify", "edit", guide="Type pw now.", seen_version=3)  # and back
         assert (st.resolution(S).status, st.resolution(S).round) == ("decided", 1)
         assert len(st.responses(S)) == 4  # every answer kept
+        # an "edit" that leaves the draft as it was (as Label Studio may send it) agrees with an accept
+        t = "login.seed-0:2"
+        st.record_response(t, "alice", "verify", "accept", guide="The draft.", draft="The draft.", seen_version=0)
+        st.record_response(t, "bob", "verify", "edit", guide=" The  draft. ", draft="The draft.", seen_version=1)
+        assert (st.resolution(t).status, st.resolution(t).decision) == ("decided", "accept")
         # adjudications of the audit label: bob's remap does not replace alice's "confirmed" and her note
         st.record_response(S, "alice", "adjudicate", "confirmed", note="the box is right", seen_version=4)
         st.record_response(S, "bob", "adjudicate", "remapped", element_id="3", seen_version=5)

@@ -1,11 +1,14 @@
 """The SQLite store of human decisions: every response of every annotator, kept.
 
-Holds the database (``RAW/annotations.sqlite`` by default), its schema and migrations, the
-rule that turns responses into a step's decision, the assignment of steps to annotators,
-agreement on the overlap, and which database a command reads (:func:`stored_adjudications`)
-or should be told about (:func:`other_decision_dbs`). Nothing here reads or writes a raw
-corpus: :mod:`mag_dataset.harness.annotate` writes resolved decisions back into episodes and
-into the audit file.
+Holds the database (``RAW/annotations.sqlite`` by default) and its writes: responses with
+the stale-view check, originals, the assignment of steps to annotators, queues and
+progress; and which database a command reads (:func:`stored_adjudications`) or should be
+told about (:func:`other_decision_dbs`). The rules below (the resolution, agreement, the
+schema and its migrations) are pure code in :mod:`mag_dataset.annotation_rules`, because
+the builder, which sits below the harness, applies them too; every name of it is
+re-exported here. Nothing here reads or writes a raw corpus:
+:mod:`mag_dataset.harness.annotate` writes resolved decisions back into episodes and into
+the audit file.
 
 MAG (arXiv 2607.10079) verifies its LLM-drafted guides by hand, and a team does it: so a
 person's answer never replaces another's. Each answer is one appended row, and what a step
@@ -41,9 +44,12 @@ Rounds and the resolution rule (:meth:`AnnotationStore.resolution`)
       ``adjudicated`` (a later round): the agreed decision, its guide, ``verified_by`` =
       the annotators of that round, ``decided_at`` = the time of its last response;
       verifications agree when the decision is the same and, for edits, the guide is the
-      same after whitespace is collapsed; adjudications when status and element are;
-    * they disagree: ``needs_adjudication`` (the step is listed for adjudication; nothing is
-      written into the episode or the audit file for it until it is resolved).
+      same after whitespace is collapsed (an edit that leaves the draft as it was counts as
+      an accept); adjudications when status and element are;
+    * they disagree: ``needs_adjudication`` (the step is listed for adjudication; until it
+      is resolved the episode keeps its guide from before annotation, marked
+      ``guide_decision = disputed``, and an adjudicated audit label goes back to
+      ``disputed``).
 
     A response from someone who has no response in a round that disagrees starts the next
     round: that person is the adjudicator, and the round's outcome is theirs. A participant
