@@ -443,3 +443,28 @@ def test_a_rejected_draft_is_visible_as_rejected_in_the_build(synthetic_corpus, 
     assert "Human verification (`mag annotate`): 5 responses by 2 annotators" in card
     assert "accepted 1, edited 0, rejected 1, disputed 1" in card
     assert "| `guide_decision` | string |" in card
+
+
+def test_adjudicators_who_disagree_put_the_audit_label_back_to_disputed(tmp_path):
+    from mag_dataset.raw import read_audit, write_audit
+    from mag_dataset.schema import AuditRecord
+
+    raw = tmp_path / "raw"
+    hf.make_corpus(raw, 1)
+    write_audit(raw / "audit.jsonl", {S: AuditRecord(status="disputed", disputed=True)})
+    s = Session(raw)
+    try:
+        s.adjudicate(S, "confirmed", None, "alice", "the box is right", seen_version=0)
+        assert read_audit(raw / "audit.jsonl")[S].adjudicated_by == "alice"
+        with pytest.raises(StaleView, match="alice confirmed"):
+            s.adjudicate(S, "unmappable", None, "bob", seen_version=0)
+        s.adjudicate(S, "unmappable", None, "bob", seen_version=1)
+        rec = read_audit(raw / "audit.jsonl")[S]
+        assert (rec.status.value, rec.disputed, rec.adjudicated_by) == ("disputed", True, None)
+        assert [r.note for r in s.store.responses(S)] == ["the box is right", ""]  # alice's note kept
+        s.adjudicate(S, "unmappable", None, "carol", seen_version=2)  # outside the split round: decides it
+        rec = read_audit(raw / "audit.jsonl")[S]
+        assert (rec.status.value, rec.adjudicated_by) == ("unmappable", "carol")
+        assert s.store.resolution(S, "adjudicate").round == 2
+    finally:
+        s.close()
