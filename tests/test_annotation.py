@@ -468,7 +468,7 @@ def test_app_in_a_real_browser_accept_edit_restart(tmp_path, chromium):
             expect(status).to_contain_text("Step 1 / 4", timeout=30000)
             expect(guide).to_have_value("LLM draft 0.")
             expect(page.locator("#mag-context")).to_contain_text("Log in as ann with password pw (run 0).")
-            expect(page.locator("#mag-image img")).to_have_count(1)
+            expect(page.locator("#mag-image img.mag-som")).to_be_visible()
             # accept with the keyboard shortcut (focus outside any text box)
             page.evaluate("document.activeElement && document.activeElement.blur()")
             page.keyboard.press("a")
