@@ -397,3 +397,54 @@ def test_a_step_without_a_screenshot_is_shown_with_one_line(tmp_path):
         assert 'class="mag-viewer' in viewer_html(s, 0) and s.view(0)["image"] is not None
     finally:
         s.close()
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_an_adjudication_on_a_stale_view_is_refused_in_the_browser(tmp_path, chromium):
+    """alice and bob open the same disputed audit step; alice resolves it, then bob, still on
+    the view from before: bob's is refused with what alice decided, the audit file keeps
+    alice's, and bob's tab shows the step afresh."""
+    from playwright.sync_api import expect, sync_playwright
+    from test_annotation import disputed_corpus
+
+    from mag_dataset.harness.annotate_app import launch
+
+    raw = tmp_path / "raw"
+    disputed_corpus(raw)
+    port = free_port()
+    app, session = launch(raw, annotator="", port=port, block=False)
+
+    def visit():
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=chromium, args=BROWSER_ARGS, headless=True)
+            pages = {}
+            for name in ("alice", "bob"):
+                page = browser.new_context(viewport={"width": 1366, "height": 900}).new_page()
+                page.goto(f"http://127.0.0.1:{port}/")
+                expect(page.locator("#mag-status")).to_contain_text("Step 1 / 4", timeout=30000)
+                page.locator("#mag-annotator textarea, #mag-annotator input").first.fill(name)
+                page.get_by_role("tab", name="Adjudicate").click()
+                expect(page.locator("#mag-adj-step input")).to_have_value("login.seed-0:1 · open", timeout=15000)
+                pages[name] = page
+            pages["alice"].locator("#mag-adj-outcome").get_by_label("confirmed").check()
+            pages["alice"].locator("#mag-adj-resolve").click()
+            expect(pages["alice"].locator("#mag-adj-warning")).to_contain_text("Resolved login.seed-0:1 as confirmed.",
+                                                                              timeout=15000)
+            bob = pages["bob"]
+            bob.locator("#mag-adj-outcome").get_by_label("unmappable").check()
+            bob.locator("#mag-adj-resolve").click()
+            expect(bob.locator("#mag-adj-warning")).to_contain_text(
+                "Not saved: step login.seed-0:1 changed since you opened it: alice confirmed", timeout=15000)
+            expect(bob.locator("#mag-adj-info")).to_contain_text("Adjudicated: confirmed by alice")
+            expect(bob.locator("#mag-adj-outcome input:checked")).to_have_count(0)
+            browser.close()
+
+    try:
+        in_thread(visit)
+    finally:
+        app.close()
+        session.close()
+    assert [(r[1], r[3]) for r in _responses(raw / "annotations.sqlite")] == [("alice", "confirmed")]
+    rec = read_audit(raw / "audit.jsonl")["login.seed-0:1"]
+    assert (rec.status, rec.adjudicated_by) == (AuditStatus.CONFIRMED, "alice")
