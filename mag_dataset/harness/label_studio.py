@@ -584,13 +584,21 @@ def _record(store: Any, r: Annotation, seen_version: int) -> str | None:
 #: its pins (openai<2, among others) conflict with this package's (openai>=3).
 SERVER_PACKAGE = "label-studio==1.23.2"
 #: Settings that keep a local server from calling out: no version check, no analytics, no
-#: error reporting, and no sign-up without an invitation link.
+#: error reporting, feature flags from its own defaults, no sign-up without an invitation
+#: link; and every proxy variable pointing at a closed local port (9, discard), so what is left
+#: (its web page asks the server for "tips", which it fetches from raw.githubusercontent.com:
+#: seen with a recording proxy) fails at once instead of leaving the machine.
+_NOWHERE = "http://127.0.0.1:9"
 OFFLINE_ENV = {
     "LATEST_VERSION_CHECK": "false",
+    "FEATURE_FLAGS_OFFLINE": "true",
     "COLLECT_ANALYTICS": "false",
     "SENTRY_DSN": "",
     "FRONTEND_SENTRY_DSN": "",
     "LABEL_STUDIO_DISABLE_SIGNUP_WITHOUT_LINK": "true",
+    **{k: _NOWHERE for k in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy")},
+    "NO_PROXY": "127.0.0.1,localhost",
+    "no_proxy": "127.0.0.1,localhost",
 }
 
 
