@@ -129,7 +129,7 @@ def _rows(out: Path) -> dict[str, dict]:
     rows = {}
     for f in files:
         for r in datasets.Dataset.from_parquet(f).select_columns(
-                ["step_id", "guide", "guide_source", "verified_by"]).to_list():
+                ["step_id", "guide", "guide_source", "verified_by", "guide_decision", "verification_notes"]).to_list():
             rows[r["step_id"]] = r
     return rows
 
@@ -201,6 +201,16 @@ def test_round_trip_export_annotate_import_build(server, tmp_path, monkeypatch, 
     with AnnotationStore(raw / "annotations.sqlite") as store:
         assert len(store.responses()) == n_before
 
+    # the imported responses are the team's like any other: agreement on the overlap, the export
+    assert main(["annotate", "--raw", str(raw), "--report"]) == 0
+    report = capsys.readouterr().out
+    assert "4 of 6 to verify decided (undecided 1, decided 4, needs_adjudication 1" in report, report
+    assert f"{ALICE} × {BOB}: Cohen's kappa 0.000, alpha 0.000, n=2, agree 1" in report, report  # 0:0 agreed, 0:3 not
+    assert main(["annotate", "--raw", str(raw), "--export", str(tmp_path / "responses.jsonl")]) == 0
+    exported_responses = [json.loads(line) for line in (tmp_path / "responses.jsonl").read_text().splitlines()]
+    assert sum(r["source"] == "label-studio" for r in exported_responses) == 6
+    capsys.readouterr()
+
     # the episodes, then the built dataset, show the decisions
     ep = read_episode(raw / "login.seed-0")
     assert [st.metadata.get("verification") for st in ep.steps] == ["accept", "edit", "reject", None]
@@ -218,6 +228,16 @@ def test_round_trip_export_annotate_import_build(server, tmp_path, monkeypatch, 
     # disputed: its guide from before annotation, nobody's decision
     assert (rows["login.seed-0:3"]["guide_source"], rows["login.seed-0:3"]["verified_by"]) == ("template", None)
     assert rows["login.seed-1:0"]["verified_by"] == "carol" and rows["login.seed-1:1"]["verified_by"] is None
+    assert {sid: (r["guide_decision"], r["verification_notes"]) for sid, r in rows.items()} == {
+        "login.seed-0:0": ("accepted", None),
+        "login.seed-0:1": ("edited", f"{ALICE}: names the field"),
+        "login.seed-0:2": ("rejected", f"{ALICE}: wrong element"),  # a rejected draft stays visible as rejected
+        "login.seed-0:3": ("disputed", None),
+        "login.seed-1:0": ("edited", None),
+        "login.seed-1:1": (None, None),
+        "login.seed-1:2": (None, None),
+        "login.seed-1:3": (None, None),
+    }
 
 
 def test_a_point_only_step_is_a_keypoint():
