@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 import harness_fixtures as hf
+import httpx
 import pytest
 
 from mag_dataset.cli import main
@@ -274,3 +275,40 @@ def test_errors_are_one_line(server, tmp_path, monkeypatch, capsys):
     (raw / "guide_drafts.jsonl").unlink()
     monkeypatch.setenv(API_KEY_ENV, ALICE_KEY)
     assert "drafts file not found" in err(["export", "--raw", str(raw), "--url", server.url])
+
+
+def test_serve_runs_a_local_server_until_ctrl_c(server, tmp_path):
+    import os
+    import signal
+
+    data = tmp_path / "served"
+    shutil.copytree(TEST_HOME / "data-template", data)  # migrated, with alice: starts in seconds
+    (data / "mag-login.json").write_text(json.dumps({"username": ALICE, "password": "alice-password-1",
+                                                     "api_key": ALICE_KEY}))
+    port = LocalServer(data, home=TEST_HOME).port
+    env = {**os.environ, "MAG_LABEL_STUDIO_HOME": str(TEST_HOME)}
+    p = subprocess.Popen([sys.executable, "-m", "mag_dataset.cli", "label-studio", "serve", "--data-dir", str(data),
+                          "--port", str(port)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        lines = []
+        for line in p.stdout:
+            lines.append(line)
+            if "Ctrl-C stops it" in line:
+                break
+        text = "".join(lines)
+        assert f"Label Studio at http://127.0.0.1:{port}" in text and f"LABEL_STUDIO_API_KEY={ALICE_KEY}" in text, \
+            text + p.stderr.read()
+        with Client(f"http://127.0.0.1:{port}", ALICE_KEY) as c:
+            assert c.whoami()["email"] == ALICE
+    finally:
+        p.send_signal(signal.SIGINT)
+        rc = p.wait(timeout=60)
+    assert rc == 130
+    with pytest.raises(httpx.ConnectError):  # stopped with it
+        httpx.get(f"http://127.0.0.1:{port}/health", timeout=5)
+
+    # a database serve did not make: one line, nothing started
+    (data / "mag-login.json").unlink()
+    r = subprocess.run([sys.executable, "-m", "mag_dataset.cli", "label-studio", "serve", "--data-dir", str(data),
+                        "--port", str(port)], capture_output=True, text=True, env=env, timeout=60)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "did not make" in r.stderr, r.stderr

@@ -100,6 +100,7 @@ def _import(args: argparse.Namespace) -> int:
 
 
 def _serve(args: argparse.Namespace) -> int:
+    import json
     import time
 
     from mag_dataset.cli import UserError
@@ -108,20 +109,27 @@ def _serve(args: argparse.Namespace) -> int:
     if args.data_dir is None:
         raise UserError("serve needs the server's data folder: --data-dir DIR")
     server = LocalServer(args.data_dir, port=args.port)
-    key_file = args.data_dir / "mag-api-key.txt"
-    key = key_file.read_text().strip() if key_file.is_file() else secrets.token_hex(20)
-    password = secrets.token_urlsafe(12)
+    # The first start creates the administrator with these; later starts reuse the same (Label
+    # Studio does not change an existing user's password or key), so they are kept beside its data.
+    login_file = args.data_dir / "mag-login.json"
+    if login_file.is_file():
+        login = json.loads(login_file.read_text())
+    elif (args.data_dir / "label_studio.sqlite3").is_file():
+        raise UserError(f"{args.data_dir} holds a Label Studio database that mag label-studio serve did not make "
+                        f"(no {login_file.name}): start it with label-studio itself, or pick a new --data-dir")
+    else:
+        login = {"username": args.username, "password": secrets.token_urlsafe(12), "api_key": secrets.token_hex(20)}
     print(f"installing Label Studio into {server.venv} (once) ...", file=sys.stderr, flush=True)
     took = server.install()
     if took:
         print(f"installed in {took:.0f} s", file=sys.stderr)
     args.data_dir.mkdir(parents=True, exist_ok=True)
-    key_file.write_text(key + "\n")
-    key_file.chmod(0o600)
-    up = server.start(args.username, password, key)
+    login_file.write_text(json.dumps(login, indent=1) + "\n")
+    login_file.chmod(0o600)
+    up = server.start(login["username"], login["password"], login["api_key"])
     print(f"Label Studio at {server.url} (up in {up:.0f} s; log {server.log})\n"
-          f"  user {args.username}, API key in {key_file}:\n  export LABEL_STUDIO_API_KEY={key}\n"
-          f"  (the web login's password is set on the server's first start only; this start's: {password})\n"
+          f"  log in as {login['username']}, password and API key in {login_file}:\n"
+          f"  export LABEL_STUDIO_API_KEY={login['api_key']}\n"
           f"Ctrl-C stops it.", flush=True)
     try:
         while server.process is not None and server.process.poll() is None:
