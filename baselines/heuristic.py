@@ -3,7 +3,7 @@
 The heuristic (:mod:`mag_dataset.heuristic`) text-matches the intent against the candidate
 menu and writes template guides. It is a floor to compare models against, not a model. In
 the coord view it clicks the centre of the chosen candidate's box, reading the menu of the
-som row with the same step id (coord rows carry no menu).
+som row with the same step id, which the gold carries (coord rows carry no menu).
 
 Launch::
 
@@ -74,22 +74,18 @@ def resolve_dataset(dataset: str) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     from mag_dataset.actions import Contract, View
-    from mag_dataset.dataset import load_steps
+    from mag_dataset.dataset import load_gold
     from mag_dataset.heuristic import heuristic_predictions
     from mag_dataset.predictions import write_predictions
 
     args = parse_args(argv)
     view, contract = View(args.view), Contract(args.contract)
-    try:
-        source = resolve_dataset(args.dataset)
-        steps = load_steps(source, view, args.split)
-        menus = None
-        if view is View.COORD:
-            menus = {s.step_id: s.candidates for s in load_steps(source, View.SOM, args.split)}
+    try:  # the coord view's gold brings the som menus the heuristic reads
+        gold = load_gold(resolve_dataset(args.dataset), view, args.split)
     except (OSError, ValueError) as e:  # a missing folder, an unreachable Hub repo, a bad row
         print(f"heuristic: cannot load {view.value}/{args.split} of dataset {args.dataset!r}: {e}", file=sys.stderr)
         return 2
-    preds = heuristic_predictions(steps, view, contract, menus=menus)
+    preds = heuristic_predictions(gold, view, contract)
     path = write_predictions(args.output, preds)
     print(f"wrote {len(preds)} predictions ({view.value}/{contract.value}, {args.split}) to {path}")
     return 0

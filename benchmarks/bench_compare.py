@@ -41,7 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_scorer import model_like_output, synthetic_steps  # noqa: E402
 
-from mag_dataset.commands.score import score_file  # noqa: E402
+from mag_dataset.score_file import score_file  # noqa: E402
 from mag_dataset.compare import compare_reports  # noqa: E402
 from mag_dataset.predictions import Prediction, write_predictions  # noqa: E402
 

@@ -137,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
                 times.append(time.perf_counter() - t0)
                 assert result["ok"], msg
             # what `mag score` does with the same kind of file, in this process (parse + score, no server)
-            from mag_dataset.commands.score import score_file
+            from mag_dataset.score_file import score_file
 
             t0 = time.perf_counter()
             score_file(files[1].read_bytes(), gold.steps[View.SOM], "som", "J")

@@ -35,14 +35,14 @@ def _free_port() -> int:
 def _files(folder: Path) -> list[tuple[str, str, str, Path]]:
     """(model name, view, contract, file) of the submissions shown."""
     from mag_dataset.actions import Contract, View
-    from mag_dataset.dataset import bundled_dataset, load_steps
+    from mag_dataset.dataset import bundled_dataset, load_gold
     from mag_dataset.heuristic import heuristic_predictions
     from mag_dataset.predictions import write_predictions
     from mag_dataset.prompts import render_target
 
     out = []
     for view in View:
-        steps = load_steps(bundled_dataset(), view.value, "test")
+        steps = load_gold(bundled_dataset(), view.value, "test")  # coord: with the som menus the heuristic reads
         for contract in ("J", "A", "G"):
             path = write_predictions(folder / f"heuristic-{view.value}-{contract}.jsonl",
                                      heuristic_predictions(steps, view.value, contract))

@@ -26,6 +26,8 @@ from mag_dataset.schema import Action, Candidate, SchemaError, Step
 if TYPE_CHECKING:
     import datasets
 
+    from mag_dataset.scorer.gold import GoldSteps
+
 #: Step columns kept in a gold record (everything but the screenshot and split_seed).
 _STEP_FIELDS: tuple[str, ...] = (
     "step_id",
@@ -151,19 +153,101 @@ def step_from_record(d: dict[str, Any]) -> Step:
     return row_to_step(d)
 
 
+def _step_record(step: Step) -> dict[str, Any]:
+    """A Step as the JSON-able gold record a dataset row gives (enums as values, tuples as lists)."""
+    rec: dict[str, Any] = {}
+    for k in _STEP_FIELDS:
+        v = getattr(step, k)
+        if k == "action":
+            v = v.to_dict()
+        elif k == "candidates":
+            v = [c.to_dict() for c in v]
+        elif isinstance(v, tuple):
+            v = list(v)
+        elif isinstance(v, str):  # the enums are str subclasses
+            v = str(v.value) if hasattr(v, "value") else v
+        rec[k] = v
+    return rec
+
+
 def _without_images(ds: "datasets.Dataset") -> "datasets.Dataset":
     drop = [c for c in ("screenshot",) if c in ds.column_names]
     return ds.remove_columns(drop) if drop else ds
 
 
-def gold_records(ds: "datasets.Dataset | Iterable[dict[str, Any]]") -> list[dict[str, Any]]:
+def gold_records(ds: "GoldSteps | datasets.Dataset | Iterable[dict[str, Any]]") -> list[dict[str, Any]]:
     """JSON-able gold records without images, one per row, in row order.
 
-    These are what the ``evaluate`` module takes as references; :func:`step_from_record`
-    turns one back into a Step.
+    These are what the ``evaluate`` module and the Inspect task take as references;
+    :func:`step_from_record` turns one back into a Step and :func:`gold_from_records` all
+    of them back into the gold. Given a :class:`GoldSteps` of the coord view, each record
+    also carries its step's som menu (``menu``: candidate dicts), so the consistency check
+    travels with the record; records of a bare coord dataset have none, and scoring them
+    under J or JG is refused rather than reported as n/a.
     """
+    from mag_dataset.scorer.gold import GoldSteps
+
+    if isinstance(ds, GoldSteps):
+        records = [_step_record(s) for s in ds.steps]
+        if ds.menus is not None:
+            for r in records:
+                r["menu"] = [c.to_dict() for c in ds.menus[r["step_id"]]]
+        return records
     rows = _without_images(ds).to_list() if hasattr(ds, "remove_columns") else ds
     return [{k: r[k] for k in _STEP_FIELDS if k in r} for r in rows]
+
+
+def gold_from_records(view: View | str, records: Iterable[dict[str, Any]]) -> "GoldSteps":
+    """The gold of ``view`` from its gold records (:func:`gold_records`).
+
+    Raises:
+        SchemaError: a record that violates the schema.
+        ValueError: coord records without their ``menu`` (make them from
+            :func:`load_gold`'s gold: ``gold_records(load_gold(...))``).
+    """
+    from mag_dataset.scorer.gold import GoldSteps
+
+    view = View(view)
+    records = list(records)
+    steps = tuple(step_from_record(r) for r in records)
+    if view is View.SOM:
+        return GoldSteps(view, steps)
+    lacking = sum(1 for r in records if r.get("menu") is None)
+    if lacking:
+        raise ValueError(
+            f"{lacking} of {len(records)} coord gold record(s) carry no som menu ('menu'): make the records with "
+            "mag_dataset.dataset.gold_records(load_gold(source, 'coord', split))"
+        )
+    menus = {s.step_id: tuple(Candidate.from_dict(c) for c in r["menu"]) for s, r in zip(steps, records)}
+    return GoldSteps(view, steps, menus)
+
+
+def load_gold(source: str | os.PathLike, view: View | str, split: str = "test") -> "GoldSteps":
+    """The gold of one view and split: what every scoring call takes.
+
+    In the coord view the som steps of the split are loaded too, for their menus (the
+    coord rows carry none, and guide-action consistency needs them).
+
+    Args:
+        source: a built folder, a Hub repo id (see :func:`load_view`), or ``bundled`` for
+            the bundled sample corpus.
+        view: ``som`` or ``coord``.
+        split: ``train`` or ``test``.
+
+    Raises:
+        FileNotFoundError: a local folder that does not exist.
+        SchemaError: a row that violates the schema.
+        ValueError: an unknown view or split; a coord step without a som row.
+    """
+    from mag_dataset.scorer.gold import GoldSteps
+
+    view = View(view)
+    if str(source) == "bundled":
+        source = bundled_dataset()
+    steps = {view: load_steps(source, view, split)}
+    if view is View.COORD:
+        steps[View.SOM] = load_steps(source, View.SOM, split)
+    return GoldSteps.from_views(view, steps)
 
 
 def load_steps(source: str | os.PathLike, view: View | str, split: str = "test") -> list[Step]:

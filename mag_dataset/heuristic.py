@@ -18,9 +18,9 @@ Rules, in order:
    (submit-like buttons last); then, if nothing is left, ``finish``.
 
 In the coord view the action is the centre of the chosen candidate's box. The coord rows
-of the dataset carry no menu, so callers pass the som menu of the same step id as
-``menu`` (``baselines/heuristic.py`` does): the heuristic is a no-model reference for both
-views, not a coordinate-grounding model.
+of the dataset carry no menu, so the heuristic reads the som menu of the same step id from
+the gold (:class:`~mag_dataset.scorer.gold.GoldSteps`, which :func:`mag_dataset.dataset.load_gold`
+builds): the heuristic is a no-model reference for both views, not a coordinate-grounding model.
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ from mag_dataset.guides import template_guide
 from mag_dataset.predictions import Prediction
 from mag_dataset.prompts import action_object, render_output
 from mag_dataset.schema import Action, Candidate, Step, box_center
+from mag_dataset.scorer.gold import GoldSteps
 
 if TYPE_CHECKING:
     from mag_dataset.scoring import Report
@@ -144,63 +145,69 @@ def heuristic_output(
 
 
 def heuristic_predictions(
-    steps: Sequence[Step],
+    gold: GoldSteps | Sequence[Step],
     view: View | str,
     contract: Contract | str,
     *,
-    menus: Mapping[str, Sequence[Candidate]] | None = None,
     seed: int = 0,
 ) -> list[Prediction]:
     """Heuristic predictions for a split.
 
     Args:
-        steps: the steps of the split, in the view being predicted.
+        gold: the gold of the view being predicted (:func:`mag_dataset.dataset.load_gold`);
+            in the som view bare steps do too (each carries its menu).
         view: ``som`` or ``coord``.
         contract: ``A``, ``G``, ``J`` or ``JG``.
-        menus: step id -> som candidate menu (needed for the coord view, whose rows carry
-            no menu); steps missing from it use their own candidates.
         seed: recorded in each prediction (the heuristic itself is deterministic).
 
     Returns:
         One prediction per step, in step order.
+
+    Raises:
+        ValueError: bare coord steps (they carry no menu: every prediction would be ``finish``).
     """
-    menus = menus or {}
-    return [
-        Prediction(s.step_id, heuristic_output(s, view, contract, menu=menus.get(s.step_id)), seed) for s in steps
-    ]
+    view = View(view)
+    if not isinstance(gold, GoldSteps):
+        if view is View.COORD:
+            raise ValueError("coord steps carry no menu: pass the coord gold with its som menus "
+                             "(mag_dataset.dataset.load_gold, GoldSteps.from_views)")
+        gold = GoldSteps(view, tuple(gold))
+    return [Prediction(s.step_id, heuristic_output(s, view, contract, menu=gold.menu(s.step_id)), seed) for s in gold]
 
 
 def heuristic_reports(steps_by_view: Mapping[str, Sequence[Step]]) -> dict[tuple[str, str], Report]:
     """Score the heuristic in every contract and view (the scoring stage of ``mag demo``).
 
     Args:
-        steps_by_view: ``{"som": steps, "coord": steps}`` of one split; the som steps'
-            menus are used for the coord view.
+        steps_by_view: ``{"som": steps, "coord": steps}`` of one split; the coord view's
+            gold takes its menus from the som steps.
 
     Returns:
         ``{(view, contract): Report}`` in view then contract order.
     """
     from mag_dataset.scoring import score_predictions
 
-    menus = {s.step_id: s.candidates for s in steps_by_view.get(View.SOM.value, ())}
     reports: dict[tuple[str, str], Report] = {}
     for view in View:
-        steps = steps_by_view.get(view.value)
-        if not steps:
+        if not steps_by_view.get(view.value):
             continue
+        gold = GoldSteps.from_views(view, steps_by_view)
         for contract in Contract:
-            preds = heuristic_predictions(steps, view, contract, menus=menus)
-            reports[(view.value, contract.value)] = score_predictions(preds, steps, view, contract)
+            preds = heuristic_predictions(gold, view, contract)
+            reports[(view.value, contract.value)] = score_predictions(preds, gold, view, contract)
     return reports
 
 
 def format_reports_table(reports: Mapping[tuple[str, str], Report]) -> str:
-    """One row per (view, contract): the micro mean of every metric ("—" = not applicable)."""
-    from mag_dataset.scoring import METRIC_NAMES
+    """One row per (view, contract): the micro mean of every metric ("—" = not applicable),
+    the papers' metrics (without usefulness, which needs judge verdicts), then the
+    extensions under their short titles."""
+    from mag_dataset.scoring import EXTENSION_METRICS, METRIC_BY_NAME, METRIC_NAMES
 
-    names = [m for m in METRIC_NAMES if m != "usefulness"]
-    w = {m: max(len(m), 5) + 2 for m in names}
-    lines = [f"{'view':<6}{'contract':<9}{'steps':>6}" + "".join(f"{m:>{w[m]}}" for m in names)]
+    names = [m for m in METRIC_NAMES if m != "usefulness"] + list(EXTENSION_METRICS)
+    head = {m: (METRIC_BY_NAME[m].title if m in EXTENSION_METRICS else m) for m in names}
+    w = {m: max(len(head[m]), 5) + 2 for m in names}
+    lines = [f"{'view':<6}{'contract':<9}{'steps':>6}" + "".join(f"{head[m]:>{w[m]}}" for m in names)]
     for (view, contract), r in reports.items():
         cells = "".join(f"{'—' if r.value(m) is None else f'{r.value(m):.3f}':>{w[m]}}" for m in names)
         lines.append(f"{view:<6}{contract:<9}{r.counts['steps']:>6}{cells}")

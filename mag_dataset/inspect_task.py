@@ -116,32 +116,30 @@ def load_samples(
 
     Returns:
         The samples, in the split's stored order; each sample's metadata holds the gold
-        record (``gold``) and, in the coord view under J and JG, the step's som menu
-        (``menu``), which the scorer needs.
+        record (``gold``: the step and, in the coord view, its som ``menu``, which the
+        consistency check reads), what the scorer rebuilds the gold from.
     """
     import datasets
 
-    from mag_dataset.dataset import bundled_dataset, gold_records, load_steps, load_view, row_to_step
+    from mag_dataset.dataset import bundled_dataset, gold_records, load_gold, load_view
 
     view, contract = View(view), Contract(contract)
     source = str(bundled_dataset()) if dataset == "bundled" else dataset
-    ds = load_view(source, view, split).cast_column("screenshot", datasets.Image(decode=False))
-    menus = None
-    if view is View.COORD and contract in (Contract.J, Contract.JG):
-        menus = {s.step_id: [c.to_dict() for c in s.candidates] for s in load_steps(source, View.SOM, split)}
+    gold = load_gold(source, view, split)
+    records = {r["step_id"]: r for r in gold_records(gold)}
+    ds = load_view(source, view, split).select_columns(["step_id", "screenshot"])
+    ds = ds.cast_column("screenshot", datasets.Image(decode=False))
     samples = []
     for row in ds:
         image = row.pop("screenshot")
-        step = row_to_step(row)
-        gold = gold_records([row])[0]  # the Step fields, JSON-able: what the scorer rebuilds the step from
+        step = gold.step(row["step_id"])
         messages = build_messages(step, view, contract, coord_space=coord_space)
         samples.append(Sample(
             id=step.step_id,
             input=_chat_messages(messages, _data_url(image)),
             target=render_target(step, view, contract, coord_space=coord_space),
             metadata={
-                "gold": gold,
-                "menu": None if menus is None else menus.get(step.step_id, []),
+                "gold": records[step.step_id],
                 "task_id": step.task_id,
                 "site": step.site,
             },
@@ -158,8 +156,7 @@ def webmre_scorer(view: str = "som", contract: str = "J", coord_space: str | Non
         coord_space: coord view: the space of the predicted points.
         seed: the seed recorded in each step score (``mag score``'s prediction seed).
     """
-    from mag_dataset.dataset import step_from_record
-    from mag_dataset.schema import Candidate
+    from mag_dataset.dataset import gold_from_records
 
     async def score(state: TaskState, target: Target) -> Score:
         if state.epoch > 1:  # Inspect would average epochs into one score per step
@@ -167,9 +164,9 @@ def webmre_scorer(view: str = "som", contract: str = "J", coord_space: str | Non
                 "the WebMRE task scores one epoch per run: drop --epochs, and run another seed with "
                 "-T seed=N (mag score pools seeds)"
             )
-        step = step_from_record(state.metadata["gold"])
-        menu = state.metadata.get("menu")
-        menu = None if menu is None else tuple(Candidate.from_dict(c) for c in menu)
+        gold = gold_from_records(view, [state.metadata["gold"]])  # a coord record without its menu is refused
+        step = gold.steps[0]
+        menu = gold.menu(step.step_id) if gold.menus is not None else None
         output = state.output.completion
         sc = score_step(output, step, view, contract, seed=seed, coord_space=coord_space, menu=menu)
         return Score(

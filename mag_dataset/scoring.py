@@ -35,9 +35,11 @@ with its denominator; several seeds give the mean over seeds and the sample std;
 is a task-level bootstrap of the micro mean (tasks resampled with replacement, seeds
 pooled). Breakdowns by site, gold action type, stale and unseen_template.
 
-This module is the scorer's public API; its rooms are the :mod:`mag_dataset.scorer`
+This module is the scorer's public API; its parts are the :mod:`mag_dataset.scorer`
 modules (the metric table, text metrics, per-step scoring, fingerprint, aggregation, text
-rendering). Here: :func:`score_predictions`, which streams a predictions file through them.
+rendering). Here: :func:`score_predictions`, which streams a predictions file through them
+against a :class:`~mag_dataset.scorer.gold.GoldSteps` (the steps and, in the coord view, the
+som menus: the one scoring input the dataset loader builds).
 """
 
 from __future__ import annotations
@@ -62,6 +64,7 @@ from mag_dataset.scorer.aggregate import (
     round_value,
 )
 from mag_dataset.scorer.fingerprint import dataset_fingerprint
+from mag_dataset.scorer.gold import GoldSteps, menus_needed
 from mag_dataset.scorer.metrics import (
     ALL_METRICS,
     BOARD_COLUMNS,
@@ -87,11 +90,10 @@ __doc__ = (__doc__ or "").replace("{metric_table}", metric_table_rst())
 class _Points:
     """Coord view: each prediction's point converted from its declared space, and the look-alike check."""
 
-    def __init__(self, space: CoordSpace, menus: Mapping[str, Sequence[Candidate]] | None) -> None:
-        self.space, self.menus = space, menus
+    def __init__(self, space: CoordSpace, gold: GoldSteps | None) -> None:
+        self.space, self.gold = space, gold
         self.spaces: dict[str, CoordSpace] = {}  # a line's own declared space, parsed once
         self.check = SpaceCheck()
-        self.no_menu: tuple[Candidate, ...] = ()
 
     def convert(self, n: int, pred: Prediction, parsed: Parsed, step: Step) -> Parsed:
         """The parsed output with its point in screenshot pixels (checked for look-alike spaces)."""
@@ -110,13 +112,13 @@ class _Points:
         return parsed
 
     def menu(self, step_id: str) -> Sequence[Candidate] | None:
-        """The step's som menu for the consistency check (None when no menus were given)."""
-        return None if self.menus is None else self.menus.get(step_id, self.no_menu)
+        """The step's som menu for the consistency check (None under A and G, which never read it)."""
+        return None if self.gold is None else self.gold.menu(step_id)
 
 
 def score_predictions(
     predictions: Iterable[Prediction],
-    steps: Sequence[Step] | Mapping[str, Step],
+    gold: GoldSteps | Sequence[Step] | Mapping[str, Step],
     view: View | str,
     contract: Contract | str,
     *,
@@ -126,13 +128,15 @@ def score_predictions(
     bootstrap_resamples: int = BOOTSTRAP_RESAMPLES,
     coord_space: CoordSpace | str | None = None,
     coord_space_source: str | None = None,
-    menus: Mapping[str, Sequence[Candidate]] | None = None,
 ) -> Report:
     """Score predictions against the gold steps of a split (streams the predictions).
 
     Args:
         predictions: one :class:`Prediction` per (step, seed); an iterator is consumed once.
-        steps: every gold step of the split (a sequence or a step_id -> Step mapping).
+        gold: every gold step of the split: a :class:`GoldSteps` (from
+            :func:`mag_dataset.dataset.load_gold`), which the coord view under J and JG
+            needs for its som menus, or, where no menu is read apart from the steps, a
+            sequence or step_id -> Step mapping.
         view: ``som`` or ``coord``.
         contract: ``A``, ``G``, ``J`` or ``JG``.
         verdicts: cached judge verdicts for usefulness, or None.
@@ -144,8 +148,6 @@ def score_predictions(
             screenshot pixels); a prediction's own ``coord_space`` overrides it.
         coord_space_source: where the space was declared (``flag``, ``sidecar``...),
             recorded in the provenance; ``default`` when no space is given.
-        menus: step id -> som candidate menu; in the coord view it enables the
-            guide-action consistency check (which element a point hits).
 
     Returns:
         The report.
@@ -153,13 +155,16 @@ def score_predictions(
     Raises:
         PredictionsError: an unknown step id, a duplicate (step id, seed), a bad
             coordinate space, or (without ``allow_missing``) a step with no prediction.
+        ValueError: gold of another view, duplicate step ids, or bare steps where the som
+            menus are needed (the consistency would otherwise be an n/a nobody asked for).
     """
     view, contract = View(view), Contract(contract)
     try:
         space = parse_coord_space(coord_space)
     except ValueError as e:
         raise PredictionsError(str(e)) from None
-    step_list = list(steps.values()) if isinstance(steps, Mapping) else list(steps)
+    gold = _as_gold(gold, view, contract)
+    step_list = list(gold.steps) if isinstance(gold, GoldSteps) else gold
     by_id = {s.step_id: s for s in step_list}
     if len(by_id) != len(step_list):
         raise ValueError("steps contain duplicate step ids")
@@ -169,7 +174,7 @@ def score_predictions(
     )
     points = None
     if view is View.COORD:
-        points = _Points(space, menus)
+        points = _Points(space, gold if menus_needed(view, contract) else None)
         source = coord_space_source or ("default" if coord_space is None else "argument")
         agg.coord_space = {"space": space.name, "source": source}
         agg.space_check = points.check
@@ -187,6 +192,23 @@ def score_predictions(
         agg.add(score_parsed(parsed, step, view, contract, verdicts, seed=pred.seed, menu=menu))
     _add_missing(agg, seen, by_id, points, allow_missing=allow_missing)
     return agg.report()
+
+
+def _as_gold(gold: GoldSteps | Sequence[Step] | Mapping[str, Step], view: View,
+             contract: Contract) -> GoldSteps | list[Step]:
+    """The gold as given when it can score ``view`` under ``contract``; else a clear error."""
+    if isinstance(gold, GoldSteps):
+        if gold.view is not view:
+            raise ValueError(f"the gold is of the {gold.view.value} view, not {view.value}")
+        return gold
+    steps = list(gold.values()) if isinstance(gold, Mapping) else list(gold)
+    if menus_needed(view, contract):
+        raise ValueError(
+            f"scoring the coord view under {contract.value} needs the som menus (guide-action consistency reads "
+            "which element a point hits): pass a GoldSteps (mag_dataset.dataset.load_gold, GoldSteps.from_views), "
+            "not bare steps"
+        )
+    return steps
 
 
 def _add_missing(agg: Aggregator, seen: SeenSteps, by_id: Mapping[str, Step], points: _Points | None, *,
@@ -211,6 +233,7 @@ __all__ = [
     "BOOTSTRAP_SEED",
     "BREAKDOWNS",
     "EXTENSION_METRICS",
+    "GoldSteps",
     "HEADLINE_METRIC",
     "MCNEMAR_METRICS",
     "METRICS",

@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 from stub_openai import StubOpenAI  # noqa: E402
 from test_inspect_task import variant  # noqa: E402  (the same broken outputs as the test)
 
-from mag_dataset.commands.score import load_gold  # noqa: E402
+from mag_dataset.dataset import load_gold  # noqa: E402
 from mag_dataset.prompts import render_target  # noqa: E402
 from mag_dataset.scoring import ALL_METRICS  # noqa: E402
 

@@ -18,7 +18,7 @@ from stub_openai import StubOpenAI  # noqa: E402
 
 
 def test_api_zero_shot_coord_space_end_to_end(tmp_path):
-    from mag_dataset.commands.score import declared_coord_space, score_file
+    from mag_dataset.score_file import declared_coord_space, score_file
 
     examples = [common.Example(s, im) for s, im in tiny_steps(4, view="coord")]
     assert sum(1 for e in examples if e.step.target_bbox is not None) >= 1

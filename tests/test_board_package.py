@@ -15,7 +15,7 @@ import mag_dataset.board as board
 from mag_dataset.actions import Contract, View
 from mag_dataset.board.columns import RANK_COLUMNS, metric_value, ranking_metric
 from mag_dataset.board.grading import isolated_score, report_columns
-from mag_dataset.board.ranking import rank_key, rank_table
+from mag_dataset.board.ranking import rank_key
 from test_leaderboard_board import gold, jsonl
 
 PACKAGE = Path(board.__file__).parent
@@ -80,22 +80,6 @@ def test_one_ranking_rule_orders_by_the_contract_columns() -> None:
     assert [s.id for s in sorted(g, key=rank_key)] == [7, 6]
 
 
-def test_a_table_is_listed_by_rank_so_the_rank_column_never_decreases() -> None:
-    """By mean: 0.93, 0.92, 0.90 (wide interval), 0.89. The 0.90 is beaten significantly by no
-    one; the 0.89 by the two first. In mean order the ranks would read 1, 1, 1, 3 only by luck:
-    here the 0.92 is beaten by the 0.93 (rank 2) while the 0.90 is not (rank 1), so it is listed
-    before the 0.92 instead of after it (ranks 1, 1, 2, 3, never 1, 2, 1, 3)."""
-    def sub(i: int, saa: float) -> board.Submission:
-        return board.Submission(i, "2026-12-01T00:00:00Z", "s", f"m{i}", "", "", "self-reported", "som", "J",
-                                "test", "0" * 64, ".jsonl", 1, 1, "x", "f", {"saa": saa}, "{}")
-
-    group = sorted([sub(1, 0.93), sub(2, 0.92), sub(3, 0.90), sub(4, 0.89)], key=rank_key)
-    significant = {(2, 1), (4, 1), (4, 2)}  # (worse, better) pairs with p < 0.05
-    rows = rank_table(group, "J", lambda sid: True, lambda w, b: 0.01 if (w, b) in significant else 0.5)
-    assert [(r.rank, r.submission.id) for r in rows] == [(1, 1), (1, 3), (2, 2), (3, 4)]
-    assert [r.beaten_by for r in rows] == [(), (), (1,), (1, 2)]
-
-
 def test_headline_numbers_are_read_from_the_keys_the_scorer_writes() -> None:
     assert metric_value({"micro": 0.25, "macro": 0.5}) == 0.25  # a report's metric block
     assert metric_value({"value": 0.75, "n": 12}) == 0.75  # a breakdown cell
@@ -110,8 +94,8 @@ def test_the_child_task_and_a_rescore_are_one_scoring_path(tmp_path: Path) -> No
     g = gold()
     steps = g.steps[View.SOM]
     data = jsonl(contract=Contract.J)
-    request = {"data": data, "filename": "p.jsonl", "view": "som", "contract": "J", "steps": steps, "verdicts": None,
-               "max_bytes": 16384, "max_lines": 50, "max_seeds": 10, "mode": "score", "menus": g.menus("som", "J"),
+    request = {"data": data, "filename": "p.jsonl", "view": "som", "contract": "J", "gold": g.for_view(View.SOM),
+               "verdicts": None, "max_bytes": 16384, "max_lines": 50, "max_seeds": 10, "mode": "score",
                "max_format_failure_rate": 0.5}
     child = isolated_score(dict(request))
     b = board.Board(board.BoardConfig(data_dir=tmp_path / "b"), gold=g)

@@ -24,7 +24,7 @@ from mag_dataset.actions import ActionType
 from mag_dataset.predictions import Prediction
 from mag_dataset.prompts import action_object, render_output, render_target
 from mag_dataset.schema import Action, Candidate, box_center, point_in_box
-from mag_dataset.scoring import METRIC_NAMES, score_predictions, score_step
+from mag_dataset.scoring import METRIC_NAMES, GoldSteps, score_predictions, score_step
 
 C = [
     Candidate("1", "button", "Save", (0, 0, 50, 20)),
@@ -144,10 +144,9 @@ def test_gold_guides_are_consistent_on_the_bundled_corpus(corpus, contract):
         r = score_predictions(preds, steps, "som", contract, bootstrap_resamples=0)
         assert r.value("guide_action_consistency") >= 0.9
         assert r.metrics["guide_action_consistency"]["n"] == len(steps)
-        menus = {s.step_id: s.candidates for s in steps}
-        cs = coord[split]
+        cs = GoldSteps.from_views("coord", {"som": steps, "coord": coord[split]})
         preds = [Prediction(s.step_id, render_target(s, "coord", contract)) for s in cs]
-        r = score_predictions(preds, cs, "coord", contract, menus=menus, keep_steps=True, bootstrap_resamples=0)
+        r = score_predictions(preds, cs, "coord", contract, keep_steps=True, bootstrap_resamples=0)
         assert r.value("guide_action_consistency") >= 0.9
         # joint = saa and consistent; gold has saa 1 wherever saa applies, so there joint = consistency
         scored = [sc for sc in r.steps if sc.saa is not None]
@@ -167,8 +166,8 @@ def _family_consistency(folder, view, contract):
         steps = som if view == "som" else load_steps(folder, "coord", split)
         family = dict(zip(*(load_view(folder, "som", split)[k] for k in ("step_id", "site_family"))))
         preds = [Prediction(s.step_id, render_target(s, view, contract)) for s in steps]
-        menus = {s.step_id: s.candidates for s in som} if view == "coord" else None
-        r = score_predictions(preds, steps, view, contract, menus=menus, keep_steps=True, bootstrap_resamples=0)
+        gold = GoldSteps.from_views(view, {"som": som, view: steps})
+        r = score_predictions(preds, gold, view, contract, keep_steps=True, bootstrap_resamples=0)
         for sc in r.steps:
             acc = out.setdefault(family[sc.step_id], [0, 0])
             acc[0] += sc.guide_action_consistency == 1.0
@@ -234,10 +233,10 @@ def _clean_wrong_point(step, menu):
 
 def test_moving_the_point_to_a_wrong_element_drops_coord_consistency_by_the_targeted_share(corpus):
     som, coord = corpus
-    menus = {s.step_id: s.candidates for s in som["test"]}
-    steps = coord["test"]
+    steps = GoldSteps.from_views("coord", {"som": som["test"], "coord": coord["test"]})
+    menus = steps.menus
     gold = [Prediction(s.step_id, render_target(s, "coord", "J")) for s in steps]
-    base = score_predictions(gold, steps, "coord", "J", menus=menus, keep_steps=True, bootstrap_resamples=0)
+    base = score_predictions(gold, steps, "coord", "J", keep_steps=True, bootstrap_resamples=0)
     moved, was_consistent, on_element = [], 0, 0
     cons = {sc.step_id: sc.guide_action_consistency for sc in base.steps}
     for s in steps:
@@ -251,7 +250,7 @@ def test_moving_the_point_to_a_wrong_element_drops_coord_consistency_by_the_targ
         moved.append(Prediction(s.step_id, render_output(obj, s.guide, "J")))
     targeted = sum(1 for s in steps if s.target_bbox is not None)
     assert targeted > 50 and on_element >= 0.8 * targeted  # mostly a real element, not off the page
-    r = score_predictions(moved, steps, "coord", "J", menus=menus, keep_steps=True, bootstrap_resamples=0)
+    r = score_predictions(moved, steps, "coord", "J", keep_steps=True, bootstrap_resamples=0)
     drop = base.value("guide_action_consistency") - r.value("guide_action_consistency")
     assert drop == pytest.approx(was_consistent / len(steps), abs=1e-6)
     assert drop == pytest.approx(targeted / len(steps), abs=1.0 - base.value("guide_action_consistency") + 1e-6)
@@ -272,11 +271,29 @@ def test_applies_to_joint_contracts_only_and_reported_apart(corpus):
     assert sc.guide_action_consistency == 0.0 and sc.joint_step_acc in (0.0, None)
 
 
-def test_coord_without_menus_is_not_applicable(corpus):
-    cs = corpus[1]["test"]
-    preds = [Prediction(s.step_id, render_target(s, "coord", "J")) for s in cs]
-    r = score_predictions(preds, cs, "coord", "J", bootstrap_resamples=0)
-    assert r.metrics["guide_action_consistency"]["n"] == 0 and r.value("guide_action_consistency") is None
+def test_coord_consistency_cannot_lose_its_menus(corpus):
+    """The menus come with the gold: bare coord steps under J or JG are a clear error (they
+    were a silent n/a), and a coord gold cannot be built without a menu for each step."""
+    som, coord = corpus[0]["test"], corpus[1]["test"]
+    preds = [Prediction(s.step_id, render_target(s, "coord", "J")) for s in coord]
+    for contract in ("J", "JG"):
+        with pytest.raises(ValueError, match="needs the som menus"):
+            score_predictions(preds, coord, "coord", contract, bootstrap_resamples=0)
+        with pytest.raises(ValueError, match="needs the step's som menu"):
+            score_step(preds[0].output, coord[0], "coord", contract)
+    with pytest.raises(ValueError, match="coord gold needs the som menu"):
+        GoldSteps("coord", tuple(coord))
+    with pytest.raises(ValueError, match="1 coord gold step"):
+        GoldSteps.from_views("coord", {"som": som[1:], "coord": coord})
+    with pytest.raises(ValueError, match="not coord"):
+        score_predictions(preds, GoldSteps.from_views("som", {"som": som}), "coord", "J", bootstrap_resamples=0)
+    # A and G read no menu: bare coord steps still score, with no consistency to report
+    r = score_predictions(preds, coord, "coord", "A", bootstrap_resamples=0)
+    assert r.metrics["guide_action_consistency"]["n"] == 0
+    # and with the gold the consistency is computed on every step
+    r = score_predictions(preds, GoldSteps.from_views("coord", {"som": som, "coord": coord}), "coord", "J",
+                          bootstrap_resamples=0)
+    assert r.metrics["guide_action_consistency"]["n"] == len(coord)
 
 
 def test_metric_module_reports_the_extension(corpus):
@@ -297,15 +314,13 @@ def test_metric_module_reports_the_extension(corpus):
 def test_metric_module_coord_space_and_menus():
     import evaluate
 
-    from mag_dataset.dataset import gold_records, load_view, step_from_record
+    from mag_dataset.dataset import gold_records, load_gold, load_view, step_from_record
 
-    refs = gold_records(load_view(bundled_dataset(), "coord", "test"))
-    som = gold_records(load_view(bundled_dataset(), "som", "test"))
-    menus = {r["step_id"]: r["candidates"] for r in som}
+    refs = gold_records(load_gold(bundled_dataset(), "coord", "test"))  # each record carries its som menu
+    assert all(r["menu"] for r in refs[:5])
     preds = [render_target(step_from_record(r), "coord", "J", coord_space="norm1000") for r in refs]
     metric = evaluate.load("loaders/webmre_metric")
-    res = metric.compute(predictions=preds, references=refs, view="coord", contract="J", coord_space="norm1000",
-                         menus=menus)
+    res = metric.compute(predictions=preds, references=refs, view="coord", contract="J", coord_space="norm1000")
     assert res["target_acc"]["micro"] == 1.0 and res["warnings"] == []
     assert res["provenance"]["coord_space"]["space"] == "norm1000"
     assert res["extensions"]["guide_action_consistency"]["micro"] >= 0.9
@@ -316,3 +331,10 @@ def test_metric_module_coord_space_and_menus():
     preds = [render_target(step_from_record(r), "coord", "J", coord_space="norm1") for r in refs]
     res = metric.compute(predictions=preds, references=refs, view="coord", contract="J")
     assert res["target_acc"]["micro"] < 0.2 and res["warnings"]
+    # records of a bare coord split carry no menu: refused under J, scored under A
+    bare = gold_records(load_view(bundled_dataset(), "coord", "test"))
+    with pytest.raises(ValueError, match="carry no som menu"):
+        metric.compute(predictions=preds, references=bare, view="coord", contract="J")
+    assert metric.compute(predictions=preds, references=bare, view="coord", contract="A")["ofcr"]["n"] == len(bare)
+    with pytest.raises(ValueError, match="menus= is gone"):
+        metric.compute(predictions=preds, references=refs, view="coord", contract="J", menus={})

@@ -16,7 +16,7 @@ from mag_dataset.parsing import parse_output
 from mag_dataset.predictions import Prediction, PredictionsError, read_predictions, write_predictions
 from mag_dataset.prompts import build_messages, render_target, system_prompt
 from mag_dataset.schema import box_center
-from mag_dataset.scoring import score_predictions
+from mag_dataset.scoring import GoldSteps, score_predictions
 
 SPACES = ("pixels", "norm1000", "norm1", "resized:1000x700")
 SNAPSHOTS = Path(__file__).parent / "snapshots"
@@ -30,8 +30,8 @@ def coord_steps():
 
 
 @pytest.fixture(scope="module")
-def menus():
-    return {s.step_id: s.candidates for s in load_steps(str(bundled_dataset()), "som", "test")}
+def coord_gold(coord_steps):
+    return GoldSteps.from_views("coord", {"som": load_steps(str(bundled_dataset()), "som", "test"), "coord": coord_steps})
 
 
 def test_parse_coord_space():
@@ -55,13 +55,13 @@ def test_conversion_by_hand():
         assert sp.to_pixels(sp.from_pixels((37.0, 101.39), w, h), w, h) == (37.0, 101.39)
 
 
-def test_the_same_gold_points_in_each_space_score_identically(coord_steps, menus):
+def test_the_same_gold_points_in_each_space_score_identically(coord_steps, coord_gold):
     per_step = {}
     for name in SPACES:
         preds = [Prediction(s.step_id, render_target(s, "coord", "J", coord_space=name)) for s in coord_steps]
         if name != "pixels":  # the file really is written in another space
             assert preds != [Prediction(s.step_id, render_target(s, "coord", "J")) for s in coord_steps]
-        r = score_predictions(preds, coord_steps, "coord", "J", coord_space=name, keep_steps=True, menus=menus,
+        r = score_predictions(preds, coord_gold, "coord", "J", coord_space=name, keep_steps=True,
                               bootstrap_resamples=0)
         assert r.provenance["coord_space"]["space"] == name and not r.warnings
         per_step[name] = [s.to_dict() for s in r.steps]

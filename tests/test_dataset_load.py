@@ -183,6 +183,15 @@ def test_mag_demo_on_the_bundled_corpus(bundled, capsys):
     assert f"[build] {bundled} (" in out
     rows = [line for line in out.splitlines() if line.startswith(("| som |", "| coord |"))]
     assert len(rows) == 4
+    # the scores: the consistency extensions under J and JG in both views (the coord view's gold
+    # brings the som menus; without them coord J/JG showed "—" while mag score computed it)
+    head = next(line for line in out.splitlines() if line.startswith("view  contract"))
+    assert head.split()[-3:] == ["consistency", "joint", "acc"]
+    scores = {tuple(line.split()[:2]): line.split()[-2:] for line in out.splitlines()
+              if line.startswith(("som ", "coord "))}
+    assert len(scores) == 8
+    for (view, contract), (cons, joint) in scores.items():
+        assert (cons != "—" and joint != "—") == (contract in ("J", "JG")), (view, contract, cons, joint)
 
 
 def test_loading_api_imports_cheaply():

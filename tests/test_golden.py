@@ -15,7 +15,7 @@ import pytest
 
 from mag_dataset.dataset import step_from_record
 from mag_dataset.predictions import Prediction
-from mag_dataset.scoring import ALL_METRICS, SCORER_VERSION, dataset_fingerprint, score_predictions, score_step
+from mag_dataset.scoring import ALL_METRICS, SCORER_VERSION, GoldSteps, dataset_fingerprint, score_predictions, score_step
 
 GOLDEN = Path(__file__).parent / "golden" / "heuristic_bundled_test.json"
 
@@ -49,11 +49,10 @@ def test_stored_outputs_are_the_heuristic_baselines_own(golden):
     from mag_dataset.heuristic import heuristic_predictions
 
     steps = {view: [step_from_record(r) for r in records] for view, records in golden["gold"].items()}
-    menus = {s.step_id: s.candidates for s in steps["som"]}
     checked = 0
     for run in golden["runs"]:
         view, contract = run["view"], run["contract"]
-        fresh = heuristic_predictions(steps[view], view, contract, menus=menus)
+        fresh = heuristic_predictions(GoldSteps.from_views(view, steps), view, contract)
         assert [{"step_id": p.step_id, "output": p.output} for p in fresh] == run["predictions"], (view, contract)
         checked += len(fresh)
     assert checked == 8 * len(steps["som"])
@@ -63,17 +62,17 @@ def test_stored_outputs_are_the_heuristic_baselines_own(golden):
 def test_per_step_scores_match_exactly(golden, index):
     run = golden["runs"][index]
     view, contract = run["view"], run["contract"]
-    steps = {r["step_id"]: step_from_record(r) for r in golden["gold"][view]}
-    # coord: the som menus enable the guide-action consistency extension
-    menus = {r["step_id"]: step_from_record(r).candidates for r in golden["gold"]["som"]} if view == "coord" else None
+    # coord: the gold carries the som menus, which the guide-action consistency extension reads
+    gold = GoldSteps.from_views(view, {v: [step_from_record(r) for r in rs] for v, rs in golden["gold"].items()})
+    steps = {s.step_id: s for s in gold}
     checked = 0
     for pred, expected in zip(run["predictions"], run["expected_steps"]):
-        menu = menus[pred["step_id"]] if menus is not None else None
+        menu = gold.menu(pred["step_id"]) if view == "coord" else None
         got = score_step(pred["output"], steps[pred["step_id"]], view, contract, menu=menu).to_dict()
         assert got == expected, (view, contract, pred["step_id"])
         checked += 1
     assert checked == len(steps)
     preds = [Prediction(p["step_id"], p["output"]) for p in run["predictions"]]
-    report = score_predictions(preds, list(steps.values()), view, contract, menus=menus)
+    report = score_predictions(preds, gold, view, contract)
     assert {m: report.value(m) for m in ALL_METRICS} == run["expected_micro"]
     assert {m: report.metrics[m]["macro"] for m in ALL_METRICS} == run["expected_macro"]

@@ -18,7 +18,7 @@ import pytest
 
 from mag_dataset.dataset import step_from_record
 from mag_dataset.predictions import Prediction
-from mag_dataset.scoring import SCORER_VERSION, format_report, score_predictions
+from mag_dataset.scoring import SCORER_VERSION, GoldSteps, format_report, score_predictions
 from mag_dataset.verdicts import read_verdicts
 
 GOLDEN = Path(__file__).parent / "golden" / "reports_hard_cases.json"
@@ -59,12 +59,11 @@ def test_the_file_pins_every_hard_case(golden):
 def test_report_is_byte_identical(golden, verdicts, index):
     run = golden["runs"][index]
     view = run["view"]
-    steps = [step_from_record(r) for r in golden["gold"][view]]
-    menus = {s.step_id: s.candidates for s in map(step_from_record, golden["gold"]["som"])} if view == "coord" else None
+    gold = GoldSteps.from_views(view, {v: [step_from_record(r) for r in rs] for v, rs in golden["gold"].items()})
     preds = [Prediction(p["step_id"], p["output"], p["seed"]) for p in run["predictions"]]
     report = score_predictions(
-        preds, steps, view, run["contract"], verdicts=verdicts, allow_missing=True, keep_steps=True,
-        coord_space=run.get("coord_space"), menus=menus,
+        preds, gold, view, run["contract"], verdicts=verdicts, allow_missing=True, keep_steps=True,
+        coord_space=run.get("coord_space"),
     )
     assert report.to_json(include_steps=True) == run["report_json"], (view, run["contract"])
     assert format_report(report) == run["report_text"], (view, run["contract"])

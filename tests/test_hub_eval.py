@@ -20,7 +20,8 @@ import pytest
 import yaml
 
 from mag_dataset.cli import main
-from mag_dataset.commands.score import load_gold, score_file
+from mag_dataset.dataset import load_gold
+from mag_dataset.score_file import score_file
 from mag_dataset.eee import EEEError, schema, validate_records
 from mag_dataset.hub_eval import (
     EVALUATION_FRAMEWORK,

@@ -104,7 +104,7 @@ def test_focus_check_insert_text_infeasible_import_and_gold_echo_scores_one(impo
     from mag_dataset.dataset import load_steps
     from mag_dataset.predictions import Prediction
     from mag_dataset.prompts import render_target
-    from mag_dataset.scoring import METRIC_NAMES, score_predictions
+    from mag_dataset.scoring import METRIC_NAMES, GoldSteps, score_predictions
 
     raw = imported[0]
     (ep,) = _by_task(raw)["mag.pizza-infeasible"]
@@ -123,8 +123,9 @@ def test_focus_check_insert_text_infeasible_import_and_gold_echo_scores_one(impo
 
     built = build_dataset(raw, tmp_path / "ds", progress=False)
     for view in ("som", "coord"):
-        steps = [s for split in ("train", "test") for s in load_steps(built, view, split)]
-        mine = [s for s in steps if s.step_id.startswith(ep.task_id + ":")]
+        both = {v: [s for split in ("train", "test") for s in load_steps(built, v, split)
+                    if s.step_id.startswith(ep.task_id + ":")] for v in ("som", view)}
+        mine = GoldSteps.from_views(view, both)  # coord: with the som menus JG's consistency reads
         assert len(mine) == 6
         for contract in ("A", "JG"):
             report = score_predictions([Prediction(s.step_id, render_target(s, view, contract)) for s in mine], mine,

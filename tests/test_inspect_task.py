@@ -2,7 +2,7 @@
 
 The mock answers each sample with the gold rendering or a broken variant; the per-sample
 scores and the aggregate micro means Inspect logs must equal what ``mag score``'s scoring
-path (:func:`mag_dataset.commands.score.score_file`) gives on a predictions file holding
+path (:func:`mag_dataset.score_file.score_file`) gives on a predictions file holding
 the same outputs, exactly. A spread subset of the bundled test split keeps this fast; the
 full split is checked by ``python scripts/inspect_parity.py`` (see the README).
 """
@@ -22,10 +22,10 @@ from inspect_ai.model import ContentImage, ContentText, ModelOutput, ModelUsage,
 
 import datasets  # noqa: E402
 
-from mag_dataset.commands.score import load_gold, load_menus, score_file  # noqa: E402
-from mag_dataset.dataset import bundled_dataset, load_view  # noqa: E402
+from mag_dataset.dataset import bundled_dataset, load_gold, load_view  # noqa: E402
 from mag_dataset.inspect_task import webmre  # noqa: E402
 from mag_dataset.prompts import system_prompt, user_text  # noqa: E402
+from mag_dataset.score_file import score_file  # noqa: E402
 from mag_dataset.scoring import ALL_METRICS  # noqa: E402
 
 SUBSET = 24  # samples per condition, spread over the split
@@ -86,7 +86,7 @@ def run_condition(view: str, contract: str, tmp_path):
         # same prompt and screenshot as an earlier sample: the same answer, as a model would give
         answers.setdefault(_key(s.input), variant(s.target, k))
         assert s.input[0].text == expected_system  # the library's locked prompt
-        assert s.input[1].content[1].text == user_text(steps[samples.index(s)], view)
+        assert s.input[1].content[1].text == user_text(steps.steps[samples.index(s)], view)
     # the image content is this view's screenshot, byte for byte
     rows = load_view(bundled_dataset(), view, "test").cast_column("screenshot", datasets.Image(decode=False))
     image = chosen[1].input[1].content[0].image
@@ -117,9 +117,7 @@ def test_inspect_scores_equal_mag_score(view, contract, tmp_path):
     preds = tmp_path / "preds.jsonl"
     preds.write_text("".join(json.dumps({"step_id": sid, "output": o, "seed": 0}) + "\n" for sid, o in outputs.items()))
     ids = {s.id for s in chosen}
-    subset = [st for st in steps if st.step_id in ids]
-    report = score_file(preds, subset, view, contract, keep_steps=True,
-                        menus=load_menus("bundled", view, contract, "test"))
+    report = score_file(preds, steps.subset(ids), view, contract, keep_steps=True)  # the coord gold has its menus
     per_step = {sc.step_id: sc for sc in report.steps}
     for s in log.samples:
         score = s.scores["webmre_scorer"]

@@ -24,8 +24,8 @@ LIMITS = Limits(memory_mb=1024, seconds=60)
 def _request(data: bytes | None = None) -> dict:
     g = gold()
     return {"data": data if data is not None else jsonl(), "filename": "p.jsonl", "view": "som", "contract": "J",
-            "steps": g.steps[View.SOM], "verdicts": None, "max_bytes": 10**7, "max_lines": 10**5, "max_seeds": 10,
-            "mode": "score", "menus": None, "max_format_failure_rate": 0.5}
+            "gold": g.for_view(View.SOM), "verdicts": None, "max_bytes": 10**7, "max_lines": 10**5, "max_seeds": 10,
+            "mode": "score", "max_format_failure_rate": 0.5}
 
 
 def _alive(pid: int) -> bool:

@@ -234,18 +234,18 @@ def test_ranks_are_shared_when_the_paired_difference_is_not_significant(board: B
 
 
 def test_coord_consistency_uses_the_som_menus_as_mag_score_does(board: Board, gold: Gold, tmp_path: Path) -> None:
-    from mag_dataset.commands.score import score_file
+    from mag_dataset.score_file import score_file
 
     steps = gold.steps[View.COORD]
     data = lines({"step_id": s.step_id, "output": render_target(s, View.COORD, Contract.J)} for s in steps)
     sub = submit(board, data, view="coord", contract="J")
     cons = sub.report["extensions"]["guide_action_consistency"]
     assert cons["micro"] is not None and cons["micro"] >= 0.9  # gold guides describe gold actions
-    menus = gold.menus("coord", "J")
-    assert menus is not None and len(menus) == len(steps)
-    expected = score_file(data, steps, "coord", "J", menus=menus)
+    assert cons["n"] == len(steps)
+    coord = gold.for_view("coord")
+    assert coord.menus is not None and len(coord.menus) == len(steps) and gold.for_view("som").menus is None
+    expected = score_file(data, coord, "coord", "J")
     assert sub.report_json == expected.to_json()
-    assert gold.menus("coord", "A") is None and gold.menus("som", "J") is None
 
 
 def test_a_database_from_before_v2_gains_the_columns_and_its_rows_are_filled_lazily(tmp_path: Path) -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from mag_dataset.dataset import bundled_raw_dir, gold_records, load_view, step_from_record
+from mag_dataset.dataset import bundled_raw_dir, gold_records, load_gold, load_view, step_from_record
 from mag_dataset.predictions import Prediction
 from mag_dataset.prompts import render_target
 from mag_dataset.scoring import score_predictions
@@ -54,14 +54,17 @@ def test_doc_examples_run(monkeypatch, tmp_path):
 
 @pytest.mark.parametrize("view,contract", [("som", "J"), ("coord", "JG"), ("coord", "A"), ("som", "G")])
 def test_compute_equals_the_library(metric, built, view, contract):
-    refs = gold_records(load_view(built, view, "test"))
+    gold = load_gold(built, view, "test")  # coord: each record carries its som menu
+    refs = gold_records(gold)
     steps = [step_from_record(r) for r in refs]
     preds = [render_target(s, view, contract) for s in steps]
     preds[1] = "```json\n" + preds[1] + "\n```"
     preds[2] = "I think " + preds[2]
     got = metric.compute(predictions=preds, references=refs, view=view, contract=contract)
-    want = score_predictions([Prediction(s.step_id, p) for s, p in zip(steps, preds)], steps, view, contract)
+    want = score_predictions([Prediction(s.step_id, p) for s, p in zip(steps, preds)], gold, view, contract)
     assert json.dumps(got) == json.dumps(want.to_dict())
+    if (view, contract) == ("coord", "JG"):  # the menus travelled with the records
+        assert got["extensions"]["guide_action_consistency"]["n"] == len(steps)
     assert got["counts"]["format_failures"] == 1 and got["provenance"]["view"] == view
 
 

@@ -14,7 +14,7 @@ from mag_dataset.dataset import load_steps
 from mag_dataset.heuristic import heuristic_predictions
 from mag_dataset.predictions import Prediction, write_predictions
 from mag_dataset.prompts import render_target
-from mag_dataset.scoring import METRIC_NAMES, score_predictions
+from mag_dataset.scoring import METRIC_NAMES, GoldSteps, score_predictions
 from mag_dataset.verdicts import Verdict, write_verdicts
 
 REPO = Path(__file__).resolve().parents[1]
@@ -28,8 +28,7 @@ def test_steps(built):
 
 
 def _heuristic_file(path: Path, steps, view: str, contract: str) -> Path:
-    menus = {s.step_id: s.candidates for s in steps["som"]}
-    return write_predictions(path, heuristic_predictions(steps[view], view, contract, menus=menus))
+    return write_predictions(path, heuristic_predictions(GoldSteps.from_views(view, steps), view, contract))
 
 
 @pytest.mark.parametrize("view", ["som", "coord"])
@@ -43,10 +42,11 @@ def test_score_prints_a_table_and_writes_the_same_report_as_the_library(built, t
     for name in METRIC_NAMES:
         assert name in printed
     assert "by site" in printed and f"report written to {out}" in printed
-    menus = {s.step_id: s.candidates for s in test_steps["som"]}
-    # in the coord view mag score reads the som menus for the guide-action consistency extension
-    expected = score_predictions(heuristic_predictions(test_steps[view], view, "J", menus=menus), test_steps[view], view, "J",
-                                 menus=menus if view == "coord" else None)
+    # in the coord view mag score's gold brings the som menus for the guide-action consistency extension
+    gold = GoldSteps.from_views(view, test_steps)
+    expected = score_predictions(heuristic_predictions(gold, view, "J"), gold, view, "J")
+    if view == "coord":
+        assert expected.metrics["guide_action_consistency"]["n"] == len(gold)
     assert out.read_text("utf-8") == expected.to_json()
     report = json.loads(out.read_text("utf-8"))
     assert report["provenance"]["view"] == view and report["counts"]["steps"] == len(test_steps[view])
@@ -189,10 +189,9 @@ def test_report_bytes_do_not_depend_on_the_process(built, test_steps, tmp_path):
 
 def test_subset_scores_only_the_steps_a_smoke_run_covers(built, test_steps, tmp_path, capsys):
     """A 3-step smoke file: refused as it is, scored with --subset, the report saying 3 of how many."""
-    menus = {s.step_id: s.candidates for s in test_steps["som"]}
     chosen = test_steps["som"][:3]
     assert len(chosen) == 3 < len(test_steps["som"])
-    preds = write_predictions(tmp_path / "smoke.jsonl", heuristic_predictions(chosen, "som", "J", menus=menus))
+    preds = write_predictions(tmp_path / "smoke.jsonl", heuristic_predictions(chosen, "som", "J"))
     base = ["score", "--predictions", str(preds), "--dataset", str(built), "--view", "som", "--contract", "J"]
     assert main(base) == 2  # a file that covers part of the split is refused without --subset
     capsys.readouterr()
@@ -206,7 +205,7 @@ def test_subset_scores_only_the_steps_a_smoke_run_covers(built, test_steps, tmp_
     assert report["counts"]["steps"] == 3 and report["counts"]["format_failures"] == 0 and report["counts"]["missing"] == 0
     assert report["ofcr"]["micro"] == 1.0  # the heuristic's outputs all parse: nothing scored as a missing step
     assert any("--subset" in w for w in report["warnings"])
-    expected = score_predictions(heuristic_predictions(chosen, "som", "J", menus=menus), chosen, "som", "J")
+    expected = score_predictions(heuristic_predictions(chosen, "som", "J"), chosen, "som", "J")
     assert {m: report[m] for m in METRIC_NAMES} == {m: json.loads(expected.to_json())[m] for m in METRIC_NAMES}
     # a subset is no benchmark result: it cannot be published, nor mixed with --allow-missing
     assert main([*base, "--subset", "--eval-results", str(tmp_path / "hub")]) == 2

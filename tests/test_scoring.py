@@ -19,6 +19,7 @@ from mag_dataset.prompts import render_output, render_target
 from mag_dataset.schema import Action
 from mag_dataset.scoring import (
     METRIC_NAMES,
+    GoldSteps,
     SCORER_VERSION,
     aggregate,
     bleu,
@@ -36,13 +37,19 @@ BY_ID = {s.step_id: s for s in STEPS}
 CONDITIONS = [(v, c) for v in View for c in Contract]
 
 
+def gold_of(view):
+    """The scoring input of ``view``: the hand-built steps serve both views, and the coord
+    view's gold takes their menus as the som rows' (what the consistency check reads)."""
+    return GoldSteps.from_views(view, {"som": STEPS, view: STEPS})
+
+
 def gold_preds(view, contract, seed=0):
     return [Prediction(s.step_id, render_target(s, view, contract), seed) for s in STEPS]
 
 
 @pytest.mark.parametrize("view,contract", CONDITIONS, ids=[f"{v.value}-{c.value}" for v, c in CONDITIONS])
 def test_gold_outputs_score_one_on_every_applicable_metric(view, contract):
-    report = score_predictions(gold_preds(view, contract), STEPS, view, contract, keep_steps=True)
+    report = score_predictions(gold_preds(view, contract), gold_of(view), view, contract, keep_steps=True)
     checked = 0
     for sc in report.steps:
         for m in METRIC_NAMES:
@@ -271,16 +278,16 @@ def test_multi_seed_mean_and_sample_std():
     preds = []
     for seed in (0, 1, 2):
         preds += _noisy_preds("coord", "JG", seed, 0.5)
-    r = score_predictions(preds, STEPS, "coord", "JG")
+    r = score_predictions(preds, gold_of("coord"), "coord", "JG")
     per_seed = []
     for seed in (0, 1, 2):
-        single = score_predictions([p for p in preds if p.seed == seed], STEPS, "coord", "JG")
+        single = score_predictions([p for p in preds if p.seed == seed], gold_of("coord"), "coord", "JG")
         per_seed.append(single.value("saa"))
         assert r.metrics["saa"]["per_seed"][str(seed)]["micro"] == single.value("saa")
     assert r.counts["seeds"] == [0, 1, 2] and r.metrics["saa"]["n"] == 30
     assert r.value("saa") == pytest.approx(statistics.mean(per_seed), abs=1e-6)
     assert r.metrics["saa"]["std"] == pytest.approx(statistics.stdev(per_seed), abs=1e-6)
-    assert score_predictions(preds[:12], STEPS, "coord", "JG").metrics["saa"]["std"] is None
+    assert score_predictions(preds[:12], gold_of("coord"), "coord", "JG").metrics["saa"]["std"] is None
 
 
 def test_bootstrap_interval_is_fixed_and_brackets_the_mean():
@@ -315,7 +322,7 @@ def test_fingerprint_tracks_the_gold():
 
 
 def test_per_step_scores_are_kept_sorted_and_serialisable():
-    r = score_predictions(_noisy_preds("coord", "J", 2, 0.5), STEPS, "coord", "J", keep_steps=True)
+    r = score_predictions(_noisy_preds("coord", "J", 2, 0.5), gold_of("coord"), "coord", "J", keep_steps=True)
     assert [s.step_id for s in r.steps] == sorted(BY_ID)
     d = json.loads(r.to_json(include_steps=True))
     assert len(d["steps"]) == 12 and "steps" not in json.loads(r.to_json())

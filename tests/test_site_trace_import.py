@@ -75,7 +75,7 @@ def _expert_trace(path, seed: int) -> tuple[str, list[str]]:
 def test_trace_of_an_expert_episode_imports_builds_and_its_gold_echo_scores_one(forum, tmp_path):
     from mag_dataset.builder import build_dataset
     from mag_dataset.cli import main
-    from mag_dataset.dataset import load_steps
+    from mag_dataset.dataset import load_gold
     from mag_dataset.predictions import Prediction
     from mag_dataset.prompts import render_target
     from mag_dataset.raw import read_episode
@@ -123,7 +123,7 @@ def test_trace_of_an_expert_episode_imports_builds_and_its_gold_echo_scores_one(
 
     built = build_dataset(raw, tmp_path / "ds", progress=False)
     for view in ("som", "coord"):
-        steps = load_steps(built, view, "test")  # one task: the default split puts it in test
+        steps = load_gold(built, view, "test")  # one task: the default split puts it in test (coord: with som menus)
         assert len(steps) == len(ep.steps)
         for contract in ("A", "JG"):
             report = score_predictions([Prediction(s.step_id, render_target(s, view, contract)) for s in steps], steps,

@@ -103,14 +103,14 @@ def test_a_webarena_run_imports_unifies_builds_and_its_gold_echo_scores_one(site
 def _gold_echo_scores_one(raw: Path, out: Path, n_steps: int) -> None:
     """Build ``raw`` (one task) and score its gold targets: every applicable metric 1.0 in both views."""
     from mag_dataset.builder import build_dataset
-    from mag_dataset.dataset import load_steps
+    from mag_dataset.dataset import load_gold
     from mag_dataset.predictions import Prediction
     from mag_dataset.prompts import render_target
     from mag_dataset.scoring import METRIC_NAMES, score_predictions
 
     built = build_dataset(raw, out, progress=False)
     for view in ("som", "coord"):
-        steps = load_steps(built, view, "test")  # one task: the default split puts it in test
+        steps = load_gold(built, view, "test")  # one task: the default split puts it in test (coord: with som menus)
         assert len(steps) == n_steps
         for contract in ("A", "JG"):
             report = score_predictions([Prediction(s.step_id, render_target(s, view, contract)) for s in steps], steps,

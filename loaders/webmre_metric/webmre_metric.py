@@ -10,9 +10,9 @@ import datasets
 import evaluate
 
 from mag_dataset.actions import Contract, View
-from mag_dataset.dataset import step_from_record
+from mag_dataset.dataset import gold_from_records, step_from_record
 from mag_dataset.predictions import Prediction
-from mag_dataset.schema import Candidate
+from mag_dataset.scorer.gold import menus_needed
 from mag_dataset.scoring import EXTENSION_METRICS, METRIC_NAMES, METRIC_TABLE, SCORER_VERSION, score_predictions
 from mag_dataset.verdicts import read_usefulness_verdicts
 
@@ -44,15 +44,16 @@ _KWARGS_DESCRIPTION = """
 Args:
     predictions (list of str): raw model outputs, one per reference, exactly as generated.
     references (list of dict): gold records, one per step, from
-        ``mag_dataset.dataset.gold_records(dataset_split)`` (no images); their JSON
-        strings are accepted too.
+        ``mag_dataset.dataset.gold_records(load_gold(source, view, split))`` (no images;
+        in the coord view each carries its step's som ``menu``, which the consistency
+        extension reads); their JSON strings are accepted too. Records of a bare dataset
+        split (``gold_records(load_view(...))``) do in the som view, and in the coord view
+        under A and G; coord records without menus under J or JG are refused.
     view (str): "som" or "coord". Default "som".
     contract (str): "A", "G", "J" or "JG". Default "J".
     judges (str, optional): path of a cached judge-verdict JSONL file; enables usefulness.
     coord_space (str, optional): coord view: the points' space (pixels, norm1000, norm1,
         resized:WxH); converted to screenshot pixels before scoring.
-    menus (dict, optional): coord view: step id -> the som row's candidate menu (list of
-        {id, role, text, bbox}); enables the guide-action consistency extension there.
 
 Returns:
     dict: the full report: top-level keys {metric_keys} (each with micro, macro, n,
@@ -141,13 +142,20 @@ class WebmreMetric(evaluate.Metric):
 
     def _compute(self, predictions, references, view="som", contract="J", judges=None, coord_space=None,
                  menus=None):
-        steps = [step_from_record(json.loads(r)) for r in references]
-        preds = [Prediction(s.step_id, p) for s, p in zip(steps, predictions)]
-        verdicts = read_usefulness_verdicts(judges) if judges is not None else None
         if menus is not None:
-            menus = {sid: tuple(Candidate.from_dict(c) for c in cands) for sid, cands in menus.items()}
-        report = score_predictions(preds, steps, View(view), Contract(contract), verdicts=verdicts,
-                                   coord_space=coord_space, menus=menus)
+            raise ValueError(
+                "menus= is gone: coord gold records carry their som menu; make the references with "
+                "mag_dataset.dataset.gold_records(load_gold(source, 'coord', split))"
+            )
+        view, contract = View(view), Contract(contract)
+        records = [json.loads(r) for r in references]
+        if view is View.COORD and not menus_needed(view, contract) and any("menu" not in r for r in records):
+            gold = [step_from_record(r) for r in records]  # A and G read no menu
+        else:
+            gold = gold_from_records(view, records)  # coord records without menus: a clear error
+        preds = [Prediction(s.step_id, p) for s, p in zip(gold, predictions)]
+        verdicts = read_usefulness_verdicts(judges) if judges is not None else None
+        report = score_predictions(preds, gold, view, contract, verdicts=verdicts, coord_space=coord_space)
         return report.to_dict()
 
 

@@ -225,9 +225,9 @@ class Board:
         cfg = self.config
         request = {
             "data": data, "filename": filename, "view": view.value, "contract": contract.value,
-            "steps": self.gold.steps[view], "verdicts": self.verdicts, "max_bytes": cfg.max_bytes,
+            "gold": self.gold.for_view(view), "verdicts": self.verdicts, "max_bytes": cfg.max_bytes,
             "max_lines": cfg.max_lines, "max_seeds": cfg.max_seeds, "mode": mode,
-            "menus": self.gold.menus(view, contract), "max_format_failure_rate": cfg.max_format_failure_rate,
+            "max_format_failure_rate": cfg.max_format_failure_rate,
         }
         with self._workers:
             try:
@@ -389,8 +389,8 @@ class Board:
         v, c, gold = View(sub.view), Contract(sub.contract), self.gold
         if v not in gold.steps:
             raise ValueError(f"the gold has no {v.value} view")
-        return score_report(self._stored_predictions(sub), gold.steps[v], v, c, verdicts=self.verdicts,
-                            menus=gold.menus(v, c), keep_steps=keep_steps, bootstrap=bootstrap)
+        return score_report(self._stored_predictions(sub), gold.for_view(v), v, c, verdicts=self.verdicts,
+                            keep_steps=keep_steps, bootstrap=bootstrap)
 
     def _stored_predictions(self, sub: Submission) -> list[Any]:
         """The predictions of a stored file, read against the current gold's step ids."""

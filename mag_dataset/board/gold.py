@@ -8,8 +8,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mag_dataset.actions import Contract, View
+from mag_dataset.actions import View
 from mag_dataset.schema import Step
+from mag_dataset.scorer.gold import GoldSteps
 
 
 @dataclass
@@ -37,6 +38,8 @@ class Gold:
             if not steps:
                 raise ValueError(f"gold {self.source} has no {view.value} {self.split} steps")
             self._ids[view] = [s.step_id for s in steps]
+        for view in self.steps:  # a coord gold without som steps is refused here, not scored without menus
+            self.for_view(view)
 
     def views(self) -> list[View]:
         return [v for v in View if v in self.steps]
@@ -44,15 +47,10 @@ class Gold:
     def step_ids(self, view: View) -> list[str]:
         return self._ids[View(view)]
 
-    def menus(self, view: View | str, contract: Contract | str) -> dict[str, Any] | None:
-        """The som candidate menus by step id where the scorer needs them: the coord view
-        under J and JG, for guide-action consistency (which element a point hits), as
-        ``mag score`` loads them. The two views share step ids."""
-        if View(view) is not View.COORD or Contract(contract) not in (Contract.J, Contract.JG):
-            return None
-        if View.SOM not in self.steps:
-            return None
-        return {s.step_id: s.candidates for s in self.steps[View.SOM]}
+    def for_view(self, view: View | str) -> GoldSteps:
+        """What the scorer takes for ``view``: its steps and, in the coord view, the som
+        menus (guide-action consistency reads which element a point hits)."""
+        return GoldSteps.from_views(view, self.steps)  # built on each call: it follows the steps as they are now
 
     def describe(self) -> dict[str, Any]:
         """What the main page says about the gold: kind, split, sizes and fingerprints."""

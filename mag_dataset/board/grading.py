@@ -18,8 +18,7 @@ from mag_dataset.board.columns import ranking_metric, summary_from_report
 from mag_dataset.board.errors import SubmissionRejected
 from mag_dataset.board.integrity import check_integrity, content_sha256, validation_summary
 from mag_dataset.board.upload import decode_upload
-from mag_dataset.schema import Step
-from mag_dataset.scoring import SCORER_VERSION, score_predictions
+from mag_dataset.scoring import SCORER_VERSION, GoldSteps, score_predictions
 
 
 def read_upload(data: bytes, filename: str, step_ids: Sequence[str], *, max_bytes: int, max_lines: int,
@@ -40,22 +39,20 @@ def read_upload(data: bytes, filename: str, step_ids: Sequence[str], *, max_byte
         raise SubmissionRejected(str(e)) from None
 
 
-def score_report(predictions: Any, steps: Sequence[Step], view: View, contract: Contract, *, verdicts: Any,
-                 menus: dict[str, Any] | None, keep_steps: bool = False, bootstrap: bool = True) -> Any:
-    """The library report of ``predictions`` against ``steps`` (a :class:`mag_dataset.scoring.Report`).
+def score_report(predictions: Any, gold: GoldSteps, view: View, contract: Contract, *, verdicts: Any,
+                 keep_steps: bool = False, bootstrap: bool = True) -> Any:
+    """The library report of ``predictions`` against ``gold`` (a :class:`mag_dataset.scoring.Report`).
 
     Args:
         predictions: parsed predictions (:func:`read_upload`).
-        steps: the gold steps of ``view``.
+        gold: the gold of ``view`` with its som menus (:meth:`Gold.for_view <mag_dataset.board.gold.Gold.for_view>`).
         view, contract: the declared condition.
         verdicts: cached judge verdicts for usefulness, or ``None``.
-        menus: som candidate menus for coord consistency (:meth:`Gold.menus`).
         keep_steps: keep the per-step scores (for per-step values and comparisons).
         bootstrap: compute the task-level bootstrap interval.
     """
     kwargs: dict[str, Any] = {} if bootstrap else {"bootstrap_resamples": 0}
-    return score_predictions(predictions, steps, view, contract, verdicts=verdicts, menus=menus,
-                             keep_steps=keep_steps, **kwargs)
+    return score_predictions(predictions, gold, view, contract, verdicts=verdicts, keep_steps=keep_steps, **kwargs)
 
 
 def report_fingerprint(report: dict[str, Any]) -> str:
@@ -106,17 +103,16 @@ def isolated_score(request: dict[str, Any]) -> dict[str, Any]:
 
     Runs in :mod:`mag_dataset.isolation`'s limited child; returns plain data only.
     """
-    steps = request["steps"]
+    gold = request["gold"]
     validate = request.get("mode") == "validate"
-    ids = [s.step_id for s in steps]
+    ids = gold.step_ids
     predictions = read_upload(request.pop("data"), request["filename"], ids, max_bytes=request["max_bytes"],
                               max_lines=request["max_lines"], max_seeds=request["max_seeds"], allow_missing=validate)
     view, contract = View(request["view"]), Contract(request["contract"])
     if validate:
         return validation_summary(predictions, ids, view, contract, request["max_format_failure_rate"])
     check_integrity(predictions, view, contract, request["max_format_failure_rate"])
-    report = score_report(predictions, steps, view, contract, verdicts=request["verdicts"],
-                          menus=request.get("menus"), keep_steps=True)
+    report = score_report(predictions, gold, view, contract, verdicts=request["verdicts"], keep_steps=True)
     return {
         "report_json": report.to_json(),
         "seeds": len({p.seed for p in predictions}) or 1,

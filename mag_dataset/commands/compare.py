@@ -44,7 +44,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from mag_dataset.cli import UserError
-    from mag_dataset.commands.score import declared_coord_space, load_gold, load_menus, score_file
+    from mag_dataset.dataset import load_gold
+    from mag_dataset.score_file import CoordSpaceError, declared_coord_space, score_file
     from mag_dataset.compare import CompareError, compare_reports, format_comparison
     from mag_dataset.predictions import PredictionsError
     from mag_dataset.schema import SchemaError
@@ -60,30 +61,31 @@ def run(args: argparse.Namespace) -> int:
     coord = args.view == View.COORD.value
     if not coord and (args.coord_space_a or args.coord_space_b):
         raise UserError(f"--coord-space-a/-b apply to the coord view only, not {args.view}")
-    try:
-        steps = load_gold(args.dataset, args.view, args.split)
+    try:  # the coord view's gold brings the som menus with it
+        gold = load_gold(args.dataset, args.view, args.split)
     except (OSError, ValueError, SchemaError) as e:
         raise UserError(f"cannot load {args.view}/{args.split} of dataset {args.dataset!r}: {e}") from None
-    if not steps:
+    if not len(gold):
         raise UserError(f"dataset {args.dataset!r} has no {args.split} steps in the {args.view} view")
+    steps = list(gold.steps)
     reports = []
     for path, contract, flag in (
         (args.baseline, args.contract_a, args.coord_space_a),
         (args.candidate, args.contract_b, args.coord_space_b),
     ):
-        space, source = declared_coord_space(path, flag) if coord else (None, "default")
         try:
-            menus = load_menus(args.dataset, args.view, contract, args.split)
+            space, source = declared_coord_space(path, flag) if coord else (None, "default")
+        except CoordSpaceError as e:
+            raise UserError(str(e)) from None
+        try:
             reports.append(score_file(
-                path, steps, args.view, contract, verdicts=args.verdicts, allow_missing=args.allow_missing,
-                keep_steps=True, coord_space=space, coord_space_source=source, menus=menus,
+                path, gold, args.view, contract, verdicts=args.verdicts, allow_missing=args.allow_missing,
+                keep_steps=True, coord_space=space, coord_space_source=source,
             ))
         except PredictionsError as e:
             raise UserError(f"{path}: {e}") from None
         except VerdictsError as e:
             raise UserError(str(e)) from None
-        except (OSError, ValueError, SchemaError) as e:
-            raise UserError(f"cannot load the som menus of dataset {args.dataset!r}: {e}") from None
     try:
         comp = compare_reports(reports[0], reports[1], steps, resamples=args.resamples, seed=args.seed)
     except CompareError as e:

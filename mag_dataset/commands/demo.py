@@ -14,7 +14,9 @@ The demo runs as stages, each a plain function, so a stage can be added with one
 3. :func:`stage_statistics` — print the statistics table per view and split, and the
    table per site family (steps, tasks, medians, flag counts);
 4. :func:`stage_scores` — the no-model heuristic baseline predicts the test split in all
-   four contracts and both views; the library scorer scores it.
+   four contracts and both views; the library scorer scores it against the gold of each
+   view (the coord view's with the som menus, so its J and JG rows show the consistency
+   extensions as ``mag score`` does).
 """
 
 from __future__ import annotations

@@ -7,7 +7,8 @@ Example::
     mag score --predictions preds.jsonl --dataset bundled --view coord --contract A --coord-space norm1000
     mag score --predictions smoke-20-steps.jsonl --dataset mag/webmre --view som --contract J --subset
 
-``--dataset bundled`` scores against the bundled sample corpus. In the coord view the
+``--dataset bundled`` scores against the bundled sample corpus. The scoring itself is
+:func:`mag_dataset.score_file.score_file` on the gold of :func:`mag_dataset.dataset.load_gold`. In the coord view the
 points' space comes from ``--coord-space``, else the ``coord_space`` field of the
 predictions' provenance sidecar (``preds.provenance.json``), else screenshot pixels; a
 line's own ``coord_space`` overrides both (see :mod:`mag_dataset.coords`).
@@ -20,12 +21,11 @@ steps): the report says how many of the split's steps it covers, in its provenan
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Any
 
-from mag_dataset.actions import Contract, View
+from mag_dataset.actions import View
 from mag_dataset.commands import options
 from mag_dataset.fileio import atomic_write
 
@@ -86,125 +86,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     hub.add_argument("--source-name", default=None, help=".eval_results: the display name of --source-url")
 
 
-def load_gold(dataset: str, view: View | str, split: str) -> list[Any]:
-    """Gold steps of one split and view (``bundled`` = the bundled sample corpus)."""
-    from mag_dataset.dataset import bundled_dataset, load_steps
-
-    source = str(bundled_dataset()) if dataset == "bundled" else dataset
-    return load_steps(source, view, split)
-
-
-def sidecar_path(predictions: Path) -> Path:
-    """The provenance sidecar of a predictions file: ``preds.jsonl`` -> ``preds.provenance.json``."""
-    p = Path(predictions)
-    return p.with_name(p.name[: -len(p.suffix)] + ".provenance.json" if p.suffix else p.name + ".provenance.json")
-
-
-def declared_coord_space(predictions: Path, flag: str | None) -> tuple[str | None, str]:
-    """The coordinate space of a predictions file and where it was declared.
-
-    Returns:
-        ``(space, source)``: the flag (``flag``), else the sidecar's ``coord_space``
-        (``sidecar``), else ``(None, "default")`` (screenshot pixels).
-
-    Raises:
-        UserError: an unreadable sidecar, a bad space, or a flag that contradicts the sidecar.
-    """
-    from mag_dataset.cli import UserError
-    from mag_dataset.coords import parse_coord_space
-
-    side = None
-    path = sidecar_path(predictions)
-    if path.is_file():
-        try:
-            meta = json.loads(path.read_text("utf-8"))
-        except (OSError, ValueError) as e:
-            raise UserError(f"cannot read the provenance sidecar {path}: {e}") from None
-        side = meta.get("coord_space") if isinstance(meta, dict) else None
-        if side is not None:
-            try:
-                side = parse_coord_space(side).name
-            except ValueError as e:
-                raise UserError(f"{path}: {e}") from None
-    if flag is not None:
-        try:
-            flag = parse_coord_space(flag).name
-        except ValueError as e:
-            raise UserError(f"--coord-space: {e}") from None
-        if side is not None and side != flag:
-            raise UserError(f"--coord-space {flag} contradicts coord_space {side!r} in {path}; drop one of them")
-        return flag, "flag"
-    if side is not None:
-        return side, "sidecar"
-    return None, "default"
-
-
-def load_menus(dataset: str, view: View | str, contract: Contract | str, split: str) -> dict[str, Any] | None:
-    """The som menus by step id, needed for guide-action consistency in the coord view (J, JG)."""
-    if View(view) is not View.COORD or Contract(contract) not in (Contract.J, Contract.JG):
-        return None
-    return {s.step_id: s.candidates for s in load_gold(dataset, View.SOM, split)}
-
-
-def score_file(
-    predictions: Path | str | bytes,
-    steps: list[Any],
-    view: View | str,
-    contract: Contract | str,
-    *,
-    verdicts: Path | None = None,
-    allow_missing: bool = False,
-    max_lines: int | None = None,
-    keep_steps: bool = False,
-    coord_space: str | None = None,
-    coord_space_source: str | None = None,
-    menus: dict[str, Any] | None = None,
-    subset: bool = False,
-):
-    """Validate and score a predictions file (streamed) against gold steps; returns a Report.
-
-    With ``subset``, only the steps the file has predictions for are scored (the file is
-    read twice); the report's provenance holds ``subset: {"steps": n, "of": m}`` and a
-    warning says so. Without it, a step without a prediction fails (or, with
-    ``allow_missing``, is a format failure).
-    """
-    from mag_dataset.predictions import iter_predictions
-    from mag_dataset.scoring import score_predictions
-    from mag_dataset.verdicts import read_usefulness_verdicts
-
-    cached = read_usefulness_verdicts(verdicts) if verdicts is not None else None
-    if subset:
-        import dataclasses
-
-        if allow_missing:
-            raise ValueError("subset and allow_missing exclude each other")
-        covered = {p.step_id for p in iter_predictions(predictions, [s.step_id for s in steps], allow_missing=True,
-                                                        max_lines=max_lines)}
-        chosen = [s for s in steps if s.step_id in covered]
-        if not chosen:
-            from mag_dataset.predictions import PredictionsError
-
-            raise PredictionsError("no predictions: --subset has no step to score")
-        report = score_file(predictions, chosen, view, contract, verdicts=verdicts, max_lines=max_lines,
-                            keep_steps=keep_steps, coord_space=coord_space, coord_space_source=coord_space_source,
-                            menus=menus)
-        note = (f"subset: only {len(chosen)} of the split's {len(steps)} steps were scored (--subset); "
-                "not a benchmark result")
-        return dataclasses.replace(report, provenance={**report.provenance, "subset": {"steps": len(chosen),
-                                                                                         "of": len(steps)}},
-                                   warnings=tuple(sorted((*report.warnings, note))))
-    stream = iter_predictions(
-        predictions, [s.step_id for s in steps], allow_missing=allow_missing, max_lines=max_lines
-    )
-    return score_predictions(
-        stream, steps, view, contract, verdicts=cached, allow_missing=allow_missing, keep_steps=keep_steps,
-        coord_space=coord_space, coord_space_source=coord_space_source, menus=menus,
-    )
-
-
 def run(args: argparse.Namespace) -> int:
     from mag_dataset.cli import UserError
+    from mag_dataset.dataset import load_gold
     from mag_dataset.predictions import PredictionsError
+    from mag_dataset.score_file import CoordSpaceError, declared_coord_space, score_file
     from mag_dataset.schema import SchemaError
     from mag_dataset.scoring import format_report
     from mag_dataset.verdicts import VerdictsError
@@ -214,25 +100,25 @@ def run(args: argparse.Namespace) -> int:
     hub_target = _check_hub_flags(args)
     if args.out is not None and args.out.is_dir():
         raise UserError(f"--out {args.out} is a folder; give a file path for the report JSON")
-    try:
-        steps = load_gold(args.dataset, args.view, args.split)
+    try:  # the coord view's gold brings the som menus with it
+        gold = load_gold(args.dataset, args.view, args.split)
     except (OSError, ValueError, SchemaError) as e:  # OSError: missing folder, Hub unreachable offline
         raise UserError(f"cannot load {args.view}/{args.split} of dataset {args.dataset!r}: {e}") from None
-    if not steps:
+    if not len(gold):
         raise UserError(f"dataset {args.dataset!r} has no {args.split} steps in the {args.view} view")
-    space, source = declared_coord_space(args.predictions, args.coord_space)
+    steps = list(gold.steps)
+    try:
+        space, source = declared_coord_space(args.predictions, args.coord_space)
+    except CoordSpaceError as e:
+        raise UserError(str(e)) from None
     if args.view != View.COORD.value:
         if args.coord_space is not None:
             raise UserError(f"--coord-space applies to the coord view only, not {args.view}")
         space, source = None, "default"  # a sidecar's space means nothing for element ids
     try:
-        menus = load_menus(args.dataset, args.view, args.contract, args.split)
-    except (OSError, ValueError, SchemaError) as e:
-        raise UserError(f"cannot load the som menus of dataset {args.dataset!r}: {e}") from None
-    try:
         report = score_file(
             args.predictions,
-            steps,
+            gold,
             args.view,
             args.contract,
             verdicts=args.verdicts,
@@ -241,7 +127,6 @@ def run(args: argparse.Namespace) -> int:
             keep_steps=args.per_step or args.eee is not None,
             coord_space=space,
             coord_space_source=source,
-            menus=menus,
             subset=args.subset,
         )
     except PredictionsError as e:

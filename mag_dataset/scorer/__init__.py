@@ -1,7 +1,9 @@
-"""The rooms of the scorer; its public API is :mod:`mag_dataset.scoring` (import from there).
+"""The modules of the scorer; its public API is :mod:`mag_dataset.scoring` (import from there).
 
 - :mod:`.metrics`: every metric declared once (name, titles, where it applies, its per-step
   rule, a one-line description), and the names derived from that table.
+- :mod:`.gold`: :class:`~.gold.GoldSteps`, the one scoring input (one view's steps and, in the
+  coord view, the som menus).
 - :mod:`.text`: the text metrics (argument normalisation, token F1, BLEU, ROUGE-L).
 - :mod:`.step`: one output on one step -> :class:`~.step.StepScore` (format gate, coordinate
   conversion, every metric, the error taxonomy).

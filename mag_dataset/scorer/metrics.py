@@ -49,7 +49,7 @@ class StepInput:
         step: the gold step.
         view, contract: the condition scored.
         verdicts: cached judge verdicts (:class:`mag_dataset.verdicts.Verdicts`) or None.
-        menu: coord view: the step's som candidate menu, when given (else None).
+        menu: coord view under J and JG: the step's som candidate menu (else None).
     """
 
     parsed: Parsed
@@ -229,9 +229,8 @@ def _usefulness(x: StepInput, done: Mapping[str, float | None]) -> float | None:
 def _guide_action_consistency(x: StepInput, done: Mapping[str, float | None]) -> float | None:
     if x.contract not in (Contract.J, Contract.JG):
         return None
+    # coord rows carry no menu: the som row's comes with the gold (score_parsed refuses none)
     cands = x.step.candidates if x.view is View.SOM else x.menu
-    if cands is None:
-        return None  # coord view without the som menus: which element a point hits is unknown
     p = x.parsed
     if not p.ok or p.action is None or p.guide is None:
         return 0.0
@@ -312,8 +311,8 @@ METRIC_TABLE: tuple[Metric, ...] = (
         "guide_action_consistency", "consistency", "guide-action consistency",
         "contracts J and JG",
         "1 when the generated guide describes the generated action (:mod:`mag_dataset.consistency`: verb, "
-        "element named, typed text / selected value carried); in the coord view only when the som menus "
-        "are given.",
+        "element named, typed text / selected value carried); in the coord view the element a point hits "
+        "is read from the som menu of the same step, which the gold carries.",
         _guide_action_consistency, kind="accuracy", extension=True,
     ),
     Metric(

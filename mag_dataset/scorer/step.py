@@ -18,6 +18,7 @@ from mag_dataset.actions import ACTION_SPACE, CONTRACT_KEYS, Contract, View
 from mag_dataset.coords import PIXELS, CoordSpace, parse_coord_space
 from mag_dataset.parsing import Parsed, parse_output
 from mag_dataset.schema import Box, Candidate, Point, Step
+from mag_dataset.scorer.gold import MENU_CONTRACTS
 from mag_dataset.scorer.metrics import METRIC_TABLE, StepInput, arg_norm, target_match
 
 #: The fields of a :class:`StepScore` before its metrics (what identifies and flags the step).
@@ -147,6 +148,11 @@ def score_parsed(
         view = View(view)
     if type(contract) is not Contract:
         contract = Contract(contract)
+    if menu is None and view is View.COORD and contract in MENU_CONTRACTS:
+        raise ValueError(
+            f"step {step.step_id!r}: scoring the coord view under {contract.value} needs the step's som menu "
+            "(menu=GoldSteps.menu(step_id)); without it the guide-action consistency would be a silent n/a"
+        )
     x = StepInput(parsed, step, view, contract, verdicts, menu)
     values: dict[str, float | None] = {}
     for name, rule in _RULES:
@@ -195,7 +201,9 @@ def score_step(
         seed: the prediction's seed, carried into the score.
         coord_space: the space of a coord-view point (:mod:`mag_dataset.coords`;
             default screenshot pixels).
-        menu: coord view: the step's som candidate menu (enables the consistency check).
+        menu: coord view: the step's som candidate menu (:meth:`GoldSteps.menu
+            <mag_dataset.scorer.gold.GoldSteps.menu>`), required under J and JG, where the
+            consistency check reads which element the point hits.
 
     Returns:
         The step's :class:`StepScore`; metrics that do not apply are None.

@@ -29,22 +29,20 @@ def build() -> dict:
     from mag_dataset.actions import Contract, View
     from mag_dataset.dataset import bundled_dataset, gold_records, load_view, step_from_record
     from mag_dataset.heuristic import heuristic_predictions
-    from mag_dataset.scoring import SCORER_VERSION, dataset_fingerprint
+    from mag_dataset.scoring import SCORER_VERSION, GoldSteps, dataset_fingerprint
 
     folder = bundled_dataset()
     gold = {v.value: gold_records(load_view(folder, v, "test")) for v in View}
     steps = {v: [step_from_record(r) for r in recs] for v, recs in gold.items()}
-    menus = {s.step_id: s.candidates for s in steps["som"]}
     runs = []
     for view in View:
         for contract in Contract:
-            preds = heuristic_predictions(steps[view.value], view, contract, menus=menus)
+            preds = heuristic_predictions(GoldSteps.from_views(view, steps), view, contract)
             runs.append({
                 "view": view.value,
                 "contract": contract.value,
                 "predictions": [{"step_id": p.step_id, "output": p.output} for p in preds],
-                **_expected(steps[view.value], preds, view.value, contract.value,
-                            menus if view is View.COORD else None),
+                **_expected(GoldSteps.from_views(view, steps), preds, view.value, contract.value),
             })
     return {
         "about": "real heuristic-baseline predictions on the bundled test split; regenerate with "
@@ -56,11 +54,11 @@ def build() -> dict:
     }
 
 
-def _expected(steps: list, preds: list, view: str, contract: str, menus: dict | None) -> dict:
+def _expected(gold, preds: list, view: str, contract: str) -> dict:
     from mag_dataset.scoring import ALL_METRICS, score_predictions
 
-    # coord: the som menus enable the guide-action consistency extension
-    report = score_predictions(preds, steps, view, contract, keep_steps=True, menus=menus)
+    # coord: the gold's som menus feed the guide-action consistency extension
+    report = score_predictions(preds, gold, view, contract, keep_steps=True)
     by_id = {s.step_id: s for s in report.steps}
     return {
         "expected_steps": [by_id[p.step_id].to_dict() for p in preds],
@@ -73,15 +71,14 @@ def rescore() -> dict:
     """The stored golden file with its expected scores recomputed (gold and outputs kept)."""
     from mag_dataset.dataset import step_from_record
     from mag_dataset.predictions import Prediction
-    from mag_dataset.scoring import SCORER_VERSION
+    from mag_dataset.scoring import SCORER_VERSION, GoldSteps
 
     data = json.loads(GOLDEN.read_text("utf-8"))
     steps = {v: [step_from_record(r) for r in recs] for v, recs in data["gold"].items()}
-    menus = {s.step_id: s.candidates for s in steps["som"]}
     for run in data["runs"]:
         preds = [Prediction(p["step_id"], p["output"]) for p in run["predictions"]]
         view = run["view"]
-        run.update(_expected(steps[view], preds, view, run["contract"], menus if view == "coord" else None))
+        run.update(_expected(GoldSteps.from_views(view, steps), preds, view, run["contract"]))
     data["scorer_version"] = SCORER_VERSION
     return data
 
@@ -90,16 +87,16 @@ def rerun() -> dict:
     """The stored golden file with the baseline run again on its stored gold, and rescored."""
     from mag_dataset.dataset import step_from_record
     from mag_dataset.heuristic import heuristic_predictions
-    from mag_dataset.scoring import SCORER_VERSION
+    from mag_dataset.scoring import SCORER_VERSION, GoldSteps
 
     data = json.loads(GOLDEN.read_text("utf-8"))
     steps = {v: [step_from_record(r) for r in recs] for v, recs in data["gold"].items()}
-    menus = {s.step_id: s.candidates for s in steps["som"]}
     for run in data["runs"]:
         view = run["view"]
-        preds = heuristic_predictions(steps[view], view, run["contract"], menus=menus)
+        gold = GoldSteps.from_views(view, steps)
+        preds = heuristic_predictions(gold, view, run["contract"])
         run["predictions"] = [{"step_id": p.step_id, "output": p.output} for p in preds]
-        run.update(_expected(steps[view], preds, view, run["contract"], menus if view == "coord" else None))
+        run.update(_expected(gold, preds, view, run["contract"]))
     data["scorer_version"] = SCORER_VERSION
     return data
 

@@ -76,10 +76,12 @@ def _gold(root: Path) -> dict[str, list[dict]]:
 
 def _outputs(steps: list, view: str, contract: str, seed: int) -> list[dict]:
     """A deterministic mix of right, wrong, malformed and missing outputs, one per step."""
-    from mag_dataset.heuristic import heuristic_predictions
+    from mag_dataset.heuristic import heuristic_output
     from mag_dataset.prompts import render_output, render_target
 
-    heur = {p.step_id: p.output for p in heuristic_predictions(steps, view, contract)}
+    # each step's own menu: a coord row's is empty, so there the heuristic's outputs are blind
+    # (mostly finish), as this file has always held them
+    heur = {s.step_id: heuristic_output(s, view, contract, menu=s.candidates) for s in steps}
     keys = {"A": ("action",), "G": ("guide",), "J": ("action", "guide"), "JG": ("guide", "action")}[contract]
     out = []
     for i, s in enumerate(steps):
@@ -144,7 +146,7 @@ def _reports(data: dict) -> None:
     """Score every run and store its report JSON (with per-step scores) and text."""
     from mag_dataset.dataset import step_from_record
     from mag_dataset.predictions import Prediction
-    from mag_dataset.scoring import format_report, score_predictions
+    from mag_dataset.scoring import GoldSteps, format_report, score_predictions
     from mag_dataset.verdicts import read_verdicts
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -152,13 +154,12 @@ def _reports(data: dict) -> None:
         vpath.write_text("".join(json.dumps(v) + "\n" for v in data["verdicts"]), "utf-8")
         verdicts = read_verdicts(vpath)
     steps = {v: [step_from_record(r) for r in recs] for v, recs in data["gold"].items()}
-    menus = {s.step_id: s.candidates for s in steps["som"]}
     for run in data["runs"]:
         view = run["view"]
         preds = [Prediction(p["step_id"], p["output"], p["seed"]) for p in run["predictions"]]
         report = score_predictions(
-            preds, steps[view], view, run["contract"], verdicts=verdicts, allow_missing=True, keep_steps=True,
-            coord_space=run.get("coord_space"), menus=menus if view == "coord" else None,
+            preds, GoldSteps.from_views(view, steps), view, run["contract"], verdicts=verdicts, allow_missing=True,
+            keep_steps=True, coord_space=run.get("coord_space"),
         )
         run["report_json"] = report.to_json(include_steps=True)
         run["report_text"] = format_report(report)
