@@ -38,6 +38,7 @@ pytestmark = [pytest.mark.slow]
 TEST_HOME = Path.home() / ".cache" / "mag_dataset" / "test-label-studio"
 ALICE = "alice@mag.test"
 BOB = "bob@mag.test"
+DANA = "dana@mag.test"
 ALICE_KEY = "mag-test-alice-key-0123456789"
 
 
@@ -113,9 +114,9 @@ print(json.dumps(done))
 """
 
 
-def _annotate(server: LocalServer, keys: dict[str, str], tasks: dict[str, int]) -> list[int]:
-    """Make the PLAN's annotations through label-studio-sdk, each as its own user (its own API key)."""
-    plan = [(keys[who], tasks[sid], d, text, note, skipped) for who, sid, d, text, note, skipped in PLAN]
+def _annotate(server: LocalServer, keys: dict[str, str], tasks: dict[str, int], todo=PLAN) -> list[int]:
+    """Make ``todo``'s annotations through label-studio-sdk, each as its own user (its own API key)."""
+    plan = [(keys[who], tasks[sid], d, text, note, skipped) for who, sid, d, text, note, skipped in todo]
     r = subprocess.run([str(server.venv / "bin" / "python"), "-c", ANNOTATE, server.url], input=json.dumps(plan),
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-2000:]
@@ -194,6 +195,9 @@ def test_round_trip_export_annotate_import_build(server, tmp_path, monkeypatch, 
         assert res["login.seed-0:3"].status == "needs_adjudication"
         assert res["login.seed-1:0"].status == "decided" and res["login.seed-1:0"].verified_by == ("carol",)
         n_before = len(store.responses())
+    st3 = read_episode(raw / "login.seed-0").steps[3]  # split: the guide it had, marked disputed
+    assert (st3.guide, st3.metadata.get("guide_decision"), st3.metadata.get("verified_by")) == \
+        ("Click the 'Submit' button.", "disputed", None)
 
     # importing again records nothing new
     assert main(["label-studio", "import", "--raw", str(raw), "--url", server.url, "--project", str(pid)]) == 0
@@ -202,19 +206,39 @@ def test_round_trip_export_annotate_import_build(server, tmp_path, monkeypatch, 
     with AnnotationStore(raw / "annotations.sqlite") as store:
         assert len(store.responses()) == n_before
 
+    # the disagreement goes to an adjudicator in Label Studio: a project of the split steps
+    assert main(["label-studio", "export", "--raw", str(raw), "--url", server.url, "--title", "login disputes",
+                 "--needs-adjudication"]) == 0
+    assert "exported 1 verification task(s)" in capsys.readouterr().out
+    with Client(server.url, ALICE_KEY) as c:
+        [project2] = [p for p in c.projects() if p["title"] == "login disputes"]
+        [split] = c.export_tasks(int(project2["id"]))
+        c.request("POST", "/api/users/", json={"email": DANA, "username": "dana"}, what="create dana")
+    assert split["data"]["step_id"] == "login.seed-0:3" and split["data"]["seen_version"] == 2
+    assert split["data"]["answers"].startswith(f"Answers so far: {ALICE} accepted at ")
+    assert f"; {BOB} rejected at " in split["data"]["answers"]
+    keys[DANA] = server.user_token(DANA)
+    _annotate(server, keys, {"login.seed-0:3": split["id"]},
+              [(DANA, "login.seed-0:3", "edit", "Click the 'Submit' button to log in.", "", False)])
+    assert main(["label-studio", "import", "--raw", str(raw), "--url", server.url, "--project", str(project2["id"])]) == 0
+    assert "recorded 1 response(s)" in capsys.readouterr().out
+    with AnnotationStore(raw / "annotations.sqlite") as store:
+        res = store.resolution("login.seed-0:3")
+        assert (res.status, res.decision, res.verified_by, res.round) == ("adjudicated", "edit", (DANA,), 2)
+
     # the imported responses are the team's like any other: agreement on the overlap, the export
     assert main(["annotate", "--raw", str(raw), "--report"]) == 0
     report = capsys.readouterr().out
-    assert "4 of 6 to verify decided (undecided 1, decided 4, needs_adjudication 1" in report, report
+    assert "5 of 6 to verify decided (undecided 1, decided 4, needs_adjudication 0, adjudicated 1)" in report, report
     assert f"{ALICE} × {BOB}: Cohen's kappa 0.000, alpha 0.000, n=2, agree 1" in report, report  # 0:0 agreed, 0:3 not
     assert main(["annotate", "--raw", str(raw), "--export", str(tmp_path / "responses.jsonl")]) == 0
     exported_responses = [json.loads(line) for line in (tmp_path / "responses.jsonl").read_text().splitlines()]
-    assert sum(r["source"] == "label-studio" for r in exported_responses) == 6
+    assert sum(r["source"] == "label-studio" for r in exported_responses) == 7
     capsys.readouterr()
 
     # the episodes, then the built dataset, show the decisions
     ep = read_episode(raw / "login.seed-0")
-    assert [st.metadata.get("verification") for st in ep.steps] == ["accept", "edit", "reject", None]
+    assert [st.metadata.get("verification") for st in ep.steps] == ["accept", "edit", "reject", "edit"]
     built = tmp_path / "built"
     assert main(["build", "--raw", str(raw), "--out", str(built), "--no-progress"]) == 0
     rows = _rows(built)
@@ -226,14 +250,15 @@ def test_round_trip_export_annotate_import_build(server, tmp_path, monkeypatch, 
     # rejected: the step keeps its template guide, verified by alice
     assert (rows["login.seed-0:2"]["guide"], rows["login.seed-0:2"]["guide_source"], rows["login.seed-0:2"]["verified_by"]) \
         == ("Click the 'Remember me' checkbox.", "template", ALICE)
-    # disputed: its guide from before annotation, nobody's decision
-    assert (rows["login.seed-0:3"]["guide_source"], rows["login.seed-0:3"]["verified_by"]) == ("template", None)
+    # disputed, then adjudicated by dana
+    assert (rows["login.seed-0:3"]["guide"], rows["login.seed-0:3"]["guide_source"], rows["login.seed-0:3"]["verified_by"]) \
+        == ("Click the 'Submit' button to log in.", "human", DANA)
     assert rows["login.seed-1:0"]["verified_by"] == "carol" and rows["login.seed-1:1"]["verified_by"] is None
     assert {sid: (r["guide_decision"], r["verification_notes"]) for sid, r in rows.items()} == {
         "login.seed-0:0": ("accepted", None),
         "login.seed-0:1": ("edited", f"{ALICE}: names the field"),
         "login.seed-0:2": ("rejected", f"{ALICE}: wrong element"),  # a rejected draft stays visible as rejected
-        "login.seed-0:3": ("disputed", None),
+        "login.seed-0:3": ("edited", None),
         "login.seed-1:0": ("edited", None),
         "login.seed-1:1": (None, None),
         "login.seed-1:2": (None, None),

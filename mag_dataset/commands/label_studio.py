@@ -5,6 +5,7 @@ Examples::
     export LABEL_STUDIO_API_KEY=...   # Account & Settings -> Legacy Token
     mag label-studio export --raw RAW_DIR --url http://127.0.0.1:8080 --title "shop guides"
     mag label-studio import --raw RAW_DIR --url http://127.0.0.1:8080 --project 3
+    mag label-studio export --raw RAW_DIR --needs-adjudication --title "shop disputes"
     mag label-studio serve --data-dir ls-data --port 8080   # a local server, offline (Ctrl-C stops it)
 
 ``export`` makes a project of the steps that have a draft guide (``RAW/guide_drafts.jsonl``):
@@ -14,7 +15,9 @@ note. ``import`` records every annotation as one response (annotator: the Label 
 user's e-mail address, source ``label-studio``) in the annotation database (``--db``, default
 ``RAW/annotations.sqlite``) and writes the resolved decisions into the episodes; importing
 again records only new annotations, and an annotation made on a step that changed since the
-export is refused and listed. ``serve`` installs Label Studio into its own virtual
+export is refused and listed. ``export --needs-adjudication`` makes a project of the steps
+whose annotators disagree, each showing their answers: a person who took no part answers as
+the adjudicator, and ``import`` records it like any response. ``serve`` installs Label Studio into its own virtual
 environment (``$MAG_LABEL_STUDIO_HOME``, default ``~/.cache/mag_dataset/label-studio``; its
 pins conflict with this package's), starts it on 127.0.0.1 with SQLite and no calls out,
 and prints the URL and the administrator's API key. See
@@ -41,6 +44,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--url", default=os.environ.get("LABEL_STUDIO_URL", "http://127.0.0.1:8080"),
                         help="the Label Studio server (default: $LABEL_STUDIO_URL or http://127.0.0.1:8080)")
     parser.add_argument("--title", default=None, help="with export: the new project's title (default: 'mag verification RAW_DIR')")
+    parser.add_argument("--needs-adjudication", action="store_true",
+                        help="with export: only the steps whose annotators disagree, with their answers (for an adjudicator)")
     parser.add_argument("--project", type=int, default=None, metavar="ID", help="with import (required): the project id")
     parser.add_argument("--drafts", type=Path, default=None, help="with export: drafts file (default: RAW/guide_drafts.jsonl)")
     parser.add_argument("--db", type=Path, default=None, help="annotation database (default: RAW/annotations.sqlite)")
@@ -80,7 +85,8 @@ def _export(args: argparse.Namespace) -> int:
         raise UserError("export makes a new project: give it a --title, not --project")
     title = args.title or f"mag verification {args.raw.resolve().name}"
     with _client(args) as client:
-        report = export_project(args.raw, client, title, drafts_path=args.drafts, db_path=args.db)
+        report = export_project(args.raw, client, title, drafts_path=args.drafts, db_path=args.db,
+                                needs_adjudication=args.needs_adjudication)
     print(report.summary())
     return 0
 

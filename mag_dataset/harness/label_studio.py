@@ -109,6 +109,7 @@ def labeling_config() -> str:
         '<View>'
         '<Header value="$intent" size="5"/>'
         '<Text name="action" value="$action"/>'
+        '<Text name="answers" value="$answers"/>'
         '<TextArea name="guide" toName="screenshot" editable="true" maxSubmissions="1" rows="2" transcription="true"/>'
         '<Choices name="decision" toName="screenshot" choice="single-radio" required="true" showInline="true">'
         f'{choices}</Choices>'
@@ -155,8 +156,11 @@ def data_uri(folder: Path, step: RawStep) -> str:
 
 
 def step_task(episode: RawEpisode, step: RawStep, folder: Path, draft: str, draft_source: str,
-              seen_version: Any) -> dict[str, Any]:
-    """One Label Studio task (data and prediction) for verifying ``step``'s draft guide."""
+              seen_version: Any, answers: str = "") -> dict[str, Any]:
+    """One Label Studio task (data and prediction) for verifying ``step``'s draft guide.
+
+    ``answers`` are the step's responses so far, in words (an adjudicator sees whom they decide between).
+    """
     sid = step_id(episode.task_id, step.step_index)
     result = [*target_regions(step),
               {"id": "guide", "from_name": "guide", "to_name": "screenshot", "type": "textarea", "value": {"text": [draft]}}]
@@ -164,7 +168,7 @@ def step_task(episode: RawEpisode, step: RawStep, folder: Path, draft: str, draf
         "data": {"image": data_uri(folder, step), "step_id": sid, "episode_id": episode.episode_id,
                  "site": episode.site, "intent": episode.intent, "action": describe_action(step),
                  "draft": draft, "draft_source": draft_source, "guide_before": step.guide,
-                 "seen_version": seen_version},
+                 "seen_version": seen_version, "answers": f"Answers so far: {answers or 'none'}"},
         "predictions": [{"model_version": PREDICTION_VERSION, "result": result}],
     }
 
@@ -326,8 +330,12 @@ class ExportReport:
 
 def export_project(raw_dir: str | os.PathLike, client: Client, title: str, *,
                    drafts_path: str | os.PathLike | None = None, db_path: str | os.PathLike | None = None,
-                   step_ids: Iterable[str] | None = None) -> ExportReport:
+                   step_ids: Iterable[str] | None = None, needs_adjudication: bool = False) -> ExportReport:
     """Create a Label Studio project ``title`` holding the corpus's verification tasks.
+
+    With ``needs_adjudication``, only the steps whose annotators disagree, each showing the
+    answers so far: whoever answers one in Label Studio and took no part in the disagreement
+    adjudicates it (the store's round rule), and their response decides the step.
 
     Every task is built before the project is created, so a corpus that cannot be exported
     (a missing screenshot, no drafts) leaves no half-filled project behind.
@@ -338,9 +346,16 @@ def export_project(raw_dir: str | os.PathLike, client: Client, title: str, *,
         FileNotFoundError / ValueError: the corpus, its drafts or its database.
     """
     raw_dir = Path(raw_dir)
-    items = verification_items(raw_dir, drafts_path, step_ids)
     with _open_store(raw_dir, db_path) as store:
-        tasks = [step_task(i.episode, i.step, i.folder, i.draft, i.draft_source, _version(store, i.step_id)) for i in items]
+        if needs_adjudication:
+            split = store.needs_adjudication("verify")
+            if not split:
+                raise ValueError(f"no step of {raw_dir} needs adjudication (no verification disagreement)")
+            step_ids = split if step_ids is None else [s for s in step_ids if s in set(split)]
+        items = verification_items(raw_dir, drafts_path, step_ids)
+        tasks = [step_task(i.episode, i.step, i.folder, i.draft, i.draft_source, _version(store, i.step_id),
+                           "; ".join(r.describe() for r in store.responses(i.step_id, kind="verify")))
+                 for i in items]
     client.whoami()
     same = [p for p in client.projects() if p.get("title") == title]
     if same:
