@@ -22,7 +22,6 @@ still says what the stages cost.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import sys
@@ -35,7 +34,9 @@ GOAL_S = 120.0
 
 def replicate(src: Path, dst: Path, steps: int) -> int:
     """Copy the episodes of ``src`` into ``dst`` round-robin, renaming task ids, until ``steps`` steps."""
-    from mag_dataset.raw import iter_episode_dirs, read_episode
+    import dataclasses
+
+    from mag_dataset.raw import iter_episode_dirs, read_episode, rewrite_episode_json
 
     folders = [f for f in iter_episode_dirs(src) if read_episode(f).success]
     if not folders:
@@ -44,14 +45,14 @@ def replicate(src: Path, dst: Path, steps: int) -> int:
     total, k = 0, 0
     while total < steps:
         folder = folders[k % len(folders)]
-        ep = json.loads((folder / "episode.json").read_text("utf-8"))
-        new_id = f"{ep['episode_id']}.copy-{k // len(folders)}"
+        ep = read_episode(folder)  # episode.json or, compacted, episode.json.gz
+        new_id = f"{ep.episode_id}.copy-{k // len(folders)}"
         shutil.copytree(folder, dst / new_id)
-        ep["episode_id"] = ep["task_id"] = new_id
-        if isinstance(ep.get("metadata"), dict) and "params" in ep["metadata"]:
-            ep["metadata"]["params"] = {**ep["metadata"]["params"], "_copy": k // len(folders)}
-        (dst / new_id / "episode.json").write_text(json.dumps(ep, indent=1), "utf-8")
-        total += len(ep["steps"])
+        meta = dict(ep.metadata)
+        if isinstance(meta.get("params"), dict):
+            meta["params"] = {**meta["params"], "_copy": k // len(folders)}
+        rewrite_episode_json(dst / new_id, dataclasses.replace(ep, episode_id=new_id, task_id=new_id, metadata=meta))
+        total += len(ep.steps)
         k += 1
     return total
 

@@ -10,7 +10,7 @@ the dataset. A raw corpus is a folder::
       _shared_images/             # optional: screenshots several episodes show, stored once
         3f9a...c2.webp            #   named by the sha256 of their bytes (see "Shared screenshots")
       <episode_id>/
-        episode.json              # the episode, see RawEpisode
+        episode.json              # the episode, see RawEpisode (episode.json.gz once compacted)
         step_000.webp             # raw screenshot of step 0 (lossless WebP, or PNG)
         step_000_som.png          # optional: the same screenshot with Set-of-Mark labels drawn
         evidence.json.gz          # optional: the steps' page evidence (see below)
@@ -77,6 +77,14 @@ so they are most of an episode's JSON: they are kept out of ``episode.json`` and
 again, so code reading or writing episodes through this module sees one ``metadata``. An
 ``episode.json`` that holds them inline (written before) is read as it is.
 
+**Compressed episode files.** ``mag compact`` stores the episode's JSON gzip-compressed, as
+``episode.json.gz`` (:data:`EPISODE_GZ_FILE`; the same text, deterministic bytes: no file
+name and mtime 0 in the gzip header, so a rerun writes the same bytes). The indented text
+compresses about sevenfold, and it was a sixth of the bundled sample's bytes. Recorders write
+plain ``episode.json``, which people read; :func:`read_episode` reads either, and
+:func:`rewrite_episode_json` writes an episode back in the form it found. A folder holding
+both is refused (which one is current cannot be told).
+
 Screenshot paths are relative to the episode folder: a plain file name in it, or
 ``../_shared_images/<name>`` (below). Coordinates and boxes are in screenshot pixels.
 
@@ -111,6 +119,7 @@ import io
 import json
 import math
 import os
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Iterator
@@ -134,6 +143,8 @@ FORMAT_VERSION = 2
 #: Format versions :func:`read_episode` and the builder accept.
 READ_VERSIONS: tuple[int, ...] = (1, 2)
 EPISODE_FILE = "episode.json"
+#: The compacted form of :data:`EPISODE_FILE`: its text, gzip-compressed (see "Compressed episode files").
+EPISODE_GZ_FILE = "episode.json.gz"
 #: The steps' page evidence beside ``episode.json`` (see "Page evidence" above).
 EVIDENCE_FILE = "evidence.json.gz"
 EVIDENCE_FORMAT = "mag-page-evidence"
@@ -305,33 +316,62 @@ def write_folder(root: str | os.PathLike, name: str, files: dict[str, bytes]) ->
 
 
 def rewrite_episode_json(folder: str | os.PathLike, episode: RawEpisode) -> Path:
-    """Replace an existing episode's ``episode.json`` atomically (images untouched).
+    """Replace an existing episode's JSON atomically (images untouched), in the form the folder
+    holds it: ``episode.json``, or ``episode.json.gz`` in a compacted corpus.
 
     Used by the harness (unification, guide write-back) to update labels in place.
 
     Returns:
-        The path of ``episode.json``.
+        The path of the episode file written.
+
+    Raises:
+        RawDataError: the folder holds both forms.
     """
     folder = Path(folder)
-    files = episode_files(episode)
+    found = episode_path(folder)
+    files = episode_files(episode, compressed=found is not None and found.name == EPISODE_GZ_FILE)
     if EVIDENCE_FILE in files:  # the evidence first: an episode.json never names steps whose evidence is older
         atomic_write(folder / EVIDENCE_FILE, files[EVIDENCE_FILE])
     else:
         (folder / EVIDENCE_FILE).unlink(missing_ok=True)
-    return atomic_write(folder / EPISODE_FILE, files[EPISODE_FILE])
+    name = EPISODE_GZ_FILE if EPISODE_GZ_FILE in files else EPISODE_FILE
+    return atomic_write(folder / name, files[name])
 
 
-def episode_files(episode: RawEpisode) -> dict[str, bytes]:
-    """The files that hold an episode (images aside): ``episode.json`` and, when a step has page
-    evidence (:data:`EVIDENCE_KEYS` in its metadata), :data:`EVIDENCE_FILE`."""
+def gzip_bytes(data: bytes) -> bytes:
+    """``data`` gzip-compressed with nothing in the header that varies (no file name, mtime 0):
+    the same input gives the same bytes on every run."""
+    return gzip.compress(data, compresslevel=9, mtime=0)
+
+
+def episode_path(folder: str | os.PathLike) -> Path | None:
+    """The file holding an episode folder's JSON: ``episode.json`` or ``episode.json.gz``; None
+    when there is neither.
+
+    Raises:
+        RawDataError: the folder holds both (which one is current cannot be told).
+    """
+    folder = Path(folder)
+    plain, packed = folder / EPISODE_FILE, folder / EPISODE_GZ_FILE
+    if plain.is_file() and packed.is_file():
+        raise RawDataError(folder.name, None, EPISODE_FILE,
+                           f"{folder} holds both {EPISODE_FILE} and {EPISODE_GZ_FILE}: keep one (the other is stale)")
+    return plain if plain.is_file() else packed if packed.is_file() else None
+
+
+def episode_files(episode: RawEpisode, *, compressed: bool = False) -> dict[str, bytes]:
+    """The files that hold an episode (images aside): ``episode.json`` (``episode.json.gz`` when
+    ``compressed``) and, when a step has page evidence (:data:`EVIDENCE_KEYS` in its metadata),
+    :data:`EVIDENCE_FILE`."""
     evidence = {str(st.step_index): {k: st.metadata[k] for k in EVIDENCE_KEYS if k in st.metadata}
                 for st in episode.steps}
     evidence = {k: v for k, v in evidence.items() if v}
-    out = {EPISODE_FILE: episode_text(episode).encode("utf-8")}
+    text = episode_text(episode).encode("utf-8")
+    out = {EPISODE_GZ_FILE: gzip_bytes(text)} if compressed else {EPISODE_FILE: text}
     if evidence:
         doc = json.dumps({"format": EVIDENCE_FORMAT, "steps": evidence}, sort_keys=True, ensure_ascii=False,
                          separators=(",", ":"))
-        out[EVIDENCE_FILE] = gzip.compress(doc.encode("utf-8"), compresslevel=9, mtime=0)
+        out[EVIDENCE_FILE] = gzip_bytes(doc.encode("utf-8"))
     return out
 
 
@@ -342,7 +382,7 @@ def _read_evidence(folder: Path, episode_id: str, n_steps: int) -> dict[int, dic
         return {}
     try:
         doc = json.loads(gzip.decompress(path.read_bytes()).decode("utf-8"))
-    except (OSError, EOFError, UnicodeDecodeError, json.JSONDecodeError) as e:
+    except (OSError, EOFError, zlib.error, UnicodeDecodeError, json.JSONDecodeError) as e:
         raise RawDataError(episode_id, None, EVIDENCE_FILE, f"not gzip-compressed UTF-8 JSON: {e}") from None
     if not isinstance(doc, dict) or doc.get("format") != EVIDENCE_FORMAT or not isinstance(doc.get("steps"), dict):
         raise RawDataError(episode_id, None, EVIDENCE_FILE, f"expected {{'format': {EVIDENCE_FORMAT!r}, 'steps': {{...}}}}")
@@ -675,22 +715,24 @@ def _parse_step_extras(d: dict[str, Any], episode: str, idx: int) -> dict[str, A
 
 
 def read_episode(folder: str | os.PathLike) -> RawEpisode:
-    """Read and validate one episode folder.
+    """Read and validate one episode folder (its ``episode.json`` or ``episode.json.gz``).
 
     Raises:
         RawDataError: naming the episode, step and field of the first inconsistency.
     """
     folder = Path(folder)
     name = folder.name
-    path = folder / EPISODE_FILE
-    if not path.is_file():
+    path = episode_path(folder)
+    if path is None:
         raise RawDataError(name, None, EPISODE_FILE, "missing")
     try:
-        d = json.loads(path.read_text("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise RawDataError(name, None, EPISODE_FILE, f"not valid UTF-8 JSON: {e}") from None
+        data = path.read_bytes()
+        d = json.loads((gzip.decompress(data) if path.name == EPISODE_GZ_FILE else data).decode("utf-8"))
+    except (OSError, EOFError, zlib.error, UnicodeDecodeError, json.JSONDecodeError) as e:
+        kind = "gzip-compressed UTF-8 JSON" if path.name == EPISODE_GZ_FILE else "UTF-8 JSON"
+        raise RawDataError(name, None, path.name, f"not valid {kind}: {e}") from None
     if not isinstance(d, dict):
-        raise RawDataError(name, None, EPISODE_FILE, "must hold a JSON object")
+        raise RawDataError(name, None, path.name, "must hold a JSON object")
     if d.get("format") != FORMAT:
         raise RawDataError(name, None, "format", f"expected {FORMAT!r}, got {d.get('format')!r}")
     if d.get("format_version") not in READ_VERSIONS:

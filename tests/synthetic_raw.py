@@ -11,6 +11,7 @@ families with template parameters, for the split and per-family statistics tests
 
 from __future__ import annotations
 
+import gzip
 import io
 import json
 from pathlib import Path
@@ -18,7 +19,17 @@ from typing import Any
 
 from PIL import Image, ImageDraw
 
-from mag_dataset.raw import CORPUS_FILE, CORPUS_FORMAT, FORMAT_VERSION, RawEpisode, RawStep, write_episode
+from mag_dataset.raw import (
+    CORPUS_FILE,
+    CORPUS_FORMAT,
+    EPISODE_GZ_FILE,
+    FORMAT_VERSION,
+    RawEpisode,
+    RawStep,
+    episode_path,
+    gzip_bytes,
+    write_episode,
+)
 from mag_dataset.schema import Action, Candidate, box_center
 
 W, H = 160, 120
@@ -146,9 +157,21 @@ def family_corpus(root: Path) -> Path:
     return root
 
 
+def episode_doc(folder: Path) -> dict[str, Any]:
+    """The JSON of an episode folder as stored, ``episode.json`` or (compacted) ``episode.json.gz``,
+    read without validation (what a test inspects or spoils)."""
+    path = episode_path(folder)
+    assert path is not None, f"no episode file in {folder}"
+    data = path.read_bytes()
+    return json.loads(gzip.decompress(data) if path.name == EPISODE_GZ_FILE else data)
+
+
 def edit_episode(folder: Path, fn) -> None:
-    """Apply ``fn(dict)`` to an episode.json in place (to inject inconsistencies)."""
-    path = folder / "episode.json"
-    d = json.loads(path.read_text("utf-8"))
+    """Apply ``fn(dict)`` to an episode's JSON in place, in the form it is stored (to inject
+    inconsistencies)."""
+    path = episode_path(folder)
+    assert path is not None, f"no episode file in {folder}"
+    d = episode_doc(folder)
     fn(d)
-    path.write_text(json.dumps(d, indent=1), "utf-8")
+    text = json.dumps(d, indent=1).encode("utf-8")
+    path.write_bytes(gzip_bytes(text) if path.name == EPISODE_GZ_FILE else text)

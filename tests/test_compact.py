@@ -4,6 +4,7 @@ and the builder's rule for point-only steps (issue 10 item 4, issue 11 item 3, i
 from __future__ import annotations
 
 import dataclasses
+import gzip
 import hashlib
 import io
 import json
@@ -26,7 +27,7 @@ from mag_dataset.raw import (
     som_image_bytes,
 )
 
-from synthetic_raw import edit_episode, make_corpus
+from synthetic_raw import edit_episode, episode_doc, make_corpus
 
 
 @pytest.fixture()
@@ -77,8 +78,8 @@ def test_compact_converts_losslessly_drops_som_and_is_idempotent(raw, synthetic_
     for ep in read_corpus(raw):
         old = before[ep.episode_id]
         folder = raw / ep.episode_id
-        assert sorted(p.name for p in folder.iterdir()) == sorted(["episode.json", *(s.screenshot for s in ep.steps)])
-        text = (folder / "episode.json").read_text()
+        assert sorted(p.name for p in folder.iterdir()) == sorted(["episode.json.gz", *(s.screenshot for s in ep.steps)])
+        text = gzip.decompress((folder / "episode.json.gz").read_bytes()).decode("utf-8")
         assert json.loads(text)["format_version"] == 2
         # one line per candidate (plain objects inline), indented above that
         assert sum(line.strip().startswith('{"id": ') for line in text.splitlines()) == sum(len(s.candidates) for s in ep.steps)
@@ -298,7 +299,8 @@ def test_page_evidence_lives_beside_episode_json_and_reads_back_into_metadata(ra
     edit_episode(folder, lambda d: d["steps"][0]["metadata"].update(dom=dom))
     assert read_episode(folder).steps[0].metadata["dom"] == dom
     compact_corpus(raw)
-    assert (folder / EVIDENCE_FILE).is_file() and '"dom"' not in (folder / "episode.json").read_text()
+    assert (folder / EVIDENCE_FILE).is_file() and "dom" not in episode_doc(folder)["steps"][0]["metadata"]
+    assert not (folder / "episode.json").exists()  # compacted: episode.json.gz
     assert read_episode(folder).steps[0].metadata["dom"] == dom
     # a damaged evidence file is one error naming the episode and the file
     (out / EVIDENCE_FILE).write_bytes(packed[:40])
@@ -445,3 +447,120 @@ def _png(im) -> bytes:
     buf = io.BytesIO()
     im.save(buf, format="PNG")
     return buf.getvalue()
+
+
+# --------------------------------------------------------------------------- episode.json.gz
+
+
+def _episode_files(folder) -> set[str]:
+    return {p.name for p in folder.iterdir() if p.name.startswith("episode.json")}
+
+
+def test_episode_json_gz_round_trips_and_a_rewrite_keeps_the_form_it_found(raw, tmp_path):
+    from mag_dataset.raw import EPISODE_FILE, EPISODE_GZ_FILE, episode_files, rewrite_episode_json
+
+    folder = sorted(p for p in raw.iterdir() if p.is_dir())[0]
+    ep = read_episode(folder)
+    plain = (folder / EPISODE_FILE).read_bytes()
+    packed = episode_files(ep, compressed=True)[EPISODE_GZ_FILE]
+    # the same text, gzip-compressed with nothing that varies in its header: no file name, mtime 0
+    assert gzip.decompress(packed) == plain and packed[3] & 0x08 == 0 and packed[4:8] == b"\0\0\0\0"
+    assert packed == episode_files(ep, compressed=True)[EPISODE_GZ_FILE]
+    # a compressed copy of the folder reads as the plain one
+    other = tmp_path / "gz" / folder.name
+    shutil.copytree(folder, other)
+    (other / EPISODE_FILE).unlink()
+    (other / EPISODE_GZ_FILE).write_bytes(packed)
+    assert read_episode(other) == ep
+    # a rewrite writes the form it found, atomically, and never the other
+    changed = dataclasses.replace(ep, steps=(dataclasses.replace(ep.steps[0], guide="Type your name first."), *ep.steps[1:]))
+    assert rewrite_episode_json(other, changed) == other / EPISODE_GZ_FILE
+    assert _episode_files(other) == {EPISODE_GZ_FILE} and read_episode(other) == changed
+    assert rewrite_episode_json(folder, changed) == folder / EPISODE_FILE
+    assert _episode_files(folder) == {EPISODE_FILE} and read_episode(folder) == changed
+    assert gzip.decompress((other / EPISODE_GZ_FILE).read_bytes()) == (folder / EPISODE_FILE).read_bytes()
+    assert not any(p.name.startswith(".") for p in other.iterdir())  # no temp file left
+    # a damaged compressed file is one error naming the episode and the file
+    (other / EPISODE_GZ_FILE).write_bytes(packed[:30])
+    with pytest.raises(RawDataError, match=r"episode\.json\.gz.*not valid gzip-compressed UTF-8 JSON"):
+        read_episode(other)
+    (other / EPISODE_GZ_FILE).write_bytes(b"not gzip at all")
+    with pytest.raises(RawDataError, match=r"episode\.json\.gz"):
+        read_episode(other)
+
+
+def test_a_folder_with_both_episode_files_is_refused_naming_it(raw, tmp_path, capsys):
+    from mag_dataset.raw import EPISODE_FILE, EPISODE_GZ_FILE, gzip_bytes, rewrite_episode_json
+
+    folder = sorted(p for p in raw.iterdir() if p.is_dir())[0]
+    ep = read_episode(folder)
+    (folder / EPISODE_GZ_FILE).write_bytes(gzip_bytes((folder / EPISODE_FILE).read_bytes()))
+    for call in (lambda: read_episode(folder), lambda: rewrite_episode_json(folder, ep)):
+        with pytest.raises(RawDataError, match=f"{folder}.* holds both episode.json and episode.json.gz"):
+            call()
+    assert _episode_files(folder) == {EPISODE_FILE, EPISODE_GZ_FILE}  # nothing written over either
+    # in a command: one line naming the folder, no traceback, nothing built
+    assert main(["build", "--raw", str(raw), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert "holds both episode.json and episode.json.gz" in err and str(folder) in err and "Traceback" not in err
+    assert not (tmp_path / "out").exists()
+    assert main(["compact", "--raw", str(raw)]) == 2
+    assert "holds both" in capsys.readouterr().err
+
+
+def test_compact_writes_episode_json_gz_and_a_second_run_is_byte_identical(raw, tmp_path):
+    from mag_dataset.raw import EPISODE_GZ_FILE, SHARED_IMAGES_DIR
+
+    before = {ep.episode_id: ep for ep in read_corpus(raw)}
+    plain_bytes = sum((raw / n / "episode.json").stat().st_size for n in before)
+    compact_corpus(raw)  # everything: WebP, differences, shared screenshots, compressed episodes
+    folders = [p for p in raw.iterdir() if p.is_dir() and p.name != SHARED_IMAGES_DIR]
+    assert len(folders) == 10 and all(_episode_files(f) == {EPISODE_GZ_FILE} for f in folders)
+    assert sum((f / EPISODE_GZ_FILE).stat().st_size for f in folders) * 4 < plain_bytes
+    for ep in read_corpus(raw):  # the labels are the same; only storage changed
+        old = before[ep.episode_id]
+        assert [(s.action, s.guide, s.candidates) for s in ep.steps] == [(s.action, s.guide, s.candidates) for s in old.steps]
+    snapshot = {p.relative_to(raw): p.read_bytes() for p in raw.rglob("*") if p.is_file()}
+    again = compact_corpus(raw)
+    assert again.changed_episodes == 0 and again.deltas == 0
+    assert snapshot == {p.relative_to(raw): p.read_bytes() for p in raw.rglob("*") if p.is_file()}
+    # built from the compressed form: the same rows as from a plain copy of the same episodes
+    plain = tmp_path / "plain"
+    shutil.copytree(raw, plain)
+    for f in folders:
+        data = gzip.decompress((plain / f.name / EPISODE_GZ_FILE).read_bytes())
+        (plain / f.name / EPISODE_GZ_FILE).unlink()
+        (plain / f.name / "episode.json").write_bytes(data)
+    a = build_dataset(raw, tmp_path / "a", progress=False)
+    b = build_dataset(plain, tmp_path / "b", progress=False)
+    shards = sorted(p.relative_to(a) for p in a.rglob("*.parquet"))
+    assert len(shards) == 4 and all((a / f).read_bytes() == (b / f).read_bytes() for f in shards)
+
+
+def test_stages_that_rewrite_episodes_keep_the_compressed_form(raw):
+    """unify, the recapture's offline rewrites and compact itself on a compacted corpus: each
+    rewrites episode.json.gz and never leaves an episode.json (lint-guides --regenerate: in
+    test_guide_lint, on the bundled corpus)."""
+    from mag_dataset.harness.unify import unify_corpus
+    from mag_dataset.live.recapture import undo_recaptures
+    from mag_dataset.raw import EPISODE_GZ_FILE, SHARED_IMAGES_DIR
+
+    compact_corpus(raw)
+    folder = raw / "login-form.seed-1"  # 4 steps: type, select, scroll, click
+    edit_episode(folder, lambda d: d["steps"][3]["action"].update(element_id=None))  # a point-only click
+    edit_episode(folder, lambda d: d["steps"][3].update(target_bbox=None))
+    packed = (folder / EPISODE_GZ_FILE).read_bytes()
+    report = unify_corpus(raw)
+    assert report.changed_episodes == ["login-form.seed-1"] and report.restored == 1
+    assert _episode_files(folder) == {EPISODE_GZ_FILE} and (folder / EPISODE_GZ_FILE).read_bytes() != packed
+    assert read_episode(folder).steps[3].action.element_id == "3"
+    # the recapture's offline rewrite: an episode marked recaptured, then undone
+    other = raw / "pick-colour.seed-11"
+    edit_episode(other, lambda d: d["metadata"].update(recaptured={"at": "x"}))
+    assert undo_recaptures(raw) == ["pick-colour.seed-11"]
+    assert "recaptured" not in read_episode(other).metadata
+    folders = [p for p in raw.iterdir() if p.is_dir() and p.name != SHARED_IMAGES_DIR]
+    assert len(folders) == 10 and all(_episode_files(f) == {EPISODE_GZ_FILE} for f in folders)
+    assert not any(p.name.startswith(".") for f in folders for p in f.iterdir())
+    # compact on the result: the episodes rewritten above are already in final form
+    assert compact_corpus(raw).changed_episodes == 0

@@ -285,7 +285,7 @@ class UnifyReport:
         recaptured: steps the stale rule applied to.
         stale: of those, flagged stale.
         stale_reasons: count per reason.
-        changed_episodes: episode ids whose ``episode.json`` was rewritten.
+        changed_episodes: episode ids whose episode file was rewritten (in the form it had).
     """
 
     episodes: int = 0

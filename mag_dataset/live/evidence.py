@@ -155,7 +155,7 @@ def add_page_evidence(raw_dir: str | Path, log: Callable[[str], None] | None = N
     """Fingerprint every episode of a raw corpus that lacks the evidence (see the module docstring).
 
     Args:
-        raw_dir: the raw corpus, updated in place (each ``episode.json`` atomically).
+        raw_dir: the raw corpus, updated in place (each episode file atomically, in the form it had).
         log: called with one line per episode.
         only: episodes to consider (default: all recorded by this package: sites and MiniWoB++).
     """

@@ -25,7 +25,7 @@ For every step of a recaptured episode, *before* its action is replayed:
   stale rule then compares the file with itself and finds no difference, as it would with
   a second copy).
 
-Originals are never overwritten: the new files are written first, then ``episode.json`` is
+Originals are never overwritten: the new files are written first, then the episode file is
 replaced atomically, then the action-time Set-of-Mark images (no longer referenced) are
 removed, so an interrupted recapture leaves the episode as it was.
 
@@ -558,7 +558,8 @@ def undo_recapture(episode: RawEpisode) -> tuple[RawEpisode, list[str]] | None:
 def _rewrite_each(raw_dir: str | Path, change: Callable[[Path, RawEpisode], tuple[RawEpisode, list[str]] | None],
                   describe: Callable[[RawEpisode, int], str], log: Callable[[str], None] | None) -> list[str]:
     """Apply ``change`` to every recaptured episode of a raw corpus, in place: each changed
-    ``episode.json`` is replaced atomically, then the images it no longer names are removed.
+    episode's file (``episode.json``, or ``episode.json.gz`` when compacted) is replaced
+    atomically, then the images it no longer names are removed.
     Returns the ids of the episodes changed."""
     changed = []
     for folder in iter_episode_dirs(Path(raw_dir)):
