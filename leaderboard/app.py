@@ -67,6 +67,7 @@ from lb_tables import (  # noqa: F401 - re-exported: the app's public names
 )
 from mag_dataset.actions import Contract, View
 from mag_dataset.board import EXTENSIONS, PROVENANCE_TAGS, Board, BoardConfig
+from mag_dataset.gradio_theme import theme
 
 #: Most events waiting in the queue; a submission beyond it is refused with "queue is full".
 QUEUE_SIZE = 256
@@ -211,18 +212,6 @@ def _wire(demo: gr.Blocks, h: Handlers, tabs: gr.Tabs, gold_html: gr.HTML, lb: L
         table.select(h.open_row, None, [tabs, det.choice], api_visibility="private", queue=False)
     # re-scores two stored files: one comparison at a time
     det.cmp_btn.click(h.compare, [det.choice, det.cmp_b], [det.cmp_out], api_name="compare", concurrency_limit=1)
-
-
-def theme() -> gr.themes.Base:
-    """Gradio's default theme drawn with Source Sans Pro's Regular and Bold only.
-
-    Gradio 6.31 ships a 5 KB subset as the font's SemiBold (weight 600, which its headings,
-    buttons and the board's score cells use): capitals missing from it fall back to another
-    face and print small ("MAG", "SAA", "All 16 columns"). With no 600 face loaded, weight
-    600 is drawn with the Bold one, as a browser does for any missing weight.
-    """
-    return gr.themes.Default(font=(gr.themes.LocalFont("Source Sans Pro", weights=(400, 700)),
-                                   "ui-sans-serif", "system-ui", "sans-serif"))
 
 
 def build_app(board: Board) -> gr.Blocks:

@@ -72,6 +72,7 @@ import os
 from html import escape
 from typing import Any
 
+from mag_dataset.gradio_theme import theme
 from mag_dataset.harness.annotation_session import Session
 from mag_dataset.harness.annotation_store import DECISION_WORDS
 
@@ -788,7 +789,7 @@ def launch(raw_dir: str | os.PathLike, *, drafts_path=None, db_path=None, audit_
     try:
         app = build_app(session, annotator)
         app.launch(server_name=host, server_port=port, prevent_thread_lock=not block, js=APP_JS, css=APP_CSS,
-                   ssr_mode=False, quiet=not block, footer_links=[])
+                   theme=theme(), ssr_mode=False, quiet=not block, footer_links=[])
     except BaseException:
         session.close()
         raise
