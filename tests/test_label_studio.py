@@ -26,6 +26,7 @@ from mag_dataset.harness.label_studio import (
     API_KEY_ENV,
     SERVER_PACKAGE,
     Client,
+    LabelStudioError,
     LocalServer,
     labeling_config,
     target_regions,
@@ -300,6 +301,19 @@ def test_errors_are_one_line(server, tmp_path, monkeypatch, capsys):
     (raw / "guide_drafts.jsonl").unlink()
     monkeypatch.setenv(API_KEY_ENV, ALICE_KEY)
     assert "drafts file not found" in err(["export", "--raw", str(raw), "--url", server.url])
+
+
+def test_a_personal_access_token_is_exchanged_and_renewed(server):
+    with Client(server.url, ALICE_KEY) as c:  # a legacy token makes a personal access token (a JWT)
+        pat = c.request("POST", "/api/token/", what="make a personal access token")["token"]
+    with Client(server.url, pat) as c:
+        assert c.whoami()["email"] == ALICE
+        c._access = c._access[:-4] + "AAAA"  # as if it had expired (they last 5 minutes): renewed once
+        assert c.whoami()["email"] == ALICE and not c._access.endswith("AAAA")
+    forged = pat[:-4] + "AAAA"
+    with Client(server.url, forged) as c, pytest.raises(LabelStudioError, match="refused the API key .401. while "
+                                                              "trying to exchange the personal access token"):
+        c.whoami()
 
 
 def test_serve_runs_a_local_server_until_ctrl_c(server, tmp_path):

@@ -2,7 +2,7 @@
 
 Examples::
 
-    export LABEL_STUDIO_API_KEY=...   # Account & Settings -> Legacy Token
+    export LABEL_STUDIO_API_KEY=...   # Account & Settings -> Personal Access Token (or Legacy Token)
     mag label-studio export --raw RAW_DIR --url http://127.0.0.1:8080 --title "shop guides"
     mag label-studio import --raw RAW_DIR --url http://127.0.0.1:8080 --project 3
     mag label-studio export --raw RAW_DIR --needs-adjudication --title "shop disputes"

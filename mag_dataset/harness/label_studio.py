@@ -41,8 +41,9 @@ Import
     (:func:`mag_dataset.harness.annotate.apply_decisions`).
 
 The client speaks Label Studio's REST API (``/api/projects``, ``/api/projects/ID/import``,
-``/api/projects/ID/export``, ``/api/users``) with ``httpx``, authenticated by a legacy API
-token (``Authorization: Token KEY``; the command reads it from ``LABEL_STUDIO_API_KEY``).
+``/api/projects/ID/export``, ``/api/users``) with ``httpx``, authenticated by an API key: a
+personal access token (exchanged for short-lived access tokens) or a legacy token
+(``Authorization: Token KEY``); the command reads it from ``LABEL_STUDIO_API_KEY``.
 ``label-studio-sdk`` is not used: its releases pin ``opencv-python-headless<4.13`` (numpy
 below 2.3) or add ``opencv-python``, a second ``cv2`` beside the headless one the ``audit``
 extra's pixel judge uses; the calls used here are a few documented endpoints. The tests'
@@ -94,6 +95,10 @@ _MIME = {"png": "image/png", "webp": "image/webp"}
 
 class LabelStudioError(Exception):
     """Label Studio could not be reached or refused a request: one line saying which and why."""
+
+
+class _Expired(Exception):
+    """A personal access token's access token expired (renewed once, then the call is retried)."""
 
 
 # -- the labeling interface and the tasks --------------------------------------------------
@@ -223,18 +228,25 @@ class Client:
 
     Args:
         url: the server, e.g. ``http://127.0.0.1:8080``.
-        api_key: a legacy API token (Account & Settings → Legacy Token).
+        api_key: a personal access token (Account & Settings → Personal Access Token: a JWT,
+            exchanged for a short-lived access token at ``/api/token/refresh/`` and again when
+            that expires) or a legacy token (sent as ``Authorization: Token KEY``).
         timeout: seconds per request.
     """
 
     def __init__(self, url: str, api_key: str, timeout: float = 120.0):
         import httpx
 
+        api_key = api_key.strip()
         if not api_key:
-            raise LabelStudioError(f"no Label Studio API key: set {API_KEY_ENV} (Account & Settings → Legacy Token)")
+            raise LabelStudioError(f"no Label Studio API key: set {API_KEY_ENV} (Account & Settings → "
+                                   f"Personal Access Token, or Legacy Token)")
         self.url = url.rstrip("/")
+        self._key = api_key
+        self._personal = api_key.startswith("eyJ") and api_key.count(".") == 2  # a JWT refresh token
+        self._access: str | None = None
         self._http = httpx.Client(base_url=self.url, timeout=timeout, follow_redirects=False,
-                                  headers={"Authorization": f"Token {api_key}", "Accept": "application/json"})
+                                  headers={"Accept": "application/json"})
 
     def close(self) -> None:
         self._http.close()
@@ -245,19 +257,37 @@ class Client:
     def __exit__(self, *exc: Any) -> None:
         self.close()
 
+    def _auth(self, renew: bool = False) -> dict[str, str]:
+        if not self._personal:
+            return {"Authorization": f"Token {self._key}"}
+        if self._access is None or renew:
+            got = self._send("POST", "/api/token/refresh/", {}, what="exchange the personal access token",
+                             json={"refresh": self._key})
+            self._access = str(got["access"])
+        return {"Authorization": f"Bearer {self._access}"}
+
     def request(self, method: str, path: str, *, what: str, **kw: Any) -> Any:
         """One API call; any failure becomes a one-line :class:`LabelStudioError` naming ``what``."""
+        try:
+            return self._send(method, path, self._auth(), what=what, may_expire=self._personal, **kw)
+        except _Expired:  # a personal token's access token lasts minutes: renew it once
+            return self._send(method, path, self._auth(renew=True), what=what, **kw)
+
+    def _send(self, method: str, path: str, auth: dict[str, str], *, what: str, may_expire: bool = False,
+              **kw: Any) -> Any:
         import httpx
 
         try:
-            r = self._http.request(method, path, **kw)
+            r = self._http.request(method, path, headers=auth, **kw)
         except httpx.TransportError as e:
             raise LabelStudioError(f"cannot reach Label Studio at {self.url} ({type(e).__name__}: {e or 'no answer'}); "
                                    f"is the server running?") from None
         if r.status_code in (401, 403):
+            if may_expire:  # Label Studio answers an expired access token as no credentials at all
+                raise _Expired()
+            kind = "personal access token" if self._personal else "legacy token (legacy tokens must be enabled for the organization)"
             raise LabelStudioError(f"Label Studio at {self.url} refused the API key ({r.status_code}) while trying to "
-                                   f"{what}: check {API_KEY_ENV} (a legacy token; legacy tokens must be enabled for "
-                                   f"the organization)")
+                                   f"{what}: check {API_KEY_ENV} (read as a {kind})")
         if r.status_code == 404:
             raise LabelStudioError(f"Label Studio at {self.url}: not found while trying to {what} ({path})")
         if r.status_code >= 400:
