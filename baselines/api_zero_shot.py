@@ -9,10 +9,11 @@ o-series and GPT-5-class models) reject ``max_tokens`` and any temperature but t
 default; for them the budget is sent as ``max_completion_tokens`` and no temperature is
 sent. Any other request parameter (``reasoning_effort``, ``top_p``, a provider's extra
 fields) comes from ``request_params``: a mapping in the YAML config or a JSON object on
-the command line, merged last into every request. The client (:mod:`mag_dataset.llm_client`, on the
-``openai`` package) bounds concurrency, retries 429/5xx/timeouts with exponential backoff
-and jitter (``Retry-After`` honoured) and caches every answer on
-disk under a hash of the full request, so rerunning the same command makes no calls. The
+the command line, merged last into every request. The runner
+(:class:`mag_dataset.runners.OpenAIRunner`, the interface every model call goes through)
+sends them through the client (:mod:`mag_dataset.llm_client`, on the ``openai`` package),
+which bounds concurrency, retries 429/5xx/timeouts with exponential backoff and jitter
+(``Retry-After`` honoured) and caches every answer on disk under a hash of the full request, so rerunning the same command makes no calls. The
 API key is read from the environment variable named by ``--api_key_env``.
 
 Launch::
@@ -30,7 +31,6 @@ with one clear line; the answers already received stay cached, so rerunning resu
 
 from __future__ import annotations
 
-import io
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -72,20 +72,9 @@ class APIArguments:
 
 
 def png_bytes(image: Any) -> bytes:
-    buf = io.BytesIO()
-    image.save(buf, format="PNG")
-    return buf.getvalue()
+    from mag_dataset.runners import png_bytes as png
 
-
-def _flatten_text_only(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Send text-only turns as plain strings: every OpenAI-compatible server accepts that."""
-    out = []
-    for m in messages:
-        content = m["content"]
-        if isinstance(content, list) and all(p.get("type") == "text" for p in content):
-            m = {**m, "content": "".join(p["text"] for p in content)}
-        out.append(m)
-    return out
+    return png(image)
 
 
 #: request keys the script sets itself; request_params may not override them
@@ -124,14 +113,19 @@ def decoding_params(args: APIArguments) -> dict[str, Any]:
     return {budget_key: args.max_tokens, "seed": args.seed, **extra_params(args)}
 
 
-def request_for(example: common.Example, view: str, contract: str, args: APIArguments) -> dict[str, Any]:
-    """The chat-completions request of one step (messages + decoding parameters)."""
-    from mag_dataset.llm_client import fill_images
-    from mag_dataset.prompts import build_messages
+def step_request(example: common.Example, view: str, contract: str, args: APIArguments) -> Any:
+    """The messages of one step (:func:`mag_dataset.runners.step_messages`), the screenshot as PNG."""
+    from mag_dataset.runners import step_messages
 
-    messages = fill_images(build_messages(example.step, view, contract, coord_space=args.coord_space),
-                           [png_bytes(example.image)])
-    return {"messages": _flatten_text_only(messages), **decoding_params(args)}
+    return step_messages(example.step, view, contract, png_bytes(example.image), coord_space=args.coord_space)
+
+
+def request_for(example: common.Example, view: str, contract: str, args: APIArguments) -> dict[str, Any]:
+    """The chat-completions request of one step (messages + decoding parameters): what the
+    runner sends (text-only turns as plain strings, which every OpenAI-compatible server accepts)."""
+    from mag_dataset.runners import openai_request
+
+    return openai_request(step_request(example, view, contract, args), decoding_params(args), text_as_string=True)
 
 
 def run(args: APIArguments, examples: Sequence[common.Example] | None = None) -> Path:
@@ -147,17 +141,20 @@ def run(args: APIArguments, examples: Sequence[common.Example] | None = None) ->
     from tqdm.auto import tqdm
 
     from mag_dataset.cli import UserError
-    from mag_dataset.llm_client import ChatClient, LLMError
+    from mag_dataset.llm_client import LLMError
+    from mag_dataset.runners import OpenAIRunner
 
     view, contract = common.view_and_contract(args.view, args.contract)
     params = decoding_params(args)  # a bad request_params fails before any request
     args.coord_space = common.coord_space_arg(view, args.coord_space)
     try:
-        client = ChatClient(args.base_url, args.model, api_key_env=args.api_key_env or None, timeout=args.timeout,
-                            max_retries=args.max_retries, cache_dir=args.cache_dir or None,
-                            concurrency=args.concurrency, backoff=args.backoff)
+        runner = OpenAIRunner(args.base_url, args.model, params=params, text_as_string=True,
+                              api_key_env=args.api_key_env or None, timeout=args.timeout,
+                              max_retries=args.max_retries, cache_dir=args.cache_dir or None,
+                              concurrency=args.concurrency, backoff=args.backoff)
     except LLMError as e:
         raise UserError(str(e)) from None
+    client = runner.client
     if args.reasoning:  # reasoning models accept only their default temperature
         client.default_params = {k: v for k, v in client.default_params.items() if k != "temperature"}
     if examples is None:
@@ -169,7 +166,7 @@ def run(args: APIArguments, examples: Sequence[common.Example] | None = None) ->
     bar = tqdm(total=len(examples), desc=f"api {args.model}", unit="step", disable=not args.progress)
     for i in range(0, len(examples), args.chunk_size):
         chunk = examples[i : i + args.chunk_size]
-        answers = client.map([request_for(e, view, contract, args) for e in chunk], return_exceptions=True)
+        answers = runner.generate_many([step_request(e, view, contract, args) for e in chunk], return_exceptions=True)
         failed = [(e.step.step_id, a) for e, a in zip(chunk, answers) if isinstance(a, LLMError)]
         if failed:
             sid, err = failed[0]

@@ -168,13 +168,13 @@ def inference_figure(args: GPUCheckArguments, model: Any, processor: Any,
     prompts = [backend.prompt(e.step, "som", "J") for e in examples]
     images = [e.image for e in examples]
     warm = min(len(examples), args.batch_size if backend_name == "transformers" else 8)
-    backend.generate(prompts[:warm], images[:warm])
+    backend.decode(prompts[:warm], images[:warm])
     import torch
 
     if torch.cuda.is_available():
         torch.cuda.synchronize()
     start = time.perf_counter()
-    decoded = backend.generate(prompts, images)
+    decoded = backend.decode(prompts, images)
     if torch.cuda.is_available():
         torch.cuda.synchronize()
     dt = time.perf_counter() - start
@@ -354,7 +354,7 @@ def _vllm_stage(args: GPUCheckArguments, folder: str, size: tuple[int, int], on_
     examples = synthetic_examples(args.infer_steps, *size)
     prompts = [backend.prompt(e.step, "som", "J") for e in examples]
     start = time.perf_counter()
-    decoded = backend.generate(prompts, [e.image for e in examples])
+    decoded = backend.decode(prompts, [e.image for e in examples])
     dt = time.perf_counter() - start
     return {"steps": len(decoded), "seconds": round(dt, 3), "steps_per_s": round(len(decoded) / dt, 3),
             "generated_tokens_per_s": round(sum(d.n_tokens for d in decoded) / dt, 1)}

@@ -272,7 +272,7 @@ def _local_batches(backend: Any, args: InferArguments, todo: Sequence[common.Exa
     for i in range(0, len(todo), args.batch_size):
         chunk = todo[i : i + args.batch_size]
         prompts = [_prompt(backend, e.step, view, contract, args.coord_space) for e in chunk]
-        decoded = backend.generate(prompts, [e.image for e in chunk])
+        decoded = backend.decode(prompts, [e.image for e in chunk])
         yield [(e.step.step_id, d.text) for e, d in zip(chunk, decoded)]
 
 
@@ -303,7 +303,7 @@ class RayReplica:
         steps = [pickle.loads(b) for b in batch["step"]]
         images = [Image.open(io.BytesIO(b)).convert("RGB") for b in batch["image"]]
         prompts = [_prompt(self.backend, s, self.view, self.contract, self.coord_space) for s in steps]
-        decoded = self.backend.generate(prompts, images)
+        decoded = self.backend.decode(prompts, images)
         return {"step_id": np.array([s.step_id for s in steps], dtype=object),
                 "output": np.array([d.text for d in decoded], dtype=object)}
 

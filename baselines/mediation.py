@@ -222,7 +222,8 @@ def _inputs(args: MediationArguments, examples: Sequence[common.Example] | None)
         other_step_guides(steps, args.seed, args.other_scope)
     except ValueError as e:
         raise UserError(str(e)) from None
-    return view, examples, steps, paraphrases
+    gold = common.gold_for(steps, view, args.dataset, args.split)  # coord: JG's consistency reads the som menus
+    return view, examples, steps, paraphrases, gold
 
 
 def _backend(args: MediationArguments) -> Any:
@@ -240,7 +241,7 @@ def _generate(backend: Any, prompts: list[str], examples: Sequence[common.Exampl
     out: list[common.Decoded] = []
     for k in range(0, len(idx), chunk):
         part = idx[k : k + chunk]
-        out += backend.generate([prompts[i] for i in part], [examples[i].image for i in part],
+        out += backend.decode([prompts[i] for i in part], [examples[i].image for i in part],
                                 None if prefixes is None else prefixes[k : k + chunk])
     return out
 
@@ -256,16 +257,16 @@ def _own_guides(free: Sequence[str], view: Any) -> list[str | None]:
     return own
 
 
-def _score(out_dir: Path, condition: str, outputs: list[str], steps: Sequence[Any], view: Any,
+def _score(out_dir: Path, condition: str, outputs: list[str], gold: Any, view: Any,
            n_forced: int) -> dict[str, Any]:
     """Write one condition's predictions and score them (contract JG): its row of the table."""
     from mag_dataset.predictions import Prediction, write_predictions
     from mag_dataset.scoring import score_predictions
 
-    preds = [Prediction(s.step_id, o, 0) for s, o in zip(steps, outputs)]
+    preds = [Prediction(s.step_id, o, 0) for s, o in zip(gold, outputs)]
     write_predictions(out_dir / f"{condition}.jsonl", preds)
-    report = score_predictions(preds, steps, view, CONTRACT, bootstrap_resamples=0)
-    return {"condition": condition, "steps": len(steps), "forced": n_forced,
+    report = score_predictions(preds, gold, view, CONTRACT, bootstrap_resamples=0)
+    return {"condition": condition, "steps": len(gold), "forced": n_forced,
             "saa": report.value("saa"), "target_acc": report.value("target_acc"), "ofcr": report.value("ofcr")}
 
 
@@ -298,7 +299,7 @@ def run(args: MediationArguments, examples: Sequence[common.Example] | None = No
         One row per condition of :data:`CONDITIONS` (``paraphrase`` with n/a values when no
         paraphrase file is given).
     """
-    view, examples, steps, paraphrases = _inputs(args, examples)
+    view, examples, steps, paraphrases, gold = _inputs(args, examples)
     if backend is None:
         backend = _backend(args)
     processor = getattr(backend, "processor", None)
@@ -312,7 +313,7 @@ def run(args: MediationArguments, examples: Sequence[common.Example] | None = No
     own = _own_guides(free, view)
     out_dir = Path(args.output_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    rows = [_score(out_dir, "free", free, steps, view, 0)]
+    rows = [_score(out_dir, "free", free, gold, view, 0)]
     decoded_log: dict[str, list[dict[str, Any]]] = {}
     outputs_by: dict[str, list[str]] = {"free": free}
     for condition, guides in forced_guides(steps, own, paraphrases, args.seed, args.other_scope).items():
@@ -322,7 +323,7 @@ def run(args: MediationArguments, examples: Sequence[common.Example] | None = No
         outputs = list(free)  # steps without a guide to force keep their free output
         for i, d in zip(idx, decoded):
             outputs[i] = d.text
-        rows.append(_score(out_dir, condition, outputs, steps, view, len(idx)))
+        rows.append(_score(out_dir, condition, outputs, gold, view, len(idx)))
         outputs_by[condition] = outputs
         decoded_log[condition] = [{"step_id": steps[i].step_id, "prefix": d.prefix, "generated": d.generated}
                                   for i, d in zip(idx, decoded)]

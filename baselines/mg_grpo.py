@@ -172,8 +172,10 @@ class MediatedReward:
 
     __name__ = "mediated_saa"
 
-    def __init__(self, steps: dict[str, Any], view: str, max_new_tokens: int = 96, batch_size: int = 16):
-        self.steps, self.view = steps, view
+    def __init__(self, steps: dict[str, Any], view: str, max_new_tokens: int = 96, batch_size: int = 16,
+                 menus: dict[str, Any] | None = None):
+        # coord: the som menus the JG score needs (:func:`common.gold_for`); None in the som view
+        self.steps, self.view, self.menus = steps, view, menus
         self.max_new_tokens, self.batch_size = max_new_tokens, max(1, batch_size)
         self.trainer: Any = None
         self.last: list[tuple[str, common.Decoded | None]] = []
@@ -250,7 +252,8 @@ class MediatedReward:
             if d is None:
                 rewards.append(0.0)
                 continue
-            saa = score_step(d.text, self.steps[sid], self.view, CONTRACT).saa
+            menu = None if self.menus is None else self.menus[sid]
+            saa = score_step(d.text, self.steps[sid], self.view, CONTRACT, menu=menu).saa
             rewards.append(float(saa or 0.0))
         if log_extra is not None:
             log_extra("mediated_action", [d.generated if d is not None else "" for _, d in self.last])
@@ -415,8 +418,9 @@ def train(
     steps = {e.step.step_id: e.step for e in chosen}
     training_args.chat_template_kwargs = dict(common.CHAT_TEMPLATE_KWARGS)
     if arm.reward == "mediated":
+        menus = common.gold_for(list(steps.values()), view, script_args.dataset, script_args.split).menus
         reward: Any = MediatedReward(steps, view.value, script_args.reward_max_new_tokens,
-                                     script_args.reward_batch_size)
+                                     script_args.reward_batch_size, menus=menus)
     else:
         reward = ActionReward(steps, view.value, contract.value)
     from baselines.sft import load_model

@@ -22,9 +22,9 @@ class CountingBackend(common.TransformersBackend):
         super().__init__(*a, **kw)
         self.decoded: list[int] = []
 
-    def generate(self, prompts, images, prefixes=None):
+    def decode(self, prompts, images, prefixes=None):
         self.decoded.append(len(prompts))
-        return super().generate(prompts, images, prefixes)
+        return super().decode(prompts, images, prefixes)
 
 
 @pytest.fixture(scope="module")
@@ -92,8 +92,8 @@ def test_forced_prefix_is_kept_and_batched_equals_single(tiny_vlm, backend):
     examples = _examples(3)
     prompts = [backend.prompt(e.step, "som", "JG") for e in examples]
     prefixes = [common.guide_prefix(e.step.guide) for e in examples]
-    batched = backend.generate(prompts, [e.image for e in examples], prefixes)
-    single = [backend.generate([p], [e.image], [f])[0] for p, e, f in zip(prompts, examples, prefixes)]
+    batched = backend.decode(prompts, [e.image for e in examples], prefixes)
+    single = [backend.decode([p], [e.image], [f])[0] for p, e, f in zip(prompts, examples, prefixes)]
     assert [d.text for d in batched] == [d.text for d in single]
     for d, f in zip(batched, prefixes):
         assert d.text.startswith(f) and d.prefix == f
@@ -197,7 +197,7 @@ def test_vllm_backend_builds_greedy_multimodal_requests(tiny_vlm, monkeypatch):
     backend = common.make_backend("vllm", str(tiny_vlm), max_new_tokens=7, seed=3, batch_size=4)
     examples = _examples(2)
     prompts = [backend.prompt(e.step, "som", "JG") for e in examples]
-    decoded = backend.generate(prompts, [e.image for e in examples], ["P0", "P1"])
+    decoded = backend.decode(prompts, [e.image for e in examples], ["P0", "P1"])
     assert seen["params"] == {"temperature": 0.0, "max_tokens": 7, "seed": 3, "ignore_eos": False}
     assert seen["llm"]["model"] == str(tiny_vlm) and seen["llm"]["limit_mm_per_prompt"] == {"image": 1}
     assert [r["prompt"] for r in seen["requests"]] == [prompts[0] + "P0", prompts[1] + "P1"]

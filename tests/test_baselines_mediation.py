@@ -44,7 +44,7 @@ class GuideFollower:
         self.by_prompt[p] = step
         return p
 
-    def generate(self, prompts, images, prefixes=None):
+    def decode(self, prompts, images, prefixes=None):
         from mag_dataset.prompts import action_object, render_output
 
         self.calls.append(list(prefixes) if prefixes else None)
@@ -178,8 +178,8 @@ def test_own_guide_reproduces_free_decoding_on_the_tiny_model(tmp_path, tiny_vlm
     step = examples[0].step
     prompt = backend.prompt(step, "som", "JG")
     guide = examples[1].step.guide
-    aligned = backend.generate([prompt], [examples[0].image], [common.guide_prefix(guide)])[0]
-    split = backend.generate([prompt], [examples[0].image], [common.guide_prefix(guide) + " "])[0]
+    aligned = backend.decode([prompt], [examples[0].image], [common.guide_prefix(guide)])[0]
+    split = backend.decode([prompt], [examples[0].image], [common.guide_prefix(guide) + " "])[0]
     assert aligned.text == answer and split.text != answer
 
 

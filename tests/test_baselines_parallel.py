@@ -78,7 +78,7 @@ def test_data_parallel_replicas_get_their_own_gpus_and_outputs_keep_order(tiny_v
     try:
         examples = _examples(5)
         prompts = [f"prompt number {i:02d}" for i in range(5)]
-        decoded = backend.generate(prompts, [e.image for e in examples], [f"<{i}>" for i in range(5)])
+        decoded = backend.decode(prompts, [e.image for e in examples], [f"<{i}>" for i in range(5)])
     finally:
         backend.close()
     # shards of 3 and 2 requests, in order, each answered by its own replica's GPUs

@@ -17,12 +17,14 @@ Agent specifications (``mag live-eval --agent``):
   OpenAI-compatible chat-completions endpoint through :mod:`mag_dataset.llm_client`,
   temperature 0, key from ``OPENAI_API_KEY`` (or ``--api-key-env``).
 
-Heavy dependencies (torch, transformers) are imported only when a checkpoint agent is made.
+Each agent is a thin wrapper over a runner of :mod:`mag_dataset.runners` (the one
+``generate(messages) -> str`` interface the baselines use too): the prompt is
+:func:`mag_dataset.runners.step_messages`. Heavy dependencies (torch, transformers) are
+imported only when a checkpoint agent is made.
 """
 
 from __future__ import annotations
 
-import io
 import os
 import re
 from dataclasses import dataclass
@@ -172,94 +174,66 @@ class HeuristicAgent(Agent):
     """
 
     def __init__(self, spec: AgentSpec):
-        from mag_dataset.heuristic import heuristic_output
+        from mag_dataset.runners import HeuristicRunner
 
         self.spec = spec
-        self._fn = heuristic_output
+        self.runner = HeuristicRunner()
 
     def act(self, step: Step, view: View, contract: Contract, screenshot_png: bytes) -> str:
-        return self._fn(step, view, contract)
+        from mag_dataset.runners import step_messages
 
-
-def fill_images(messages: list[dict[str, Any]], image: Any) -> list[dict[str, Any]]:
-    """Copy chat messages, putting ``image`` into every ``{"type": "image"}`` content part."""
-    out = []
-    for m in messages:
-        content = m.get("content")
-        if isinstance(content, list):
-            content = [dict(p, image=image) if isinstance(p, dict) and p.get("type") == "image" else p for p in content]
-        out.append({**m, "content": content})
-    return out
+        return self.runner.generate(step_messages(step, view, contract))
 
 
 class HFAgent(Agent):
-    """A local transformers checkpoint (image-text-to-text), greedy decoding."""
+    """A local transformers checkpoint (image-text-to-text), greedy decoding
+    (:class:`mag_dataset.runners.HFRunner`)."""
 
     def __init__(self, spec: AgentSpec):
         import torch
-        from transformers import AutoModelForImageTextToText, AutoProcessor
 
-        from mag_dataset.testing.tiny_vlm import install_no_torchvision_shim
+        from mag_dataset.runners import HFRunner
 
-        install_no_torchvision_shim()  # Qwen3-VL processors need it without torchvision; no-op otherwise
         self.spec = spec
-        self._torch = torch
         device = spec.device or ("cuda" if torch.cuda.is_available() else "cpu")
-        self.processor = AutoProcessor.from_pretrained(spec.model)
-        self.model = AutoModelForImageTextToText.from_pretrained(spec.model, dtype="auto").to(device).eval()
+        self.runner = HFRunner(spec.model, device=device, max_new_tokens=spec.max_new_tokens)
         self.device = device
 
     def act(self, step: Step, view: View, contract: Contract, screenshot_png: bytes) -> str:
-        from PIL import Image
+        from mag_dataset.runners import step_messages
 
-        from mag_dataset.prompts import build_messages
-
-        image = Image.open(io.BytesIO(screenshot_png)).convert("RGB")
-        messages = fill_images(build_messages(step, view, contract), image)
-        inputs = self.processor.apply_chat_template(
-            messages,
-            add_generation_prompt=True,
-            tokenize=True,
-            return_dict=True,
-            return_tensors="pt",
-            enable_thinking=False,  # the contract is one JSON object; Qwen3.5 templates honour this
-        ).to(self.device)
-        with self._torch.no_grad():
-            out = self.model.generate(**inputs, max_new_tokens=self.spec.max_new_tokens, do_sample=False)
-        new_tokens = out[:, inputs["input_ids"].shape[1] :]
-        return self.processor.batch_decode(new_tokens, skip_special_tokens=True)[0]
+        return self.runner.generate(step_messages(step, view, contract, screenshot_png))
 
     def close(self) -> None:
-        del self.model
+        self.runner.close()
 
 
 class OpenAIAgent(Agent):
-    """An OpenAI-compatible endpoint through :class:`mag_dataset.llm_client.ChatClient`."""
+    """An OpenAI-compatible endpoint (:class:`mag_dataset.runners.OpenAIRunner`)."""
 
     def __init__(self, spec: AgentSpec):
-        from mag_dataset.llm_client import ChatClient
+        from mag_dataset.runners import OpenAIRunner
 
         self.spec = spec
-        self.client = ChatClient(
-            spec.base_url, spec.model, api_key_env=spec.api_key_env, cache_dir=spec.cache_dir,
-            timeout=spec.timeout, max_retries=spec.max_retries,
+        self.runner = OpenAIRunner(
+            spec.base_url, spec.model, params={"max_tokens": spec.max_new_tokens}, api_key_env=spec.api_key_env,
+            cache_dir=spec.cache_dir, timeout=spec.timeout, max_retries=spec.max_retries,
         )
+        self.client = self.runner.client
 
     def counters(self) -> dict[str, int]:
         return {k: self.client.stats[k] for k in ("requests", "retries", "timeouts", "cache_hits")}
 
     def close(self) -> None:
-        self.client.close()
+        self.runner.close()
 
     def act(self, step: Step, view: View, contract: Contract, screenshot_png: bytes) -> str:
         from mag_dataset.harness.preflight import FATAL_STATUSES
         from mag_dataset.llm_client import LLMConfigError, LLMHTTPError
-        from mag_dataset.llm_client import fill_images as openai_messages
-        from mag_dataset.prompts import build_messages
+        from mag_dataset.runners import step_messages
 
-        messages = openai_messages(build_messages(step, view, contract), [screenshot_png])
         try:
-            return self.client.complete(messages, max_tokens=self.spec.max_new_tokens)
+            return self.runner.generate(step_messages(step, view, contract, screenshot_png))
         except LLMConfigError as e:
             raise AgentConfigError(str(e)) from None
         except LLMHTTPError as e:
