@@ -351,3 +351,28 @@ def test_serve_runs_a_local_server_until_ctrl_c(server, tmp_path):
     r = subprocess.run([sys.executable, "-m", "mag_dataset.cli", "label-studio", "serve", "--data-dir", str(data),
                         "--port", str(port)], capture_output=True, text=True, env=env, timeout=60)
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "did not make" in r.stderr, r.stderr
+
+
+def test_a_server_that_cannot_start_says_why(server, tmp_path):
+    import socket
+
+    data = tmp_path / "busy"
+    shutil.copytree(TEST_HOME / "data-template", data)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        srv = LocalServer(data, home=TEST_HOME, port=taken.getsockname()[1])
+        with pytest.raises(LabelStudioError) as e:
+            srv.start(ALICE, "alice-password-1", ALICE_KEY, timeout=120)
+    # Label Studio itself would move to the next port and serve there: refused and stopped instead
+    assert str(e.value) == f"port {srv.port} on 127.0.0.1 is in use: pick another (--port N)"
+    assert srv.process is None
+    with pytest.raises(httpx.ConnectError):
+        httpx.get(f"http://127.0.0.1:{srv.port + 1}/health", timeout=5)
+
+    # a server that exits while starting fails with its log
+    (data / "label_studio.sqlite3").write_bytes(b"not a database")
+    with pytest.raises(LabelStudioError) as e:
+        LocalServer(data, home=TEST_HOME).start(ALICE, "alice-password-1", ALICE_KEY, timeout=120)
+    assert "Label Studio exited with status" in str(e.value) and "its log" in str(e.value), str(e.value)
+    assert "DatabaseError" in str(e.value) or "database" in str(e.value).lower(), str(e.value)

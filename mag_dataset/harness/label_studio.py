@@ -750,7 +750,11 @@ class LocalServer:
                  "--port", str(self.port), "--data-dir", str(self.data_dir), "--enable-legacy-api-token"],
                 stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env, cwd=self.data_dir,
                 start_new_session=True)
+        busy = f"Port {self.port} is in use"
         while time.monotonic() - t0 < timeout:
+            if busy in self.log_tail(60):  # Label Studio would go on to the next free port, unasked
+                self.stop()
+                raise LabelStudioError(f"port {self.port} on 127.0.0.1 is in use: pick another (--port N)")
             if self.process.poll() is not None:
                 raise LabelStudioError(f"Label Studio exited with status {self.process.returncode} while starting; "
                                        f"its log {self.log} ends:\n{self.log_tail()}")
