@@ -19,6 +19,7 @@ from pathlib import Path
 import harness_fixtures as hf
 import httpx
 import pytest
+from filelock import FileLock
 
 from mag_dataset.cli import main
 from mag_dataset.harness.annotate import AnnotationStore
@@ -48,17 +49,8 @@ def server(tmp_path_factory):
     t0 = time.monotonic()
     template = TEST_HOME / "data-template"
     installed = LocalServer(template, home=TEST_HOME).install()  # raises with the installer's last line
-    if not (template / "mag-template-of.txt").is_file() or \
-            (template / "mag-template-of.txt").read_text() != SERVER_PACKAGE:
-        # A fresh database takes Label Studio ~75 s of migrations on 2 cores; one started on a
-        # migrated copy answers in ~7 s. The first run migrates a template (with alice) once.
-        shutil.rmtree(template, ignore_errors=True)
-        first = LocalServer(template, home=TEST_HOME)
-        migrated = first.start(ALICE, "alice-password-1", ALICE_KEY)
-        first.stop()
-        (template / "server.log").unlink(missing_ok=True)
-        (template / "mag-template-of.txt").write_text(SERVER_PACKAGE)
-        print(f"\nLabel Studio: first start on a new database {migrated:.1f} s", file=sys.stderr)
+    with FileLock(str(TEST_HOME / "template.lock")):  # another test run making it at the same time waits
+        _make_template(template)
     data = tmp_path_factory.mktemp("label-studio-data")
     shutil.copytree(template, data, dirs_exist_ok=True)
     srv = LocalServer(data, home=TEST_HOME)
@@ -69,6 +61,21 @@ def server(tmp_path_factory):
         yield srv
     finally:
         srv.stop()
+
+
+def _make_template(template: Path) -> None:
+    """A migrated database with alice: a fresh one takes Label Studio 60-100 s of migrations on
+    2 cores, a copy of this one starts in 4-10 s. Made once per machine (and per release)."""
+    marker = template / "mag-template-of.txt"
+    if marker.is_file() and marker.read_text() == SERVER_PACKAGE:
+        return
+    shutil.rmtree(template, ignore_errors=True)
+    first = LocalServer(template, home=TEST_HOME)
+    migrated = first.start(ALICE, "alice-password-1", ALICE_KEY)
+    first.stop()
+    (template / "server.log").unlink(missing_ok=True)
+    marker.write_text(SERVER_PACKAGE)
+    print(f"\nLabel Studio: first start on a new database {migrated:.1f} s", file=sys.stderr)
 
 
 def _drafts(raw: Path, steps: dict[str, str]) -> None:

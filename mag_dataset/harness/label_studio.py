@@ -691,12 +691,21 @@ class LocalServer:
         Raises:
             LabelStudioError: the environment could not be made (the installer's last line).
         """
+        from filelock import FileLock
+
+        if self.installed:
+            return 0.0
+        self.home.mkdir(parents=True, exist_ok=True)
+        with FileLock(str(self.home / "install.lock")):  # two commands installing at once: the second waits
+            if self.installed:
+                return 0.0
+            return self._install()
+
+    def _install(self) -> float:
         import shutil
         import subprocess
         import sys
 
-        if self.installed:
-            return 0.0
         t0 = time.monotonic()
         shutil.rmtree(self.venv, ignore_errors=True)
         python = self.venv / "bin" / "python"
