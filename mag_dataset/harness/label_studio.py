@@ -9,15 +9,19 @@ build`` like the app's decisions. ``mag label-studio export|import`` is the comm
 (:mod:`mag_dataset.commands.label_studio`).
 
 The project
-    :func:`labeling_config` is the labeling interface: the step's screenshot at its full size
-    with zoom (``Image``), the gold target as a rectangle (``RectangleLabels``) or, for a step
-    that has only a point, a keypoint (``KeyPointLabels``), the draft guide in an editable text
-    box (``TextArea``), the decision (``Choices``: accept, edit, reject) and an optional note.
-    Each task (:func:`step_task`) carries the step id, the intent, the gold action in words, the
-    draft, where the draft came from and the step's version as exported; its prediction (a
-    pre-annotation) draws the target and fills the text box with the draft, so an annotator
-    only picks a decision, or edits the text and picks ``edit``. Box coordinates are Label
-    Studio's: percent of the image's width and height.
+    :func:`labeling_config` is the labeling interface, top to bottom: the intent, the gold action
+    in words, the step's answers so far, the draft guide in an editable text box (``TextArea``),
+    the decision (``Choices``: accept, edit, reject; keys 1-3), an optional note, then the
+    step's screenshot at its full size with zoom and pan (``Image``) with the gold target as a
+    rectangle (``RectangleLabels``) or, for a step that has only a point, a keypoint
+    (``KeyPointLabels``). The controls come first so they stay in view at 1366x900 (looked at
+    in Chromium: under the screenshot they fell below the fold). Each task (:func:`step_task`)
+    carries the step id, the intent, the gold action, the draft, where the draft came from and
+    the step's version as exported; its prediction (a pre-annotation) draws the target and
+    fills the text box with the draft, so an annotator only picks a decision, or edits the text
+    and picks ``edit``. Box coordinates are Label Studio's: percent of the image's width and
+    height. ``export --needs-adjudication`` makes a project of the steps whose annotators
+    disagree instead, for an adjudicator.
 
 Images
     Screenshots travel inside the tasks as ``data:`` URIs (the corpus's PNG or lossless WebP
@@ -25,22 +29,29 @@ Images
     reach (cloud storage, an image server) or the server's own file system (local-files
     storage: ``LOCAL_FILES_SERVING_ENABLED`` and a document root on the server's machine, set
     when it starts); a data URI needs neither, works offline and with a server on another
-    machine, and keeps the image and its step in one record. The cost is size: a 1366x768
-    site screenshot is about 100-300 KB of base64 per task.
+    machine, and keeps the image and its step in one record. The cost is size: the bundled
+    sites' 1280x720 screenshots (lossless WebP) are 20-35 KB of base64 per task.
 
 Import
     Every annotation of the project becomes one response (:meth:`AnnotationStore.record_response`
     with ``source="label-studio"`` and the annotator's Label Studio e-mail address as the
-    annotator), carrying the step version the task was exported with: a step that changed since
-    (another person's response, in the app or an earlier import) makes the response stale, and
-    it is refused and listed, never applied over the other decision. Imported annotation ids
+    annotator), carrying the step version the task was exported with. The annotators of one
+    task answer independently, so they are each other's peers: the version expected is the
+    exported one plus the responses already imported from that task. Anything else recorded on
+    the step since (an answer in ``mag annotate``, another project) makes the response stale,
+    and it is refused and listed, never applied over the other decision. Imported annotation ids
     are remembered in the database (table ``label_studio_imports``, kept by this module), so a
     second import records nothing new. A cancelled (skipped) annotation is no response;
     an annotation changed in Label Studio after it was imported is listed, not imported again.
     After an import the resolved decisions are written into the episodes
     (:func:`mag_dataset.harness.annotate.apply_decisions`).
 
-The client speaks Label Studio's REST API (``/api/projects``, ``/api/projects/ID/import``,
+A local server (:class:`LocalServer`, ``mag label-studio serve``)
+    :data:`SERVER_PACKAGE` in a virtual environment of its own under :func:`server_home`,
+    started on 127.0.0.1 with SQLite, its first user and API key from the environment, the
+    settings of :data:`OFFLINE_ENV` (no call leaves the machine), and stopped by its process id.
+
+The client (extra ``labelstudio``) speaks Label Studio's REST API (``/api/projects``, ``/api/projects/ID/import``,
 ``/api/projects/ID/export``, ``/api/users``) with ``httpx``, authenticated by an API key: a
 personal access token (exchanged for short-lived access tokens) or a legacy token
 (``Authorization: Token KEY``); the command reads it from ``LABEL_STUDIO_API_KEY``.
