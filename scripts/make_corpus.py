@@ -53,9 +53,9 @@ recordings gives the same corpus. Steps:
    (``mag lint-guides --regenerate``): the generated ones written again by today's
    generators from what the recording stored, and the guide lint must find nothing.
 7. **Compact** (``mag compact``): lossless WebP screenshots, no stored Set-of-Mark images
-   (rendered at build time), capture geometry in every step, and each screenshot that
-   several episodes show (a template's start page) stored once, in ``_shared_images``
-   (:mod:`mag_dataset.compact`).
+   (rendered at build time), capture geometry in every step, each screenshot that
+   several episodes show (a template's start page) stored once, in ``_shared_images``, and
+   each episode's JSON gzip-compressed as ``episode.json.gz`` (:mod:`mag_dataset.compact`).
 8. **Fit the size cap** (:func:`fit_to_cap`): per site template, its episodes in seed order
    while the template's steps stay within a budget (its first episode always), for the
    largest budget whose data folder fits :data:`SIZE_CAP` on disk, measured as ``du`` does
@@ -66,14 +66,29 @@ recordings gives the same corpus. Steps:
    action (:func:`mag_dataset.builder.corpus.test_echoes`).
 10. **Install**: the result replaces ``--out`` (default ``mag_dataset/data/raw``).
 
-The bundled corpus (v2.1) was made from the recordings of corpus v2 (the 47 templates the
-sites had then, step 1 with ``--episodes 4``; the 125 episodes v2 kept hold every episode a
-smaller budget keeps, since a budget keeps a prefix of each template's episodes in seed
-order) and one episode of each of the 70 templates added since (``mag record --episodes
-1``), recaptured, unified, audited, regenerated, linted and compacted together, then fitted
-(9 steps per template: 121 site episodes, 1,028 steps, 44.8 MiB) and split. Recording the
-new templates 4 times, as step 1 says, could let the budget keep a second episode of a
-short one.
+The bundled corpus (v2.2) is the pool corpus v2.1 was fitted from, compacted again: the
+recordings of corpus v2 (the 47 templates the sites had then, step 1 with ``--episodes 4``)
+and one episode of each of the 70 templates added since (``mag record --episodes 1``),
+recaptured, unified, audited, regenerated, linted and compacted together (195 site
+episodes, 1,547 steps). v2.1 fitted it at 9 steps per template (121 site episodes, 1,028
+steps, 44.8 MiB), its episodes' JSON stored plain (a sixth of the bytes). For v2.2 the
+guides were regenerated with today's generators (``mag lint-guides --regenerate``: 83
+guides of 75 episodes rephrased, 70 of them finish guides; 0 findings in 1,763 guides),
+after which the 197 episodes v2.1 holds are identical to v2.1's (labels, guides,
+screenshots and audit lines: v2.1's guides had been regenerated after its fit), ``mag compact`` stored
+every episode's JSON as ``episode.json.gz`` (the pool 64,076 -> 55,112 KiB on disk), and
+step 8 found 17 steps per template (15: 144 site episodes, 42.6 MiB; 18: 161, 46.4 MiB):
+154 site episodes of the 117 templates (24 of them with 2-4 episodes), 1,216 steps, and the
+76 MiniWoB++ episodes (216 steps), 44.96 MiB on disk (46,040 KiB of the 46,080 allowed),
+split into 62 test and 92 train site tasks::
+
+    cp -a OLD_WORK/merged POOL
+    mag lint-guides --raw POOL --regenerate
+    mag compact --raw POOL
+    python scripts/make_corpus.py --work NEW_WORK --merged POOL
+
+Recording the new templates 4 times, as step 1 says, could let the budget keep more
+episodes of the short ones.
 
 The audit needs no model; judge models (``mag audit --judges FILE``) and people (``mag
 annotate``) can be added to the panel later.

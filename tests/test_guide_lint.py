@@ -10,7 +10,7 @@ import shutil
 from mag_dataset.builder.guide_lint import RULES, lint_corpus, lint_step, names_label
 from mag_dataset.cli import main
 from mag_dataset.dataset import bundled_raw_dir
-from mag_dataset.raw import RawStep, copy_episodes, iter_episode_dirs, read_episode
+from mag_dataset.raw import RawStep, copy_episodes, episode_path, iter_episode_dirs, read_episode
 from mag_dataset.schema import Action, Candidate, GuideSource
 
 CANDS = (Candidate("7", "link", "Basket", (10, 10, 80, 30)), Candidate("8", "textbox", "", (10, 40, 200, 70)),
@@ -102,7 +102,7 @@ def test_cli_lints_and_regenerates_only_context_guides(tmp_path, capsys):
 
     bad = dataclasses.replace(spoilt, guide=spoilt.guide.rstrip(".") + " \ue0b6.")
     rewrite_episode_json(site, dataclasses.replace(ep, steps=(*ep.steps[:k], bad, *ep.steps[k + 1:])))
-    before_miniwob = (miniwob / "episode.json").read_bytes()
+    before_miniwob = episode_path(miniwob).read_bytes()  # the bundled corpus is compacted: episode.json.gz
     assert main(["lint-guides", "--raw", str(raw)]) == 1
     out = capsys.readouterr().out
     assert "[odd_characters]" in out and "1 findings in" in out
@@ -110,10 +110,11 @@ def test_cli_lints_and_regenerates_only_context_guides(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "regenerated the context and plan guides of 1 episodes" in out and "0 findings" in out
     again = read_episode(site).steps
+    assert sorted(p.name for p in site.iterdir() if p.name.startswith("episode.json")) == ["episode.json.gz"]  # its form kept
     assert again[k].guide == spoilt.guide  # the generator's guide again
     assert [st.guide for st in again if st.guide_source is GuideSource.PLAN] == \
         [st.guide for st in ep.steps if st.guide_source is GuideSource.PLAN]  # plans untouched
-    assert (miniwob / "episode.json").read_bytes() == before_miniwob  # template guides untouched
+    assert episode_path(miniwob).read_bytes() == before_miniwob  # template guides untouched
     assert main(["lint-guides", "--raw", str(raw), "--limit", "-1"]) == 2
     assert "--limit must be 0 or more" in capsys.readouterr().err
     shutil.rmtree(raw)
