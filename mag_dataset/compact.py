@@ -16,7 +16,7 @@ stored once, in the smallest lossless form:
   its fields, and the episode is rewritten in format v2, gzip-compressed: ``episode.json``
   becomes ``episode.json.gz`` (deterministic bytes; "Compressed episode files" in
   :mod:`mag_dataset.raw`). The indented JSON of a site episode compresses about sevenfold
-  (7.2 MB to 1.0 MB for the 198 episodes of corpus v2.1), and every later stage reads and
+  (7.2 MB to 1.0 MB for the 197 episodes of corpus v2.1), and every later stage reads and
   rewrites it in that form;
 * a screenshot is stored as its pixel difference from another of its episode when that is
   much smaller (``<stem>~<base>``, :func:`store_differences`; "Screenshots stored as
