@@ -121,7 +121,7 @@ def test_two_annotators_on_one_step_at_once_both_kept_and_it_goes_to_adjudicate(
             carol.get_by_role("tab", name="Team").click()
             team = carol.locator("#mag-team")
             expect(team).to_contain_text("Agreement on the overlap: 1 steps verified by two or more", timeout=15000)
-            expect(team).to_contain_text("alice: 1 of 4 to verify")
+            expect(team).to_contain_text("alice: 1 of 4 verified")
             browser.close()
 
     try:
@@ -363,7 +363,7 @@ def test_filters_jump_progress_and_adjudication_list_without_a_browser(tmp_path)
         assert "login.seed-0:0" not in pick(matching_steps(s, sites, "undecided"))
         assert pick(matching_steps(s, sites, "disputed")) == ["login.seed-0:0", "login.seed-1:2"]
         line = progress_line(s, matching_steps(s, sites, "mine", annotator="alice"), "alice")
-        assert line == "**1 of 3 to verify** (alice) · your queue: 2 left · 2 steps match the filter", line
+        assert line == "**1 of 3 verified** (alice) · your queue: 2 left · 2 steps match the filter", line
         assert adjudication_choices(s) == [("login.seed-1:2 · open", "login.seed-1:2"),
                                            ("login.seed-0:0 · guides disagree · open", "login.seed-0:0")]
         assert find_step(s, " login.seed-1:3 ") == 7 and find_step(s, "login.seed-1") == 4

@@ -262,14 +262,14 @@ def test_session_opens_on_the_annotators_queue_and_counts_drafted_steps(tmp_path
     s = Session(raw)
     try:
         assert s.to_verify() == [f"login.seed-1:{k}" for k in range(4)]
-        assert s.progress() == "0 of 4 to verify"
+        assert s.progress() == "0 of 4 verified"
         s.assign(["alice", "bob"], overlap=0.5, seed=0)
         queue = s.queue("bob")
         assert queue and all(s.refs[i].step_id.startswith("login.seed-1:") for i in queue)
         assert s.first_undecided("bob") == queue[0]
         v = s.view(queue[0])
         s.decide(queue[0], "accept", "", "bob", seen_version=v["version"])
-        assert s.progress("bob") == f"1 of {len(queue)} to verify" and s.progress() == "1 of 4 to verify"
+        assert s.progress("bob") == f"1 of {len(queue)} verified" and s.progress() == "1 of 4 verified"
         with pytest.raises(StaleView, match="bob accepted"):
             s.decide(queue[0], "reject", "", "alice", seen_version=v["version"])
         with pytest.raises(ValueError, match="no disagreement to adjudicate"):
@@ -345,8 +345,8 @@ def test_agreement_report_on_a_seeded_overlap(tmp_path, capsys):
     assert agr.sites["login"].n == 10
     assert main(["annotate", "--raw", str(raw), "--report"]) == 0
     out = capsys.readouterr().out
-    assert f"8 of {len(ids)} to verify decided (undecided 2, decided 8, needs_adjudication 2, adjudicated 0)" in out
-    assert "alice: 10 of 12 to verify" in out
+    assert f"8 of {len(ids)} steps to verify decided (undecided 2, decided 8, needs_adjudication 2, adjudicated 0)" in out
+    assert "alice: 10 of 12 verified" in out
     assert "alice × bob: Cohen's kappa 0.643, alpha 0.661, n=10, agree 8; alice accept=6, alice edit=2, alice reject=2" in out
     assert "alice × carol: Cohen's kappa n/a (both gave one and the same label to every item" in out
     assert "site login: alpha" in out

@@ -237,7 +237,7 @@ def test_round_trip_export_annotate_import_build(server, tmp_path, monkeypatch, 
     # the imported responses are the team's like any other: agreement on the overlap, the export
     assert main(["annotate", "--raw", str(raw), "--report"]) == 0
     report = capsys.readouterr().out
-    assert "5 of 6 to verify decided (undecided 1, decided 4, needs_adjudication 0, adjudicated 1)" in report, report
+    assert "5 of 6 steps to verify decided (undecided 1, decided 4, needs_adjudication 0, adjudicated 1)" in report, report
     assert f"{ALICE} × {BOB}: Cohen's kappa 0.000, alpha 0.000, n=2, agree 1" in report, report  # 0:0 agreed, 0:3 not
     assert main(["annotate", "--raw", str(raw), "--export", str(tmp_path / "responses.jsonl")]) == 0
     exported_responses = [json.loads(line) for line in (tmp_path / "responses.jsonl").read_text().splitlines()]

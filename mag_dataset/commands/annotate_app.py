@@ -39,7 +39,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     team.add_argument("--seed", type=int, default=0, help="with --assign: the shuffle's seed")
     team.add_argument("--force", action="store_true", help="with --assign: assign already assigned steps again")
     team.add_argument("--report", action="store_true",
-                      help="print progress ('M of N to verify') and agreement on the overlap, and exit")
+                      help="print progress ('M of N verified') and agreement on the overlap, and exit")
     team.add_argument("--export", type=Path, default=None, metavar="FILE.jsonl",
                       help="write every response (who, what, when, round) as JSONL and exit")
 

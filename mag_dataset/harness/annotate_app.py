@@ -34,7 +34,7 @@ Verify tab
     Finding steps: a step id box (Enter jumps; an episode's task id opens its first step),
     and filters (:func:`matching_steps`): show all / undecided / drafted / disputed / mine,
     a site, an episode; Previous and Next move within what the filters let through. The
-    progress line is the annotator's "M of N to verify" with their queue when steps are
+    progress line is the annotator's "M of N verified" with their queue when steps are
     assigned (``mag annotate --assign``). Each page load opens on the annotator's first
     queued step (else the first unanswered one). An edit not saved yet is kept per step
     when the annotator moves away and put back, with a warning, when they come back.
@@ -464,7 +464,7 @@ def find_step(session: Session, text: str) -> int:
 
 
 def progress_line(session: Session, matching: list[int], annotator: str = "") -> str:
-    """The annotator's "M of N to verify" (everybody's without a name), their queue when
+    """The annotator's "M of N verified" (everybody's without a name), their queue when
     steps are assigned, and how many steps the filters let through."""
     who = (annotator or "").strip()
     line = f"**{session.progress(who or None)}**" + (f" ({who})" if who else "")

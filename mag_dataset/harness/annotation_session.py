@@ -144,14 +144,15 @@ class Session:
         return [i for i, r in enumerate(self.refs) if r.step_id in left]
 
     def progress(self, annotator: str | None = None) -> str:
-        """``"M of N to verify"``: ``annotator``'s (their assigned steps answered) or, without
-        one, everybody's (steps to verify with a resolved decision)."""
+        """``"M of N verified"``: ``annotator``'s (M of their N assigned steps answered) or,
+        without one, everybody's (M of the N steps to verify with a resolved decision). "M of N
+        to verify" read as M still to do: 4 of 4 to verify beside an empty queue."""
         counts = self.store.progress(self.to_verify())
         key = annotator.strip() if annotator and annotator.strip() in counts else ""
         if annotator and annotator.strip() and not key:  # someone with no answer and no assignment yet
-            return f"0 of {len(self.to_verify())} to verify"
+            return f"0 of {len(self.to_verify())} verified"
         m, n = counts[key]
-        return f"{m} of {n} to verify"
+        return f"{m} of {n} verified"
 
     def guide_disputes(self) -> list[str]:
         """Steps whose verifications disagree (to adjudicate by a response in a new round)."""
@@ -194,10 +195,10 @@ class Session:
         for sid in wanted:
             st = res[sid].status if sid in res else "undecided"
             by_status[st] = by_status.get(st, 0) + 1
-        lines = [f"{self.raw_dir}: {m} of {n} to verify decided ("
+        lines = [f"{self.raw_dir}: {m} of {n} steps to verify decided ("
                  + ", ".join(f"{k} {by_status.get(k, 0)}" for k in ("undecided", "decided", "needs_adjudication",
                                                                        "adjudicated")) + ")"]
-        lines += [f"  {who}: {a} of {b} to verify" for who, (a, b) in counts.items()]
+        lines += [f"  {who}: {a} of {b} verified" for who, (a, b) in counts.items()]
         queue_total = {who: len(self.store.queue(who)) for who in counts if self.store.assignments()}
         lines += [f"  {who}: {q} left in their queue" for who, q in queue_total.items()]
         return lines + self.agreement().lines()

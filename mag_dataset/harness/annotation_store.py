@@ -61,7 +61,7 @@ Assignments (table ``assignments``)
     (``random.Random(seed)``), then round-robin, and the first ``overlap`` share of the
     shuffled steps also goes to a second annotator (cycling through the pairs), so
     agreement can be measured on it. :meth:`AnnotationStore.queue` is what an annotator has
-    left; :meth:`AnnotationStore.progress` counts "M of N to verify".
+    left; :meth:`AnnotationStore.progress` counts "M of N verified".
 
 Agreement (:func:`agreement`)
     On the steps that two or more annotators verified in round 1 (the independent
@@ -405,7 +405,7 @@ class AnnotationStore:
         return [sid for sid, who in self.assignments().items() if annotator.strip() in who and sid not in done]
 
     def progress(self, to_verify: Iterable[str]) -> dict[str, tuple[int, int]]:
-        """"M of N to verify": ``{"": (resolved, N), annotator: (answered, assigned)}``.
+        """"M of N verified": ``{"": (resolved, N), annotator: (answered, assigned)}``.
 
         ``to_verify`` are the steps to verify (the drafted ones). Overall, M counts those
         whose verification is decided or adjudicated. Per annotator, N is their assigned
