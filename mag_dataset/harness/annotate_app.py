@@ -270,7 +270,10 @@ APP_CSS = """
 .mag-cands input {width: 16em; padding: 2px 6px; border: 1px solid var(--border-color-primary); border-radius: 4px;}
 .mag-clist {max-height: 190px; overflow: auto; border: 1px solid var(--border-color-primary); margin-top: 4px;}
 .mag-clist table {width: 100%; border-collapse: collapse;}
-.mag-clist td {padding: 1px 6px; border-bottom: 1px solid var(--border-color-primary);}
+/* Gradio's prose rules box every cell in the text colour; one light rule under each row instead */
+.mag-clist table {margin: 0;}
+.prose .mag-clist tr {border: 0;}
+.prose .mag-clist td, .mag-clist td {padding: 1px 6px; border: 0; border-bottom: 1px solid var(--border-color-primary);}
 .mag-clist tr.mag-cgold td {background: #ffd9f5; color: #000; font-weight: 600;}
 #mag-decide {position: sticky; top: 0; z-index: 20; background: var(--background-fill-primary); padding-bottom: 4px;}
 /* Gradio's container hides its overflow, which makes it the sticky panel's scroll box (one
