@@ -15,7 +15,7 @@ import mag_dataset.board as board
 from mag_dataset.actions import Contract, View
 from mag_dataset.board.columns import RANK_COLUMNS, metric_value, ranking_metric
 from mag_dataset.board.grading import isolated_score, report_columns
-from mag_dataset.board.ranking import rank_key
+from mag_dataset.board.ranking import rank_key, rank_table
 from test_leaderboard_board import gold, jsonl
 
 PACKAGE = Path(board.__file__).parent
@@ -78,6 +78,22 @@ def test_one_ranking_rule_orders_by_the_contract_columns() -> None:
     assert [s.id for s in sorted(subs, key=rank_key)] == [4, 2, 5, 1, 3]
     g = [sub(6, "G", bleu1=0.2, saa=0.9), sub(7, "G", bleu1=0.3)]
     assert [s.id for s in sorted(g, key=rank_key)] == [7, 6]
+
+
+def test_a_table_is_listed_by_rank_so_the_rank_column_never_decreases() -> None:
+    """By mean: 0.93, 0.92, 0.90 (wide interval), 0.89. The 0.90 is beaten significantly by no
+    one; the 0.89 by the two first. In mean order the ranks would read 1, 1, 1, 3 only by luck:
+    here the 0.92 is beaten by the 0.93 (rank 2) while the 0.90 is not (rank 1), so it is listed
+    before the 0.92 instead of after it (ranks 1, 1, 2, 3, never 1, 2, 1, 3)."""
+    def sub(i: int, saa: float) -> board.Submission:
+        return board.Submission(i, "2026-12-01T00:00:00Z", "s", f"m{i}", "", "", "self-reported", "som", "J",
+                                "test", "0" * 64, ".jsonl", 1, 1, "x", "f", {"saa": saa}, "{}")
+
+    group = sorted([sub(1, 0.93), sub(2, 0.92), sub(3, 0.90), sub(4, 0.89)], key=rank_key)
+    significant = {(2, 1), (4, 1), (4, 2)}  # (worse, better) pairs with p < 0.05
+    rows = rank_table(group, "J", lambda sid: True, lambda w, b: 0.01 if (w, b) in significant else 0.5)
+    assert [(r.rank, r.submission.id) for r in rows] == [(1, 1), (1, 3), (2, 2), (3, 4)]
+    assert [r.beaten_by for r in rows] == [(), (), (1,), (1, 2)]
 
 
 def test_headline_numbers_are_read_from_the_keys_the_scorer_writes() -> None:
