@@ -85,11 +85,11 @@ def extra_params(args: APIArguments) -> dict[str, Any]:
     """``request_params`` as a dict (from the YAML mapping or the command line's JSON object).
 
     Raises:
-        mag_dataset.cli.UserError: not a JSON object, or a key the script sets itself.
+        mag_dataset.errors.UserError: not a JSON object, or a key the script sets itself.
     """
     import json
 
-    from mag_dataset.cli import UserError
+    from mag_dataset.errors import UserError
 
     raw = args.request_params
     if raw is None or raw == "":
@@ -135,12 +135,12 @@ def run(args: APIArguments, examples: Sequence[common.Example] | None = None) ->
         The path of the predictions file.
 
     Raises:
-        mag_dataset.cli.UserError: bad arguments, a configuration error of the client, or
+        mag_dataset.errors.UserError: bad arguments, a configuration error of the client, or
             requests that kept failing.
     """
     from tqdm.auto import tqdm
 
-    from mag_dataset.cli import UserError
+    from mag_dataset.errors import UserError
     from mag_dataset.llm_client import LLMError
     from mag_dataset.runners import OpenAIRunner
 
@@ -206,7 +206,7 @@ def run(args: APIArguments, examples: Sequence[common.Example] | None = None) ->
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from mag_dataset.cli import UserError
+    from mag_dataset.errors import UserError
 
     (args,) = common.parse_args([APIArguments], argv)
     try:

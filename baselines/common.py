@@ -92,7 +92,7 @@ def _negated_flag_help(parser: Any) -> None:
 
 def view_and_contract(view: str, contract: str) -> tuple[View, Contract]:
     """Validate ``view`` and ``contract`` strings, with a clear error for a user's typo."""
-    from mag_dataset.cli import UserError
+    from mag_dataset.errors import UserError
 
     try:
         v = View(view)
@@ -122,7 +122,7 @@ def load_examples(dataset: str, view: View | str, split: str, limit: int | None 
     """
     from mag_dataset import dataset as ds_lib
 
-    from mag_dataset.cli import UserError
+    from mag_dataset.errors import UserError
 
     source: str | Path = ds_lib.bundled_dataset() if dataset == "bundled" else dataset
     try:
@@ -150,7 +150,7 @@ def gold_for(steps: Sequence[Step], view: View | str, dataset: str, split: str) 
         dataset: folder of a built dataset, a Hub repo id, or ``bundled`` (coord view only).
         split: the split the steps come from.
     """
-    from mag_dataset.cli import UserError
+    from mag_dataset.errors import UserError
     from mag_dataset.dataset import load_gold
     from mag_dataset.scorer.gold import GoldSteps
 
@@ -183,9 +183,9 @@ def coord_space_arg(view: View | str, value: str | None) -> str:
     """Validate a ``--coord_space`` argument; returns its canonical name (``pixels`` default).
 
     Raises:
-        mag_dataset.cli.UserError: an unknown space, or a non-pixel space in the som view.
+        mag_dataset.errors.UserError: an unknown space, or a non-pixel space in the som view.
     """
-    from mag_dataset.cli import UserError
+    from mag_dataset.errors import UserError
     from mag_dataset.coords import parse_coord_space
 
     try:
@@ -244,10 +244,10 @@ def check_guide_prefix_alignment(tokenizer: Any, step: Step, view: View | str) -
     """Refuse a tokenizer that would split :func:`guide_prefix` differently from the trained answer.
 
     Raises:
-        mag_dataset.cli.UserError: the forced prefix of ``step``'s gold guide does not end on
+        mag_dataset.errors.UserError: the forced prefix of ``step``'s gold guide does not end on
             a token boundary of its gold JG answer.
     """
-    from mag_dataset.cli import UserError
+    from mag_dataset.errors import UserError
     from mag_dataset.prompts import render_target
 
     full = render_target(step, view, Contract.JG)
@@ -267,10 +267,10 @@ def make_backend(name: str, model_name_or_path: str, **kwargs: Any) -> Any:
     """Instantiate a decoding backend by name (``transformers`` or ``vllm``).
 
     Raises:
-        mag_dataset.cli.UserError: an unknown backend, or tensor / data parallelism asked of
+        mag_dataset.errors.UserError: an unknown backend, or tensor / data parallelism asked of
             the transformers backend (one process, one device).
     """
-    from mag_dataset.cli import UserError
+    from mag_dataset.errors import UserError
 
     if name not in BACKENDS:
         raise UserError(f"unknown backend {name!r}; choose one of {sorted(BACKENDS)}")

@@ -254,14 +254,14 @@ def _check_pipeline(args: GPUCheckArguments) -> bool:
     """Refuse what the pipeline cannot run here; returns whether vLLM is installed.
 
     Raises:
-        mag_dataset.cli.UserError: the real shape without a CUDA GPU, a vLLM pass without
+        mag_dataset.errors.UserError: the real shape without a CUDA GPU, a vLLM pass without
             vLLM, or fewer than two GRPO generations.
     """
     import importlib.util
 
     import torch
 
-    from mag_dataset.cli import UserError
+    from mag_dataset.errors import UserError
 
     if not args.tiny and not torch.cuda.is_available():
         raise UserError("--pipeline needs a CUDA GPU for the real Qwen3.5-4B shape; add --tiny for the CPU smoke test")
@@ -364,7 +364,7 @@ def pipeline(args: GPUCheckArguments) -> dict[str, Any]:
     """One SFT step, one MG-GRPO step and a vLLM pass through the baselines' entry points.
 
     Raises:
-        mag_dataset.cli.UserError: the real shape without a CUDA GPU, or a vLLM pass asked
+        mag_dataset.errors.UserError: the real shape without a CUDA GPU, or a vLLM pass asked
             for (``--backend vllm``, or the real shape) without vLLM installed.
     """
     import gc
@@ -408,7 +408,7 @@ def pipeline(args: GPUCheckArguments) -> dict[str, Any]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from mag_dataset.cli import UserError
+    from mag_dataset.errors import UserError
 
     (args,) = common.parse_args([GPUCheckArguments], argv)
     if args.pipeline:

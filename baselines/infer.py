@@ -91,7 +91,7 @@ def _read_done(path: Path, seed: int, repair: bool = False) -> dict[str, str]:
     the file, so appending continues on a clean line; a finished file is never modified.
 
     Raises:
-        mag_dataset.cli.UserError: a line that is not a predictions record (not our file).
+        mag_dataset.errors.UserError: a line that is not a predictions record (not our file).
     """
     done: dict[str, str] = {}
     if not path.exists():
@@ -101,7 +101,7 @@ def _read_done(path: Path, seed: int, repair: bool = False) -> dict[str, str]:
         data = data[: data.rfind(b"\n") + 1]
         if repair:
             path.write_bytes(data)
-    from mag_dataset.cli import UserError
+    from mag_dataset.errors import UserError
 
     for n, line in enumerate(data.decode("utf-8", errors="replace").splitlines(), start=1):
         if line.strip():
@@ -133,7 +133,7 @@ def _run_key_path(partial: Path) -> Path:
 
 def _check_same_run(args: InferArguments, out: Path, partial: Path) -> None:
     """Refuse to resume or reuse a file written by a different run (model, contract, ...)."""
-    from mag_dataset.cli import UserError
+    from mag_dataset.errors import UserError
 
     want = _run_key(args)
     prov_path = common.provenance_path(out)
@@ -315,9 +315,9 @@ def _ray_batches(args: InferArguments, todo: Sequence[common.Example]) -> Iterat
     result is iterated.
 
     Raises:
-        mag_dataset.cli.UserError: Ray missing or unreachable, a bad engine or replica count.
+        mag_dataset.errors.UserError: Ray missing or unreachable, a bad engine or replica count.
     """
-    from mag_dataset.cli import UserError
+    from mag_dataset.errors import UserError
     from mag_dataset.harness.ray_backend import RayBackendError, check_ray
 
     if args.ray_engine not in common.BACKENDS:
@@ -337,7 +337,7 @@ def _ray_decode(args: InferArguments, todo: Sequence[common.Example]) -> Iterato
     import io
     import pickle
 
-    from mag_dataset.cli import UserError
+    from mag_dataset.errors import UserError
     from mag_dataset.harness.ray_backend import RayBackendError, forwarded_env, ray_session
 
     def png(image: Any) -> bytes:
@@ -379,7 +379,7 @@ def _ray_decode(args: InferArguments, todo: Sequence[common.Example]) -> Iterato
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from mag_dataset.cli import UserError
+    from mag_dataset.errors import UserError
 
     (args,) = common.parse_args([InferArguments], argv)
     try:

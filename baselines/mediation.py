@@ -87,9 +87,9 @@ def read_paraphrases(path: str | Path, step_ids: Sequence[str]) -> dict[str, str
     """Read ``{"step_id", "guide"}`` lines; every step of the split needs one.
 
     Raises:
-        mag_dataset.cli.UserError: a malformed line, an unknown or duplicate id, or a missing step.
+        mag_dataset.errors.UserError: a malformed line, an unknown or duplicate id, or a missing step.
     """
-    from mag_dataset.cli import UserError
+    from mag_dataset.errors import UserError
 
     known = set(step_ids)
     out: dict[str, str] = {}
@@ -207,7 +207,7 @@ NOT_RUN_ROW: dict[str, Any] = {"condition": "paraphrase", "steps": 0, "forced": 
 
 def _inputs(args: MediationArguments, examples: Sequence[common.Example] | None):
     """The view, the examples and their steps, and the paraphrases; every argument checked before a model loads."""
-    from mag_dataset.cli import UserError
+    from mag_dataset.errors import UserError
 
     view, _ = common.view_and_contract(args.view, CONTRACT.value)
     if args.other_scope not in OTHER_SCOPES:
@@ -338,7 +338,7 @@ def run(args: MediationArguments, examples: Sequence[common.Example] | None = No
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from mag_dataset.cli import UserError
+    from mag_dataset.errors import UserError
 
     (args,) = common.parse_args([MediationArguments], argv)
     try:

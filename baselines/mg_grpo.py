@@ -342,10 +342,10 @@ def _checked_arm(script_args: GRPOScriptArguments, training_args: Any) -> Arm:
     """The chosen arm, after refusing the settings it cannot train with.
 
     Raises:
-        mag_dataset.cli.UserError: an unknown arm, or (expert arm) vLLM importance-sampling
+        mag_dataset.errors.UserError: an unknown arm, or (expert arm) vLLM importance-sampling
             correction, more than one update per generation batch, or ``expert_gamma <= 0``.
     """
-    from mag_dataset.cli import UserError
+    from mag_dataset.errors import UserError
 
     if script_args.arm not in ARMS:
         raise UserError(f"unknown arm {script_args.arm!r}; choose one of {sorted(ARMS)}")
@@ -403,7 +403,7 @@ def train(
     """
     from trl import get_peft_config
 
-    from mag_dataset.cli import UserError
+    from mag_dataset.errors import UserError
     from mag_dataset.prompts import render_target
 
     arm = _checked_arm(script_args, training_args)
@@ -453,7 +453,7 @@ def train(
 def main(argv: Sequence[str] | None = None) -> int:
     from trl import GRPOConfig, ModelConfig
 
-    from mag_dataset.cli import UserError
+    from mag_dataset.errors import UserError
 
     script_args, training_args, model_args = common.parse_args([GRPOScriptArguments, GRPOConfig, ModelConfig], argv)
     try:

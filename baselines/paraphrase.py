@@ -124,12 +124,12 @@ def run(args: ParaphraseArguments, examples: Sequence[common.Example] | None = N
     """Paraphrase every step's gold guide and write the JSONL; returns the records.
 
     Raises:
-        mag_dataset.cli.UserError: bad arguments, a configuration error of the client,
+        mag_dataset.errors.UserError: bad arguments, a configuration error of the client,
             requests that kept failing, or steps whose paraphrase kept the target's label.
     """
     import json
 
-    from mag_dataset.cli import UserError
+    from mag_dataset.errors import UserError
     from mag_dataset.llm_client import ChatClient, LLMError
 
     view, _ = common.view_and_contract(args.view, "JG")
@@ -190,7 +190,7 @@ def run(args: ParaphraseArguments, examples: Sequence[common.Example] | None = N
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from mag_dataset.cli import UserError
+    from mag_dataset.errors import UserError
 
     (args,) = common.parse_args([ParaphraseArguments], argv)
     try:

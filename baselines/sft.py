@@ -90,7 +90,7 @@ def sft_dataset_from_hub(processor: Any, dataset: str, view: str, contract: str,
 
     from mag_dataset import dataset as ds_lib
 
-    from mag_dataset.cli import UserError
+    from mag_dataset.errors import UserError
 
     source = ds_lib.bundled_dataset() if dataset == "bundled" else dataset
     try:
@@ -111,7 +111,7 @@ def load_model(model_args: Any, training_args: Any) -> tuple[Any, Any]:
     import torch
     from transformers import AutoModelForImageTextToText
 
-    from mag_dataset.testing.tiny_vlm import load_processor
+    from mag_dataset.vlm_processor import load_processor
 
     dtype = model_args.dtype if model_args.dtype in ("auto", None) else getattr(torch, model_args.dtype)
     kwargs: dict[str, Any] = {"revision": model_args.model_revision, "dtype": dtype}
@@ -181,7 +181,7 @@ def train(
 def main(argv: Sequence[str] | None = None) -> int:
     from trl import ModelConfig, SFTConfig
 
-    from mag_dataset.cli import UserError
+    from mag_dataset.errors import UserError
 
     script_args, training_args, model_args = common.parse_args([SFTScriptArguments, SFTConfig, ModelConfig], argv)
     try:

@@ -2,7 +2,7 @@
 
 Picks the settings of ``mag compact`` (:data:`mag_dataset.compact.WEBP_METHOD` /
 ``WEBP_QUALITY``) and of the builder's Set-of-Mark rendering
-(:data:`mag_dataset.live.observe.SOM_ENCODINGS`) from measurements on real
+(:data:`mag_dataset.som.SOM_ENCODINGS`) from measurements on real
 screenshots: mean size and mean CPU milliseconds per image (``time.process_time``, so a busy
 machine inflates wall time but not these figures)::
 
@@ -35,7 +35,7 @@ def main(argv: list[str] | None = None) -> int:
     import numpy as np
     from PIL import Image
 
-    from mag_dataset.live.observe import draw_som
+    from mag_dataset.som import draw_som
     from mag_dataset.raw import read_corpus
 
     steps = [(ep, st) for ep in read_corpus(args.raw) for st in ep.steps]

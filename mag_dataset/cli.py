@@ -6,7 +6,7 @@ command runs, so ``mag --help`` stays fast and light. A command's ``--help`` sho
 module docstring (with examples) as the epilog. Flags that several commands share are
 spelled once in :mod:`mag_dataset.commands.options` (``--out``, ``--raw``, ``--verdicts``,
 ``--cache-dir``, ``--no-progress``). This module holds the command table, the error contract
-(:class:`UserError` -> one line, exit 2) and the dispatch; no command logic.
+(:class:`~mag_dataset.errors.UserError` -> one line, exit 2) and the dispatch; no command logic.
 """
 
 from __future__ import annotations
@@ -16,6 +16,8 @@ import importlib
 import inspect
 import re
 import sys
+
+from mag_dataset.errors import UserError
 
 #: subcommand -> (module, one-line help). Explicit on purpose: grep here to find a command.
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -41,10 +43,6 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "recapture": ("mag_dataset.commands.recapture", "re-render site episodes on a site that has moved on (stale path)"),
     "sites": ("mag_dataset.commands.sites", "set up, serve, reset and stop the real web applications (shop, tracker, ...)"),
 }
-
-
-class UserError(Exception):
-    """A mistake in the user's input: printed as one clear line, exit status 2, no traceback."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -116,8 +114,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    # Run through the package module so commands' `mag_dataset.cli.UserError` is the class caught
-    # (under `python -m`, this file is `__main__` and its UserError would be a different class).
+    # Run through the package module, as the ``mag`` entry point does, so that the commands are
+    # imported once, as ``mag_dataset.commands.*``.
     from mag_dataset.cli import main as _main
 
     sys.exit(_main())

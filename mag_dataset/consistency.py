@@ -41,7 +41,7 @@ import unicodedata
 from collections.abc import Sequence
 
 from mag_dataset.actions import ACTION_SPACE, ActionType
-from mag_dataset.harness.unify import AMBIGUITY_AREA_RATIO, AMBIGUITY_TOLERANCE, restore_element
+from mag_dataset.coords import AMBIGUITY_AREA_RATIO, AMBIGUITY_TOLERANCE, restore_element
 from mag_dataset.schema import Action, Box, Candidate, point_in_box
 
 #: An unnamed element acts on an enclosing candidate at most this many times its area (a
@@ -128,7 +128,7 @@ def _stems(token: str) -> frozenset[str]:
 def acted_element(action: Action, candidates: Sequence[Candidate]) -> Candidate | None:
     """The candidate an action acts on: its element id, else the smallest box holding its point.
 
-    The point's element is :func:`mag_dataset.harness.unify.restore_element`'s (smallest
+    The point's element is :func:`mag_dataset.coords.restore_element`'s (smallest
     area, then nearest centre, menu order, id), the rule ``mag unify`` restores clicks by.
     """
     if action.element_id is not None:

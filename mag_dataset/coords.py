@@ -1,4 +1,5 @@
-"""Declared coordinate spaces of coord-view predictions, and their conversion to pixels.
+"""Coordinates: the declared spaces of coord-view predictions, their conversion to pixels,
+and the element a point acts on (:func:`restore_element`).
 
 GUI-grounding models answer in different spaces: absolute pixels of the screenshot they
 were shown, pixels of a resized copy of it, or a normalised grid (the most common
@@ -46,8 +47,12 @@ Pure: no I/O.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
+from typing import Any, Sequence
+
+from mag_dataset.schema import Candidate, Point, point_in_box
 
 #: The spaces a file may declare (``resized`` takes a size: ``resized:1024x768``).
 COORD_SPACES: tuple[str, ...] = ("pixels", "norm1000", "norm1", "resized:WxH")
@@ -215,4 +220,43 @@ class SpaceCheck:
         return out
 
 
-__all__ = ["COORD_SPACES", "CoordSpace", "GRID_OFF_IMAGE_SHARE", "PIXELS", "ROUND_DECIMALS", "SpaceCheck", "parse_coord_space"]
+#: The point-mapping ambiguity rule (:mod:`mag_dataset.harness.unify`'s docstring; the
+#: consistency metric uses it for the elements a point may act on): box-side tolerance in
+#: px, and the area ratio above which a partly overlapping containing box competes with the
+#: smallest.
+AMBIGUITY_TOLERANCE = 1.0
+AMBIGUITY_AREA_RATIO = 0.5
+
+
+def restore_element(point: Point, candidates: Sequence[Candidate]) -> Candidate | None:
+    """The candidate a point maps to: smallest box containing it, deterministic tie-break.
+
+    Here, below the scorer and the harness, because both read a click by it: ``mag unify``
+    restores coordinate-only steps with it, and the guide-action consistency metric and live
+    evaluation name the element a coord-view point acts on with it.
+
+    Args:
+        point: ``(x, y)`` in screenshot pixels.
+        candidates: the candidate menu, in menu order.
+
+    Returns:
+        The chosen candidate, or None when no box contains the point.
+    """
+    best: tuple[Any, ...] | None = None
+    chosen = None
+    for index, c in enumerate(candidates):
+        if not point_in_box(point, c.bbox):
+            continue
+        x0, y0, x1, y1 = c.bbox
+        area = (x1 - x0) * (y1 - y0)
+        cx, cy = (x0 + x1) / 2.0, (y0 + y1) / 2.0
+        key = (area, math.hypot(point[0] - cx, point[1] - cy), index, c.id)
+        if best is None or key < best:
+            best, chosen = key, c
+    return chosen
+
+
+__all__ = [
+    "AMBIGUITY_AREA_RATIO", "AMBIGUITY_TOLERANCE", "COORD_SPACES", "CoordSpace", "GRID_OFF_IMAGE_SHARE", "PIXELS",
+    "ROUND_DECIMALS", "SpaceCheck", "parse_coord_space", "restore_element",
+]

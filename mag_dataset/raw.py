@@ -851,7 +851,7 @@ def som_image_bytes(folder: str | os.PathLike, step: RawStep) -> bytes:
     folder = Path(folder)
     if step.som_screenshot:
         return (folder / step.som_screenshot).read_bytes()
-    from mag_dataset.live.observe import render_som
+    from mag_dataset.som import render_som
 
     return render_som(screenshot_bytes(folder, step), step.candidates)
 

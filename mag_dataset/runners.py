@@ -158,12 +158,12 @@ def load_model_and_processor(
     """Load an ``AutoModelForImageTextToText`` and its processor, eval mode, on ``device``.
 
     Without torchvision, the Qwen3-VL processor is loaded through the image-only shim of
-    :mod:`mag_dataset.testing.tiny_vlm` (it needs no video processor to read screenshots).
+    :mod:`mag_dataset.vlm_processor` (it needs no video processor to read screenshots).
     """
     import torch
     from transformers import AutoModelForImageTextToText
 
-    from mag_dataset.testing.tiny_vlm import load_processor
+    from mag_dataset.vlm_processor import load_processor
 
     kwargs: dict[str, Any] = {"revision": revision}
     if dtype != "auto":
@@ -374,7 +374,7 @@ class VLLMRunner:
                  device: str | None = None, batch_size: int = 256, max_new_tokens: int = 256,
                  seed: int = 0, gpu_memory_utilization: float = 0.85, max_model_len: int | None = 16384,
                  tensor_parallel_size: int = 1, data_parallel_size: int = 1, ignore_eos: bool = False):
-        from mag_dataset.cli import UserError
+        from mag_dataset.errors import UserError
 
         if tensor_parallel_size < 1 or data_parallel_size < 1:
             raise UserError("tensor_parallel_size and data_parallel_size must be >= 1")
@@ -382,7 +382,7 @@ class VLLMRunner:
             from vllm import LLM, SamplingParams
         except ImportError as e:
             raise UserError(f"the vllm backend needs vLLM (pip install vllm): {e}") from None
-        from mag_dataset.testing.tiny_vlm import load_processor
+        from mag_dataset.vlm_processor import load_processor
 
         self.processor = load_processor(model_name_or_path, revision=revision)
         llm_kwargs = dict(model=model_name_or_path, revision=revision, dtype=dtype, seed=seed,

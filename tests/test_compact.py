@@ -44,7 +44,7 @@ def _pixels(data: bytes) -> np.ndarray:
 
 
 def test_render_som_is_pinned_and_deterministic():
-    from mag_dataset.live.observe import render_som
+    from mag_dataset.som import render_som
     from mag_dataset.schema import Candidate
 
     im = Image.new("RGB", (200, 120), (245, 245, 245))
@@ -427,7 +427,7 @@ def test_a_recaptured_screenshot_is_stored_as_its_difference_and_read_back_exact
     shards = sorted(p.relative_to(before) for p in before.rglob("*.parquet"))
     assert shards and all((before / f).read_bytes() == (after / f).read_bytes() for f in shards)
     assert unify_corpus(raw).stale == 1  # the stale rule reads the screenshot itself
-    from mag_dataset.live.observe import render_som
+    from mag_dataset.som import render_som
 
     assert som_image_bytes(folder, st) == render_som(recaptured, st.candidates)
     snapshot = {p: p.read_bytes() for p in raw.rglob("*") if p.is_file()}

@@ -16,7 +16,7 @@ import pytest
 from mag_dataset.actions import ActionType, Contract, View
 from mag_dataset.cli import main
 from mag_dataset.harness.agents import AgentSpec, AgentSpecError, HeuristicAgent
-from mag_dataset.harness.unify import restore_element
+from mag_dataset.coords import restore_element
 from mag_dataset.harness.live_eval import (
     EpisodeResult,
     LiveEvalConfig,

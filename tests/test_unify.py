@@ -9,7 +9,8 @@ import harness_fixtures as hf
 import pytest
 
 from mag_dataset.cli import main
-from mag_dataset.harness.unify import pixel_diff_fraction, restore_element, unify_corpus
+from mag_dataset.coords import restore_element
+from mag_dataset.harness.unify import pixel_diff_fraction, unify_corpus
 from mag_dataset.raw import read_audit, read_episode
 from mag_dataset.schema import Action, Candidate
 

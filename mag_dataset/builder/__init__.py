@@ -18,7 +18,7 @@ Guarantees:
 * **Deterministic** — rows in (task_id, step_index) order, screenshots stored as the raw
   file's bytes (lossless WebP or PNG, no re-encoding); a step without a recorded Set-of-Mark
   image gets one rendered from the raw screenshot and its candidate boxes
-  (:func:`mag_dataset.live.observe.render_som`: pinned bitmap font, lossless WebP method 1,
+  (:func:`mag_dataset.som.render_som`: pinned bitmap font, lossless WebP method 1,
   rendered on a thread pool and stored in row order); no timestamps or absolute paths: the
   same raw input gives byte-identical Parquet files.
 * **Atomic** — everything is written into a hidden temp folder next to ``OUT`` and renamed

@@ -23,7 +23,7 @@ from mag_dataset.actions import View
 from mag_dataset.builder.labels import resolve_labels, verification, verified_by
 from mag_dataset.builder.layout import BUILD_VERSION, BuildError
 from mag_dataset.builder.splits import CorpusSplits, read_splits
-from mag_dataset.live.splits import site_family
+from mag_dataset.builder.splits import site_family
 from mag_dataset.raw import (
     AUDIT_FILE,
     NO_SCREENSHOT,
@@ -117,7 +117,7 @@ class PreparedStep:
             return {"bytes": data["screenshot"], "path": None}
         if "som_screenshot" in data:
             return {"bytes": data["som_screenshot"], "path": None}
-        from mag_dataset.live.observe import render_som
+        from mag_dataset.som import render_som
 
         try:
             return {"bytes": render_som(data["screenshot"], self.raw.candidates, "webp"), "path": None}

@@ -42,7 +42,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from mag_dataset.actions import ActionType
-from mag_dataset.live.splits import site_family
+from mag_dataset.builder.splits import site_family
 from mag_dataset.schema import AuditStatus
 
 if TYPE_CHECKING:

@@ -1,7 +1,9 @@
 """Task-level splits of a raw corpus: ``corpus.json`` read and checked, or the documented default.
 
 Holds :class:`CorpusSplits` and :func:`read_splits` (the held-out template and
-same-parameters rules included). It does not read episodes or images: the caller passes the
+same-parameters rules included), and the two keys every split rule groups by,
+:func:`site_family` and :func:`params_key`: here, in the core, because the builder reads
+them and the recorder (:mod:`mag_dataset.live.splits`) writes ``corpus.json`` with them. It does not read episodes or images: the caller passes the
 episodes it read.
 """
 
@@ -14,9 +16,23 @@ from pathlib import Path
 from typing import Any
 
 from mag_dataset.builder.layout import BuildError
-from mag_dataset.live.recorder import params_key
 from mag_dataset.raw import CORPUS_FILE, CORPUS_FORMAT, READ_VERSIONS, RawEpisode
 from mag_dataset.schema import Split
+
+def site_family(source: str, site: str) -> str:
+    """The site family of an episode, the unit of held-out templates and statistics: the
+    episode's site (shop, tracker, wiki, forum, ...), except that every MiniWoB++ episode
+    (``source == "miniwob"``) is in the one family ``miniwob``."""
+    return "miniwob" if source == "miniwob" else site
+
+
+def params_key(template: str, params: Any) -> str | None:
+    """The (template, parameters) pair of a site episode as one string, or None without
+    parameters (``metadata["params"]``, written by the site recorder)."""
+    if not isinstance(params, dict):
+        return None
+    return f"{template}|{json.dumps(params, sort_keys=True, separators=(',', ':'), default=str)}"
+
 
 #: Split seed and test share used when a raw corpus has no ``corpus.json``.
 DEFAULT_SPLIT_SEED = 0

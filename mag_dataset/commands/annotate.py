@@ -36,7 +36,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from mag_dataset.cache import llm_cache_dir
-    from mag_dataset.cli import UserError
+    from mag_dataset.errors import UserError
     from mag_dataset.harness.annotate import draft_guides
     from mag_dataset.llm_client import ChatClient, LLMConfigError
     from mag_dataset.schema import GuideSource

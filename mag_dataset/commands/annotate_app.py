@@ -45,7 +45,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from mag_dataset.cli import UserError
+    from mag_dataset.errors import UserError
 
     if args.assign is not None or args.report or args.export is not None:
         return _team(args)
@@ -75,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _team(args: argparse.Namespace) -> int:
     """``--assign``, ``--report`` and ``--export``: one library call each, then exit."""
-    from mag_dataset.cli import UserError
+    from mag_dataset.errors import UserError
     from mag_dataset.harness.annotation_session import Session
 
     if sum([args.assign is not None, bool(args.report), args.export is not None]) > 1:

@@ -43,7 +43,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from mag_dataset.cli import UserError
+    from mag_dataset.errors import UserError
     from mag_dataset.dataset import load_gold
     from mag_dataset.score_file import CoordSpaceError, declared_coord_space, score_file
     from mag_dataset.compare import CompareError, compare_reports, format_comparison

@@ -112,7 +112,7 @@ def stage_scores(loaded: dict[str, dict[str, Any]], split: str = "test") -> dict
 
 def run(args: argparse.Namespace) -> int:
     from mag_dataset.builder import BuildError
-    from mag_dataset.cli import UserError
+    from mag_dataset.errors import UserError
     from mag_dataset.raw import RawDataError
 
     try:

@@ -49,7 +49,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from mag_dataset.cli import UserError
+    from mag_dataset.errors import UserError
     from mag_dataset.harness.importer import IMPORT_LIMITS, import_experiments
     from mag_dataset.isolation import Limits
 
@@ -82,7 +82,7 @@ def import_exit_status(report: Any, what: str, paths: list[Path]) -> int:
     Raises:
         UserError: nothing to import was found under ``paths`` (``what`` names what was looked for).
     """
-    from mag_dataset.cli import UserError
+    from mag_dataset.errors import UserError
 
     print(report.summary())
     if report.found == 0:

@@ -47,7 +47,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _read_tasks(path: Path) -> dict[str, dict[str, Any]]:
-    from mag_dataset.cli import UserError
+    from mag_dataset.errors import UserError
 
     try:
         data = json.loads(path.read_text("utf-8"))
@@ -85,7 +85,7 @@ def _webarena_task(config: Path) -> Any:
 
 
 def run(args: argparse.Namespace) -> int:
-    from mag_dataset.cli import UserError
+    from mag_dataset.errors import UserError
     from mag_dataset.harness.trace_import import TraceTask, import_traces
 
     if sum(x is not None for x in (args.intent, args.tasks, args.webarena_configs)) != 1:

@@ -42,7 +42,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from mag_dataset.cli import UserError
+    from mag_dataset.errors import UserError
     from mag_dataset.harness.webarena_import import import_webarena
 
     if args.configs is not None and not args.configs.is_dir():

@@ -55,7 +55,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from mag_dataset.cli import UserError
+    from mag_dataset.errors import UserError
     from mag_dataset.harness.label_studio import LabelStudioError
 
     try:
@@ -78,7 +78,7 @@ def _client(args: argparse.Namespace):
 
 
 def _export(args: argparse.Namespace) -> int:
-    from mag_dataset.cli import UserError
+    from mag_dataset.errors import UserError
     from mag_dataset.harness.label_studio import export_project
 
     if args.project is not None:
@@ -92,7 +92,7 @@ def _export(args: argparse.Namespace) -> int:
 
 
 def _import(args: argparse.Namespace) -> int:
-    from mag_dataset.cli import UserError
+    from mag_dataset.errors import UserError
     from mag_dataset.harness.label_studio import import_project
 
     if args.project is None:
@@ -109,7 +109,7 @@ def _serve(args: argparse.Namespace) -> int:
     import json
     import time
 
-    from mag_dataset.cli import UserError
+    from mag_dataset.errors import UserError
     from mag_dataset.harness.label_studio import LocalServer
 
     if args.data_dir is None:

@@ -19,7 +19,7 @@ import importlib.util
 import os
 from pathlib import Path
 
-from mag_dataset.cli import UserError
+from mag_dataset.errors import UserError
 from mag_dataset.commands import options
 
 

@@ -29,7 +29,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from mag_dataset.builder.guide_lint import lint_episodes
-    from mag_dataset.cli import UserError
+    from mag_dataset.errors import UserError
     from mag_dataset.page_guides import regenerate_guides
     from mag_dataset.raw import RawDataError, iter_episode_dirs, read_episode, rewrite_episode_json
 

@@ -62,7 +62,7 @@ import sys
 from pathlib import Path
 
 from mag_dataset.actions import View
-from mag_dataset.cli import UserError
+from mag_dataset.errors import UserError
 from mag_dataset.commands import options
 
 

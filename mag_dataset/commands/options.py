@@ -85,7 +85,7 @@ def raw_folder(args: argparse.Namespace, *, must_exist: bool = True) -> Path:
     Raises:
         UserError: no folder given, given twice (``--raw`` and the old positional), or not found.
     """
-    from mag_dataset.cli import UserError
+    from mag_dataset.errors import UserError
 
     positional = getattr(args, "raw_positional", None)
     positional = None if positional is None else Path(positional)
@@ -142,7 +142,7 @@ def task_list(values: list[str] | None) -> list[str]:
     Raises:
         UserError: a site pattern that matches no site task.
     """
-    from mag_dataset.cli import UserError
+    from mag_dataset.errors import UserError
     from mag_dataset.sites import SiteError, task_ids
 
     names = [t for value in values or [] for t in re.split(r"[,\s]+", value) if t]

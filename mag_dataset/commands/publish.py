@@ -46,7 +46,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _repo_id(value: str, flag: str) -> str:
-    from mag_dataset.cli import UserError
+    from mag_dataset.errors import UserError
 
     if value.count("/") != 1 or not all(value.split("/")):
         raise UserError(f"{flag} must look like owner/name, got {value!r}")
@@ -55,7 +55,7 @@ def _repo_id(value: str, flag: str) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from mag_dataset.builder import BuildError
-    from mag_dataset.cli import UserError
+    from mag_dataset.errors import UserError
     from mag_dataset.hub import (
         SPACES,
         PublishError,

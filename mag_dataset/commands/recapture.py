@@ -23,7 +23,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from mag_dataset.cli import UserError
+from mag_dataset.errors import UserError
 from mag_dataset.commands import options
 
 

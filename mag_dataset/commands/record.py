@@ -22,7 +22,7 @@ from __future__ import annotations
 import argparse
 import shutil
 
-from mag_dataset.cli import UserError
+from mag_dataset.errors import UserError
 from mag_dataset.commands import options
 
 

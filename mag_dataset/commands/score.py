@@ -87,7 +87,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from mag_dataset.cli import UserError
+    from mag_dataset.errors import UserError
     from mag_dataset.dataset import load_gold
     from mag_dataset.predictions import PredictionsError
     from mag_dataset.score_file import CoordSpaceError, declared_coord_space, score_file
@@ -149,7 +149,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _check_hub_flags(args: argparse.Namespace) -> tuple[str, str | None] | None:
     """Check the publishing flags before scoring; returns ``(dataset id, revision)`` when one is set."""
-    from mag_dataset.cli import UserError
+    from mag_dataset.errors import UserError
     from mag_dataset.dataset import is_local
     from mag_dataset.hub_eval import DEFAULT_DATASET_ID, TASK_SPLIT, hub_snapshot_revision
 
@@ -196,7 +196,7 @@ def _check_hub_flags(args: argparse.Namespace) -> tuple[str, str | None] | None:
 
 
 def _write_hub_results(args: argparse.Namespace, report: Any, steps: list[Any], dataset_id: str, revision: str | None) -> None:
-    from mag_dataset.cli import UserError
+    from mag_dataset.errors import UserError
 
     if args.eval_results is not None:
         from mag_dataset.hub_eval import EvalFileError, write_eval_results

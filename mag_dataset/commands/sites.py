@@ -31,7 +31,7 @@ import sys
 import time
 from typing import Any
 
-from mag_dataset.cli import UserError
+from mag_dataset.errors import UserError
 from mag_dataset.commands.options import add_out
 
 ACTIONS = ("setup", "serve", "status", "reset", "stop", "tasks", "export-webarena")

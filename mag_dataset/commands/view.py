@@ -19,7 +19,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from mag_dataset.cli import UserError
+from mag_dataset.errors import UserError
 
 DEFAULT_PORT = 8765
 

@@ -61,7 +61,6 @@ from __future__ import annotations
 
 import dataclasses
 import io
-import math
 import os
 from collections import Counter
 from dataclasses import dataclass, field
@@ -69,6 +68,7 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 from mag_dataset.actions import ACTION_SPACE
+from mag_dataset.coords import AMBIGUITY_AREA_RATIO, AMBIGUITY_TOLERANCE, restore_element
 from mag_dataset.raw import (
     AUDIT_FILE,
     RawDataError,
@@ -88,38 +88,10 @@ from mag_dataset.schema import AuditRecord, AuditStatus, Candidate, Point, Schem
 PIXEL_TOLERANCE = 24
 PIXEL_FRACTION = 0.005
 BOX_TOLERANCE = 4.0
-#: The point-mapping ambiguity rule (module docstring): box-side tolerance in px, and the
-#: area ratio above which a partly overlapping containing box competes with the smallest.
-AMBIGUITY_TOLERANCE = 1.0
-AMBIGUITY_AREA_RATIO = 0.5
 #: Reasons ``mag unify`` writes for an unmappable point (audit record ``reason``).
 POINT_OUTSIDE = "point_outside_candidates"
 POINT_AMBIGUOUS = "point_ambiguous"
 UNIFY_REASONS = (POINT_OUTSIDE, POINT_AMBIGUOUS)
-
-
-def restore_element(point: Point, candidates: Sequence[Candidate]) -> Candidate | None:
-    """The candidate a point maps to: smallest box containing it, deterministic tie-break.
-
-    Args:
-        point: ``(x, y)`` in screenshot pixels.
-        candidates: the candidate menu, in menu order.
-
-    Returns:
-        The chosen candidate, or None when no box contains the point.
-    """
-    best: tuple[Any, ...] | None = None
-    chosen = None
-    for index, c in enumerate(candidates):
-        if not point_in_box(point, c.bbox):
-            continue
-        x0, y0, x1, y1 = c.bbox
-        area = (x1 - x0) * (y1 - y0)
-        cx, cy = (x0 + x1) / 2.0, (y0 + y1) / 2.0
-        key = (area, math.hypot(point[0] - cx, point[1] - cy), index, c.id)
-        if best is None or key < best:
-            best, chosen = key, c
-    return chosen
 
 
 def _area(box: Sequence[float]) -> float:

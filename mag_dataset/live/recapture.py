@@ -398,7 +398,8 @@ def recapture_episode(folder: Path, episode: RawEpisode, *, reset_site: bool = F
     from PIL import Image
 
     from mag_dataset.live.env import make_site_env
-    from mag_dataset.live.observe import draw_som, encode_png, observe_page
+    from mag_dataset.live.observe import observe_page
+    from mag_dataset.som import draw_som, encode_png
     from mag_dataset.sites import task_class
     from mag_dataset.sites.manager import health
 

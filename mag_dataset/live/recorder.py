@@ -42,8 +42,6 @@ from mag_dataset.live.splits import (  # noqa: F401 (re-exported: the split rule
     HELD_OUT_TEMPLATES,
     TEST_FRACTION,
     choose_held_out,
-    params_key,
-    site_family,
     split_tasks,
     write_corpus_manifest,
 )

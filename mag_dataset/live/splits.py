@@ -16,8 +16,8 @@ import json
 import math
 import random
 from pathlib import Path
-from typing import Any
 
+from mag_dataset.builder.splits import params_key, site_family
 from mag_dataset.fileio import atomic_write
 from mag_dataset.raw import CORPUS_FILE, CORPUS_FORMAT, FORMAT_VERSION, read_corpus
 
@@ -30,21 +30,6 @@ TEST_FRACTION = 0.3
 #: Templates held out of train per site family when ``corpus.json`` is written without an
 #: explicit list (fewer when a family has fewer than three templates: one stays in train).
 HELD_OUT_PER_FAMILY = 2
-
-
-def site_family(source: str, site: str) -> str:
-    """The site family of an episode, the unit of held-out templates and statistics: the
-    episode's site (shop, tracker, wiki, forum, ...), except that every MiniWoB++ episode
-    (``source == "miniwob"``) is in the one family ``miniwob``."""
-    return "miniwob" if source == "miniwob" else site
-
-
-def params_key(template: str, params: Any) -> str | None:
-    """The (template, parameters) pair of a site episode as one string, or None without
-    parameters (``metadata["params"]``, written by the site recorder)."""
-    if not isinstance(params, dict):
-        return None
-    return f"{template}|{json.dumps(params, sort_keys=True, separators=(',', ':'), default=str)}"
 
 
 def choose_held_out(template_families: dict[str, str], split_seed: int,

@@ -15,14 +15,15 @@ model class, processor, chat template and generation code) without downloading w
 * the real Qwen3.5 chat template (thinking variant, as shipped with the checkpoints).
 
 The folder loads with ``AutoModelForImageTextToText.from_pretrained`` and, after
-:func:`install_no_torchvision_shim`, with ``AutoProcessor.from_pretrained`` (the Qwen3-VL
+:func:`mag_dataset.vlm_processor.install_no_torchvision_shim`, with ``AutoProcessor.from_pretrained`` (the Qwen3-VL
 processor insists on a video processor, which needs torchvision; the shim drops the video
-modality when torchvision is absent and is a no-op otherwise). Use :func:`load_processor`
-to do both.
+modality when torchvision is absent and is a no-op otherwise). Use
+:func:`mag_dataset.vlm_processor.load_processor` to do both (imported here too, for the tests).
 
 Usage::
 
-    from mag_dataset.testing.tiny_vlm import build_tiny_qwen35, load_processor
+    from mag_dataset.testing.tiny_vlm import build_tiny_qwen35
+    from mag_dataset.vlm_processor import load_processor
     path = build_tiny_qwen35(tmp_path / "tiny")
     model = AutoModelForImageTextToText.from_pretrained(path)
     processor = load_processor(path)
@@ -30,13 +31,15 @@ Usage::
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
+
+# load_processor is imported for the tests that build a tiny model and reload its processor
+from mag_dataset.vlm_processor import _torchvision_available, install_no_torchvision_shim, load_processor  # noqa: F401
 
 #: Special tokens of the Qwen3.5 vocabulary that the processor and chat template use.
 SPECIAL_TOKENS: tuple[str, ...] = (
@@ -160,63 +163,6 @@ def qwen35_chat_template() -> str:
     from trl import chat_template_utils
 
     return chat_template_utils.qwen3_5_think_chat_template
-
-
-def _torchvision_available() -> bool:
-    return importlib.util.find_spec("torchvision") is not None
-
-
-_SHIM_INSTALLED = False
-
-
-def install_no_torchvision_shim() -> None:
-    """Let the Qwen3-VL processor be built and reloaded without torchvision (images only).
-
-    ``Qwen3VLProcessor`` declares a video processor, and every video processor in
-    transformers 5.x needs torchvision, so without it neither ``Qwen3VLProcessor(...)`` nor
-    ``AutoProcessor.from_pretrained`` works. Without torchvision this replaces the
-    processor's ``__init__`` by one without the video modality (transformers derives the
-    sub-processors to load from that signature); image and text processing are untouched.
-    With torchvision installed it does nothing. Idempotent.
-    """
-    global _SHIM_INSTALLED
-    if _SHIM_INSTALLED or _torchvision_available():
-        return
-    from transformers.models.qwen3_vl import processing_qwen3_vl
-    from transformers.processing_utils import ProcessorMixin
-
-    cls = processing_qwen3_vl.Qwen3VLProcessor
-
-    def __init__(self, image_processor=None, tokenizer=None, chat_template=None, **kwargs):  # noqa: N807
-        # Mirrors Qwen3VLProcessor.__init__ minus the video processor.
-        self.image_token = getattr(tokenizer, "image_token", "<|image_pad|>")
-        self.video_token = getattr(tokenizer, "video_token", "<|video_pad|>")
-        self.image_token_id = getattr(tokenizer, "image_token_id", None) or tokenizer.convert_tokens_to_ids(
-            self.image_token
-        )
-        self.video_token_id = getattr(tokenizer, "video_token_id", None) or tokenizer.convert_tokens_to_ids(
-            self.video_token
-        )
-        ProcessorMixin.__init__(self, image_processor, tokenizer, chat_template=chat_template)
-        self.vision_start_token = getattr(tokenizer, "vision_start_token", "<|vision_start|>")
-        self.vision_end_token = getattr(tokenizer, "vision_end_token", "<|vision_end|>")
-        self.vision_start_token_id = getattr(tokenizer, "vision_start_token_id", None) or (
-            tokenizer.convert_tokens_to_ids(self.vision_start_token)
-        )
-        self.vision_end_token_id = getattr(tokenizer, "vision_end_token_id", None) or (
-            tokenizer.convert_tokens_to_ids(self.vision_end_token)
-        )
-
-    cls.__init__ = __init__
-    _SHIM_INSTALLED = True
-
-
-def load_processor(path: str | os.PathLike, **kwargs: Any) -> Any:
-    """``AutoProcessor.from_pretrained(path)``, with :func:`install_no_torchvision_shim` first."""
-    from transformers import AutoProcessor
-
-    install_no_torchvision_shim()
-    return AutoProcessor.from_pretrained(str(path), **kwargs)
 
 
 def build_tiny_processor(tokenizer: Any = None) -> Any:

@@ -108,7 +108,8 @@ def process_observation(obs: dict[str, Any], task_name: str) -> _View:
     import numpy as np
     from PIL import Image
 
-    from mag_dataset.live.observe import draw_som, encode_png, observe
+    from mag_dataset.live.observe import observe
+    from mag_dataset.som import draw_som, encode_png
 
     miniwob = task_name.startswith("miniwob")
     scale = MINIWOB_SCALE if miniwob else 1.0
@@ -198,7 +199,7 @@ def _task_area_from_text(obs: dict[str, Any], props: dict[str, Any], boxes: dict
 def _redraw_som(view: _View) -> bytes:
     from PIL import Image
 
-    from mag_dataset.live.observe import draw_som, encode_png
+    from mag_dataset.som import draw_som, encode_png
 
     with Image.open(io.BytesIO(view.png)) as img:
         return encode_png(draw_som(img.convert("RGB"), view.candidates))

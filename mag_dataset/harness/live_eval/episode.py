@@ -108,7 +108,7 @@ def resolve_target(action: Action, view: View, candidates: list[Candidate]) -> t
         ``(grounded action, target candidate, problem)``: for a targeted action the grounded
         action carries both the element id and a coordinate (som: the candidate's box centre;
         coord: the predicted point, element = the smallest candidate box containing it, with
-        the coordinate-restoration tie-break of :func:`mag_dataset.harness.unify.restore_element`).
+        the coordinate-restoration tie-break of :func:`mag_dataset.coords.restore_element`).
         ``problem`` is a reason the action cannot be executed, else None.
         A coord point on no candidate is executable (the page decides) but has no target.
     """
@@ -123,7 +123,7 @@ def resolve_target(action: Action, view: View, candidates: list[Candidate]) -> t
         return _with_target(action, target.id, point), target, None
     if action.coordinate is None:
         return action, None, "no coordinate"
-    from mag_dataset.harness.unify import restore_element
+    from mag_dataset.coords import restore_element
 
     target = restore_element(action.coordinate, candidates)
     if target is None:

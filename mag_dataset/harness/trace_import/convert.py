@@ -149,7 +149,7 @@ def _convert_call(trace: Trace, renderer: SnapshotRenderer, call: Call, snap: di
                   images: dict[str, bytes]) -> RawStep | None:
     """Page action ``call`` as raw step ``k`` (its screenshot goes into ``images``); None when
     it does nothing (a wheel call without a delta)."""
-    from mag_dataset.live.observe import encode_png
+    from mag_dataset.som import encode_png
 
     frame = _frame_before(trace, call)
     if frame is None or snap is None:

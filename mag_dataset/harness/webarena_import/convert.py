@@ -303,7 +303,8 @@ def _not_recapturable(steps: list[RawStep]) -> str | None:
 
 def _convert_step(k: int, step: RenderStep, calls: _Aligned, trace: Trace, renderer: SnapshotRenderer,
                   images: dict[str, bytes], keys: list[str] | None) -> RawStep:
-    from mag_dataset.live.observe import Conversion, dom_evidence, encode_png
+    from mag_dataset.live.observe import Conversion, dom_evidence
+    from mag_dataset.som import encode_png
 
     kind = step.action["action_type"]
     obs_call, act_call = calls.observation, calls.action
