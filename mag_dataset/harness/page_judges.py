@@ -44,7 +44,11 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from mag_dataset.live.observe import FINGERPRINT_ATTRS
+from mag_dataset.live.observe import (  # the element identity the recorder stores, and how alike two are
+    DOM_MIN_SIMILARITY,
+    Fingerprint,
+    fingerprint_similarity,
+)
 from mag_dataset.schema import Box
 
 #: Version of the rule-based judges, logged with every verdict and named in the dataset card.
@@ -52,12 +56,6 @@ PAGE_JUDGES_VERSION = 3
 #: The judges, in panel order.
 PAGE_JUDGES = ("dom", "name", "pixel")
 
-#: Attributes of a fingerprint that identify an element: the recorder's list, read once.
-IDENTITY_ATTRS = FINGERPRINT_ATTRS
-#: Weight of each fingerprint part in :func:`fingerprint_similarity`.
-FINGERPRINT_WEIGHTS = {"tag": 1.0, "role": 1.0, "name": 2.0, "path": 1.0, "attr": 1.0}
-#: Least similarity for the ``dom`` judge to call a shown element the target.
-DOM_MIN_SIMILARITY = 0.6
 #: Least normalised cross-correlation for the ``pixel`` judge to call a location the target.
 PIXEL_MIN_SCORE = 0.90
 #: Locations scoring within this of the best are equally good (ties are broken by distance).
@@ -73,58 +71,6 @@ FLAT_CROP_STD = 4.0
 CROP_CONTEXT = 12
 #: Smallest crop side the ``pixel`` judge matches (pixels).
 MIN_CROP_SIDE = 4
-
-
-@dataclass(frozen=True)
-class Fingerprint:
-    """An element's identity in its page (what the recorder stores per candidate and target).
-
-    Attributes:
-        tag: lower-case tag name.
-        role: ARIA role (from the accessibility tree).
-        name: accessible name.
-        attrs: the :data:`IDENTITY_ATTRS` the element has, as sorted ``(name, value)`` pairs.
-        path: structural path from the root, ``tag[i]/tag[j]/...`` (``i``: index among the
-            parent's children of the same tag).
-    """
-
-    tag: str
-    role: str = ""
-    name: str = ""
-    attrs: tuple[tuple[str, str], ...] = ()
-    path: str = ""
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"tag": self.tag, "role": self.role, "name": self.name, "attrs": dict(self.attrs), "path": self.path}
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "Fingerprint":
-        attrs = d.get("attrs") or {}
-        return cls(tag=str(d.get("tag") or ""), role=str(d.get("role") or ""), name=str(d.get("name") or ""),
-                   attrs=tuple(sorted((str(k), str(v)) for k, v in attrs.items() if k in IDENTITY_ATTRS)),
-                   path=str(d.get("path") or ""))
-
-
-def fingerprint_similarity(a: Fingerprint, b: Fingerprint) -> float:
-    """How much of ``a``'s identity ``b`` shares, in [0, 1] (weights: :data:`FINGERPRINT_WEIGHTS`).
-
-    Each part ``a`` has counts: tag, role, name and path when not empty, and each identity
-    attribute. A different tag is never the same element (0).
-    """
-    if a.tag != b.tag:
-        return 0.0
-    w = FINGERPRINT_WEIGHTS
-    total = got = w["tag"]
-    for part in ("role", "name", "path"):
-        mine = getattr(a, part)
-        if mine:
-            total += w[part]
-            got += w[part] if getattr(b, part) == mine else 0.0
-    theirs = dict(b.attrs)
-    for k, v in a.attrs:
-        total += w["attr"]
-        got += w["attr"] if theirs.get(k) == v else 0.0
-    return got / total
 
 
 @dataclass(frozen=True)

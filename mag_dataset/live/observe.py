@@ -397,6 +397,68 @@ def structural_path(elements: dict[str, Element], bid: str) -> str:
     return "/".join(reversed(parts))
 
 
+#: Attributes of a fingerprint that identify an element: the recorder's list, read once.
+IDENTITY_ATTRS = FINGERPRINT_ATTRS
+#: Weight of each fingerprint part in :func:`fingerprint_similarity`.
+FINGERPRINT_WEIGHTS = {"tag": 1.0, "role": 1.0, "name": 2.0, "path": 1.0, "attr": 1.0}
+#: Least similarity for a shown element to be the recorded target: the label audit's ``dom``
+#: judge (:mod:`mag_dataset.harness.page_judges`) and recapture (:mod:`mag_dataset.live.recapture`)
+#: read the same element by it.
+DOM_MIN_SIMILARITY = 0.6
+
+
+@dataclass(frozen=True)
+class Fingerprint:
+    """An element's identity in its page (what the recorder stores per candidate and target).
+
+    Attributes:
+        tag: lower-case tag name.
+        role: ARIA role (from the accessibility tree).
+        name: accessible name.
+        attrs: the :data:`IDENTITY_ATTRS` the element has, as sorted ``(name, value)`` pairs.
+        path: structural path from the root, ``tag[i]/tag[j]/...`` (``i``: index among the
+            parent's children of the same tag).
+    """
+
+    tag: str
+    role: str = ""
+    name: str = ""
+    attrs: tuple[tuple[str, str], ...] = ()
+    path: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"tag": self.tag, "role": self.role, "name": self.name, "attrs": dict(self.attrs), "path": self.path}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "Fingerprint":
+        attrs = d.get("attrs") or {}
+        return cls(tag=str(d.get("tag") or ""), role=str(d.get("role") or ""), name=str(d.get("name") or ""),
+                   attrs=tuple(sorted((str(k), str(v)) for k, v in attrs.items() if k in IDENTITY_ATTRS)),
+                   path=str(d.get("path") or ""))
+
+
+def fingerprint_similarity(a: Fingerprint, b: Fingerprint) -> float:
+    """How much of ``a``'s identity ``b`` shares, in [0, 1] (weights: :data:`FINGERPRINT_WEIGHTS`).
+
+    Each part ``a`` has counts: tag, role, name and path when not empty, and each identity
+    attribute. A different tag is never the same element (0).
+    """
+    if a.tag != b.tag:
+        return 0.0
+    w = FINGERPRINT_WEIGHTS
+    total = got = w["tag"]
+    for part in ("role", "name", "path"):
+        mine = getattr(a, part)
+        if mine:
+            total += w[part]
+            got += w[part] if getattr(b, part) == mine else 0.0
+    theirs = dict(b.attrs)
+    for k, v in a.attrs:
+        total += w["attr"]
+        got += w["attr"] if theirs.get(k) == v else 0.0
+    return got / total
+
+
 def fingerprint(elements: dict[str, Element], bid: str) -> dict[str, Any] | None:
     """The element's identity in its page, as the recorder stores it (None: no such element).
 

@@ -184,7 +184,7 @@ def _matches(st, ob) -> list[tuple[float, str]]:
     """``(similarity, bid)`` of every element of the replayed page that may be the step's target:
     by its DOM fingerprint (at least the page judge's least similarity), else by the role and
     text of its recorded candidate. Empty for an untargeted step."""
-    from mag_dataset.harness.page_judges import DOM_MIN_SIMILARITY, Fingerprint, fingerprint_similarity
+    from mag_dataset.live.observe import DOM_MIN_SIMILARITY, Fingerprint, fingerprint_similarity
     from mag_dataset.live.observe import fingerprint
 
     dom = st.metadata.get("dom") or {}
@@ -243,7 +243,7 @@ def _box(ob, bid: str) -> tuple[float, float, float, float] | None:
 
 def _target_missing(st, ob) -> str | None:
     """Why the step's target is not on the replayed page, or None (untargeted steps: None)."""
-    from mag_dataset.harness.page_judges import Fingerprint
+    from mag_dataset.live.observe import Fingerprint
 
     dom = st.metadata.get("dom") or {}
     target = st.action.element_id or st.metadata.get("expert_element_id")
