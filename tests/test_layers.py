@@ -65,7 +65,8 @@ ALLOWED: dict[tuple[str, str], str] = {
     # (live.observe, live.expert_kit, live.env's Chromium), so the intended direction is
     # sites -> live. These three live modules still look a site task class up by its name
     # (`mag_dataset.sites.task_class`) to start, record or replay a site episode.
-    ("mag_dataset.live.env", "mag_dataset.sites"): "make_site_env finds the task class of a `sites.*` task id",
+    ("mag_dataset.live.env", "mag_dataset.sites"):
+        "make_site_env builds the BrowserGym env around the task class of a `sites.*` task id",
     ("mag_dataset.live.recorder", "mag_dataset.sites"): "_provenance stores the origins of the sites a task uses",
     ("mag_dataset.live.recapture", "mag_dataset.sites"): "recapture replays an episode on its site's task class",
     ("mag_dataset.live.recapture", "mag_dataset.sites.manager"): "recapture checks that the site is served",
