@@ -64,7 +64,10 @@ ALLOWED: dict[tuple[str, str], str] = {
     # live <-> sites (issue 28): the sites' tasks and experts are built on the browser layer
     # (live.observe, live.expert_kit, live.env's Chromium), so the intended direction is
     # sites -> live. These three live modules still look a site task class up by its name
-    # (`mag_dataset.sites.task_class`) to start, record or replay a site episode.
+    # (`mag_dataset.sites.task_class`) to start, record or replay a site episode. The recorder,
+    # recapture and evidence (through make_site_env) drive site tasks, so they sit above the
+    # sites: the edges go when they leave live/ (for harness/) and make_site_env moves into
+    # sites/, module moves left to item 5 of issue 28 (names and merged twins).
     ("mag_dataset.live.env", "mag_dataset.sites"):
         "make_site_env builds the BrowserGym env around the task class of a `sites.*` task id",
     ("mag_dataset.live.recorder", "mag_dataset.sites"): "_provenance stores the origins of the sites a task uses",
