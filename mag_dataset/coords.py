@@ -33,9 +33,11 @@ hold no whole-unit point at all (such a miss is counted ``point_outside_box`` wi
 distance, a near miss within 10 px). The gold targets rendered by
 :func:`mag_dataset.prompts.render_target` in a space never lose a point: they are written
 with 4 decimals, or at full precision when 4 decimals would convert back outside the box.
-On the bundled site corpus (1280 x 720) the smallest gold box is 12.5 px wide and 13 px
-high and the gold point nearest an edge is 1 px from it, so whole norm1000 units keep every
-gold point inside its box (``tests/test_coords.py``).
+On the bundled site corpus (1280 x 720) the smallest gold box is 12.5 px wide and 12 px
+high, so every box holds whole norm1000 units and a model answering whole units can hit
+every one; rounding the gold points themselves keeps all but one inside (a person's click
+0.39 px inside a box's left edge, ``sites.forum.search_phrase.seed-814497:0``; the recorder
+now keeps its clicks a pixel from the edges) (``tests/test_coords.py``).
 
 :class:`SpaceCheck` collects the raw points of a file and warns when they look like
 another space (every point inside ``[0, 1] x [0, 1]``; fewer than half of them inside the

@@ -201,5 +201,8 @@ def test_a_site_click_lands_where_a_person_would_click():
     assert sum(abs(x - cx) <= 1 and abs(y - cy) <= 1 for x, y in points) <= 0.2 * len(points)
     near_edge = sum(min(x - box[0], box[2] - x) <= 0.2 * 160 and min(y - box[1], box[3] - y) > 0 for x, y in points)
     assert near_edge >= 0.1 * len(points)
+    narrow = (1011.61, 15.0, 1026.47, 33.0)  # the near-edge draw that gave 1012, 0.39 px from the edge
+    assert all(min(x - narrow[0], narrow[2] - x, y - narrow[1], narrow[3] - y) >= 1
+               for x, y in (human_click_point("sites.forum.search_phrase", 814497, i, narrow) for i in range(400)))
     tiny = (10.5, 10.5, 11.0, 11.5)  # under a pixel wide: no whole pixel inside, its centre
     assert human_click_point("t", 0, 0, tiny) == box_center(tiny)

@@ -121,5 +121,5 @@ def test_coord_target_of_an_id_only_gold_is_the_box_centre():
     step = make_step("x/0", "x", Action("click", element_id="8"), guide="Click the link.", target_bbox=MENU[4].bbox)
     text = render_target(step, "coord", "J")
     assert json.loads(text)["action"] == {"type": "click", "coordinate": [120, 140]}  # box (90, 130, 150, 150)
-    sc = score_step(text, step, "coord", "J")
+    sc = score_step(text, step, "coord", "J", menu=step.candidates)
     assert sc.target_acc == 1.0 and sc.saa == 1.0

@@ -80,8 +80,26 @@ from mag_dataset.builder.layout import (
 from mag_dataset.builder.splits import DEFAULT_SPLIT_SEED, DEFAULT_TEST_FRACTION, CorpusSplits, read_splits
 from mag_dataset.builder.labels import POINT_NOT_RESTORED, resolve_labels
 from mag_dataset.builder.corpus import Corpus, PreparedStep, prepare_corpus, raw_fingerprint
-from mag_dataset.builder.hf_builder import RENDER_CHUNK, WebMREBuilder, WebMREConfig
-from mag_dataset.builder.write import build_dataset
+
+# The two rooms that import ``datasets`` (seconds, hundreds of MB) load on first use, so that
+# ``mag_dataset.builder.splits`` and the other pure rooms import light (the recorder needs them).
+_LAZY = {
+    "RENDER_CHUNK": "mag_dataset.builder.hf_builder",
+    "WebMREBuilder": "mag_dataset.builder.hf_builder",
+    "WebMREConfig": "mag_dataset.builder.hf_builder",
+    "build_dataset": "mag_dataset.builder.write",
+}
+
+
+def __getattr__(name: str):
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
 
 __all__ = [
     "BUILD_FORMAT",

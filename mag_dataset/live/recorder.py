@@ -163,7 +163,8 @@ def human_click_point(task: str, seed: int, index: int, box: tuple[float, float,
     """Where a person's click on ``box`` lands: a whole-pixel point drawn with
     ``random.Random(f"{task}:{seed}:{index}:click")`` around the centre (normal, standard
     deviation :data:`CLICK_SPREAD` of the box's width and height), or, one click in
-    :data:`CLICK_NEAR_EDGE`, within the outer fifth of a random side; always inside the box.
+    :data:`CLICK_NEAR_EDGE`, within the outer fifth of a random side; always inside the box, at
+    least one pixel from its edges where it is wider and taller than two pixels.
     People do not click exact centres (WebMRE's human demonstrations: almost none do)."""
     import random
 
@@ -178,10 +179,20 @@ def human_click_point(task: str, seed: int, index: int, box: tuple[float, float,
     else:
         fx = min(0.95, max(0.05, rng.gauss(0.5, CLICK_SPREAD)))
         fy = min(0.95, max(0.05, rng.gauss(0.5, CLICK_SPREAD)))
-    x, y = float(int(x0 + w * fx)), float(int(y0 + h * fy))
+    x, y = _inside(int(x0 + w * fx), x0, x1), _inside(int(y0 + h * fy), y0, y1)
     if not point_in_box((x, y), box):  # a box under two pixels wide or tall: its centre
         return _gold_point(box)
     return (x, y)
+
+
+def _inside(v: int, lo: float, hi: float) -> float:
+    """``v`` moved to at least one pixel inside ``[lo, hi]`` when the span allows it: a whole
+    pixel drawn next to a fractional edge (1011.61 -> 1012) would sit under half a norm1000
+    unit from it, where a model answering whole grid units cannot name it."""
+    import math
+
+    first, last = math.ceil(lo + 1), math.floor(hi - 1)
+    return float(min(max(v, first), last) if first <= last else v)
 
 
 class _Abandoned(Exception):
