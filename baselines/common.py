@@ -140,7 +140,7 @@ def load_examples(dataset: str, view: View | str, split: str, limit: int | None 
 
 
 def gold_for(steps: Sequence[Step], view: View | str, dataset: str, split: str) -> Any:
-    """The scoring input of ``steps`` (a :class:`~mag_dataset.scorer.gold.GoldSteps`): in the coord
+    """The scoring input of ``steps`` (a :class:`~mag_dataset.scoring.gold.GoldSteps`): in the coord
     view with the som menus of the same split, loaded from ``dataset``, which the
     guide-action consistency of J and JG reads (coord rows carry no menu).
 
@@ -152,7 +152,7 @@ def gold_for(steps: Sequence[Step], view: View | str, dataset: str, split: str) 
     """
     from mag_dataset.errors import UserError
     from mag_dataset.dataset import load_gold
-    from mag_dataset.scorer.gold import GoldSteps
+    from mag_dataset.scoring.gold import GoldSteps
 
     view = View(view)
     if view is View.SOM:

@@ -26,7 +26,7 @@ from mag_dataset.schema import Action, Candidate, SchemaError, Step
 if TYPE_CHECKING:
     import datasets
 
-    from mag_dataset.scorer.gold import GoldSteps
+    from mag_dataset.scoring.gold import GoldSteps
 
 #: Step columns kept in a gold record (everything but the screenshot and split_seed).
 _STEP_FIELDS: tuple[str, ...] = (
@@ -185,7 +185,7 @@ def gold_records(ds: "GoldSteps | datasets.Dataset | Iterable[dict[str, Any]]") 
     travels with the record; records of a bare coord dataset have none, and scoring them
     under J or JG is refused rather than reported as n/a.
     """
-    from mag_dataset.scorer.gold import GoldSteps
+    from mag_dataset.scoring.gold import GoldSteps
 
     if isinstance(ds, GoldSteps):
         records = [_step_record(s) for s in ds.steps]
@@ -205,7 +205,7 @@ def gold_from_records(view: View | str, records: Iterable[dict[str, Any]]) -> "G
         ValueError: coord records without their ``menu`` (make them from
             :func:`load_gold`'s gold: ``gold_records(load_gold(...))``).
     """
-    from mag_dataset.scorer.gold import GoldSteps
+    from mag_dataset.scoring.gold import GoldSteps
 
     view = View(view)
     records = list(records)
@@ -239,7 +239,7 @@ def load_gold(source: str | os.PathLike, view: View | str, split: str = "test") 
         SchemaError: a row that violates the schema.
         ValueError: an unknown view or split; a coord step without a som row.
     """
-    from mag_dataset.scorer.gold import GoldSteps
+    from mag_dataset.scoring.gold import GoldSteps
 
     view = View(view)
     if str(source) == "bundled":

@@ -19,7 +19,7 @@ Rules, in order:
 
 In the coord view the action is the centre of the chosen candidate's box. The coord rows
 of the dataset carry no menu, so the heuristic reads the som menu of the same step id from
-the gold (:class:`~mag_dataset.scorer.gold.GoldSteps`, which :func:`mag_dataset.dataset.load_gold`
+the gold (:class:`~mag_dataset.scoring.gold.GoldSteps`, which :func:`mag_dataset.dataset.load_gold`
 builds): the heuristic is a no-model reference for both views, not a coordinate-grounding model.
 """
 
@@ -34,7 +34,7 @@ from mag_dataset.guides import template_guide
 from mag_dataset.predictions import Prediction
 from mag_dataset.prompts import action_object, render_output
 from mag_dataset.schema import Action, Candidate, Step, box_center
-from mag_dataset.scorer.gold import GoldSteps
+from mag_dataset.scoring.gold import GoldSteps
 
 if TYPE_CHECKING:
     from mag_dataset.scoring import Report

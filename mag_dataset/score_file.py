@@ -3,7 +3,7 @@ streamed scoring call. What ``mag score``, ``mag compare``, the scripts and the 
 share; the commands only turn flags into these calls and errors into one line.
 
 The gold comes whole from :func:`mag_dataset.dataset.load_gold` (a
-:class:`~mag_dataset.scorer.gold.GoldSteps`: the steps and, in the coord view, the som
+:class:`~mag_dataset.scoring.gold.GoldSteps`: the steps and, in the coord view, the som
 menus), so no caller re-joins the menus by hand.
 """
 
@@ -16,7 +16,7 @@ from typing import Any, Sequence
 
 from mag_dataset.actions import Contract, View
 from mag_dataset.schema import Step
-from mag_dataset.scorer.gold import GoldSteps
+from mag_dataset.scoring.gold import GoldSteps
 
 
 class CoordSpaceError(ValueError):

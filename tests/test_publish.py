@@ -203,7 +203,7 @@ def test_dry_run_lists_the_dataset_and_both_spaces(built, capsys):
     ]
     assert sections["https://huggingface.co/datasets/mag/webmre"] == _files(built)
     package = _package_files()
-    assert len(package) > 100 and "mag_dataset/scoring.py" in package and "mag_dataset/hub_eval.py" in package
+    assert len(package) > 100 and "mag_dataset/scoring/__init__.py" in package and "mag_dataset/hub_eval.py" in package
     root = repository_root()
     metric = sorted(p.name for p in (root / "loaders/webmre_metric").iterdir() if p.is_file())
     board = sorted(p.name for p in (root / "leaderboard").iterdir() if p.is_file())
@@ -235,7 +235,7 @@ def test_space_plans_carry_front_matter_and_the_package_dependencies():
         # the package travels as the exact source that runs here
         import mag_dataset
 
-        assert files["mag_dataset/scoring.py"] == (Path(mag_dataset.__file__).parent / "scoring.py").read_bytes()
+        assert files["mag_dataset/scoring/__init__.py"] == (Path(mag_dataset.__file__).parent / "scoring" / "__init__.py").read_bytes()
     assert "evaluate>=0.4.6" in {f.path: f.data for f in space_plan("metric", "m/x").files}["requirements.txt"].decode()
 
 
@@ -324,7 +324,7 @@ def test_publish_sends_the_dataset_and_both_spaces_through_huggingface_hub(built
         repo = hub.repos[("space", repo_id)]
         plan = {f.path: f.data for f in space_plan(kind, repo_id).files}
         assert set(repo.files) == set(plan), set(repo.files) ^ set(plan)
-        for name in ("README.md", "app.py", "requirements.txt", "mag_dataset/scoring.py", "mag_dataset/hub.py"):
+        for name in ("README.md", "app.py", "requirements.txt", "mag_dataset/scoring/__init__.py", "mag_dataset/hub.py"):
             assert repo.files[name] == plan[name], name
         assert not any(FAKE_TOKEN.encode() in data for data in repo.files.values())  # the token is never a file
         assert len(repo.commits) == 1 and repo.commits[0]["summary"].startswith(f"Deploy the WebMRE {kind} Space")

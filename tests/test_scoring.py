@@ -377,7 +377,7 @@ def test_every_metric_is_declared_once_and_the_derived_names_read_the_table():
     # StepScore: identity fields, then one field per declared metric in table order, then the taxonomy
     fields = [f.name for f in dataclasses.fields(StepScore)]
     assert fields[10:21] == names and fields[21:] == ["error", "pred_type", "box_distance"]
-    assert dataclasses.is_dataclass(StepScore) and StepScore.__module__ == "mag_dataset.scorer.step"
+    assert dataclasses.is_dataclass(StepScore) and StepScore.__module__ == "mag_dataset.scoring.step"
     # the board's columns (the leaderboard's order) and the paired tests of mag compare
     assert list(BOARD_COLUMNS.items()) == [
         ("saa", "SAA"), ("target_acc", "target acc"), ("action_type_acc", "type acc"), ("text_f1", "text F1"),
@@ -403,7 +403,7 @@ def test_a_step_score_pickles_and_round_trips():
 
 def test_metric_rules_read_the_declared_rule_not_a_copy(monkeypatch):
     """The scorer runs each row's rule: a row whose rule is replaced changes that metric only."""
-    import mag_dataset.scorer.step as step_mod
+    import mag_dataset.scoring.step as step_mod
 
     rules = tuple((name, (lambda x, done: 0.25) if name == "text_f1" else rule) for name, rule in step_mod._RULES)
     monkeypatch.setattr(step_mod, "_RULES", rules)

@@ -12,7 +12,7 @@ import evaluate
 from mag_dataset.actions import Contract, View
 from mag_dataset.dataset import gold_from_records, step_from_record
 from mag_dataset.predictions import Prediction
-from mag_dataset.scorer.gold import menus_needed
+from mag_dataset.scoring.gold import menus_needed
 from mag_dataset.scoring import EXTENSION_METRICS, METRIC_NAMES, METRIC_TABLE, SCORER_VERSION, score_predictions
 from mag_dataset.verdicts import read_usefulness_verdicts
 

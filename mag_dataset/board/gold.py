@@ -10,7 +10,7 @@ from typing import Any
 
 from mag_dataset.actions import View
 from mag_dataset.schema import Step
-from mag_dataset.scorer.gold import GoldSteps
+from mag_dataset.scoring.gold import GoldSteps
 
 
 @dataclass

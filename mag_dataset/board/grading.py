@@ -129,7 +129,7 @@ def warm_up() -> None:
     concurrent uploads took 29.8 s with it against 27.3 s for children started on demand."""
     import numpy  # noqa: F401 - imported for its side effect: loaded once, before any upload
 
-    from mag_dataset.scorer.text import bleu_1_4, rouge_l
+    from mag_dataset.scoring.text import bleu_1_4, rouge_l
 
     bleu_1_4("click the submit button", "click submit")
     rouge_l("click the submit button", "click submit")

@@ -2,9 +2,9 @@
 
 The format gate (:mod:`mag_dataset.parsing`), the conversion of a coord-view point from its
 declared space to screenshot pixels (:mod:`mag_dataset.coords`), every rule of
-:data:`~mag_dataset.scorer.metrics.METRIC_TABLE`, and the error taxonomy (why an output
+:data:`~mag_dataset.scoring.metrics.METRIC_TABLE`, and the error taxonomy (why an output
 is wrong; see :mod:`mag_dataset.scoring`). Pure. Not here: the metrics' definitions
-(:mod:`mag_dataset.scorer.metrics`) and aggregation (:mod:`mag_dataset.scorer.aggregate`).
+(:mod:`mag_dataset.scoring.metrics`) and aggregation (:mod:`mag_dataset.scoring.aggregate`).
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from mag_dataset.actions import ACTION_SPACE, CONTRACT_KEYS, Contract, View
 from mag_dataset.coords import PIXELS, CoordSpace, parse_coord_space
 from mag_dataset.parsing import Parsed, parse_output
 from mag_dataset.schema import Box, Candidate, Point, Step
-from mag_dataset.scorer.gold import MENU_CONTRACTS
-from mag_dataset.scorer.metrics import METRIC_TABLE, StepInput, arg_norm, target_match
+from mag_dataset.scoring.gold import MENU_CONTRACTS
+from mag_dataset.scoring.metrics import METRIC_TABLE, StepInput, arg_norm, target_match
 
 #: The fields of a :class:`StepScore` before its metrics (what identifies and flags the step).
 _HEAD: tuple[tuple[str, str], ...] = (
@@ -64,7 +64,7 @@ StepScore.__doc__ = """Scores of one output on one step (``None`` = not applicab
         format_ok: the output passed the format gate.
         reason: why it failed the gate (None when it passed).
         unjudged: verdicts were given but none covers this guide.
-        <metric>: one field per row of :data:`~mag_dataset.scorer.metrics.METRIC_TABLE`, in
+        <metric>: one field per row of :data:`~mag_dataset.scoring.metrics.METRIC_TABLE`, in
             its order (``ofcr`` ... ``usefulness``, then the extensions
             ``guide_action_consistency``, ``joint_step_acc``).
         error: the error-taxonomy class (see :mod:`mag_dataset.scoring`), None where it
@@ -202,7 +202,7 @@ def score_step(
         coord_space: the space of a coord-view point (:mod:`mag_dataset.coords`;
             default screenshot pixels).
         menu: coord view: the step's som candidate menu (:meth:`GoldSteps.menu
-            <mag_dataset.scorer.gold.GoldSteps.menu>`), required under J and JG, where the
+            <mag_dataset.scoring.gold.GoldSteps.menu>`), required under J and JG, where the
             consistency check reads which element the point hits.
 
     Returns:

@@ -1,7 +1,7 @@
 """The plain-text table of a report that ``mag score`` prints.
 
-Reads a :class:`~mag_dataset.scorer.aggregate.Report` only: the metrics in
-:data:`~mag_dataset.scorer.metrics.METRIC_TABLE` order, the extensions that were scored,
+Reads a :class:`~mag_dataset.scoring.aggregate.Report` only: the metrics in
+:data:`~mag_dataset.scoring.metrics.METRIC_TABLE` order, the extensions that were scored,
 the breakdowns, format failures, the top error classes and the warnings. Not here: any
 number (everything shown is in the report).
 """
@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from mag_dataset.scorer.aggregate import BREAKDOWNS, Report
-from mag_dataset.scorer.metrics import EXTENSION_METRICS, METRIC_NAMES
+from mag_dataset.scoring.aggregate import BREAKDOWNS, Report
+from mag_dataset.scoring.metrics import EXTENSION_METRICS, METRIC_NAMES
 
 
 def _fmt(v: float | None) -> str:

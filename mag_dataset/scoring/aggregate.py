@@ -1,13 +1,13 @@
 """Per-step scores -> :class:`Report`: means with denominators, seeds, bootstrap, counts.
 
-Streams :class:`~mag_dataset.scorer.step.StepScore` objects (:class:`Aggregator`): micro
+Streams :class:`~mag_dataset.scoring.step.StepScore` objects (:class:`Aggregator`): micro
 mean over steps, macro mean over tasks, each with its denominator; several seeds give the
 mean over seeds and the sample std; ``ci95`` is a task-level bootstrap of the micro mean;
 breakdowns by site, gold action type, stale and unseen_template; the error taxonomy and
 format-failure counts; the provenance block. The metrics and their order come from
-:data:`~mag_dataset.scorer.metrics.METRIC_TABLE`. Pure: the only randomness is the
+:data:`~mag_dataset.scoring.metrics.METRIC_TABLE`. Pure: the only randomness is the
 bootstrap, drawn from ``random.Random(BOOTSTRAP_SEED)``. Not here: per-step scoring
-(:mod:`mag_dataset.scorer.step`) and the text rendering (:mod:`mag_dataset.scorer.render`).
+(:mod:`mag_dataset.scoring.step`) and the text rendering (:mod:`mag_dataset.scoring.render`).
 """
 
 from __future__ import annotations
@@ -27,10 +27,10 @@ from mag_dataset.actions import ActionType, Contract, View
 from mag_dataset.coords import SpaceCheck
 from mag_dataset.prompts import PROMPT_VERSION
 from mag_dataset.schema import AuditStatus, Step
-from mag_dataset.scorer.fingerprint import dataset_fingerprint
-from mag_dataset.scorer.metrics import ALL_METRICS, EXTENSION_METRICS, METRIC_NAMES, SCORER_VERSION
-from mag_dataset.scorer.step import StepScore
-from mag_dataset.scorer.text import sacrebleu_version
+from mag_dataset.scoring.fingerprint import dataset_fingerprint
+from mag_dataset.scoring.metrics import ALL_METRICS, EXTENSION_METRICS, METRIC_NAMES, SCORER_VERSION
+from mag_dataset.scoring.step import StepScore
+from mag_dataset.scoring.text import sacrebleu_version
 
 #: A coord-view miss this close to the gold box (px) is a near miss.
 NEAR_MISS_PX = 10.0

@@ -11,7 +11,7 @@ applicable metric and stays in every denominator):
 
 {metric_table}
 
-The table is :data:`METRIC_TABLE` (:mod:`mag_dataset.scorer.metrics`), where each metric is
+The table is :data:`METRIC_TABLE` (:mod:`mag_dataset.scoring.metrics`), where each metric is
 declared once; the extensions (``guide_action_consistency``, ``joint_step_acc``) are
 reported apart from the papers' metrics, under ``extensions`` in the JSON.
 
@@ -35,11 +35,24 @@ with its denominator; several seeds give the mean over seeds and the sample std;
 is a task-level bootstrap of the micro mean (tasks resampled with replacement, seeds
 pooled). Breakdowns by site, gold action type, stale and unseen_template.
 
-This module is the scorer's public API; its parts are the :mod:`mag_dataset.scorer`
-modules (the metric table, text metrics, per-step scoring, fingerprint, aggregation, text
-rendering). Here: :func:`score_predictions`, which streams a predictions file through them
-against a :class:`~mag_dataset.scorer.gold.GoldSteps` (the steps and, in the coord view, the
-som menus: the one scoring input the dataset loader builds).
+The package is the scorer: its public names are importable from ``mag_dataset.scoring``
+(the names of :data:`__all__`), and the code of the package imports each from the module
+that defines it:
+
+- :mod:`.metrics`: every metric declared once (name, titles, where it applies, its per-step
+  rule, a one-line description), and the names derived from that table.
+- :mod:`.gold`: :class:`~.gold.GoldSteps`, the one scoring input (one view's steps and, in the
+  coord view, the som menus).
+- :mod:`.text`: the text metrics (argument normalisation, token F1, BLEU, ROUGE-L).
+- :mod:`.step`: one output on one step -> :class:`~.step.StepScore` (format gate, coordinate
+  conversion, every metric, the error taxonomy).
+- :mod:`.fingerprint`: the dataset fingerprint of the gold steps.
+- :mod:`.aggregate`: per-step scores -> :class:`~.aggregate.Report` (means, denominators,
+  breakdowns, seeds, the task-level bootstrap, counts, provenance).
+- :mod:`.render`: the plain-text table ``mag score`` prints.
+- here: :func:`score_predictions`, which streams a predictions file through them against a
+  :class:`~.gold.GoldSteps` (the steps and, in the coord view, the som menus: the one scoring
+  input the dataset loader builds).
 """
 
 from __future__ import annotations
@@ -52,7 +65,7 @@ from mag_dataset.coords import CoordSpace, SpaceCheck, parse_coord_space
 from mag_dataset.parsing import Parsed, parse_output
 from mag_dataset.predictions import Prediction, PredictionsError, SeenSteps
 from mag_dataset.schema import Candidate, Step
-from mag_dataset.scorer.aggregate import (
+from mag_dataset.scoring.aggregate import (
     BOOTSTRAP_RESAMPLES,
     BOOTSTRAP_SEED,
     BREAKDOWNS,
@@ -63,9 +76,9 @@ from mag_dataset.scorer.aggregate import (
     aggregate,
     round_value,
 )
-from mag_dataset.scorer.fingerprint import dataset_fingerprint
-from mag_dataset.scorer.gold import GoldSteps, menus_needed
-from mag_dataset.scorer.metrics import (
+from mag_dataset.scoring.fingerprint import dataset_fingerprint
+from mag_dataset.scoring.gold import GoldSteps, menus_needed
+from mag_dataset.scoring.metrics import (
     ALL_METRICS,
     BOARD_COLUMNS,
     EXTENSION_METRICS,
@@ -80,9 +93,9 @@ from mag_dataset.scorer.metrics import (
     metric_table_markdown,
     metric_table_rst,
 )
-from mag_dataset.scorer.render import format_report
-from mag_dataset.scorer.step import MISSING, StepScore, box_distance, convert_coordinate, score_parsed, score_step
-from mag_dataset.scorer.text import STEP_DECIMALS, bleu, bleu_1_4, normalize_arg, rouge_l, token_f1, tokens
+from mag_dataset.scoring.render import format_report
+from mag_dataset.scoring.step import MISSING, StepScore, box_distance, convert_coordinate, score_parsed, score_step
+from mag_dataset.scoring.text import STEP_DECIMALS, bleu, bleu_1_4, normalize_arg, rouge_l, token_f1, tokens
 
 __doc__ = (__doc__ or "").replace("{metric_table}", metric_table_rst())
 

@@ -3,7 +3,7 @@
 Pure string functions (WebMRE, arXiv 2609.27353, "Protocol"). sacrebleu is imported on
 first use and its scorer objects built once; ROUGE-L is rouge-score's, computed here (see
 :func:`rouge_l`). Not here: which step a
-metric applies to (:mod:`mag_dataset.scorer.metrics`).
+metric applies to (:mod:`mag_dataset.scoring.metrics`).
 """
 
 from __future__ import annotations

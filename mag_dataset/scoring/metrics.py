@@ -3,7 +3,7 @@
 A row of the table is a :class:`Metric`: its report key, its board column title, its long
 name, where it applies, its exact rule in words, its per-step rule (a function), the
 Every Eval Ever kind, the paired test ``mag compare`` uses and the board column it fills.
-Everything else reads this table: the :class:`~mag_dataset.scorer.step.StepScore` fields,
+Everything else reads this table: the :class:`~mag_dataset.scoring.step.StepScore` fields,
 the aggregation, the report keys, the scorer's module docstring, the board's columns, the
 leaderboard's About text, the comparison tests, the Every Eval Ever records and the
 ``.eval_results`` notes. Adding a metric is adding a row (and bumping
@@ -11,9 +11,9 @@ leaderboard's About text, the comparison tests, the Every Eval Ever records and 
 
 The rules implement WebMRE's offline protocol (arXiv 2609.27353, "Protocol"). A rule
 returns ``None`` when the metric does not apply to the step, ``0.0`` for a failed output,
-else its score. Not here: the text metrics themselves (:mod:`mag_dataset.scorer.text`) and
-turning a raw output into a :class:`~mag_dataset.scorer.step.StepScore`
-(:mod:`mag_dataset.scorer.step`).
+else its score. Not here: the text metrics themselves (:mod:`mag_dataset.scoring.text`) and
+turning a raw output into a :class:`~mag_dataset.scoring.step.StepScore`
+(:mod:`mag_dataset.scoring.step`).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from mag_dataset import consistency
 from mag_dataset.actions import ACTION_SPACE, CONTRACT_KEYS, ActionType, Contract, View
 from mag_dataset.parsing import Parsed
 from mag_dataset.schema import Action, Candidate, Step, point_in_box
-from mag_dataset.scorer.text import bleu_1_4, normalize_arg, normalize_url, rouge_l, token_f1
+from mag_dataset.scoring.text import bleu_1_4, normalize_arg, normalize_url, rouge_l, token_f1
 
 #: Bumped whenever a score could change for the same inputs (golden tests pin it).
 #: 1.1.0: declared coordinate spaces, error taxonomy, guide-action consistency extension.
@@ -69,7 +69,7 @@ class Metric:
     """One metric, declared once.
 
     Attributes:
-        name: the report key and the :class:`~mag_dataset.scorer.step.StepScore` field.
+        name: the report key and the :class:`~mag_dataset.scoring.step.StepScore` field.
         title: the short title (a board column, a table header).
         label: the long name (Every Eval Ever records, ``.eval_results`` notes).
         applies: where the metric applies (elsewhere it is ``None``), reStructuredText.
