@@ -22,7 +22,7 @@ point matching or guide BLEU; declaring it would make the Hub score the benchmar
 wrong rules. So ``eval.yaml`` names this benchmark's own framework id,
 :data:`EVALUATION_FRAMEWORK`, which has to be added to ``EVALUATION_FRAMEWORKS`` in
 huggingface.js (as ScreenSpot-Pro, SWE-bench and MTEB were) before the Hub accepts the file;
-:func:`mag_dataset.hub.publish_folder` uploads it in a commit of its own so that a refusal
+:func:`mag_dataset.publish.publish_folder` uploads it in a commit of its own so that a refusal
 does not block the dataset upload.
 
 One task per (view, contract) the leaderboard ranks; the value of a task is its headline

@@ -199,7 +199,7 @@ def test_loading_api_imports_cheaply():
     import sys
 
     code = (
-        "import sys, mag_dataset.dataset, mag_dataset.card, mag_dataset.hub, mag_dataset.commands.demo, "
+        "import sys, mag_dataset.dataset, mag_dataset.card, mag_dataset.publish, mag_dataset.commands.demo, "
         "mag_dataset.commands.build, mag_dataset.commands.publish\n"
         "heavy = [m for m in ('datasets', 'torch', 'gradio', 'pyarrow', 'huggingface_hub') if m in sys.modules]\n"
         "print(','.join(heavy))"

@@ -246,7 +246,7 @@ def test_space_repo_carries_the_app_modules(tmp_path: Path) -> None:
     import subprocess
     import sys
 
-    from mag_dataset.hub import space_plan
+    from mag_dataset.publish import space_plan
 
     plan = space_plan("leaderboard", "me/board")
     for f in plan.files:

@@ -14,7 +14,7 @@ import pytest
 from mag_dataset.builder import BUILD_INFO_FILE
 from mag_dataset.cli import main
 from mag_dataset.dataset import bundled_dataset
-from mag_dataset.hub import PublishError, publish_folder, upload_plan
+from mag_dataset.publish import PublishError, publish_folder, upload_plan
 
 
 @pytest.fixture()
@@ -191,7 +191,7 @@ def _package_files() -> list[str]:
 
 
 def test_dry_run_lists_the_dataset_and_both_spaces(built, capsys):
-    from mag_dataset.hub import repository_root
+    from mag_dataset.publish import repository_root
 
     assert main(["publish", "--repo-id", "mag/webmre", "--dataset", str(built), "--dry-run"]) == 0
     out = capsys.readouterr().out
@@ -220,7 +220,7 @@ def test_dry_run_lists_the_dataset_and_both_spaces(built, capsys):
 def test_space_plans_carry_front_matter_and_the_package_dependencies():
     import tomllib
 
-    from mag_dataset.hub import repository_root, space_plan
+    from mag_dataset.publish import repository_root, space_plan
 
     core = tomllib.loads((repository_root() / "pyproject.toml").read_text())["project"]["dependencies"]
     for kind in ("metric", "leaderboard"):
@@ -242,7 +242,7 @@ def test_space_plans_carry_front_matter_and_the_package_dependencies():
 def _fake_checkout(tmp_path: Path) -> Path:
     import shutil
 
-    from mag_dataset.hub import repository_root
+    from mag_dataset.publish import repository_root
 
     root = repository_root()
     dst = tmp_path / "checkout"
@@ -255,7 +255,7 @@ def _fake_checkout(tmp_path: Path) -> Path:
 
 
 def test_a_token_in_a_space_file_is_refused(tmp_path):
-    from mag_dataset.hub import space_plan
+    from mag_dataset.publish import space_plan
 
     root = _fake_checkout(tmp_path)
     (root / "leaderboard" / "notes.txt").write_text("HF_TOKEN=hf_" + "a1B2" * 9 + "\n")
@@ -267,7 +267,7 @@ def test_a_token_in_a_space_file_is_refused(tmp_path):
 
 
 def test_a_space_readme_without_gradio_front_matter_is_refused(tmp_path):
-    from mag_dataset.hub import space_plan
+    from mag_dataset.publish import space_plan
 
     root = _fake_checkout(tmp_path)
     readme = root / "loaders" / "webmre_metric" / "README.md"
@@ -307,7 +307,7 @@ def _publish_to(hub, tmp_path: Path, *argv: str, token: str = FAKE_TOKEN) -> sub
 def test_publish_sends_the_dataset_and_both_spaces_through_huggingface_hub(built, tmp_path):
     from _fake_hub import FakeHub, FakeRepo
 
-    from mag_dataset.hub import space_plan
+    from mag_dataset.publish import space_plan
 
     with FakeHub(FAKE_TOKEN) as hub:
         # an earlier deployment left a module the package no longer has: the new commit deletes it
@@ -324,7 +324,7 @@ def test_publish_sends_the_dataset_and_both_spaces_through_huggingface_hub(built
         repo = hub.repos[("space", repo_id)]
         plan = {f.path: f.data for f in space_plan(kind, repo_id).files}
         assert set(repo.files) == set(plan), set(repo.files) ^ set(plan)
-        for name in ("README.md", "app.py", "requirements.txt", "mag_dataset/scoring/__init__.py", "mag_dataset/hub.py"):
+        for name in ("README.md", "app.py", "requirements.txt", "mag_dataset/scoring/__init__.py", "mag_dataset/publish.py"):
             assert repo.files[name] == plan[name], name
         assert not any(FAKE_TOKEN.encode() in data for data in repo.files.values())  # the token is never a file
         assert len(repo.commits) == 1 and repo.commits[0]["summary"].startswith(f"Deploy the WebMRE {kind} Space")

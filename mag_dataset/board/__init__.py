@@ -112,7 +112,7 @@ Layout (one room, one reason to change; :class:`Board` is the facade that wires 
 ``board.granularity``          the breakdown granularity rule (:func:`public_report`)
 ``board.records``              :class:`Submission`, :class:`RescoreResult`
 ``board.storage``              SQLite: schema, migrations (``PRAGMA user_version``), statements
-``board.hub``                  Hub mirror: push, restore
+``board.mirror``               Hub mirror: push, restore
 ``board.core``                 :class:`Board`
 =============================  ===================================================================
 
@@ -137,7 +137,7 @@ from mag_dataset.board.fields import (
 from mag_dataset.board.gold import Gold
 from mag_dataset.board.grading import isolated_score, report_fingerprint, step_values
 from mag_dataset.board.granularity import MIN_GROUP_STEPS, coarsen_breakdown, coarsen_comparison, public_report
-from mag_dataset.board.hub import restore_from_folder, restore_from_hub
+from mag_dataset.board.mirror import restore_from_folder, restore_from_hub
 from mag_dataset.board.integrity import check_integrity, content_sha256, format_gate_counts, validation_summary
 from mag_dataset.board.parquet import PARQUET_BATCH_ROWS
 from mag_dataset.board.ranking import RANK_ALPHA, Ranked, rank_key

@@ -28,7 +28,7 @@ from mag_dataset.board.grading import (
     step_values,
 )
 from mag_dataset.board.granularity import coarsen_comparison, public_report
-from mag_dataset.board.hub import push_to_hub, restore_from_hub
+from mag_dataset.board.mirror import push_to_hub, restore_from_hub
 from mag_dataset.board.integrity import content_sha256
 from mag_dataset.board.ranking import Ranked, rank_key, rank_table
 from mag_dataset.board.records import RescoreResult, Submission

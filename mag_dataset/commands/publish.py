@@ -56,7 +56,7 @@ def _repo_id(value: str, flag: str) -> str:
 def run(args: argparse.Namespace) -> int:
     from mag_dataset.builder import BuildError
     from mag_dataset.errors import UserError
-    from mag_dataset.hub import (
+    from mag_dataset.publish import (
         SPACES,
         PublishError,
         format_plan,
