@@ -1,7 +1,7 @@
 """Run the decoding of untrusted files in a child process under memory and time limits.
 
 Both untrusted-input surfaces, a leaderboard upload (:mod:`mag_dataset.board`) and an
-experiment folder of ``mag import-browsergym`` (:mod:`mag_dataset.harness.importer`), are
+experiment folder of ``mag import-browsergym`` (:mod:`mag_dataset.harness.browsergym_import`), are
 decoded in a fresh ``python -m mag_dataset.isolation`` child, as SWE-bench runs each
 evaluation in its own container: the child sets its own limits with
 :func:`resource.setrlimit` before it reads a byte (address space, CPU seconds, no core
@@ -42,7 +42,7 @@ from typing import Any
 #: Task name -> ``module:function``; the function takes the request and returns plain data.
 TASKS: dict[str, str] = {
     "board.score": "mag_dataset.board:isolated_score",
-    "importer.convert": "mag_dataset.harness.importer:isolated_convert",
+    "browsergym_import.convert": "mag_dataset.harness.browsergym_import.convert:isolated_convert",
 }
 
 #: Task name -> ``module:function`` run before the child reads its request: it imports and

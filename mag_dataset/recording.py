@@ -1,7 +1,7 @@
 """From an observed page to a recorded step: the one place recorders build a :class:`~mag_dataset.raw.RawStep`.
 
 The MiniWoB++/site recorder (:mod:`mag_dataset.live.recorder`), live evaluation
-(:mod:`mag_dataset.harness.live_eval`) and the importers (:mod:`mag_dataset.harness.importer`,
+(:mod:`mag_dataset.harness.live_eval`) and the importers (:mod:`mag_dataset.harness.browsergym_import`,
 :mod:`mag_dataset.harness.trace_import`) all write raw episodes step by step from what they
 observed. This module holds what they share: the naming rules (:func:`episode_id_for`,
 :func:`site_and_template`, :func:`step_image_names`) and :func:`step_from_page`. It holds

@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mag_dataset.harness.importer import (ChatMessage, check_dom, import_experiments, load_pickle, UnsafePickle,
+from mag_dataset.harness.browsergym_import import (ChatMessage, check_dom, import_experiments, load_pickle, UnsafePickle,
                                           ImportErrorForEpisode)
 from mag_dataset.isolation import Limits
 from test_importer import FakeBrowserGym, dom_snapshot, write_experiment, BIDS

@@ -1,4 +1,4 @@
-"""Untrusted screenshots in both importers: one decoding rule (``importing.open_image``) and
+"""Untrusted screenshots in both importers: one decoding rule (``import_common.open_image``) and
 what a crafted frame of a Playwright trace archive costs (the archive, never the batch).
 
 The archives here are written by the test (a crafted frame, as the hostile pickles of
@@ -15,8 +15,8 @@ import zipfile
 import pytest
 from PIL import Image
 
-from mag_dataset.harness.importer import MAX_PIXELS, ImportErrorForEpisode
-from mag_dataset.harness.importing import MAX_IMAGE_PIXELS, open_image
+from mag_dataset.harness.browsergym_import import MAX_PIXELS, ImportErrorForEpisode
+from mag_dataset.harness.import_common import MAX_IMAGE_PIXELS, open_image
 from mag_dataset.harness.trace_import import TraceImportError, TraceTask, convert_trace
 from test_importer_hostile import _png_header
 

@@ -6,7 +6,7 @@ Examples::
     mag import-browsergym runs/2026-05-01_webarena/ --out RAW_DIR --task-key template --keep best
     mag unify --raw RAW_DIR                # then restore the mouse_click steps
 
-Only successful episodes are imported; see :mod:`mag_dataset.harness.importer` for the
+Only successful episodes are imported; see :mod:`mag_dataset.harness.browsergym_import` for the
 layout read, the action mapping and what makes an episode unimportable. Each experiment
 folder is decoded in a child process with a memory and a time limit; a folder that cannot
 be imported is skipped with its reason and the batch goes on. The summary is always
@@ -50,7 +50,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from mag_dataset.errors import UserError
-    from mag_dataset.harness.importer import IMPORT_LIMITS, import_experiments
+    from mag_dataset.harness.browsergym_import import IMPORT_LIMITS, import_experiments
     from mag_dataset.isolation import Limits
 
     templates = None

@@ -19,6 +19,6 @@ Modules (each imported only by the command that needs it):
 * :mod:`~mag_dataset.harness.preflight` — checks before the first LLM request and the
   failed-call limit (audit and drafting).
 * :mod:`~mag_dataset.harness.unify` — coordinate-only step restoration and stale flags.
-* :mod:`~mag_dataset.harness.importer` — BrowserGym/AgentLab experiment import.
+* :mod:`~mag_dataset.harness.browsergym_import` — BrowserGym/AgentLab experiment import.
 * :mod:`~mag_dataset.harness.live_eval` / :mod:`~mag_dataset.harness.agents` — live evaluation.
 """

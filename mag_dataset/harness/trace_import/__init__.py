@@ -13,7 +13,7 @@ What becomes a step
     Each page action among the trace's API calls: ``click`` / ``dblclick`` / ``tap`` /
     ``check`` / ``uncheck`` (click), ``fill`` / ``type`` (type), ``press`` and
     ``keyboard.press`` (press), ``selectOption`` (select; several options are joined by
-    :data:`mag_dataset.harness.importing.MULTI_OPTION_SEPARATOR`, as the BrowserGym importer
+    :data:`mag_dataset.harness.import_common.MULTI_OPTION_SEPARATOR`, as the BrowserGym importer
     does), ``hover``, ``mouse.click`` / ``mouse.dblclick`` (a click at a point),
     ``mouse.wheel`` (scroll), ``goto`` (goto; the first one, which opens the start page, is
     not a step), ``goBack`` / ``goForward``. Calls that do not act (waits, evaluations,
@@ -40,7 +40,7 @@ Rooms
     (reading an archive's events under caps), :mod:`.snapshots` (laying DOM snapshots out
     again and reading them) and :mod:`.convert` (calls into steps, one archive into an
     episode, a batch into a corpus). What it shares with the BrowserGym importer is
-    :mod:`mag_dataset.harness.importing`'s.
+    :mod:`mag_dataset.harness.import_common`'s.
 """
 
 from __future__ import annotations

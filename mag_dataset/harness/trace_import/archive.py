@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
-from mag_dataset.harness.importing import is_finite_number
+from mag_dataset.harness.import_common import is_finite_number
 
 #: Caps on what one archive may hold (WebArena's traces are a few MB each).
 MAX_ARCHIVE_MEMBERS = 100_000

@@ -6,7 +6,7 @@ screencast frame before the call, the candidates come from the call's DOM snapsh
 again (:mod:`.snapshots`), the action from the call's method and parameters, and the step is
 built by :func:`mag_dataset.recording.step_from_page`. :func:`import_traces` converts a batch
 into a raw corpus with the bookkeeping both importers share
-(:mod:`mag_dataset.harness.importing`). Reading the archive is :mod:`.archive`'s.
+(:mod:`mag_dataset.harness.import_common`). Reading the archive is :mod:`.archive`'s.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from typing import Any, Callable, Iterable
 from urllib.parse import urlparse
 
 from mag_dataset.guides import template_guide
-from mag_dataset.harness.importing import (
+from mag_dataset.harness.import_common import (
     MULTI_OPTION_SEPARATOR,
     BatchReport,
     check_converted,
@@ -240,7 +240,7 @@ def _short_params(params: dict[str, Any]) -> dict[str, Any]:
 
 @dataclass
 class TraceImportReport(BatchReport):
-    """What :func:`import_traces` did (a :class:`~mag_dataset.harness.importing.BatchReport`
+    """What :func:`import_traces` did (a :class:`~mag_dataset.harness.import_common.BatchReport`
     whose sources are trace archives)."""
 
     def summary(self) -> str:

@@ -13,7 +13,7 @@ Rooms
     configs); :mod:`.convert` maps the actions (:data:`~.convert.WEBARENA_ACTIONS`), matches
     them to the trace's calls, lays the DOM snapshots out again for the candidates and
     boxes, and imports a folder with the bookkeeping every importer shares
-    (:mod:`mag_dataset.harness.importing`). Reading the trace archive and laying snapshots
+    (:mod:`mag_dataset.harness.import_common`). Reading the trace archive and laying snapshots
     out are :mod:`mag_dataset.harness.trace_import`'s. Writing such folders from the sites'
     experts is :mod:`mag_dataset.sites.webarena_run`'s.
 """

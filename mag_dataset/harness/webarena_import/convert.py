@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from mag_dataset.guides import template_guide
-from mag_dataset.harness.importing import (
+from mag_dataset.harness.import_common import (
     BatchReport,
     check_converted,
     is_finite_number,
@@ -429,7 +429,7 @@ def _point(step: RenderStep, call: Call | None, screen: _Screen, viewport: tuple
 # ----------------------------------------------------------------------------- a result folder
 @dataclass
 class WebArenaImportReport(BatchReport):
-    """What :func:`import_webarena` did (a :class:`~mag_dataset.harness.importing.BatchReport`
+    """What :func:`import_webarena` did (a :class:`~mag_dataset.harness.import_common.BatchReport`
     whose sources are the tasks of a result folder)."""
 
     dropped: int = 0

@@ -1,12 +1,12 @@
 """One experiment folder converted into a raw episode (run in an isolated child).
 
-:func:`convert_experiment` reads a folder (:mod:`~mag_dataset.harness.importer.folders`),
-checks each observation (:mod:`~mag_dataset.harness.importer.limits`), reads it
-(:mod:`~mag_dataset.harness.importer.observation`), maps its action
-(:mod:`~mag_dataset.harness.importer.actions`) and builds each step with
+:func:`convert_experiment` reads a folder (:mod:`~mag_dataset.harness.browsergym_import.folders`),
+checks each observation (:mod:`~mag_dataset.harness.browsergym_import.limits`), reads it
+(:mod:`~mag_dataset.harness.browsergym_import.observation`), maps its action
+(:mod:`~mag_dataset.harness.browsergym_import.actions`) and builds each step with
 :func:`mag_dataset.recording.step_from_page`; the site and template come from the task name
 and the first URL. :func:`isolated_convert` is its child-process entry point. Writing
-episodes and choosing among repeats is :mod:`~mag_dataset.harness.importer.batch`'s.
+episodes and choosing among repeats is :mod:`~mag_dataset.harness.browsergym_import.batch`'s.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from typing import Any
 from urllib.parse import urlparse
 
 from mag_dataset.guides import template_guide
-from mag_dataset.harness.importer.actions import map_action
-from mag_dataset.harness.importer.folders import (
+from mag_dataset.harness.browsergym_import.actions import map_action
+from mag_dataset.harness.browsergym_import.folders import (
     NO_SCREENSHOTS,
     _goal_text,
     _miniwob_raw_reward,
@@ -27,9 +27,9 @@ from mag_dataset.harness.importer.folders import (
     read_step_infos,
     read_summary,
 )
-from mag_dataset.harness.importer.limits import MAX_ACTION_CHARS, MAX_DOM_DEPTH, ImportErrorForEpisode, _a, check_observation
-from mag_dataset.harness.importer.observation import _redraw_som, process_observation
-from mag_dataset.harness.importing import check_converted, episode_id_from
+from mag_dataset.harness.browsergym_import.limits import MAX_ACTION_CHARS, MAX_DOM_DEPTH, ImportErrorForEpisode, _a, check_observation
+from mag_dataset.harness.browsergym_import.observation import _redraw_som, process_observation
+from mag_dataset.harness.import_common import check_converted, episode_id_from
 from mag_dataset.raw import RawEpisode, RawStep
 from mag_dataset.recording import step_from_page
 
@@ -147,7 +147,7 @@ def _site_and_template(task_name: str, url: str, templates: dict[str, str]) -> t
 
 
 def isolated_convert(request: dict[str, Any]) -> dict[str, Any]:
-    """Child side of :func:`~mag_dataset.harness.importer.batch.import_experiments`: convert one experiment folder.
+    """Child side of :func:`~mag_dataset.harness.browsergym_import.batch.import_experiments`: convert one experiment folder.
 
     Runs in :mod:`mag_dataset.isolation`'s limited child; returns plain data only.
     """

@@ -10,8 +10,8 @@ items, nothing of AgentLab's code); a record is never given items (a pickled dic
 that is not on the allow-list is refused).
 Numpy dtypes must be plain and their pickled state must match what a plain dtype pickles;
 arrays are rebuilt here from their raw bytes after their size is checked (at most
-:data:`~mag_dataset.harness.importer.limits.MAX_ARRAY_BYTES`). It reads no file (the folder
-reader, :mod:`~mag_dataset.harness.importer.folders`, bounds and decompresses them).
+:data:`~mag_dataset.harness.browsergym_import.limits.MAX_ARRAY_BYTES`). It reads no file (the folder
+reader, :mod:`~mag_dataset.harness.browsergym_import.folders`, bounds and decompresses them).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import pickle
 import re
 from typing import Any, Callable
 
-from mag_dataset.harness.importer.limits import MAX_ARRAY_BYTES, _a
+from mag_dataset.harness.browsergym_import.limits import MAX_ARRAY_BYTES, _a
 
 
 class UnsafePickle(pickle.UnpicklingError):

@@ -68,16 +68,16 @@ Rooms
     actions onto the benchmark action space), :mod:`.convert` (one folder into one raw
     episode, in a child process) and :mod:`.batch` (many folders into a corpus: repeats,
     limits, writing). What it shares with the Playwright trace importer is
-    :mod:`mag_dataset.harness.importing`'s.
+    :mod:`mag_dataset.harness.import_common`'s.
 """
 
 from __future__ import annotations
 
-from mag_dataset.harness.importer.actions import map_action, parse_action_calls
-from mag_dataset.harness.importer.batch import KEEP_CHOICES, TASK_KEYS, ImportReport, import_experiments
-from mag_dataset.harness.importer.convert import WEBARENA_PORTS, convert_experiment, isolated_convert
-from mag_dataset.harness.importer.folders import TIKTOKEN_CRASH, find_experiments
-from mag_dataset.harness.importer.limits import (
+from mag_dataset.harness.browsergym_import.actions import map_action, parse_action_calls
+from mag_dataset.harness.browsergym_import.batch import KEEP_CHOICES, TASK_KEYS, ImportReport, import_experiments
+from mag_dataset.harness.browsergym_import.convert import WEBARENA_PORTS, convert_experiment, isolated_convert
+from mag_dataset.harness.browsergym_import.folders import TIKTOKEN_CRASH, find_experiments
+from mag_dataset.harness.browsergym_import.limits import (
     IMPORT_LIMITS,
     MAX_ACTION_CHARS,
     MAX_ARRAY_BYTES,
@@ -92,9 +92,9 @@ from mag_dataset.harness.importer.limits import (
     check_image_array,
     check_observation,
 )
-from mag_dataset.harness.importer.observation import MINIWOB_SCALE, OBSERVATION_KEYS, _View, process_observation
-from mag_dataset.harness.importer.unpickle import ChatMessage, Record, UnsafePickle, load_pickle
-from mag_dataset.harness.importing import MULTI_OPTION_SEPARATOR
+from mag_dataset.harness.browsergym_import.observation import MINIWOB_SCALE, OBSERVATION_KEYS, _View, process_observation
+from mag_dataset.harness.browsergym_import.unpickle import ChatMessage, Record, UnsafePickle, load_pickle
+from mag_dataset.harness.import_common import MULTI_OPTION_SEPARATOR
 
 __all__ = [
     "IMPORT_LIMITS", "KEEP_CHOICES", "MAX_ACTION_CHARS", "MAX_ARRAY_BYTES", "MAX_DOM_CHARS", "MAX_DOM_DEPTH",

@@ -1,13 +1,13 @@
 """Reading BrowserGym/AgentLab experiment folders, as untrusted input.
 
 One folder per episode, as ``browsergym.experiments.loop`` writes it (see
-:mod:`mag_dataset.harness.importer`): :func:`find_experiments` finds them; the readers here
+:mod:`mag_dataset.harness.browsergym_import`): :func:`find_experiments` finds them; the readers here
 return what one holds (the summary and whether it reports a success, the task and seed,
 the step infos, the goal, a screenshot, the log's crash) with every file bounded: a
 symlink leading outside the folder is refused, sizes are capped before reading, gzip is
 decompressed in bounded chunks, pickles go through the restricted unpickler
-(:mod:`~mag_dataset.harness.importer.unpickle`) and images pass the pixel cap before
-decoding. It converts nothing (:mod:`~mag_dataset.harness.importer.convert`).
+(:mod:`~mag_dataset.harness.browsergym_import.unpickle`) and images pass the pixel cap before
+decoding. It converts nothing (:mod:`~mag_dataset.harness.browsergym_import.convert`).
 """
 
 from __future__ import annotations
@@ -21,15 +21,15 @@ import zlib
 from pathlib import Path
 from typing import Any, Iterable
 
-from mag_dataset.harness.importer.limits import (
+from mag_dataset.harness.browsergym_import.limits import (
     MAX_PICKLE_BYTES,
     MAX_PIXELS,
     MAX_STEP_FILE_BYTES,
     ImportErrorForEpisode,
     _a,
 )
-from mag_dataset.harness.importer.unpickle import UnsafePickle, load_pickle
-from mag_dataset.harness.importing import open_image
+from mag_dataset.harness.browsergym_import.unpickle import UnsafePickle, load_pickle
+from mag_dataset.harness.import_common import open_image
 
 
 def find_experiments(paths: Iterable[str | os.PathLike]) -> list[Path]:

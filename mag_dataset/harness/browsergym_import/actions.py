@@ -3,9 +3,9 @@
 :func:`parse_action_calls` reads an action string (BrowserGym's Python calls, or AgentLab's
 tool-call JSON) without running it; :func:`map_action` maps the one call of a step onto a
 :class:`~mag_dataset.schema.Action` with its target on the step's
-:class:`~mag_dataset.harness.importer.observation._View` (an element the menu lacks but the
+:class:`~mag_dataset.harness.browsergym_import.observation._View` (an element the menu lacks but the
 page shows is added to it). An action with no equivalent raises
-:class:`~mag_dataset.harness.importer.limits.ImportErrorForEpisode`: the importer skips the
+:class:`~mag_dataset.harness.browsergym_import.limits.ImportErrorForEpisode`: the importer skips the
 whole episode rather than break its trajectory. It reads no observation itself.
 """
 
@@ -16,9 +16,9 @@ import json
 import re
 from typing import Any
 
-from mag_dataset.harness.importer.limits import ImportErrorForEpisode
-from mag_dataset.harness.importer.observation import _View
-from mag_dataset.harness.importing import MULTI_OPTION_SEPARATOR, scroll_direction
+from mag_dataset.harness.browsergym_import.limits import ImportErrorForEpisode
+from mag_dataset.harness.browsergym_import.observation import _View
+from mag_dataset.harness.import_common import MULTI_OPTION_SEPARATOR, scroll_direction
 from mag_dataset.schema import Action, Candidate, box_center
 
 #: What :func:`map_action` returns for a step: the action, its target and the target's box.

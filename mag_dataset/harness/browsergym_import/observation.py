@@ -5,8 +5,8 @@ snapshot through :func:`mag_dataset.live.observe.observe` (as the site recorder 
 page); without it (BrowserGym's default ``obs_preprocessor`` drops it) from BrowserGym's
 element properties for the boxes and the accessibility tree (object or ``axtree_txt``) for
 the names, cropped to MiniWoB++'s task area. It maps no action
-(:mod:`~mag_dataset.harness.importer.actions`) and trusts its input: observations pass
-:func:`~mag_dataset.harness.importer.limits.check_observation` first.
+(:mod:`~mag_dataset.harness.browsergym_import.actions`) and trusts its input: observations pass
+:func:`~mag_dataset.harness.browsergym_import.limits.check_observation` first.
 """
 
 from __future__ import annotations

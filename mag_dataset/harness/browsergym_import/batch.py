@@ -2,11 +2,11 @@
 
 :func:`import_experiments` finds the folders, converts each in a child process with a
 memory and a time limit (:mod:`mag_dataset.isolation`,
-:data:`~mag_dataset.harness.importer.limits.IMPORT_LIMITS`, entry point
-:func:`~mag_dataset.harness.importer.convert.isolated_convert`), groups repeats of one task
+:data:`~mag_dataset.harness.browsergym_import.limits.IMPORT_LIMITS`, entry point
+:func:`~mag_dataset.harness.browsergym_import.convert.isolated_convert`), groups repeats of one task
 under a task key (:data:`TASK_KEYS`), keeps every, the first or the best run of each
 (:data:`KEEP_CHOICES`) and writes the episodes. One bad folder costs one skipped folder,
-never the batch. Converting one folder is :mod:`~mag_dataset.harness.importer.convert`'s.
+never the batch. Converting one folder is :mod:`~mag_dataset.harness.browsergym_import.convert`'s.
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from mag_dataset.harness.importer.folders import find_experiments
-from mag_dataset.harness.importer.limits import IMPORT_LIMITS, ImportErrorForEpisode
-from mag_dataset.harness.importing import BatchReport
+from mag_dataset.harness.browsergym_import.folders import find_experiments
+from mag_dataset.harness.browsergym_import.limits import IMPORT_LIMITS, ImportErrorForEpisode
+from mag_dataset.harness.import_common import BatchReport
 from mag_dataset.isolation import Limits, run_isolated
 from mag_dataset.raw import RawEpisode, parse_step
 
@@ -38,7 +38,7 @@ def _episode_from_json(d: dict[str, Any]) -> RawEpisode:
 
 @dataclass
 class ImportReport(BatchReport):
-    """What :func:`import_experiments` did (a :class:`~mag_dataset.harness.importing.BatchReport`
+    """What :func:`import_experiments` did (a :class:`~mag_dataset.harness.import_common.BatchReport`
     whose sources are experiment directories)."""
 
     def summary(self) -> str:
@@ -125,7 +125,7 @@ def _convert_isolated(exp: Path, min_reward: float, templates: dict[str, str] | 
     # the child starts in the package's root: a relative path would name another folder there.
     # Absolute, not resolved: a symlinked experiment folder keeps its own name
     request = {"exp": os.path.abspath(exp), "min_reward": float(min_reward), "templates": dict(templates or {})}
-    got = run_isolated("importer.convert", request, limits)
+    got = run_isolated("browsergym_import.convert", request, limits)
     if got.kind == "refused":
         raise ImportErrorForEpisode(got.message)
     if got.kind == "time":

@@ -5,15 +5,15 @@ folder may cost (file, pickle, array, image and DOM sizes; the child process's m
 time, :data:`IMPORT_LIMITS`) and the type-and-size checks an observation passes before
 anything walks it (:func:`check_observation`, :func:`check_dom`, :func:`check_image_array`).
 It reads no file and unpickles nothing: the restricted unpickler is
-:mod:`~mag_dataset.harness.importer.unpickle`, the folder reader
-:mod:`~mag_dataset.harness.importer.folders`.
+:mod:`~mag_dataset.harness.browsergym_import.unpickle`, the folder reader
+:mod:`~mag_dataset.harness.browsergym_import.folders`.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from mag_dataset.harness.importing import MAX_IMAGE_PIXELS, is_finite_number
+from mag_dataset.harness.import_common import MAX_IMAGE_PIXELS, is_finite_number
 from mag_dataset.isolation import Limits
 
 

@@ -1,6 +1,6 @@
 """What the two importers share: the report of a batch, the raw-format check, the writing, the action rules.
 
-:mod:`mag_dataset.harness.importer` (BrowserGym/AgentLab experiment folders) and
+:mod:`mag_dataset.harness.browsergym_import` (BrowserGym/AgentLab experiment folders) and
 :mod:`mag_dataset.harness.trace_import` (Playwright trace archives) each read their own
 format into raw episodes (:mod:`mag_dataset.raw`); from there on they do the same things,
 written once here: the episode id made from a name, the scroll direction and multi-option
