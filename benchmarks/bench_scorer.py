@@ -33,7 +33,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from mag_dataset.guides import template_guide
+from mag_dataset.template_guides import template_guide
 from mag_dataset.predictions import Prediction, iter_predictions, write_predictions
 from mag_dataset.prompts import render_output, render_target
 from mag_dataset.schema import Action, Candidate, Step, box_center

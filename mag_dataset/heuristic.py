@@ -2,7 +2,7 @@
 
 A reference point, not a model: it reads the task intent, the previous guides and the
 candidate menu, picks an action by string matching, writes the template guide of that
-action (:func:`mag_dataset.guides.template_guide`) and renders it in the requested contract
+action (:func:`mag_dataset.template_guides.template_guide`) and renders it in the requested contract
 through the same code as the gold answers (:func:`mag_dataset.prompts.render_output`).
 
 Rules, in order:
@@ -30,7 +30,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from mag_dataset.actions import ActionType, Contract, View
-from mag_dataset.guides import template_guide
+from mag_dataset.template_guides import template_guide
 from mag_dataset.predictions import Prediction
 from mag_dataset.prompts import action_object, render_output
 from mag_dataset.schema import Action, Candidate, Step, box_center

@@ -40,9 +40,9 @@ class GuideSource(str, enum.Enum):
     """Who wrote the gold guide."""
 
     TEMPLATE = "template"
-    #: :mod:`mag_dataset.page_guides`: region + action + purpose, phrasing varied by seed (the sites)
+    #: :mod:`mag_dataset.context_guides`: region + action + purpose, phrasing varied by seed (the sites)
     CONTEXT_TEMPLATE = "context_template"
-    #: :mod:`mag_dataset.page_guides`: the expert's plan says what the step is for in the task,
+    #: :mod:`mag_dataset.context_guides`: the expert's plan says what the step is for in the task,
     #: written once per template step with the task's parameters (the sites)
     PLAN = "plan"
     LLM = "llm"

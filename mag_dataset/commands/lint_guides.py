@@ -9,7 +9,7 @@ The rules (a key press said to confirm, a finish guide of the wrong kind, icon-f
 a label cut with an ellipsis, a target the guide does not name) are documented in
 :mod:`mag_dataset.builder.guide_lint`. ``--regenerate`` rewrites, in place, every guide whose
 ``guide_source`` is ``context_template`` or ``plan`` with today's generators
-(:func:`mag_dataset.page_guides.regenerate_guides`, from the context the recording stored);
+(:func:`mag_dataset.context_guides.regenerate_guides`, from the context the recording stored);
 guides written by people or models are left alone.
 """
 
@@ -30,7 +30,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from mag_dataset.builder.guide_lint import lint_episodes
     from mag_dataset.errors import UserError
-    from mag_dataset.page_guides import regenerate_guides
+    from mag_dataset.context_guides import regenerate_guides
     from mag_dataset.raw import RawDataError, iter_episode_dirs, read_episode, rewrite_episode_json
 
     raw = options.raw_folder(args)

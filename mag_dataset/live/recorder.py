@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from mag_dataset.actions import ACTION_SPACE, ActionType, View
-from mag_dataset.guides import template_guide
+from mag_dataset.template_guides import template_guide
 from mag_dataset.live.splits import (  # noqa: F401 (re-exported: the split rules lived here)
     HELD_OUT_PER_FAMILY,
     HELD_OUT_TEMPLATES,
@@ -253,7 +253,7 @@ def _record(task: str, seed: int, env: Any, expert: Callable | None, max_steps: 
         result.reason = f"not done after {max_steps} steps"
         return result
     if site_task:
-        from mag_dataset.page_guides import episode_guides
+        from mag_dataset.context_guides import episode_guides
 
         return _site_episode(task, seed, rec.goal, episode_guides(task, seed, rec.steps, rec.contexts), rec.images,
                              info, result, params=dict(getattr(task_obj, "params", {}) or {}),
@@ -317,7 +317,7 @@ def _keep_step(rec: _Recording, ob: Any, index: int, action: Action, target: Any
     from mag_dataset.live.observe import dom_evidence
 
     if rec.site_task:
-        from mag_dataset.page_guides import guide_context
+        from mag_dataset.context_guides import guide_context
 
         rec.contexts.append(guide_context(ob.elements, target.id if target is not None else None))
     rec.steps.append(step_from_page(

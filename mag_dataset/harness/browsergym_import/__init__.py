@@ -48,7 +48,7 @@ What is imported
     with :func:`mag_dataset.live.observe.observe` when the observation holds the DOM snapshot,
     else from the accessibility tree and BrowserGym's element properties (elements BrowserGym
     marks for set-of-marks) — the action mapped onto the benchmark action space, and a
-    template guide (:func:`mag_dataset.guides.template_guide`). ``noop()`` steps are dropped.
+    template guide (:func:`mag_dataset.template_guides.template_guide`). ``noop()`` steps are dropped.
     An episode with an action that has no benchmark equivalent (several actions in one step,
     ``keyboard_type`` without a focused element, drag and drop, file upload...) is skipped as
     a whole, with the reason reported, because dropping a step would break the trajectory.

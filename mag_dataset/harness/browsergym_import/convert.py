@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-from mag_dataset.guides import template_guide
+from mag_dataset.template_guides import template_guide
 from mag_dataset.harness.browsergym_import.actions import map_action
 from mag_dataset.harness.browsergym_import.folders import (
     NO_SCREENSHOTS,

@@ -49,7 +49,7 @@ from pathlib import Path
 from typing import Any
 
 from mag_dataset.actions import ACTION_SPACE, ActionType, Contract, View
-from mag_dataset.guides import template_guide
+from mag_dataset.template_guides import template_guide
 from mag_dataset.harness.agents import Agent, AgentConfigError
 from mag_dataset.harness.live_eval.config import LiveEvalConfig
 from mag_dataset.harness.live_eval.interrupt import agent_call, stop_requested

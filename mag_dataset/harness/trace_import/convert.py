@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 from urllib.parse import urlparse
 
-from mag_dataset.guides import template_guide
+from mag_dataset.template_guides import template_guide
 from mag_dataset.harness.import_common import (
     MULTI_OPTION_SEPARATOR,
     BatchReport,

@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mag_dataset.guides import template_guide
+from mag_dataset.template_guides import template_guide
 from mag_dataset.harness.import_common import (
     BatchReport,
     check_converted,

@@ -1,7 +1,7 @@
 """Context guides for real pages: name the page region and the purpose, not only the element.
 
 WebMRE's gold guides read like a colleague's instruction ("In the Orders list, open order
-#1043 to check its shipping address"; median 13 words), where :mod:`mag_dataset.guides`
+#1043 to check its shipping address"; median 13 words), where :mod:`mag_dataset.template_guides`
 writes one short pattern per action type ("Click the 'Submit' button."). This generator
 (``guide_source = "context_template"``) writes guides for steps recorded on the sites from
 three facts the recorder knows:
@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mag_dataset.actions import ActionType
-from mag_dataset.guides import CLICK_NOUNS, _clean, _quote, _text, template_guide
+from mag_dataset.template_guides import CLICK_NOUNS, _clean, _quote, _text, template_guide
 from mag_dataset.raw import RawEpisode, RawStep
 from mag_dataset.schema import Action, Candidate, GuideSource
 

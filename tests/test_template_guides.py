@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from mag_dataset.actions import ACTION_SPACE, ActionType
-from mag_dataset.guides import MAX_QUOTE, template_guide
+from mag_dataset.template_guides import MAX_QUOTE, template_guide
 from mag_dataset.schema import Action, Candidate
 
 
@@ -104,7 +104,7 @@ def test_guides_module_is_light():
     import subprocess
     import sys
 
-    code = ("import sys, mag_dataset.guides; "
+    code = ("import sys, mag_dataset.template_guides; "
             "bad = [m for m in ('torch', 'playwright', 'browsergym', 'datasets', 'gradio') if m in sys.modules]; "
             "print(bad); sys.exit(1 if bad else 0)")
     assert subprocess.run([sys.executable, "-c", code], capture_output=True).returncode == 0

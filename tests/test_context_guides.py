@@ -5,7 +5,7 @@ from __future__ import annotations
 import statistics
 
 from mag_dataset.live.observe import Element
-from mag_dataset.page_guides import GuideContext, context_guide, guide_context
+from mag_dataset.context_guides import GuideContext, context_guide, guide_context
 from mag_dataset.schema import Action, Candidate
 
 
@@ -99,7 +99,7 @@ def test_plan_guides_say_what_the_step_is_for_and_pass_the_lint():
     and the place, phrasing by seed; recorded purposes survive regeneration."""
     from mag_dataset.builder.guide_lint import lint_step
     from mag_dataset.live import expert_kit as kit
-    from mag_dataset.page_guides import plan_guide
+    from mag_dataset.context_guides import plan_guide
     from mag_dataset.raw import RawStep
 
     d = kit.why(kit.Decision(kit.ActionType.CLICK, "7"), "check the items in your basket before paying",
