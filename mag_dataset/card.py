@@ -356,6 +356,7 @@ This folder was written by `mag build` (package `mag_dataset` {package_version},
 build format {build_version}) from raw episodes with fingerprint
 `{fingerprint}`; {audited}. The full WebMRE corpus
 (541 WebArena tasks, 5,293 steps) is built by its maintainers with the same builder.
+{stages}
 
 ## Loading
 
@@ -501,6 +502,20 @@ def _audit_sentence(stats: dict[str, dict[str, dict[str, Any]]], judges: list[di
             "decisions in `mag annotate`), so every step is `unaudited`; no audit label was written by hand")
 
 
+def _stages(stages: list[dict[str, Any]] | None) -> str:
+    """The card's one line on the stages that made the raw corpus (``build_info.json`` ``corpus_stages``)."""
+    if not stages:
+        return ("The raw corpus records no stages (`corpus.json` has no stage record; see `mag stages`).")
+    from mag_dataset.raw import StageEntry, out_of_date
+
+    names = " → ".join(f"`{e['stage']}`" + ("*" if e.get("backfilled") else "") for e in stages)
+    backfilled = " (* backfilled from how it was made)" if any(e.get("backfilled") for e in stages) else ""
+    stale = out_of_date([StageEntry.from_json(e, "corpus_stages") for e in stages])
+    order = (f" Out of date: {', '.join(f'`{s}`' for s in stale)} (a stage that must come before ran after "
+             "it; see `mag stages`)." if stale else "")
+    return f"Stages that made the raw corpus, in order{backfilled}: {names} (`build_info.json` `corpus_stages`).{order}"
+
+
 def _echoes(echoes: dict[str, Any] | None) -> str:
     """The card's sentence on test steps that repeat train (:func:`mag_dataset.builder.corpus.test_echoes`)."""
     if not echoes:
@@ -605,6 +620,7 @@ def render_card(
         guide_lint=_guide_lint(build_info.get("guide_lint")),
         annotation=_annotation(build_info.get("annotation")),
         echoes=_echoes(build_info.get("test_echoes")),
+        stages=_stages(build_info.get("corpus_stages")),
         fields="\n".join(f"| `{n}` | {t} | {d} |" for n, t, d in _FIELDS),
         action_table=_action_table(),
         split_source=split_source,

@@ -36,6 +36,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "audit": ("mag_dataset.commands.audit", "three-judge label audit of raw episodes"),
     "lint-guides": ("mag_dataset.commands.lint_guides", "list gold guides that would mislead their reader (guide lint)"),
     "unify": ("mag_dataset.commands.unify", "restore coordinate-only steps and flag stale screenshots"),
+    "stages": ("mag_dataset.commands.stages", "list the stages that rewrote a raw corpus, in order, and whether the order holds"),
     "compact": ("mag_dataset.commands.compact", "store a raw corpus compactly: lossless WebP screenshots, SoM rendered at build"),
     "import-browsergym": ("mag_dataset.commands.import_browsergym", "convert BrowserGym/AgentLab runs to raw episodes"),
     "import-trace": ("mag_dataset.commands.import_trace", "convert Playwright trace archives to raw episodes"),

@@ -109,12 +109,38 @@ without that folder no longer reads (the error says so): :func:`copy_episodes` c
      "held_out_templates": ["..."], "splits": {"<task_id>": "train" | "test", ...}}
 
 (written by :func:`mag_dataset.live.splits.write_corpus_manifest`; versions 1 and 2 are read.)
+
+**Corpus stages.** Several ``mag`` commands rewrite a corpus in place, and their order matters
+(a recapture after the audit leaves verdicts on screenshots the corpus no longer shows).
+``corpus.json`` records, under ``"stages"``, one entry per run of such a stage, oldest first::
+
+    "stages": [{"stage": "unify", "mag_dataset": "0.1.0", "options": {"pixel_fraction": 0.02, ...},
+                "changed": {"episodes": 12, "steps": 40, "files": ["audit.jsonl"]},
+                "fingerprint": "<sha256>"}, ...]
+
+``stage`` is the command (with the flag that selects its job: ``recapture --evidence``),
+``options`` the settings that change its result, ``changed`` what differed afterwards
+(episodes and steps added, removed or rewritten; corpus-root files) and ``fingerprint``
+:func:`content_fingerprint` after it. :class:`StageRun` takes the snapshots and appends the
+entry (:func:`append_stage`, atomic, under a lock, the rest of ``corpus.json`` untouched; a
+corpus without ``corpus.json`` gets one holding the record only, and the builder then splits
+by its default). Entries hold no wall-clock time, so the same stages on the same input write
+the same bytes; the record is left out of every fingerprint (a corpus's fingerprint says
+what it holds, not how it was made). A dry run appends nothing; a run that changed nothing
+appends an entry with zero counts (it still says the stage ran, and when), except right after
+an identical one. The canonical order is :data:`STAGE_RULES`; a stage run after one that must
+come after it prints one warning line naming both (:func:`stage_warning`). ``backfilled``
+entries were written afterwards from how a corpus was made (``changed`` and ``fingerprint``
+null when that state is gone). ``mag stages --raw RAW`` prints the record; ``mag build`` copies it
+into ``build_info.json`` (``corpus_stages``). Corpora without ``stages`` read as before.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import gzip
+import hashlib
 import io
 import json
 import math
@@ -902,3 +928,417 @@ def read_audit(path: str | os.PathLike) -> dict[str, AuditRecord]:
 def write_audit(path: str | os.PathLike, records: dict[str, AuditRecord]) -> None:
     """Write an audit file atomically, sorted by step id."""
     atomic_write_jsonl(path, ({"step_id": sid, **records[sid].to_dict()} for sid in sorted(records)), sort_keys=True)
+
+
+# -- the corpus-stage record ---------------------------------------------------------------
+#
+# ``corpus.json`` holds, under ``stages``, one entry per run of a stage that rewrote the corpus
+# (see "Corpus stages" in the module docstring). The entries are provenance *about* the
+# content: :func:`corpus_file_digests` hashes ``corpus.json`` without them, so recording a
+# stage changes neither :func:`content_fingerprint` nor the builder's raw fingerprint.
+
+#: The key of the stage record in ``corpus.json``.
+STAGES_KEY = "stages"
+
+
+class StageRecordError(ValueError):
+    """A malformed stage record in ``corpus.json``; the message names the file, the entry and the field."""
+
+
+@dataclass(frozen=True)
+class StageRule:
+    """Where a stage belongs: the stages it must come after (when they run at all) and what it rewrites."""
+
+    after: tuple[str, ...]
+    rewrites: str
+
+
+_CREATE = ("record", "import-browsergym", "import-trace", "import-webarena", "make-corpus merge")
+_RECAPTURE = ("recapture", "recapture --end-at-error-pages", "recapture --undo")
+
+#: The canonical order of the stages that rewrite a raw corpus, written once: stage -> the stages
+#: it must come after, and what it rewrites (the work of every stage that must come after it and
+#: ran before it is then out of date: a recapture after the audit means the audit judged
+#: screenshots that are no longer the corpus's). The table's order is the canonical order
+#: (``scripts/make_corpus.py`` runs it). A stage is the ``mag`` command (with the flag that
+#: selects what it does), or one of ``scripts/make_corpus.py``'s own steps (``make-corpus ...``).
+STAGE_RULES: dict[str, StageRule] = {
+    "record": StageRule((), "the episodes (a new corpus)"),
+    "import-browsergym": StageRule((), "the episode set (imported episodes added)"),
+    "import-trace": StageRule((), "the episode set (imported episodes added)"),
+    "import-webarena": StageRule((), "the episode set (imported episodes added)"),
+    "make-corpus merge": StageRule((), "the episode set (recordings merged)"),
+    "recapture --evidence": StageRule(_CREATE, "the page evidence the audit's judges read"),
+    "recapture": StageRule(_CREATE + ("recapture --evidence",), "the screenshots (replayed on a moved-on site)"),
+    "recapture --end-at-error-pages": StageRule(_CREATE, "the screenshots (recaptures ended at error pages)"),
+    "recapture --undo": StageRule(_CREATE, "the screenshots (action-time ones back)"),
+    "unify": StageRule(_CREATE + _RECAPTURE, "the labels (restored points, stale flags)"),
+    "draft-guides": StageRule(_CREATE + _RECAPTURE + ("unify",), "the guide drafts"),
+    "annotate": StageRule(_CREATE + _RECAPTURE + ("unify", "draft-guides"), "the guides (people's decisions)"),
+    "label-studio import": StageRule(_CREATE + _RECAPTURE + ("unify", "draft-guides"), "the guides (people's decisions)"),
+    "audit": StageRule(_CREATE + _RECAPTURE + ("recapture --evidence", "unify", "annotate", "label-studio import"),
+                       "the audit labels"),
+    "lint-guides --regenerate": StageRule(_CREATE + _RECAPTURE + ("unify",), "the generated guides"),
+    "compact": StageRule(_CREATE + _RECAPTURE, "how the screenshots and episode files are stored (losslessly)"),
+    "make-corpus fit": StageRule(_CREATE + _RECAPTURE + ("compact",), "the episode set (fitted to the size cap)"),
+    "make-corpus split": StageRule(_CREATE + ("make-corpus fit",), "the train/test split"),
+}
+
+
+@dataclass(frozen=True)
+class StageEntry:
+    """One run of a stage, as ``corpus.json`` records it.
+
+    ``changed`` counts what the run changed (``episodes``, ``steps``: added, removed or
+    rewritten; ``files``: the corpus-root files it changed, e.g. ``audit.jsonl``) and
+    ``fingerprint`` is :func:`content_fingerprint` after it; both are None in a *backfilled*
+    entry (written afterwards from how the corpus was made, when that state is gone).
+    ``options`` are the settings that change the result. There is no wall-clock time: the
+    list order is the order, and the same stages on the same input write the same bytes.
+    """
+
+    stage: str
+    version: str
+    options: dict[str, Any]
+    changed: dict[str, Any] | None
+    fingerprint: str | None
+    backfilled: bool = False
+    note: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"stage": self.stage, "mag_dataset": self.version, "options": self.options,
+                               "changed": self.changed, "fingerprint": self.fingerprint}
+        if self.backfilled:
+            out["backfilled"] = True
+        if self.note:
+            out["note"] = self.note
+        return out
+
+    @classmethod
+    def from_json(cls, d: Any, where: str) -> "StageEntry":
+        """Parse one entry; :class:`StageRecordError` naming ``where`` and the field."""
+        if not isinstance(d, dict):
+            raise StageRecordError(f"{where}: expected an object, got {type(d).__name__}")
+        unknown = sorted(set(d) - {"stage", "mag_dataset", "options", "changed", "fingerprint", "backfilled", "note"})
+        if unknown:
+            raise StageRecordError(f"{where}: unknown field {unknown[0]!r}")
+        for key in ("stage", "mag_dataset"):
+            if not isinstance(d.get(key), str) or not d[key]:
+                raise StageRecordError(f"{where}: field {key!r} must be a non-empty string, got {d.get(key)!r}")
+        backfilled = d.get("backfilled", False)
+        if not isinstance(backfilled, bool):
+            raise StageRecordError(f"{where}: field 'backfilled' must be true or false, got {backfilled!r}")
+        if not isinstance(d.get("options"), dict):
+            raise StageRecordError(f"{where}: field 'options' must be an object, got {d.get('options')!r}")
+        changed, fp = d.get("changed"), d.get("fingerprint")
+        if not (changed is None and backfilled) and not _valid_changed(changed):
+            raise StageRecordError(f"{where}: field 'changed' must be {{'episodes': n, 'steps': n, 'files': [...]}}, "
+                                   f"got {changed!r}")
+        if not (fp is None and backfilled) and not (isinstance(fp, str) and len(fp) == 64
+                                                   and all(c in "0123456789abcdef" for c in fp)):
+            raise StageRecordError(f"{where}: field 'fingerprint' must be a sha256 hex digest, got {fp!r}")
+        note = d.get("note", "")
+        if not isinstance(note, str):
+            raise StageRecordError(f"{where}: field 'note' must be a string, got {note!r}")
+        return cls(d["stage"], d["mag_dataset"], d["options"], changed, fp, backfilled, note)
+
+
+def _valid_changed(changed: Any) -> bool:
+    if not isinstance(changed, dict) or set(changed) != {"episodes", "steps", "files"}:
+        return False
+    counts_ok = all(isinstance(changed[k], int) and not isinstance(changed[k], bool) and changed[k] >= 0
+                    for k in ("episodes", "steps"))
+    return counts_ok and isinstance(changed["files"], list) and all(isinstance(f, str) for f in changed["files"])
+
+
+def _corpus_doc(path: Path) -> dict[str, Any] | None:
+    """The JSON object of a ``corpus.json``; None when it is not one (the builder names the problem)."""
+    try:
+        d = json.loads(path.read_bytes().decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    return d if isinstance(d, dict) else None
+
+
+def read_stages(root: str | os.PathLike) -> list[StageEntry]:
+    """The stage record of a raw corpus, oldest first: [] without ``corpus.json`` or without
+    ``stages`` (corpora made before the record existed).
+
+    Raises:
+        StageRecordError: a ``stages`` that is not a list of well-formed entries, or a
+            ``corpus.json`` that is not a JSON object (one line, naming the file and entry).
+    """
+    path = Path(root) / CORPUS_FILE
+    if not path.is_file():
+        return []
+    d = _corpus_doc(path)
+    if d is None:
+        raise StageRecordError(f"{path}: not a JSON object")
+    stages = d.get(STAGES_KEY, [])
+    if not isinstance(stages, list):
+        raise StageRecordError(f"{path}: field {STAGES_KEY!r} must be a list of stage entries, got {type(stages).__name__}")
+    return [StageEntry.from_json(e, f"{path}: {STAGES_KEY}[{i}]") for i, e in enumerate(stages)]
+
+
+def corpus_manifest_text(doc: dict[str, Any]) -> str:
+    """How ``corpus.json`` is written: indented, key-sorted JSON with a final newline."""
+    return json.dumps(doc, indent=1, sort_keys=True) + "\n"
+
+
+def write_corpus_doc(root: str | os.PathLike, doc: dict[str, Any]) -> Path:
+    """Write ``corpus.json`` atomically, keeping the stage record already there (a ``stages`` in
+    ``doc`` wins); used by the manifest writer (:func:`mag_dataset.live.splits.write_corpus_manifest`)."""
+    root = Path(root)
+    path = root / CORPUS_FILE
+    root.mkdir(parents=True, exist_ok=True)
+    with _record_lock(root):
+        old = _corpus_doc(path) if path.is_file() else None
+        doc = dict(doc)
+        if STAGES_KEY not in doc and old is not None and STAGES_KEY in old:
+            read_stages(root)  # a malformed record is refused, not carried along
+            doc[STAGES_KEY] = old[STAGES_KEY]
+        return atomic_write(path, corpus_manifest_text(doc))
+
+
+def append_stage(root: str | os.PathLike, entry: StageEntry) -> bool:
+    """Append ``entry`` to the stage record of ``corpus.json``, atomically, the rest untouched.
+
+    A corpus without ``corpus.json`` gets one holding the record only (the builder then
+    splits by its documented default). A run that changed nothing right after an entry of the
+    same stage with the same options and fingerprint (an idempotent rerun) is not appended.
+
+    Returns:
+        Whether the entry was appended.
+
+    Raises:
+        StageRecordError: the record already there is malformed (it is not rewritten).
+        ValueError: a stage not in :data:`STAGE_RULES`.
+    """
+    if entry.stage not in STAGE_RULES:
+        raise ValueError(f"unknown corpus stage {entry.stage!r}; the stages are {', '.join(STAGE_RULES)}")
+    root = Path(root)
+    with _record_lock(root):
+        return _append_locked(root, root / CORPUS_FILE, entry)
+
+
+#: Seconds a writer of ``corpus.json`` waits for another one.
+STAGE_LOCK_TIMEOUT = 60.0
+
+
+@contextlib.contextmanager
+def _record_lock(root: Path) -> Iterator[None]:
+    """Hold ``RAW/.corpus.json.lock`` around a read-modify-write of ``corpus.json``: hidden (no part
+    of the content) and removed on release, so no corpus keeps a lock file."""
+    import filelock
+
+    lock = root / f".{CORPUS_FILE}.lock"
+    try:
+        with filelock.SoftFileLock(str(lock), timeout=STAGE_LOCK_TIMEOUT):
+            yield
+    except filelock.Timeout:
+        raise StageRecordError(f"{lock} is held: another command is writing {root / CORPUS_FILE} (or a killed one "
+                               "left the file behind: delete it)") from None
+
+
+def _append_locked(root: Path, path: Path, entry: StageEntry) -> bool:
+    """:func:`append_stage` under its lock."""
+    stages = read_stages(root)
+    last = stages[-1] if stages else None
+    if (last is not None and entry.changed is not None and not any(entry.changed.values())
+            and (last.stage, last.options, last.fingerprint) == (entry.stage, entry.options, entry.fingerprint)):
+        return False
+    doc = _corpus_doc(path) if path.is_file() else {"format": CORPUS_FORMAT, "format_version": FORMAT_VERSION}
+    assert doc is not None  # read_stages refused anything else
+    doc[STAGES_KEY] = [*doc.get(STAGES_KEY, []), entry.to_json()]
+    atomic_write(path, corpus_manifest_text(doc))
+    return True
+
+
+def _rule(stage: str) -> StageRule:
+    return STAGE_RULES.get(stage, StageRule((), ""))
+
+
+def out_of_date(stages: list[StageEntry]) -> list[str]:
+    """The stages whose last run is out of date: a stage they must come after ran after it (and
+    they have not run again since), in the order they last ran."""
+    last = {e.stage: i for i, e in enumerate(stages)}
+    return [name for name, i in sorted(last.items(), key=lambda kv: kv[1])
+            if any(e.stage in _rule(name).after for e in stages[i + 1:])]
+
+
+def stage_warning(stages: list[StageEntry], stage: str) -> str | None:
+    """One line when running ``stage`` now is out of the canonical order (:data:`STAGE_RULES`):
+    a stage that must come after it has run, and its last run is not out of date already (a
+    rerun that repairs an earlier inversion does not warn). None when in order, or for a
+    stage the table does not know."""
+    stale = set(out_of_date(stages))
+    later = list(dict.fromkeys(e.stage for e in stages if stage in _rule(e.stage).after and e.stage not in stale))
+    if not later or stage not in STAGE_RULES:
+        return None
+    names = " and ".join(later) if len(later) < 3 else ", ".join(later[:-1]) + " and " + later[-1]
+    them = "it" if len(later) == 1 else "them"
+    return (f"{stage} runs after {names}, which must come after it: {stage} rewrites "
+            f"{STAGE_RULES[stage].rewrites} that {names} worked on; run {them} again after it")
+
+
+def order_problems(stages: list[StageEntry]) -> list[str]:
+    """Every run out of the canonical order in a record (:func:`stage_warning` of each entry
+    against the ones before it), whether or not later runs repaired it (:func:`out_of_date`)."""
+    return [w for i, e in enumerate(stages) if (w := stage_warning(stages[:i], e.stage)) is not None]
+
+
+def _file_digest(path: Path, rel: str) -> str:
+    """sha256 of a corpus file; of ``corpus.json`` without its stage record (canonical text), so
+    that recording a stage changes no fingerprint."""
+    if rel == CORPUS_FILE:
+        doc = _corpus_doc(path)
+        if doc is not None:
+            doc.pop(STAGES_KEY, None)
+            return hashlib.sha256(corpus_manifest_text(doc).encode("utf-8")).hexdigest()
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def corpus_file_digests(root: str | os.PathLike) -> list[tuple[str, str]]:
+    """``(relative path, sha256)`` of every file of a raw corpus, in path order; hidden files and
+    folders (temp folders, locks) skipped and ``corpus.json`` hashed without its stage record
+    (written by the canonical writer, its digest is that of its bytes before any stage was
+    recorded), or skipped when it holds nothing else (a corpus whose only ``corpus.json`` is the
+    record of its stages holds what it held without one)."""
+    root = Path(root)
+    out = []
+    for path in sorted(p for p in root.rglob("*") if p.is_file()):
+        rel = path.relative_to(root).as_posix()
+        if any(part.startswith(".") for part in rel.split("/")):
+            continue
+        if rel == CORPUS_FILE and _record_only(path):
+            continue
+        out.append((rel, _file_digest(path, rel)))
+    return out
+
+
+def _record_only(path: Path) -> bool:
+    """Whether a ``corpus.json`` holds the stage record and nothing else (no split)."""
+    doc = _corpus_doc(path)
+    return doc is not None and STAGES_KEY in doc and set(doc) <= {"format", "format_version", STAGES_KEY}
+
+
+def content_fingerprint(root: str | os.PathLike, digests: list[tuple[str, str]] | None = None) -> str:
+    """sha256 over every file of a raw corpus (names and :func:`corpus_file_digests`): what a
+    stage entry records after it. The builder's raw fingerprint adds its version to the same."""
+    h = hashlib.sha256()
+    for rel, digest in (corpus_file_digests(root) if digests is None else digests):
+        h.update(f"{rel}\n{digest}\n".encode())
+    return h.hexdigest()
+
+
+@dataclass(frozen=True)
+class CorpusSnapshot:
+    """What a stage's counts are taken from: a digest per episode, per step and per corpus-root
+    file, and the content fingerprint (:func:`corpus_snapshot`)."""
+
+    episodes: dict[str, str]
+    steps: dict[str, str]
+    files: dict[str, str]
+    fingerprint: str
+
+
+def corpus_snapshot(root: str | os.PathLike) -> CorpusSnapshot:
+    """Digests of a raw corpus's episodes, steps (JSON, page evidence, image bytes, audit record)
+    and root files; an empty snapshot for a missing or empty folder. An episode that does not read
+    counts as one changed unit (its files' digests), without steps."""
+    root = Path(root)
+    if not root.is_dir():
+        return CorpusSnapshot({}, {}, {}, content_fingerprint(root, []))
+    digests = corpus_file_digests(root)
+    by_rel = dict(digests)
+    audit: dict[str, str] = {}
+    try:
+        if (root / AUDIT_FILE).is_file():
+            audit = {sid: json.dumps(r.to_dict(), sort_keys=True) for sid, r in read_audit(root / AUDIT_FILE).items()}
+    except ValueError:
+        pass  # a malformed audit file counts as a changed file only
+    episodes: dict[str, str] = {}
+    steps: dict[str, str] = {}
+    for folder in iter_episode_dirs(root):
+        try:
+            ep = read_episode(folder)
+        except (RawDataError, OSError):
+            own = sorted((r, d) for r, d in digests if r.startswith(folder.name + "/"))
+            episodes[folder.name] = hashlib.sha256(json.dumps(own).encode()).hexdigest()
+            continue
+        doc = ep.to_json()
+        step_docs = doc.pop("steps")
+        h = hashlib.sha256(json.dumps(doc, sort_keys=True, default=str).encode())
+        for st, sd in zip(ep.steps, step_docs):
+            sid = step_id(ep.task_id, st.step_index)
+            images = sorted(episode_images(dataclasses.replace(ep, steps=(st,))))
+            files = [(n, by_rel.get(os.path.normpath(f"{folder.name}/{n}").replace(os.sep, "/"), "")) for n in images]
+            sh = hashlib.sha256(json.dumps([sd, files, audit.get(sid)], sort_keys=True, default=str).encode()).hexdigest()
+            steps[f"{folder.name}/{st.step_index}"] = sh
+            h.update(sh.encode())
+        episodes[folder.name] = h.hexdigest()
+    files = {r: d for r, d in digests if "/" not in r}
+    return CorpusSnapshot(episodes, steps, files, content_fingerprint(root, digests))
+
+
+def snapshot_changes(before: CorpusSnapshot, after: CorpusSnapshot) -> dict[str, Any]:
+    """``{"episodes": n, "steps": n, "files": [names]}``: what differs between two snapshots
+    (added, removed or rewritten)."""
+    def differ(a: dict[str, str], b: dict[str, str]) -> list[str]:
+        return sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
+
+    return {"episodes": len(differ(before.episodes, after.episodes)), "steps": len(differ(before.steps, after.steps)),
+            "files": differ(before.files, after.files)}
+
+
+def package_version() -> str:
+    from mag_dataset import __version__
+
+    return __version__
+
+
+class StageRun:
+    """One run of a stage on a raw corpus, for the commands that rewrite one.
+
+    Created before the stage works: it reads the record (:attr:`warning`: the one line to
+    print when the stage is out of order) and takes a :func:`corpus_snapshot`;
+    :meth:`finish` takes another and appends the entry. A dry run does not call
+    :meth:`finish` (it rewrote nothing, so nothing is recorded).
+
+    Args:
+        root: the raw corpus (it may not exist yet).
+        stage: a stage of :data:`STAGE_RULES`.
+        options: the settings that change the result (JSON values).
+
+    Raises:
+        StageRecordError: the record is malformed.
+    """
+
+    def __init__(self, root: str | os.PathLike, stage: str, options: dict[str, Any]):
+        if stage not in STAGE_RULES:
+            raise ValueError(f"unknown corpus stage {stage!r}")
+        self.root, self.stage, self.options = Path(root), stage, dict(options)
+        self.warning = stage_warning(read_stages(root), stage) if Path(root).is_dir() else None
+        self.before = corpus_snapshot(root)
+
+    def finish(self, root: str | os.PathLike | None = None, *, note: str = "",
+               only_if_changed: bool = False) -> StageEntry | None:
+        """Append this run's entry to ``root`` (default: the corpus it started on).
+
+        Args:
+            root: the corpus the stage's result is in, when it is not the one it started on
+                (``scripts/make_corpus.py``'s fit writes a new folder).
+            note: a short remark stored with the entry.
+            only_if_changed: append nothing when the run changed nothing (the annotation
+                app, which is also opened only to look).
+
+        Returns:
+            The entry appended, or None when none was.
+        """
+        root = Path(root) if root is not None else self.root
+        after = corpus_snapshot(root)
+        changed = snapshot_changes(self.before, after)
+        if only_if_changed and not any(changed.values()):
+            return None
+        entry = StageEntry(self.stage, package_version(), self.options, changed, after.fingerprint, note=note)
+        return entry if append_stage(root, entry) else None

@@ -66,6 +66,14 @@ recordings gives the same corpus. Steps:
    action (:func:`mag_dataset.builder.corpus.test_echoes`).
 10. **Install**: the result replaces ``--out`` (default ``mag_dataset/data/raw``).
 
+Every step leaves its entry in the corpus's stage record (``corpus.json`` ``stages``; ``mag
+stages --raw DIR`` prints it): the ``mag`` commands append theirs, and this script its own
+steps (``make-corpus merge``, which starts the record with the recordings' ones, ``make-corpus
+fit`` and ``make-corpus split``). The order above is :data:`mag_dataset.raw.STAGE_RULES`'s;
+a step run out of it prints a warning naming both stages. The bundled corpus v2.2 was made
+before the record existed: its entries are backfilled from this docstring and the commit
+that installed it (6a78bdf), marked ``"backfilled": true``.
+
 The bundled corpus (v2.2) is the pool corpus v2.1 was fitted from, compacted again: the
 recordings of corpus v2 (the 47 templates the sites had then, step 1 with ``--episodes 4``)
 and one episode of each of the 70 templates added since (``mag record --episodes 1``),
@@ -104,6 +112,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import shutil
 import subprocess
@@ -168,10 +177,14 @@ def first_episodes(names: set[str], per_task: int) -> set[str]:
 
 def merge(sources: list[Path], miniwob: Path, merged: Path) -> None:
     """Copy every site episode of ``sources`` and the kept MiniWoB++ episodes of ``miniwob`` (its
-    other episodes aside) into ``merged`` (new), with the shared screenshots they name."""
+    other episodes aside) into ``merged`` (new), with the shared screenshots they name. The
+    stage record of ``merged`` starts with the inputs' records (each entry noting its input),
+    then this step's entry."""
     from mag_dataset.live.splits import site_family
-    from mag_dataset.raw import copy_episodes, iter_episode_dirs, read_episode
+    from mag_dataset.raw import (StageRun, append_stage, copy_episodes, iter_episode_dirs, read_episode,
+                                 read_stages)
 
+    stage = StageRun(merged, "make-corpus merge", {"miniwob_episodes": MINIWOB_EPISODES})
     merged.mkdir(parents=True)
     mw = [f for f, ep in ((f, read_episode(f)) for f in iter_episode_dirs(miniwob))
           if site_family(ep.source, ep.site) == "miniwob"]
@@ -180,6 +193,10 @@ def merge(sources: list[Path], miniwob: Path, merged: Path) -> None:
         if (merged / folder.name).exists():
             raise SystemExit(f"episode {folder.name} is in two of the inputs")
         copy_episodes(folder.parent, merged, [folder.name])
+    for src in [*sources, miniwob]:
+        for entry in read_stages(src):
+            append_stage(merged, dataclasses.replace(entry, note=" ".join(filter(None, [entry.note, f"in {src.name}"]))))
+    stage.finish()
 
 
 
@@ -196,8 +213,11 @@ def fit_to_cap(merged: Path, work: Path, other_data: int) -> tuple[Path, int, in
         (the corpus folder, the step budget, its size on disk once installed in bytes).
     """
     from mag_dataset.live.splits import site_family
-    from mag_dataset.raw import AUDIT_FILE, VERDICTS_FILE, copy_episodes, iter_episode_dirs, read_episode
+    from mag_dataset.raw import (AUDIT_FILE, CORPUS_FILE, CORPUS_FORMAT, FORMAT_VERSION, STAGES_KEY, VERDICTS_FILE,
+                                 StageRun, copy_episodes, corpus_manifest_text, iter_episode_dirs, read_episode)
 
+    stage = StageRun(merged, "make-corpus fit", {"size_cap": SIZE_CAP, "step_budget_max": STEP_BUDGET_MAX})
+    record = json.loads((merged / CORPUS_FILE).read_text("utf-8")).get(STAGES_KEY) if (merged / CORPUS_FILE).is_file() else None
     episodes = {f.name: read_episode(f) for f in iter_episode_dirs(merged)}
     site = {n for n, ep in episodes.items() if site_family(ep.source, ep.site) != "miniwob"}
     in_order = seed_order(site, SITE_EPISODES)
@@ -220,6 +240,9 @@ def fit_to_cap(merged: Path, work: Path, other_data: int) -> tuple[Path, int, in
                 lines = (merged / name).read_text("utf-8").splitlines(keepends=True)
                 (kept / name).write_text("".join(ln for ln in lines if json.loads(ln)["step_id"].rsplit(":", 1)[0] in keep),
                                          "utf-8")
+        if record:  # the stage record goes along (the split is written again, step 9)
+            (kept / CORPUS_FILE).write_text(corpus_manifest_text(
+                {"format": CORPUS_FORMAT, "format_version": FORMAT_VERSION, STAGES_KEY: record}), "utf-8")
         size = disk_usage(kept) + other_data
         n_site = len(keep & site)
         print(f"at most {budget} steps per site template: {n_site} site episodes "
@@ -234,8 +257,10 @@ def fit_to_cap(merged: Path, work: Path, other_data: int) -> tuple[Path, int, in
             for budget in range(min(coarse + 4, STEP_BUDGET_MAX), coarse, -1):
                 finer, finer_size = attempt(budget)
                 if finer_size <= SIZE_CAP:
-                    return finer, budget, finer_size
-            return kept, coarse, size
+                    stage.finish(finer, note=f"{budget} steps per site template")
+                    return finer, budget, disk_usage(finer) + other_data
+            stage.finish(kept, note=f"{coarse} steps per site template")
+            return kept, coarse, disk_usage(kept) + other_data
     raise SystemExit(f"even one site episode per template takes {size / 2**20:.1f} MiB, over the "
                      f"{SIZE_CAP / 2**20:.0f} MiB cap")
 
@@ -279,11 +304,14 @@ def main(argv: list[str] | None = None) -> int:
         mag("compact", "--raw", str(merged))
 
     from mag_dataset.live.recorder import write_corpus_manifest
+    from mag_dataset.raw import StageRun
 
     out = args.out.resolve()
     other_data = disk_usage(out.parent) - disk_usage(out)  # the data folder's other files
     merged, budget, size = fit_to_cap(merged, args.work, other_data)
+    split = StageRun(merged, "make-corpus split", {"split_seed": CORPUS_SEED, "drop_test_echoes": True})
     write_corpus_manifest(merged, CORPUS_SEED, drop_test_echoes=True)
+    split.finish()
     size = disk_usage(merged) + other_data
     # install: the new corpus replaces --out in one rename (the old one is removed after)
     staged = out.with_name(f".{out.name}.new")

@@ -30,7 +30,9 @@ from mag_dataset.raw import (
     RawDataError,
     RawEpisode,
     RawStep,
+    StageRecordError,
     capture_geometry,
+    corpus_file_digests,
     image_bytes,
     image_format,
     image_key,
@@ -38,6 +40,7 @@ from mag_dataset.raw import (
     iter_episode_dirs,
     read_audit,
     read_episode,
+    read_stages,
     step_id,
 )
 from mag_dataset.schema import Action, AuditRecord, Split
@@ -181,6 +184,8 @@ class Corpus:
     steps: list[PreparedStep]
     audit_path: Path | None
     fingerprint: str
+    #: The corpus's stage record (``corpus.json`` ``stages``, JSON form; [] when it has none).
+    stages: list[dict[str, Any]] = field(default_factory=list)
     #: What :func:`test_echoes` found: ``{"dropped": [step ids left out of test],
     #: "echoes": n, "shared_screenshots": n}`` (see :func:`test_echoes`).
     echoes: dict[str, Any] = field(default_factory=dict)
@@ -238,15 +243,15 @@ def read_image(path: Path, episode: str, step: RawStep, key: str) -> bytes:
 def raw_fingerprint(raw_dir: str | os.PathLike, audit_path: str | os.PathLike | None = None) -> str:
     """sha256 over every file of a raw corpus (names and contents), the audit file and BUILD_VERSION.
 
-    Hidden files and folders (temp folders of an interrupted recording) are skipped.
+    Hidden files and folders (temp folders of an interrupted recording) are skipped, and
+    ``corpus.json`` counts without its stage record (:func:`mag_dataset.raw.corpus_file_digests`):
+    the fingerprint says what the corpus holds, which the built rows come from; how it was made
+    goes to ``build_info.json`` (``corpus_stages``), so recording a stage changes no fingerprint.
     """
     root = Path(raw_dir)
     h = hashlib.sha256(f"mag-build-v{BUILD_VERSION}\n".encode())
-    for path in sorted(p for p in root.rglob("*") if p.is_file()):
-        rel = path.relative_to(root).as_posix()
-        if any(part.startswith(".") for part in rel.split("/")):
-            continue
-        h.update(f"{rel}\n{hashlib.sha256(path.read_bytes()).hexdigest()}\n".encode())
+    for rel, digest in corpus_file_digests(root):
+        h.update(f"{rel}\n{digest}\n".encode())
     if audit_path is not None and Path(audit_path).resolve() != (root / AUDIT_FILE).resolve():
         h.update(b"audit\n" + hashlib.sha256(Path(audit_path).read_bytes()).digest())
     return h.hexdigest()
@@ -284,6 +289,10 @@ def prepare_corpus(
         audit_path = raw_dir / AUDIT_FILE
     audit = _read_audit_of(audit_path, owner) if audit_path is not None else {}
     splits = read_splits(raw_dir, [ep for _, ep in episodes])
+    try:
+        stages = [e.to_json() for e in read_stages(raw_dir)]
+    except StageRecordError as e:
+        raise BuildError(str(e)) from None
     steps = _prepared_steps(episodes, splits, audit, unmappable_point_only)
     echo_ids, shared = test_echoes(steps)
     if splits.drop_test_echoes:
@@ -299,6 +308,7 @@ def prepare_corpus(
         steps=steps,
         audit_path=Path(audit_path) if audit_path is not None else None,
         fingerprint=raw_fingerprint(raw_dir, audit_path),
+        stages=stages,
         echoes=echoes,
     )
 

@@ -13,9 +13,11 @@ import os
 from pathlib import Path
 
 #: Bump when the content of built rows changes for the same raw input (invalidates caches).
-BUILD_VERSION = 5  # 2: the verified_by column; 3: capture geometry, SoM rendered from v2 raw, point-only rule;
+BUILD_VERSION = 6  # 2: the verified_by column; 3: capture geometry, SoM rendered from v2 raw, point-only rule;
 # 4: site_family column, rendered SoM stored as WebP, eval.yaml; 5: guide_decision, decided_at and
-# verification_notes columns, verified_by may name several annotators, build_info "annotation"
+# verification_notes columns, verified_by may name several annotators, build_info "annotation";
+# 6: build_info "corpus_stages" and the card's stages line (rows unchanged: a fresh cache folder for
+# builds that predate the field, since the raw fingerprint leaves the stage record out)
 BUILD_INFO_FILE = "build_info.json"
 CHECKSUM_FILE = "checksums.sha256"
 CARD_FILE = "README.md"

@@ -53,7 +53,8 @@ class CorpusSplits:
 
 
 def read_splits(raw_dir: Path, episodes: list[RawEpisode]) -> CorpusSplits:
-    """Read ``corpus.json``; without one, split tasks with the documented default.
+    """Read ``corpus.json``; without one (or with one that declares no split, only the stage
+    record), split tasks with the documented default.
 
     Episodes that store their template parameters (``metadata["params"]``) and share
     template and parameters must be in one split (checked).
@@ -71,7 +72,10 @@ def read_splits(raw_dir: Path, episodes: list[RawEpisode]) -> CorpusSplits:
     path = raw_dir / CORPUS_FILE
     if not path.is_file():
         return _default_splits(episodes, task_ids)
-    seed, splits, held = _read_manifest(path)
+    manifest = _read_manifest(path)
+    if manifest is None:  # a corpus.json holding only the stage record (mag_dataset.raw.append_stage)
+        return _default_splits(episodes, task_ids)
+    seed, splits, held = manifest
     _check_episodes(path, episodes, splits, held)
     drop = json.loads(path.read_text("utf-8")).get("drop_test_echoes", False)
     if not isinstance(drop, bool):
@@ -94,8 +98,9 @@ def _default_splits(episodes: list[RawEpisode], task_ids: list[str]) -> CorpusSp
     )
 
 
-def _read_manifest(path: Path) -> tuple[int, dict[str, Split], list[str]]:
-    """``(split_seed, {task: split}, held_out_templates)`` of a ``corpus.json``, each field checked."""
+def _read_manifest(path: Path) -> tuple[int, dict[str, Split], list[str]] | None:
+    """``(split_seed, {task: split}, held_out_templates)`` of a ``corpus.json``, each field checked;
+    None when it declares no split (neither ``split_seed`` nor ``splits``: a stage record only)."""
     try:
         d: Any = json.loads(path.read_text("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
@@ -104,6 +109,8 @@ def _read_manifest(path: Path) -> tuple[int, dict[str, Split], list[str]]:
         raise BuildError(f"{path}: field 'format' must be {CORPUS_FORMAT!r}")
     if d.get("format_version") not in READ_VERSIONS:
         raise BuildError(f"{path}: unsupported format_version {d.get('format_version')!r}")
+    if "split_seed" not in d and "splits" not in d:
+        return None
     seed = d.get("split_seed")
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise BuildError(f"{path}: field 'split_seed' must be an integer, got {seed!r}")

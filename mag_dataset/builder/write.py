@@ -235,6 +235,8 @@ def _build_info(corpus: Corpus, views: dict[str, Any], unmappable_point_only: bo
         "unmappable_point_only": unmappable_point_only,
         "views": views,
         "annotation": annotation_info(corpus),
+        # how the raw corpus was made (corpus.json "stages"); no part of the rows or the raw fingerprint
+        "corpus_stages": corpus.stages,
     }
 
 

@@ -7,12 +7,14 @@ Examples::
     mag annotate --raw RAW_DIR     # then verify the drafts
 
 The prompt is :data:`mag_dataset.harness.annotate.DRAFT_SYSTEM_PROMPT` plus the step's
-Set-of-Mark screenshot and :func:`mag_dataset.harness.annotate.draft_user_text`.
+Set-of-Mark screenshot and :func:`mag_dataset.harness.annotate.draft_user_text`. Drafts written
+into the corpus (its ``guide_drafts.jsonl``) append the run's entry to its stage record (``mag stages``).
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from mag_dataset.commands import options
@@ -37,7 +39,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from mag_dataset.cache import llm_cache_dir
     from mag_dataset.errors import UserError
-    from mag_dataset.harness.annotate import draft_guides
+    from mag_dataset.harness.annotate import DRAFTS_FILE, draft_guides
+    from mag_dataset.raw import StageRun
     from mag_dataset.llm_client import ChatClient, LLMConfigError
     from mag_dataset.schema import GuideSource
 
@@ -53,8 +56,16 @@ def run(args: argparse.Namespace) -> int:
             timeout=args.timeout, cache_dir=args.cache_dir or llm_cache_dir(), concurrency=args.concurrency,
             default_params={"max_tokens": args.max_tokens},
         )
+        # drafts written into the corpus (its own drafts file) make the run a stage
+        in_corpus = args.out is None or args.out.resolve() == (raw / DRAFTS_FILE).resolve()
+        stage = StageRun(raw, "draft-guides", {"model": args.model, "sources": list(sources),
+                                               "max_tokens": args.max_tokens}) if in_corpus else None
+        if stage is not None and stage.warning:
+            print(f"warning: {stage.warning}", file=sys.stderr)
         report = draft_guides(raw, client, out_path=args.out, sources=sources,
                               progress=options.progress_printer(args))
+        if stage is not None:
+            stage.finish()
     except LLMConfigError as e:
         raise UserError(str(e)) from None
     except ValueError as e:

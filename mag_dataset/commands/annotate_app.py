@@ -11,13 +11,15 @@ Examples::
 See :mod:`mag_dataset.harness.annotate_app`. Every response is kept in ``RAW/annotations.sqlite``
 (``--db``; :mod:`mag_dataset.harness.annotation_store` has the rule that resolves a step)
 and each step's resolution is written back into the raw episode as responses come in; stop
-and restart the app at any time.
+and restart the app at any time. A session that changed the corpus appends its entry to the
+corpus's stage record (``mag stages``) when the app stops.
 """
 
 from __future__ import annotations
 
 import argparse
 import getpass
+import sys
 from pathlib import Path
 
 from mag_dataset.commands import options
@@ -58,12 +60,20 @@ def run(args: argparse.Namespace) -> int:
             annotator = getpass.getuser()
         except (KeyError, OSError):
             annotator = ""
+    stage = None
     try:
         _warn_other_databases(args)
         from mag_dataset.harness.annotate_app import launch
+        from mag_dataset.raw import StageRun
 
+        if args.raw.is_dir():
+            stage = StageRun(args.raw, "annotate", {"annotator": annotator})
+            if stage.warning:
+                print(f"warning: {stage.warning}", file=sys.stderr)
         launch(args.raw, drafts_path=args.drafts, db_path=args.db, audit_path=args.audit, annotator=annotator,
                host=args.host, port=args.port, block=True)
+        if stage is not None:  # when the app stops: an entry only when the session changed the corpus
+            stage.finish(only_if_changed=True)
     except (FileNotFoundError, ValueError) as e:
         raise UserError(str(e)) from None
     except ImportError as e:

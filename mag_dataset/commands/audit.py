@@ -22,7 +22,8 @@ prompt, the answer format, the merge rule and the failure guard (a judge failing
 20% of its calls stops the audit and writes nothing; ``--allow-partial`` writes
 ``audit.partial.jsonl`` beside the audit file instead) are documented in
 :mod:`mag_dataset.harness.audit`. Verify guides (``mag annotate``) before the audit: the
-judges see the guides, so a guide changed later makes verdicts stale.
+judges see the guides, so a guide changed later makes verdicts stale. An audit that writes the
+corpus's own audit file appends its entry to the corpus's stage record (``mag stages``).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ import sys
 from pathlib import Path
 
 from mag_dataset.commands import options
+from mag_dataset.raw import AUDIT_FILE, StageRun
 from mag_dataset.schema import Split
 
 
@@ -66,22 +68,29 @@ def run(args: argparse.Namespace) -> int:
     from mag_dataset.llm_client import LLMConfigError
 
     raw = options.raw_folder(args)
+    # the corpus is rewritten when the audit file is its own (RAW/audit.jsonl): then the run is a stage
+    in_corpus = args.out is None or args.out.resolve() == (raw / AUDIT_FILE).resolve()
     try:
         if args.replay:
             out = args.out or raw / "audit.jsonl"
             vpath = args.verdicts or out.with_name(audit.VERDICTS_FILE)
             if not vpath.is_file():
                 raise UserError(f"verdict log not found: {vpath} (run the audit with --judges first)")
+            stage = _stage(raw, {"replay": True}, in_corpus)
             report = audit.replay_audit(raw, vpath, out_path=args.out, db_path=args.db)
         else:
             if args.judges is None:
                 raise UserError("--judges FILE is required (or --replay to recompute from the verdict log)")
             judges = audit.load_judges(args.judges)
+            panel = [j.name if j.rule_based else f"{j.name}={j.model}" for j in judges]
+            stage = _stage(raw, {"judges": panel, "steps": args.select, "split": args.split}, in_corpus)
             report = audit.run_audit(
                 raw, judges, out_path=args.out, verdicts_path=args.verdicts, cache_dir=args.cache_dir,
                 select=args.select, split=args.split, db_path=args.db, allow_partial=args.allow_partial,
                 progress=options.progress_printer(args),
             )
+        if stage is not None and not report.partial:  # a partial audit left the audit file as it was
+            stage.finish()
     except LLMConfigError as e:
         raise UserError(str(e)) from None
     except ValueError as e:  # RawDataError is a ValueError too
@@ -94,3 +103,13 @@ def run(args: argparse.Namespace) -> int:
         print(f"the audit file {args.out or raw / 'audit.jsonl'} was not changed; review {report.audit_path} "
               "and move it into place, or rerun when the judges are back", file=sys.stderr)
     return 0
+
+
+def _stage(raw: Path, settings: dict, in_corpus: bool) -> "StageRun | None":
+    """The audit's stage run (None when it writes its audit file outside the corpus); warns when out of order."""
+    if not in_corpus:
+        return None
+    stage = StageRun(raw, "audit", settings)
+    if stage.warning:
+        print(f"warning: {stage.warning}", file=sys.stderr)
+    return stage

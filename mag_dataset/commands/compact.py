@@ -5,12 +5,14 @@ Examples::
     mag compact --raw RAW_DIR --dry-run    # encode and report the sizes, write nothing
     mag compact --raw RAW_DIR --method 6 --workers 2
 
-The conversion and its settings are documented in :mod:`mag_dataset.compact`.
+The conversion and its settings are documented in :mod:`mag_dataset.compact`. A run (not a dry
+run) appends its entry to the corpus's stage record (``mag stages``).
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from mag_dataset import compact as _compact
@@ -35,15 +37,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from mag_dataset.errors import UserError
-    from mag_dataset.raw import RawDataError
+    from mag_dataset.raw import RawDataError, StageRun
 
     raw = options.raw_folder(args)
     if args.workers is not None and args.workers < 1:
         raise UserError(f"--workers must be at least 1, got {args.workers}")
     try:
+        stage = StageRun(raw, "compact", {"method": args.method, "quality": args.quality, "share": not args.no_share,
+                                          "delta": not args.no_delta})
+        if stage.warning:
+            print(f"warning: {stage.warning}", file=sys.stderr)
         report = _compact.compact_corpus(raw, method=args.method, quality=args.quality, workers=args.workers,
                                          dry_run=args.dry_run, share=not args.no_share,
                                          delta=not args.no_delta)
+        if not args.dry_run:  # a dry run rewrote nothing: no stage entry
+            stage.finish()
     except (RawDataError, ValueError, OSError) as e:
         raise UserError(str(e)) from None
     print(("would compact: " if args.dry_run else "compacted: ") + report.summary())

@@ -17,7 +17,8 @@ user's e-mail address, source ``label-studio``) in the annotation database (``--
 again records only new annotations, and an annotation made on a step that changed since the
 export is refused and listed. ``export --needs-adjudication`` makes a project of the steps
 whose annotators disagree, each showing their answers: a person who took no part answers as
-the adjudicator, and ``import`` records it like any response. ``serve`` installs Label Studio into its own virtual
+the adjudicator, and ``import`` records it like any response (and appends its entry to the
+corpus's stage record, ``mag stages``). ``serve`` installs Label Studio into its own virtual
 environment (``$MAG_LABEL_STUDIO_HOME``, default ``~/.cache/mag_dataset/label-studio``; its
 pins conflict with this package's), starts it on 127.0.0.1 with SQLite and no calls out,
 and prints the URL and the administrator's API key. See
@@ -97,8 +98,14 @@ def _import(args: argparse.Namespace) -> int:
 
     if args.project is None:
         raise UserError("import needs the project id: --project ID (the number in the project's URL)")
+    from mag_dataset.raw import StageRun
+
+    stage = StageRun(args.raw, "label-studio import", {"project": args.project})
+    if stage.warning:
+        print(f"warning: {stage.warning}", file=sys.stderr)
     with _client(args) as client:
         report = import_project(args.raw, client, args.project, db_path=args.db)
+    stage.finish()
     for line in report.lines():
         print(line, file=sys.stderr)
     print(report.summary())

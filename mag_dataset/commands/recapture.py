@@ -15,16 +15,19 @@ recaptures only those). See :mod:`mag_dataset.live.recapture` for the path and w
 and :mod:`mag_dataset.live.evidence` for ``--evidence`` (episodes recorded before the
 recorder stored DOM fingerprints get them from a replay that reproduces their pages).
 The sites the chosen episodes need are served for the run (and stopped after it) when
-they are not running already.
+they are not running already. Each run appends its entry (``recapture``, ``recapture --evidence``,
+``--end-at-error-pages``, ``--undo``) to the corpus's stage record (``mag stages``).
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from mag_dataset.errors import UserError
 from mag_dataset.commands import options
+from mag_dataset.raw import StageRecordError, StageRun
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -76,8 +79,10 @@ def run(args: argparse.Namespace) -> int:
         from mag_dataset.live.recapture import undo_recaptures
 
         try:
+            stage = _stage(raw, "recapture --undo", {})
             changed = undo_recaptures(raw, log=options.progress_printer(args))
-        except RawDataError as e:
+            stage.finish()
+        except (RawDataError, StageRecordError) as e:
             raise UserError(str(e)) from None
         print(f"undid the recapture of {len(changed)} episodes" + (f"; run `mag unify --raw {raw}` next" if changed else ""))
         return 0
@@ -85,20 +90,26 @@ def run(args: argparse.Namespace) -> int:
         from mag_dataset.live.recapture import end_at_error_pages
 
         try:
+            stage = _stage(raw, "recapture --end-at-error-pages", {})
             changed = end_at_error_pages(raw, log=options.progress_printer(args))
-        except RawDataError as e:
+            stage.finish()
+        except (RawDataError, StageRecordError) as e:
             raise UserError(str(e)) from None
         print(f"ended the recapture of {len(changed)} episodes at a browser error page"
               + (f" ({', '.join(changed[:5])}); run `mag unify --raw {raw}` next" if changed else ""))
         return 0
     try:
+        settings = {"share": args.share, "per_template": args.per_template, "seed": args.seed,
+                    "reset": not args.no_reset, "drift": args.drift, "drift_level": args.drift_level}
+        stage = _stage(raw, "recapture", {k: v for k, v in settings.items() if v is not None})
         chosen = choose_episodes(list(read_corpus(raw)), share, args.seed, args.per_template)
         sites = [site_class(n)() for n in dict.fromkeys(site_of(e) for e in chosen)]
         with served(sites):
             report = recapture_corpus(raw, share, args.seed, log=options.progress_printer(args),
                                       reset_first=not args.no_reset, per_template=args.per_template,
                                       drift=args.drift, drift_level=args.drift_level)
-    except (RawDataError, SiteError, LiveEnvError) as e:
+        stage.finish()
+    except (RawDataError, SiteError, LiveEnvError, StageRecordError) as e:
         raise UserError(str(e)) from None
     print(report.summary())
     return 0
@@ -112,11 +123,21 @@ def _evidence(args: argparse.Namespace, raw: Path) -> int:
     from mag_dataset.sites.manager import served
 
     try:
+        stage = _stage(raw, "recapture --evidence", {})
         wanted = [e for e in read_corpus(raw) if e.source in ("sites", "miniwob") and needs_evidence(e)]
         sites = [site_class(n)() for n in dict.fromkeys(e.site for e in wanted if e.source == "sites")]
         with served(sites):
             report = add_page_evidence(raw, log=options.progress_printer(args))
-    except (RawDataError, SiteError, LiveEnvError) as e:
+        stage.finish()
+    except (RawDataError, SiteError, LiveEnvError, StageRecordError) as e:
         raise UserError(str(e)) from None
     print(report.summary())
     return 0
+
+
+def _stage(raw: Path, stage: str, settings: dict) -> StageRun:
+    """This run's stage (its entry appended when it is done); warns when it is out of order."""
+    run = StageRun(raw, stage, settings)
+    if run.warning:
+        print(f"warning: {run.warning}", file=sys.stderr)
+    return run

@@ -14,7 +14,8 @@ On a Ray cluster (one Ray task per attempt; the same episodes as a local run)::
     mag record --backend ray --ray-address auto --out /tmp/raw
 
 Same ``--seed`` and ``--episodes`` give the same task instances, actions, candidate menus and
-guides (pixels may differ with the Chromium build). Writes ``corpus.json`` with the split.
+guides (pixels may differ with the Chromium build). Writes ``corpus.json`` with the split and
+the first entry of the corpus's stage record (``mag stages``).
 """
 
 from __future__ import annotations
@@ -52,6 +53,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from mag_dataset.live.experts import EXPERTS
     from mag_dataset.live.recorder import BUNDLED_TASKS, record_corpus, write_corpus_manifest
+    from mag_dataset.raw import StageRun
     from mag_dataset.sites import SiteError
 
     args.tasks = options.task_list(args.tasks) if args.tasks else list(BUNDLED_TASKS)
@@ -88,6 +90,8 @@ def run(args: argparse.Namespace) -> int:
     from mag_dataset.sites.manager import served
 
     sites = options.sites_of(args.tasks)
+    stage = StageRun(tmp, "record", {"tasks": args.tasks, "episodes": args.episodes, "seed": args.seed,
+                                     "point_only_share": args.point_only_share, "held_out": args.held_out})
     try:
         with served(sites):
             results = record_corpus(tmp, args.tasks, args.episodes, args.seed,
@@ -99,6 +103,7 @@ def run(args: argparse.Namespace) -> int:
         # site episodes name their template "<site>.<template>"
         held = None if args.held_out is None else [t.split(".", 1)[1] if t.startswith("sites.") else t for t in args.held_out]
         write_corpus_manifest(tmp, args.seed, held)  # None: two templates per site family, by seed
+        stage.finish()  # the record's first entry
         if args.out.exists():
             args.out.rmdir()  # checked empty above
         tmp.rename(args.out)

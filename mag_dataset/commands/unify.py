@@ -5,12 +5,14 @@ Examples::
     mag unify --raw RAW_DIR --dry-run      # report what would change
     mag unify --raw RAW_DIR
 
-The rules are documented in :mod:`mag_dataset.harness.unify`.
+The rules are documented in :mod:`mag_dataset.harness.unify`. A run (not a dry run) appends its
+entry to the corpus's stage record (``mag stages``).
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from mag_dataset.commands import options
@@ -31,7 +33,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from mag_dataset.errors import UserError
-    from mag_dataset.raw import RawDataError
+    from mag_dataset.raw import RawDataError, StageRun
 
     raw = options.raw_folder(args)
     if not 0 <= args.pixel_tolerance <= 255:
@@ -39,6 +41,10 @@ def run(args: argparse.Namespace) -> int:
     if not 0 <= args.pixel_fraction <= 1:
         raise UserError(f"--pixel-fraction must be in 0..1, got {args.pixel_fraction}")
     try:
+        stage = StageRun(raw, "unify", {"pixel_tolerance": args.pixel_tolerance, "pixel_fraction": args.pixel_fraction,
+                                        "box_tolerance": args.box_tolerance})
+        if stage.warning:
+            print(f"warning: {stage.warning}", file=sys.stderr)
         report = _rules.unify_corpus(
             raw,
             dry_run=args.dry_run,
@@ -47,6 +53,8 @@ def run(args: argparse.Namespace) -> int:
             pixel_fraction=args.pixel_fraction,
             box_tolerance=args.box_tolerance,
         )
+        if not args.dry_run:  # a dry run rewrote nothing: no stage entry
+            stage.finish()
     except (RawDataError, ValueError) as e:
         raise UserError(str(e)) from None
     print(("would change: " if args.dry_run else "unified: ") + report.summary())

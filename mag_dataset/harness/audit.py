@@ -178,7 +178,10 @@ def select_steps(raw_dir: str | os.PathLike, select: str = "all", split: str = "
         manifest = raw_dir / CORPUS_FILE
         if not manifest.is_file():
             raise ValueError(f"--split {split} needs {manifest} (the corpus split manifest)")
-        splits = json.loads(manifest.read_text("utf-8")).get("splits") or {}
+        doc = json.loads(manifest.read_text("utf-8"))
+        if not isinstance(doc, dict) or not isinstance(doc.get("splits"), dict):
+            raise ValueError(f"--split {split} needs a split in {manifest} (it holds none: a stage record only?)")
+        splits = doc["splits"]
     items = []
     for folder in iter_episode_dirs(raw_dir):
         ep = read_episode(folder)

@@ -12,14 +12,12 @@ This module holds the rules and the manifest writer; recording episodes is
 
 from __future__ import annotations
 
-import json
 import math
 import random
 from pathlib import Path
 
 from mag_dataset.builder.splits import params_key, site_family
-from mag_dataset.fileio import atomic_write
-from mag_dataset.raw import CORPUS_FILE, CORPUS_FORMAT, FORMAT_VERSION, read_corpus
+from mag_dataset.raw import CORPUS_FORMAT, FORMAT_VERSION, read_corpus, write_corpus_doc
 
 #: Templates kept out of train entirely, so test has ``unseen_template`` steps.
 HELD_OUT_TEMPLATES: tuple[str, ...] = ("login-user-popup", "click-tab-2")
@@ -125,7 +123,8 @@ def write_corpus_manifest(root: str | Path, split_seed: int, held_out: tuple[str
                           drop_test_echoes: bool = False) -> Path:
     """Write ``corpus.json`` (split seed, held-out templates, split per task) for a raw corpus.
 
-    Reads (and validates) every episode under ``root``; written atomically. The split is
+    Reads (and validates) every episode under ``root``; written atomically, keeping the stage
+    record already in ``corpus.json`` (:func:`mag_dataset.raw.write_corpus_doc`). The split is
     :func:`split_tasks` with tasks grouped by (template, parameters) (:func:`params_key`);
     the held-out templates are ``held_out`` (those present in the corpus) when given, else
     :func:`choose_held_out` by site family (:func:`site_family`).
@@ -171,4 +170,4 @@ def write_corpus_manifest(root: str | Path, split_seed: int, held_out: tuple[str
         "splits": split_tasks(templates, split_seed, held, test_fraction, groups, families),
         "drop_test_echoes": drop_test_echoes,
     }
-    return atomic_write(root / CORPUS_FILE, json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+    return write_corpus_doc(root, manifest)  # the stage record already there is kept
