@@ -237,3 +237,12 @@ def test_the_bundled_corpus_has_its_backfilled_record():
     assert [e.fingerprint for e in entries[:-1]] == [None] * (len(entries) - 1)
     assert entries[-1].fingerprint == content_fingerprint(BUNDLED)
     assert entries[5].options == {"share": 1.0, "seed": 0, "reset": True, "drift": 7, "drift_level": 1}
+
+
+def test_lint_guides_records_only_when_it_regenerates(tmp_path, capsys):
+    raw = coord_only_corpus(tmp_path / "raw")
+    main(["lint-guides", "--raw", str(raw)])
+    assert not (raw / CORPUS_FILE).exists()  # a lint reads; it rewrites nothing
+    main(["lint-guides", "--raw", str(raw), "--regenerate"])
+    (entry,) = read_stages(raw)
+    assert entry.stage == "lint-guides --regenerate" and entry.fingerprint == content_fingerprint(raw)

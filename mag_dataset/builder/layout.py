@@ -13,11 +13,12 @@ import os
 from pathlib import Path
 
 #: Bump when the content of built rows changes for the same raw input (invalidates caches).
-BUILD_VERSION = 6  # 2: the verified_by column; 3: capture geometry, SoM rendered from v2 raw, point-only rule;
+BUILD_VERSION = 5  # 2: the verified_by column; 3: capture geometry, SoM rendered from v2 raw, point-only rule;
 # 4: site_family column, rendered SoM stored as WebP, eval.yaml; 5: guide_decision, decided_at and
-# verification_notes columns, verified_by may name several annotators, build_info "annotation";
-# 6: build_info "corpus_stages" and the card's stages line (rows unchanged: a fresh cache folder for
-# builds that predate the field, since the raw fingerprint leaves the stage record out)
+# verification_notes columns, verified_by may name several annotators, build_info "annotation".
+# build_info "corpus_stages" and the card's stages line came without a bump: the rows are unchanged,
+# and a bump would rename every cached build (mag demo prints its folder); a cached build made
+# before them lacks the two (delete ~/.cache/mag_dataset/webmre-sample-* to rebuild)
 BUILD_INFO_FILE = "build_info.json"
 CHECKSUM_FILE = "checksums.sha256"
 CARD_FILE = "README.md"

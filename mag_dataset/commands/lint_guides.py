@@ -10,12 +10,14 @@ a label cut with an ellipsis, a target the guide does not name) are documented i
 :mod:`mag_dataset.builder.guide_lint`. ``--regenerate`` rewrites, in place, every guide whose
 ``guide_source`` is ``context_template`` or ``plan`` with today's generators
 (:func:`mag_dataset.context_guides.regenerate_guides`, from the context the recording stored);
-guides written by people or models are left alone.
+guides written by people or models are left alone, and the run appends its entry
+(``lint-guides --regenerate``) to the corpus's stage record (``mag stages``).
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 
 from mag_dataset.commands import options
 
@@ -31,7 +33,8 @@ def run(args: argparse.Namespace) -> int:
     from mag_dataset.builder.guide_lint import lint_episodes
     from mag_dataset.errors import UserError
     from mag_dataset.context_guides import regenerate_guides
-    from mag_dataset.raw import RawDataError, iter_episode_dirs, read_episode, rewrite_episode_json
+    from mag_dataset.raw import (RawDataError, StageRecordError, StageRun, iter_episode_dirs, read_episode,
+                                 rewrite_episode_json)
 
     raw = options.raw_folder(args)
     if args.limit < 0:
@@ -39,6 +42,9 @@ def run(args: argparse.Namespace) -> int:
     episodes = []
     rewritten = 0
     try:
+        stage = StageRun(raw, "lint-guides --regenerate", {}) if args.regenerate else None
+        if stage is not None and stage.warning:
+            print(f"warning: {stage.warning}", file=sys.stderr)
         for folder in iter_episode_dirs(raw):
             ep = read_episode(folder)
             if args.regenerate:
@@ -48,7 +54,9 @@ def run(args: argparse.Namespace) -> int:
                     rewritten += 1
                 ep = new
             episodes.append(ep)
-    except RawDataError as e:
+        if stage is not None:
+            stage.finish()
+    except (RawDataError, StageRecordError) as e:
         raise UserError(str(e)) from None
     if args.regenerate:
         print(f"regenerated the context and plan guides of {rewritten} episodes")
