@@ -22,7 +22,6 @@ from mag_dataset.harness.live_eval import (
     EpisodeResult,
     LiveEvalConfig,
     build_report,
-    episode_id_for,
     format_table,
     wilson_interval,
 )
@@ -38,6 +37,7 @@ from mag_dataset.harness.live_eval.results import (
     results_record,
 )
 from mag_dataset.harness.live_eval.tasks import task_environment, task_kind, task_site
+from mag_dataset.live.page_step import episode_id_for
 
 SITE_TASKS = ("sites.forum.count_replies", "sites.forum.open_board", "sites.forum.reply_to_topic")
 

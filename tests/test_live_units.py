@@ -140,7 +140,7 @@ def test_step_from_page_names_images_once_and_copies_the_page(tmp_path):
     from PIL import Image
 
     from mag_dataset.raw import RawEpisode, read_episode, write_episode
-    from mag_dataset.recording import PageCapture, step_from_page, step_image_names
+    from mag_dataset.live.page_step import PageCapture, step_from_page, step_image_names
     from mag_dataset.schema import Candidate
 
     assert step_image_names(7) == ("step_007.png", "step_007_som.png")

@@ -14,7 +14,7 @@ execution, scripted experts and the recorder of the bundled sample corpus.
   ``write_corpus_manifest`` (``corpus.json``).
 * :mod:`mag_dataset.live.recapture` — re-render site episodes on a site that has moved on.
 
-A recorded step is built from an observation by :func:`mag_dataset.recording.step_from_page`
+A recorded step is built from an observation by :func:`mag_dataset.live.page_step.step_from_page`
 (shared with live evaluation and the importers).
 
 Playwright objects are bound to the thread that created them: create, step and close an env

@@ -46,7 +46,7 @@ from mag_dataset.live.splits import (  # noqa: F401 (re-exported: the split rule
     write_corpus_manifest,
 )
 from mag_dataset.raw import RawEpisode, RawStep, write_episode
-from mag_dataset.recording import episode_id_for, site_and_template, step_from_page
+from mag_dataset.live.page_step import episode_id_for, site_and_template, step_from_page
 from mag_dataset.schema import Action, GuideSource, box_center, point_in_box
 
 #: Most steps an expert may take before the episode is abandoned.

@@ -4,7 +4,7 @@
 checks each observation (:mod:`~mag_dataset.harness.browsergym_import.limits`), reads it
 (:mod:`~mag_dataset.harness.browsergym_import.observation`), maps its action
 (:mod:`~mag_dataset.harness.browsergym_import.actions`) and builds each step with
-:func:`mag_dataset.recording.step_from_page`; the site and template come from the task name
+:func:`mag_dataset.live.page_step.step_from_page`; the site and template come from the task name
 and the first URL. :func:`isolated_convert` is its child-process entry point. Writing
 episodes and choosing among repeats is :mod:`~mag_dataset.harness.browsergym_import.batch`'s.
 """
@@ -31,7 +31,7 @@ from mag_dataset.harness.browsergym_import.limits import MAX_ACTION_CHARS, MAX_D
 from mag_dataset.harness.browsergym_import.observation import _redraw_som, process_observation
 from mag_dataset.harness.import_common import check_converted, episode_id_from
 from mag_dataset.raw import RawEpisode, RawStep
-from mag_dataset.recording import step_from_page
+from mag_dataset.live.page_step import step_from_page
 
 #: WebArena's standard ports -> WebMRE site names.
 WEBARENA_PORTS: dict[int, str] = {

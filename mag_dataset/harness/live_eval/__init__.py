@@ -75,17 +75,15 @@ from mag_dataset.harness.live_eval.tasks import (
     LiveEvalError,
     LiveEvalInterrupted,
     check_task,
-    episode_id_for,
     make_task_env,
     normalize_task_id,
-    site_and_template,
     task_outcome,
 )
 
 __all__ = [
     "Attempt", "BENCHMARK_PACKAGES", "EpisodeResult", "LIVE_CONTRACTS", "LiveEvalConfig", "LiveEvalError",
-    "LiveEvalInterrupted", "REPORT_FORMAT", "REPORT_VERSION", "RERUN_CHOICES", "RUN_MARKER", "STATUSES", "Z95", "build_report", "check_task", "episode_id_for",
+    "LiveEvalInterrupted", "REPORT_FORMAT", "REPORT_VERSION", "RERUN_CHOICES", "RUN_MARKER", "STATUSES", "Z95", "build_report", "check_task",
     "format_table", "live_episode_task", "live_step", "make_task_env", "normalize_task_id",
     "performed_despite_timeout", "resolve_target", "run_episode", "run_live_episodes", "run_live_eval",
-    "site_and_template", "summarize", "task_outcome", "wilson_interval",
+    "summarize", "task_outcome", "wilson_interval",
 ]

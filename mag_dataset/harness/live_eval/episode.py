@@ -54,18 +54,12 @@ from mag_dataset.harness.agents import Agent, AgentConfigError
 from mag_dataset.harness.live_eval.config import LiveEvalConfig
 from mag_dataset.harness.live_eval.interrupt import agent_call, stop_requested
 from mag_dataset.harness.live_eval.report import TRAFFIC, EpisodeResult, action_counts
-from mag_dataset.harness.live_eval.tasks import (
-    episode_id_for,
-    make_task_env,
-    site_and_template,
-    task_environment,
-    task_outcome,
-)
+from mag_dataset.harness.live_eval.tasks import make_task_env, task_environment, task_outcome
 from mag_dataset.live.execute import to_browsergym_action
 from mag_dataset.live.observe import Observation, observe, page_scale
 from mag_dataset.parsing import Parsed, parse_output
 from mag_dataset.raw import RawEpisode, RawStep, write_episode
-from mag_dataset.recording import step_from_page, store_step_images
+from mag_dataset.live.page_step import episode_id_for, site_and_template, step_from_page, store_step_images
 from mag_dataset.schema import Action, Candidate, GuideSource, Split, Step, box_center
 
 

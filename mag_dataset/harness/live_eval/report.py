@@ -33,7 +33,8 @@ from typing import Any
 
 from mag_dataset.actions import ActionType
 from mag_dataset.harness.live_eval.config import LiveEvalConfig
-from mag_dataset.harness.live_eval.tasks import site_and_template, task_site
+from mag_dataset.harness.live_eval.tasks import task_site
+from mag_dataset.live.page_step import site_and_template
 
 REPORT_FORMAT = "mag-live-eval-report"
 #: 2: episode status (errors left out of the rates), endpoint traffic, the check's expected/found;

@@ -41,7 +41,7 @@ from mag_dataset.harness.live_eval.episode import run_episode
 from mag_dataset.harness.live_eval.interrupt import handling_sigint, install_in_worker, stop_requested
 from mag_dataset.harness.live_eval.report import EpisodeResult, action_counts, build_report, format_table
 from mag_dataset.harness.live_eval.results import write_results
-from mag_dataset.harness.live_eval.tasks import LiveEvalError, LiveEvalInterrupted, check_task, episode_id_for
+from mag_dataset.harness.live_eval.tasks import LiveEvalError, LiveEvalInterrupted, check_task
 from mag_dataset.harness.ray_backend import (
     Crashed,
     Dispatcher,
@@ -52,6 +52,7 @@ from mag_dataset.harness.ray_backend import (
     site_lock,
     write_files,
 )
+from mag_dataset.live.page_step import episode_id_for
 
 #: Written when a run starts: the run's configuration; a folder with it holds this run's episodes.
 RUN_MARKER = ".live-eval-run"

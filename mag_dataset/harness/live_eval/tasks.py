@@ -18,8 +18,6 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from mag_dataset.recording import episode_id_for, site_and_template  # noqa: F401 (re-exported: the recorder's names)
-
 #: BrowserGym benchmark prefix -> the package whose import registers its tasks.
 BENCHMARK_PACKAGES: dict[str, str] = {
     "miniwob": "browsergym.miniwob",

@@ -4,7 +4,7 @@
 :mod:`mag_dataset.harness.trace_import` for which calls and how): the screenshot is the last
 screencast frame before the call, the candidates come from the call's DOM snapshot laid out
 again (:mod:`.snapshots`), the action from the call's method and parameters, and the step is
-built by :func:`mag_dataset.recording.step_from_page`. :func:`import_traces` converts a batch
+built by :func:`mag_dataset.live.page_step.step_from_page`. :func:`import_traces` converts a batch
 into a raw corpus with the bookkeeping both importers share
 (:mod:`mag_dataset.harness.import_common`). Reading the archive is :mod:`.archive`'s.
 """
@@ -31,7 +31,7 @@ from mag_dataset.harness.import_common import (
 from mag_dataset.harness.trace_import.archive import Call, Trace, TraceImportError, _size, read_trace
 from mag_dataset.harness.trace_import.snapshots import SnapshotRenderer
 from mag_dataset.raw import RawEpisode, RawStep
-from mag_dataset.recording import PageCapture, step_from_page
+from mag_dataset.live.page_step import PageCapture, step_from_page
 from mag_dataset.schema import Action, Candidate, box_center, point_in_box
 
 #: Frame/Page methods that act on the page; every other call (waits, evaluations, queries) is skipped.

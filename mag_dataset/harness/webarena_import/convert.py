@@ -69,7 +69,7 @@ from mag_dataset.harness.webarena_import.results import (
     verdict_of,
 )
 from mag_dataset.raw import RawEpisode, RawStep
-from mag_dataset.recording import PageCapture, step_from_page
+from mag_dataset.live.page_step import PageCapture, step_from_page
 from mag_dataset.schema import Action, Candidate, point_in_box
 
 #: WebArena's action types (``ActionTypes`` names) -> the benchmark's; None: no counterpart (the
