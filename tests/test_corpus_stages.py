@@ -246,3 +246,19 @@ def test_lint_guides_records_only_when_it_regenerates(tmp_path, capsys):
     main(["lint-guides", "--raw", str(raw), "--regenerate"])
     (entry,) = read_stages(raw)
     assert entry.stage == "lint-guides --regenerate" and entry.fingerprint == content_fingerprint(raw)
+
+
+def test_an_import_appends_its_entry_and_unify_after_it_is_in_order(tmp_path, capsys):
+    from test_importer_agentlab import _with_screenshots
+
+    study = _with_screenshots(tmp_path)
+    raw = tmp_path / "raw"
+    assert main(["import-browsergym", str(study), "--out", str(raw), "--no-progress"]) == 0
+    (entry,) = read_stages(raw)
+    assert entry.stage == "import-browsergym" and entry.changed["episodes"] == 4 and entry.changed["steps"] == 7
+    assert entry.options["inputs"] == [study.name]
+    # again: every episode already there, nothing changed, nothing appended
+    assert main(["import-browsergym", str(study), "--out", str(raw), "--no-progress"]) == 0
+    assert stages_of(raw) == ["import-browsergym"]
+    assert main(["unify", "--raw", str(raw)]) == 0
+    assert stages_of(raw) == ["import-browsergym", "unify"] and "warning" not in capsys.readouterr().err

@@ -97,7 +97,7 @@ def test_with_a_screenshot_per_step_all_four_import(how, tmp_path, monkeypatch, 
     assert main(["import-browsergym", path, "--out", "raw", "--no-progress"]) == 0
     assert "4 experiments: imported 4 episodes (7 steps), skipped 0" in capsys.readouterr().out
     raw = elsewhere / "raw"
-    assert sorted(p.name for p in raw.iterdir()) == EPISODES
+    assert sorted(p.name for p in raw.iterdir()) == sorted([*EPISODES, "corpus.json"])  # + the stage record
     ep = read_episode(raw / "miniwob.click-checkboxes.seed-20")
     assert ep.metadata["agent"] == "GenericAgent-gpt-4o-mini" and ep.intent == "Select SQkB, ug and click Submit."
     first = ep.steps[0]

@@ -14,7 +14,8 @@ printed; the exit status is 0 when an episode was imported (or every folder was 
 imported), 1 when nothing could be imported, 2 for a usage error. Repeats of one task
 (``--task-key``) share a task key, so the default split keeps them together; ``--keep first``
 or ``--keep best`` imports one run per key. Follow with ``mag unify`` (restores
-``mouse_click`` steps), ``mag audit`` and ``mag build``.
+``mouse_click`` steps), ``mag audit`` and ``mag build``. The import appends its entry
+to RAW_DIR's stage record (``mag stages``).
 """
 
 from __future__ import annotations
@@ -66,14 +67,47 @@ def run(args: argparse.Namespace) -> int:
                         seconds=args.time_limit or IMPORT_LIMITS.seconds)
     except ValueError as e:
         raise UserError(f"--memory-limit/--time-limit: {e}") from None
+    stage = import_stage(args.out, "import-browsergym", {
+        "inputs": [p.name for p in args.exp_dirs], "min_reward": args.min_reward, "templates": templates,
+        "overwrite": args.overwrite, "task_key": args.task_key, "keep": args.keep})
     try:
         report = import_experiments(args.exp_dirs, args.out, min_reward=args.min_reward, templates=templates,
                                     overwrite=args.overwrite, progress=options.progress_printer(args),
                                     limits=limits, task_key=args.task_key, keep=args.keep)
     except FileNotFoundError as e:
         raise UserError(str(e)) from None
+    finish_import(stage)
     return import_exit_status(report, "BrowserGym experiment directory (summary_info.json / step_0.pkl.gz)",
                               args.exp_dirs)
+
+
+def import_stage(out: Path, stage: str, settings: dict[str, Any]) -> Any:
+    """The import's run as a corpus stage (:class:`mag_dataset.raw.StageRun` on ``--out``), warning when out of order."""
+    import sys
+
+    from mag_dataset.errors import UserError
+    from mag_dataset.raw import StageRecordError, StageRun
+
+    try:
+        run = StageRun(out, stage, settings)
+    except StageRecordError as e:
+        raise UserError(str(e)) from None
+    if run.warning:
+        print(f"warning: {run.warning}", file=sys.stderr)
+    return run
+
+
+def finish_import(stage: Any) -> None:
+    """Append the import's entry to ``--out``'s stage record when it added or replaced episodes (an
+    import that changed nothing appends nothing, and makes no ``corpus.json`` in a new folder)."""
+    from mag_dataset.errors import UserError
+    from mag_dataset.raw import StageRecordError
+
+    if stage.root.is_dir():
+        try:
+            stage.finish(only_if_changed=True)
+        except StageRecordError as e:
+            raise UserError(str(e)) from None
 
 
 def import_exit_status(report: Any, what: str, paths: list[Path]) -> int:

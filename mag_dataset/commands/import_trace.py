@@ -16,7 +16,8 @@ archive's file name (or name without ``.zip``) to ``{"intent": ..., "site", "int
 template; the episode is ``webarena.<id>``). An archive that cannot be converted is
 skipped with its reason; the exit status is 0 when an episode was imported, 1 when none
 could be, 2 for a usage error. Follow with ``mag unify`` (restores mouse clicks recorded
-at a point), ``mag audit`` and ``mag build``.
+at a point), ``mag audit`` and ``mag build``. The import appends its entry
+to RAW_DIR's stage record (``mag stages``).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ import json
 from pathlib import Path
 
 from mag_dataset.commands import options
-from mag_dataset.commands.import_browsergym import import_exit_status
+from mag_dataset.commands.import_browsergym import finish_import, import_exit_status, import_stage
 from typing import Any
 
 TASK_FIELDS = {"intent": str, "site": str, "intent_template_id": str, "task_id": str, "seed": int}
@@ -105,9 +106,13 @@ def run(args: argparse.Namespace) -> int:
         entry = table.get(path.name, table.get(path.stem))
         return None if entry is None else TraceTask(**{k: v for k, v in entry.items() if v is not None})
 
+    given = "intent" if args.intent is not None else "webarena_configs" if args.webarena_configs is not None else "tasks"
+    stage = import_stage(args.out, "import-trace", {"inputs": [p.name for p in args.traces], "task_from": given,
+                                                    "overwrite": args.overwrite})
     try:
         report = import_traces(args.traces, args.out, task_of, overwrite=args.overwrite,
                                progress=options.progress_printer(args))
     except FileNotFoundError as e:
         raise UserError(str(e)) from None
+    finish_import(stage)
     return import_exit_status(report, "trace archive (.zip)", args.traces)

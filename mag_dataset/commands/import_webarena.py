@@ -17,7 +17,8 @@ config block). Only PASS tasks by default (as WebMRE); ``--all`` imports the res
 imported is skipped with its reason and the batch goes on; an episode already in ``--out`` is
 skipped, so a second run resumes. The exit status is 0 when an episode was imported (or all
 were already), 1 when none could be, 2 for a usage error. Follow with ``mag unify``, ``mag
-recapture``, ``mag audit`` and ``mag build``.
+recapture``, ``mag audit`` and ``mag build``. The import appends its entry
+to RAW_DIR's stage record (``mag stages``).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ import argparse
 from pathlib import Path
 
 from mag_dataset.commands import options
-from mag_dataset.commands.import_browsergym import import_exit_status
+from mag_dataset.commands.import_browsergym import finish_import, import_exit_status, import_stage
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -47,10 +48,13 @@ def run(args: argparse.Namespace) -> int:
 
     if args.configs is not None and not args.configs.is_dir():
         raise UserError(f"--configs {args.configs}: not a folder")
+    stage = import_stage(args.out, "import-webarena", {"inputs": [args.result_dir.name], "all": args.include_failed,
+                                                       "overwrite": args.overwrite})
     try:
         report = import_webarena(args.result_dir, args.out, configs_dir=args.configs,
                                  include_failed=args.include_failed, overwrite=args.overwrite,
                                  progress=options.progress_printer(args))
     except FileNotFoundError as e:
         raise UserError(str(e)) from None
+    finish_import(stage)
     return import_exit_status(report, "WebArena render file (render_<task_id>.html)", [args.result_dir])
