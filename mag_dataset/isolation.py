@@ -41,7 +41,7 @@ from typing import Any
 
 #: Task name -> ``module:function``; the function takes the request and returns plain data.
 TASKS: dict[str, str] = {
-    "board.score": "mag_dataset.board:isolated_score",
+    "board.score": "mag_dataset.board.grading:isolated_score",
     "browsergym_import.convert": "mag_dataset.harness.browsergym_import.convert:isolated_convert",
 }
 

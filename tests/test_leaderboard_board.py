@@ -20,16 +20,11 @@ from pathlib import Path
 import pytest
 
 from mag_dataset.actions import Contract, View
-from mag_dataset.board import (
-    Board,
-    BoardConfig,
-    restore_from_folder,
-    Gold,
-    SubmissionRejected,
-    clean_link,
-    decode_upload,
-    summary_from_report,
-)
+from mag_dataset.board import Board, BoardConfig, Gold, SubmissionRejected
+from mag_dataset.board.columns import summary_from_report
+from mag_dataset.board.fields import clean_link
+from mag_dataset.board.mirror import restore_from_folder
+from mag_dataset.board.upload import decode_upload
 from mag_dataset.predictions import read_predictions
 from mag_dataset.prompts import render_target
 from mag_dataset.schema import Action, Candidate, Step

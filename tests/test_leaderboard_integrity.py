@@ -10,16 +10,9 @@ from pathlib import Path
 import pytest
 
 from mag_dataset.actions import Contract, View
-from mag_dataset.board import (
-    MIN_GROUP_STEPS,
-    Board,
-    BoardConfig,
-    Gold,
-    SubmissionRejected,
-    coarsen_breakdown,
-    public_report,
-    step_values,
-)
+from mag_dataset.board import MIN_GROUP_STEPS, Board, BoardConfig, Gold, SubmissionRejected
+from mag_dataset.board.grading import step_values
+from mag_dataset.board.granularity import coarsen_breakdown, public_report
 from mag_dataset.compare import compare_reports, paired_test
 from mag_dataset.heuristic import heuristic_predictions
 from mag_dataset.prompts import render_target

@@ -197,7 +197,8 @@ def test_good_file_gives_a_ranked_row_with_the_scores_mag_score_gives(server, cl
         assert row[m] == expected[m]["micro"], m
 
     # the downloadable report is `mag score`'s, its breakdowns cut to the granularity rule
-    from mag_dataset.board import MIN_GROUP_STEPS, public_report
+    from mag_dataset.board import MIN_GROUP_STEPS
+    from mag_dataset.board.granularity import public_report
 
     info, bars, taxonomy, report_file, _others = client.predict(str(result["id"]), api_name="/details")
     public = json.loads(Path(report_file).read_text())

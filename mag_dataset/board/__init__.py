@@ -94,7 +94,7 @@ bytes live in ``files/<sha[:2]>/<sha><ext>``. A rejected file stores nothing. Th
 version is ``PRAGMA user_version``; a board opens an older database by running the missing
 steps of :data:`mag_dataset.board.storage.MIGRATIONS` at start-up.
 
-Layout (one room, one reason to change; :class:`Board` is the facade that wires them):
+Layout (one module per concern; :class:`Board` wires them together):
 
 =============================  ===================================================================
 ``board.config``               :class:`BoardConfig` and the ``MAG_BOARD_*`` variables
@@ -116,33 +116,22 @@ Layout (one room, one reason to change; :class:`Board` is the facade that wires 
 ``board.core``                 :class:`Board`
 =============================  ===================================================================
 
-Every name importable from ``mag_dataset.board`` before it became a package still is.
+``mag_dataset.board`` itself exports what the leaderboard Space (``leaderboard/``), the
+benchmarks and ``mag leaderboard`` use (:data:`__all__`); everything else is imported from
+the module above that defines it.
 """
 
 from __future__ import annotations
 
-from mag_dataset.board.columns import METRIC_COLUMNS, RANK_COLUMNS, metric_value, ranking_metric, summary_from_report
-from mag_dataset.board.config import MAX_FORMAT_FAILURE_RATE, BoardConfig
+from mag_dataset.board.columns import METRIC_COLUMNS, metric_value
+from mag_dataset.board.config import BoardConfig
 from mag_dataset.board.core import Board
 from mag_dataset.board.errors import SubmissionRejected
-from mag_dataset.board.fields import (
-    BIDI_CONTROLS,
-    MAX_LINK_CHARS,
-    MAX_NAME_CHARS,
-    PROVENANCE_TAGS,
-    check_characters,
-    clean_link,
-    clean_text,
-)
+from mag_dataset.board.fields import PROVENANCE_TAGS
 from mag_dataset.board.gold import Gold
-from mag_dataset.board.grading import isolated_score, report_fingerprint, step_values
-from mag_dataset.board.granularity import MIN_GROUP_STEPS, coarsen_breakdown, coarsen_comparison, public_report
-from mag_dataset.board.mirror import restore_from_folder, restore_from_hub
-from mag_dataset.board.integrity import check_integrity, content_sha256, format_gate_counts, validation_summary
-from mag_dataset.board.parquet import PARQUET_BATCH_ROWS
-from mag_dataset.board.ranking import RANK_ALPHA, Ranked, rank_key
-from mag_dataset.board.records import RescoreResult, Submission
-from mag_dataset.board.upload import EXTENSIONS, decode_upload, file_extension
+from mag_dataset.board.granularity import MIN_GROUP_STEPS
+from mag_dataset.board.ranking import Ranked
+from mag_dataset.board.upload import EXTENSIONS
 
 __all__ = [
     "Board",
@@ -150,39 +139,9 @@ __all__ = [
     "EXTENSIONS",
     "Gold",
     "METRIC_COLUMNS",
-    "PROVENANCE_TAGS",
-    "RescoreResult",
-    "Submission",
-    "SubmissionRejected",
-    "clean_link",
-    "clean_text",
-    "decode_upload",
-    "metric_value",
-    "rank_key",
-    "Ranked",
     "MIN_GROUP_STEPS",
-    "RANK_ALPHA",
-    "check_integrity",
-    "coarsen_breakdown",
-    "content_sha256",
-    "public_report",
-    "ranking_metric",
-    "step_values",
-    "restore_from_folder",
-    "restore_from_hub",
-    "summary_from_report",
-    # importable before the package existed, outside __all__ then too
-    "BIDI_CONTROLS",
-    "MAX_FORMAT_FAILURE_RATE",
-    "MAX_LINK_CHARS",
-    "MAX_NAME_CHARS",
-    "PARQUET_BATCH_ROWS",
-    "RANK_COLUMNS",
-    "check_characters",
-    "coarsen_comparison",
-    "file_extension",
-    "format_gate_counts",
-    "isolated_score",
-    "report_fingerprint",
-    "validation_summary",
+    "PROVENANCE_TAGS",
+    "Ranked",
+    "SubmissionRejected",
+    "metric_value",
 ]
