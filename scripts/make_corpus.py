@@ -118,6 +118,10 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from mag_dataset.raw import StageRun
 
 REPO = Path(__file__).resolve().parent.parent
 #: The recording settings of the bundled corpus (step 1).
@@ -145,6 +149,17 @@ def mag(*args: str) -> None:
     cmd = [sys.executable, "-m", "mag_dataset.cli", *args]
     print("+ mag " + " ".join(args), flush=True)
     subprocess.run(cmd, check=True)
+
+
+def own_stage(root: Path, stage: str, options: dict) -> "StageRun":
+    """One of this script's own steps as a corpus stage (its entry appended by ``finish``); prints the
+    warning line when it runs out of the canonical order, as the ``mag`` commands do."""
+    from mag_dataset.raw import StageRun
+
+    run = StageRun(root, stage, options)
+    if run.warning:
+        print(f"warning: {run.warning}", file=sys.stderr, flush=True)
+    return run
 
 
 def record(work: Path) -> tuple[list[Path], Path]:
@@ -181,10 +196,9 @@ def merge(sources: list[Path], miniwob: Path, merged: Path) -> None:
     stage record of ``merged`` starts with the inputs' records (each entry noting its input),
     then this step's entry."""
     from mag_dataset.live.splits import site_family
-    from mag_dataset.raw import (StageRun, append_stage, copy_episodes, iter_episode_dirs, read_episode,
-                                 read_stages)
+    from mag_dataset.raw import append_stage, copy_episodes, iter_episode_dirs, read_episode, read_stages
 
-    stage = StageRun(merged, "make-corpus merge", {"miniwob_episodes": MINIWOB_EPISODES})
+    stage = own_stage(merged, "make-corpus merge", {"miniwob_episodes": MINIWOB_EPISODES})
     merged.mkdir(parents=True)
     mw = [f for f, ep in ((f, read_episode(f)) for f in iter_episode_dirs(miniwob))
           if site_family(ep.source, ep.site) == "miniwob"]
@@ -214,9 +228,9 @@ def fit_to_cap(merged: Path, work: Path, other_data: int) -> tuple[Path, int, in
     """
     from mag_dataset.live.splits import site_family
     from mag_dataset.raw import (AUDIT_FILE, CORPUS_FILE, CORPUS_FORMAT, FORMAT_VERSION, STAGES_KEY, VERDICTS_FILE,
-                                 StageRun, copy_episodes, corpus_manifest_text, iter_episode_dirs, read_episode)
+                                 copy_episodes, corpus_manifest_text, iter_episode_dirs, read_episode)
 
-    stage = StageRun(merged, "make-corpus fit", {"size_cap": SIZE_CAP, "step_budget_max": STEP_BUDGET_MAX})
+    stage = own_stage(merged, "make-corpus fit", {"size_cap": SIZE_CAP, "step_budget_max": STEP_BUDGET_MAX})
     record = json.loads((merged / CORPUS_FILE).read_text("utf-8")).get(STAGES_KEY) if (merged / CORPUS_FILE).is_file() else None
     episodes = {f.name: read_episode(f) for f in iter_episode_dirs(merged)}
     site = {n for n, ep in episodes.items() if site_family(ep.source, ep.site) != "miniwob"}
@@ -304,12 +318,11 @@ def main(argv: list[str] | None = None) -> int:
         mag("compact", "--raw", str(merged))
 
     from mag_dataset.live.recorder import write_corpus_manifest
-    from mag_dataset.raw import StageRun
 
     out = args.out.resolve()
     other_data = disk_usage(out.parent) - disk_usage(out)  # the data folder's other files
     merged, budget, size = fit_to_cap(merged, args.work, other_data)
-    split = StageRun(merged, "make-corpus split", {"split_seed": CORPUS_SEED, "drop_test_echoes": True})
+    split = own_stage(merged, "make-corpus split", {"split_seed": CORPUS_SEED, "drop_test_echoes": True})
     write_corpus_manifest(merged, CORPUS_SEED, drop_test_echoes=True)
     split.finish()
     size = disk_usage(merged) + other_data
