@@ -17,18 +17,10 @@ from mag_dataset.actions import ActionType, Contract, View
 from mag_dataset.cli import main
 from mag_dataset.harness.agents import AgentSpec, AgentSpecError, HeuristicAgent
 from mag_dataset.coords import restore_element
-from mag_dataset.harness.live_eval import (
-    EpisodeResult,
-    LiveEvalConfig,
-    LiveEvalError,
-    format_table,
-    normalize_task_id,
-    resolve_target,
-    run_episode,
-    run_live_eval,
-    summarize,
-    wilson_interval,
-)
+from mag_dataset.harness.live_eval import LiveEvalConfig, LiveEvalError, format_table, run_live_eval
+from mag_dataset.harness.live_eval.episode import resolve_target, run_episode
+from mag_dataset.harness.live_eval.report import EpisodeResult, summarize, wilson_interval
+from mag_dataset.harness.live_eval.tasks import normalize_task_id
 from mag_dataset.raw import read_episode, iter_episode_dirs
 from mag_dataset.schema import Action, Candidate
 

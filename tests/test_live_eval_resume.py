@@ -21,7 +21,8 @@ import pytest
 from stub_openai import Status, StubOpenAI
 
 from mag_dataset.cli import main
-from mag_dataset.harness.live_eval import EpisodeResult, format_table, summarize
+from mag_dataset.harness.live_eval import format_table
+from mag_dataset.harness.live_eval.report import EpisodeResult, summarize
 from mag_dataset.harness.live_eval.report import failure_line
 from mag_dataset.harness.live_eval.why import site_check
 

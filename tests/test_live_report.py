@@ -18,13 +18,8 @@ from stub_openai import Status, StubOpenAI
 
 from mag_dataset.cli import main
 from mag_dataset.harness.agents import AgentSpec
-from mag_dataset.harness.live_eval import (
-    EpisodeResult,
-    LiveEvalConfig,
-    build_report,
-    format_table,
-    wilson_interval,
-)
+from mag_dataset.harness.live_eval import LiveEvalConfig, format_table
+from mag_dataset.harness.live_eval.report import EpisodeResult, build_report, wilson_interval
 from mag_dataset.harness.live_eval.report import (
     action_breakdown,
     action_counts,

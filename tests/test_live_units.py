@@ -167,7 +167,7 @@ def test_step_from_page_names_images_once_and_copies_the_page(tmp_path):
 
 
 def test_strict_success_outside_miniwob_is_reward_exactly_one():
-    from mag_dataset.harness.live_eval import task_outcome
+    from mag_dataset.harness.live_eval.tasks import task_outcome
 
     assert task_outcome(None, "webarena.310", 1.0, {}, True, False) == (True, True, 1.0)
     assert task_outcome(None, "assistantbench.x", 0.5, {}, True, False) == (True, False, 0.5)  # partial credit
@@ -176,7 +176,7 @@ def test_strict_success_outside_miniwob_is_reward_exactly_one():
 
 
 def test_attempt_log_keeps_its_key_order_and_logs_the_action_only_when_parsed():
-    from mag_dataset.harness.live_eval import Attempt
+    from mag_dataset.harness.live_eval.episode import Attempt
 
     a = Attempt(attempt=0, screenshot="step_000.png", som_screenshot="step_000_som.png", url="u",
                 conversion={"scale_factor": 1.0, "crop": [0, 0, 1, 1]}, candidates=3)

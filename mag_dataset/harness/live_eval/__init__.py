@@ -6,7 +6,7 @@ offline protocol exists. This package is the live half: it runs an agent closed-
 the *same* prompt builder and output parser as the offline protocol
 (:func:`mag_dataset.prompts.build_messages`, :func:`mag_dataset.parsing.parse_output`).
 
-Its rooms, each importing only the ones above it:
+Its modules, each importing only the ones above it:
 
 * :mod:`~mag_dataset.harness.live_eval.tasks` — task ids, checks, envs, outcomes;
 * :mod:`~mag_dataset.harness.live_eval.config` — :class:`LiveEvalConfig`;
@@ -45,45 +45,19 @@ browsergym-webarena`` / ``browsergym-workarena``) and their environment variable
 for WorkArena), exactly as BrowserGym documents; they are then created through the same
 patched launcher (system Chromium, no chat browser).
 
-Every name below was importable from the former single module ``live_eval.py`` and still is.
+The package exports what ``mag live-eval`` (:mod:`mag_dataset.commands.live_eval`) uses:
+:func:`run_live_eval`, :class:`LiveEvalConfig` and its choices, the errors, :func:`format_table`;
+everything else is imported from the module above that defines it.
 """
 
 from __future__ import annotations
 
 from mag_dataset.harness.live_eval.config import LIVE_CONTRACTS, RERUN_CHOICES, LiveEvalConfig
-from mag_dataset.harness.live_eval.episode import (
-    Attempt,
-    live_step,
-    performed_despite_timeout,
-    resolve_target,
-    run_episode,
-)
-from mag_dataset.harness.live_eval.report import (
-    REPORT_FORMAT,
-    REPORT_VERSION,
-    STATUSES,
-    Z95,
-    EpisodeResult,
-    build_report,
-    format_table,
-    summarize,
-    wilson_interval,
-)
-from mag_dataset.harness.live_eval.run import RUN_MARKER, live_episode_task, run_live_episodes, run_live_eval
-from mag_dataset.harness.live_eval.tasks import (
-    BENCHMARK_PACKAGES,
-    LiveEvalError,
-    LiveEvalInterrupted,
-    check_task,
-    make_task_env,
-    normalize_task_id,
-    task_outcome,
-)
+from mag_dataset.harness.live_eval.report import format_table
+from mag_dataset.harness.live_eval.run import run_live_eval
+from mag_dataset.harness.live_eval.tasks import LiveEvalError, LiveEvalInterrupted
 
 __all__ = [
-    "Attempt", "BENCHMARK_PACKAGES", "EpisodeResult", "LIVE_CONTRACTS", "LiveEvalConfig", "LiveEvalError",
-    "LiveEvalInterrupted", "REPORT_FORMAT", "REPORT_VERSION", "RERUN_CHOICES", "RUN_MARKER", "STATUSES", "Z95", "build_report", "check_task",
-    "format_table", "live_episode_task", "live_step", "make_task_env", "normalize_task_id",
-    "performed_despite_timeout", "resolve_target", "run_episode", "run_live_episodes", "run_live_eval",
-    "summarize", "task_outcome", "wilson_interval",
+    "LIVE_CONTRACTS", "LiveEvalConfig", "LiveEvalError", "LiveEvalInterrupted", "RERUN_CHOICES", "format_table",
+    "run_live_eval",
 ]
