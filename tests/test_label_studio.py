@@ -32,7 +32,7 @@ from mag_dataset.harness.label_studio import (
     labeling_config,
     target_regions,
 )
-from mag_dataset.raw import read_episode
+from mag_dataset.raw import read_episode, read_stages
 
 pytestmark = [pytest.mark.slow]
 
@@ -193,6 +193,9 @@ def test_round_trip_export_annotate_import_build(server, tmp_path, monkeypatch, 
     assert "1 refused as stale" in cap.out and "1 not responses" in cap.out, cap.out
     assert "stale: login.seed-1:0: bob@mag.test's accept" in cap.err and "carol edited" in cap.err, cap.err
     assert "was skipped in Label Studio" in cap.err
+    (entry,) = read_stages(raw)  # the import is a corpus stage: the decisions it wrote into the episodes
+    assert entry.stage == "label-studio import" and entry.options == {"project": pid}
+    assert entry.changed["steps"] > 0 and "annotations.sqlite" in entry.changed["files"]
 
     with AnnotationStore(raw / "annotations.sqlite") as store:
         got = [(r.step_id, r.annotator, r.decision, r.note) for r in store.responses(kind="verify") if r.source == "label-studio"]
