@@ -262,3 +262,39 @@ def test_an_import_appends_its_entry_and_unify_after_it_is_in_order(tmp_path, ca
     assert stages_of(raw) == ["import-browsergym"]
     assert main(["unify", "--raw", str(raw)]) == 0
     assert stages_of(raw) == ["import-browsergym", "unify"] and "warning" not in capsys.readouterr().err
+
+
+def test_draft_guides_records_its_drafts_file(tmp_path, capsys):
+    from stub_openai import StubOpenAI
+
+    raw = coord_only_corpus(tmp_path / "raw")
+    with StubOpenAI(responder=lambda body: "Click the button to go on.") as stub:
+        args = ["draft-guides", "--raw", str(raw), "--base-url", stub.base_url, "--model", "m", "--api-key-env", "none",
+                "--cache-dir", str(tmp_path / "c"), "--no-progress"]
+        assert main(args) == 0
+        assert main([*args, "--out", str(tmp_path / "elsewhere.jsonl")]) == 0  # not into the corpus: no stage
+    (entry,) = read_stages(raw)
+    assert entry.stage == "draft-guides" and entry.options == {"model": "m", "sources": ["template"], "max_tokens": 64}
+    assert entry.changed == {"episodes": 0, "steps": 0, "files": ["guide_drafts.jsonl"]}
+
+
+def test_the_annotation_app_records_a_session_that_changed_the_corpus(tmp_path, monkeypatch):
+    import mag_dataset.harness.annotate_app as app
+    from mag_dataset.raw import read_episode, rewrite_episode_json
+
+    raw = coord_only_corpus(tmp_path / "raw")
+    monkeypatch.setattr("mag_dataset.commands.annotate_app._warn_other_databases", lambda args: None)
+    monkeypatch.setattr(app, "launch", lambda *a, **k: None)  # a session that only looked
+    assert main(["annotate", "--raw", str(raw), "--annotator", "ann"]) == 0
+    assert read_stages(raw) == []
+
+    def decide(raw_dir, **kwargs):  # a session that wrote a decision back, then stopped
+        ep = read_episode(raw / "plain.seed-0")
+        steps = (dataclasses.replace(ep.steps[0], guide="Type ann into the username field."), *ep.steps[1:])
+        rewrite_episode_json(raw / "plain.seed-0", dataclasses.replace(ep, steps=steps))
+
+    monkeypatch.setattr(app, "launch", decide)
+    assert main(["annotate", "--raw", str(raw), "--annotator", "ann"]) == 0
+    (entry,) = read_stages(raw)
+    assert entry.stage == "annotate" and entry.options == {"annotator": "ann"}
+    assert (entry.changed["episodes"], entry.changed["steps"]) == (1, 1)
