@@ -26,7 +26,7 @@ import pytest
 
 from mag_dataset.cli import main
 from mag_dataset.harness.unify import PIXEL_FRACTION
-from mag_dataset.raw import read_episode
+from mag_dataset.raw import read_episode, read_stages
 
 # one xdist worker per site (scripts/test.sh runs this pass with --dist loadgroup): modules that
 # serve, reset and stop the same site must not overlap in two workers
@@ -138,6 +138,9 @@ def test_recapture_on_reset_site_is_not_stale_then_on_moved_on_site_is(recorded,
     new = [st.screenshot for st in again.steps if st.screenshot != st.metadata["action_time_screenshot"]]
     assert new and all("~" not in name and name.endswith("_recaptured.png") for name in new), new
     assert f"{n} recaptured" in _unify(moved_raw, capsys)
+    # every command left its entry in the corpus's stage record, in the order it ran
+    assert [e.stage for e in read_stages(moved_raw)] == [
+        "recapture", "unify", "recapture --undo", "unify", "compact", "recapture", "unify"]
 
 
 def _strip_evidence(raw: Path) -> dict[int, dict]:
@@ -190,6 +193,7 @@ def test_evidence_replay_gives_the_recorders_fingerprints_and_the_rule_based_aud
     verdicts = (raw / "audit_verdicts.jsonl").read_text()
     assert main(["audit", "--raw", str(raw), "--judges", "dom,name,pixel", "--steps", "all"]) == 0
     assert (raw / "audit_verdicts.jsonl").read_text() == verdicts  # a rerun is byte-identical
+    assert [e.stage for e in read_stages(raw)] == ["recapture --evidence", "audit"]  # the rerun changed nothing
 
 
 def test_recapture_ends_where_the_server_stopped_and_keeps_the_action_time_screenshots(recorded, forum, tmp_path,
