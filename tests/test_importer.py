@@ -20,7 +20,10 @@ import pytest
 from PIL import Image
 
 from mag_dataset.cli import main
-from mag_dataset.harness.browsergym_import import find_experiments, import_experiments, load_pickle, map_action, parse_action_calls
+from mag_dataset.harness.browsergym_import import import_experiments
+from mag_dataset.harness.browsergym_import.actions import map_action, parse_action_calls
+from mag_dataset.harness.browsergym_import.folders import find_experiments
+from mag_dataset.harness.browsergym_import.unpickle import load_pickle
 from mag_dataset.raw import read_corpus, read_episode
 
 # Field names as in browsergym/experiments/loop.py (BrowserGym 0.14).
@@ -345,7 +348,7 @@ def test_restricted_unpickler_never_calls_unknown_code():
 
 
 def test_action_mapping_table():
-    from mag_dataset.harness.browsergym_import import _View
+    from mag_dataset.harness.browsergym_import.observation import _View
     from mag_dataset.schema import Candidate
 
     def view():

@@ -22,7 +22,7 @@ import pytest
 from PIL import Image
 
 from mag_dataset.cli import main
-from mag_dataset.harness.browsergym_import import ChatMessage, load_pickle
+from mag_dataset.harness.browsergym_import.unpickle import ChatMessage, load_pickle
 from mag_dataset.raw import read_episode
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -22,8 +22,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mag_dataset.harness.browsergym_import import (ChatMessage, check_dom, import_experiments, load_pickle, UnsafePickle,
-                                          ImportErrorForEpisode)
+from mag_dataset.harness.browsergym_import import import_experiments, ImportErrorForEpisode
+from mag_dataset.harness.browsergym_import.limits import check_dom
+from mag_dataset.harness.browsergym_import.unpickle import ChatMessage, UnsafePickle, load_pickle
 from mag_dataset.isolation import Limits
 from test_importer import FakeBrowserGym, dom_snapshot, write_experiment, BIDS
 

@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 
 from mag_dataset.cli import main
-from mag_dataset.harness.browsergym_import import find_experiments, import_experiments
+from mag_dataset.harness.browsergym_import import import_experiments
+from mag_dataset.harness.browsergym_import.folders import find_experiments
 from mag_dataset.raw import read_corpus, read_episode
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]

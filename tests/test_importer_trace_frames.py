@@ -15,9 +15,11 @@ import zipfile
 import pytest
 from PIL import Image
 
-from mag_dataset.harness.browsergym_import import MAX_PIXELS, ImportErrorForEpisode
+from mag_dataset.harness.browsergym_import import ImportErrorForEpisode
+from mag_dataset.harness.browsergym_import.limits import MAX_PIXELS
 from mag_dataset.harness.import_common import MAX_IMAGE_PIXELS, open_image
-from mag_dataset.harness.trace_import import TraceImportError, TraceTask, convert_trace
+from mag_dataset.harness.trace_import import TraceImportError, TraceTask
+from mag_dataset.harness.trace_import.convert import convert_trace
 from test_importer_hostile import _png_header
 
 

@@ -97,7 +97,7 @@ def test_trace_of_an_expert_episode_imports_builds_and_its_gold_echo_scores_one(
     kinds = {"click": "click", "fill": "type", "select_option": "select", "scroll": "scroll", "scroll_at": "scroll",
              "keyboard_press": "press", "goto": "goto", "mouse_click": "click", "go_back": "go_back",
              "go_forward": "go_forward"}  # the expert's detours come back with go_back()
-    from mag_dataset.harness.trace_import import read_trace
+    from mag_dataset.harness.trace_import.archive import read_trace
 
     calls = [(c.api_name, c.error[:200]) for c in read_trace(trace).calls if c.cls in ("Frame", "Page")
              and c.method not in ("evaluateExpression", "evaluateExpressionHandle", "title", "waitForTimeout")]
@@ -301,7 +301,8 @@ def test_a_click_that_times_out_on_the_navigation_it_started_is_a_step(tmp_path)
     import threading
     import time
 
-    from mag_dataset.harness.trace_import import TraceTask, import_traces, read_trace
+    from mag_dataset.harness.trace_import import TraceTask, import_traces
+    from mag_dataset.harness.trace_import.archive import read_trace
     from mag_dataset.raw import read_episode
 
     class Slow(http.server.BaseHTTPRequestHandler):

@@ -65,7 +65,8 @@ def _render(tmp_path):
 def test_render_file_of_webarenas_render_helper_reads_back_every_action(tmp_path):
     from PIL import Image
 
-    from mag_dataset.harness.webarena_import import DROPPED, WEBARENA_ACTIONS, read_render
+    from mag_dataset.harness.webarena_import.convert import DROPPED, WEBARENA_ACTIONS
+    from mag_dataset.harness.webarena_import.results import read_render
     from mag_dataset.harness.webarena_import.convert import _key_names, _node_name, _step_action, _typed_text
 
     path, png = _render(tmp_path)
@@ -102,7 +103,9 @@ def test_render_file_of_webarenas_render_helper_reads_back_every_action(tmp_path
 
 
 def test_actions_without_a_counterpart_are_named(tmp_path):
-    from mag_dataset.harness.webarena_import import WebArenaImportError, convert_task, read_render
+    from mag_dataset.harness.webarena_import import WebArenaImportError
+    from mag_dataset.harness.webarena_import.convert import convert_task
+    from mag_dataset.harness.webarena_import.results import read_render
 
     path, _ = _render(tmp_path)
     render = read_render(path)
@@ -114,7 +117,7 @@ def test_actions_without_a_counterpart_are_named(tmp_path):
 
 
 def test_verdicts_and_configs_are_found_where_run_py_writes_them(tmp_path):
-    from mag_dataset.harness.webarena_import import find_config, read_render, read_verdicts, verdict_of
+    from mag_dataset.harness.webarena_import.results import find_config, read_render, read_verdicts, verdict_of
 
     path, _ = _render(tmp_path)
     render = read_render(path)
@@ -141,7 +144,7 @@ def test_each_action_replays_as_the_browsergym_action_that_does_what_webarenas_d
     replays with (:data:`mag_dataset.live.env.ACTION_SUBSETS`)."""
     from browsergym.core.action.highlevel import HighLevelActionSet
 
-    from mag_dataset.harness.webarena_import import read_render
+    from mag_dataset.harness.webarena_import.results import read_render
     from mag_dataset.harness.webarena_import.convert import _key_names, _step_action, browsergym_action
     from mag_dataset.live.env import ACTION_SUBSETS
     from mag_dataset.live.observe import Conversion

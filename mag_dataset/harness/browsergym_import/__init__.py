@@ -22,17 +22,17 @@ Hostile runs
     Every experiment folder is converted in a child process with a memory and a time limit
     (:mod:`mag_dataset.isolation`, :data:`IMPORT_LIMITS`), so even an unknown bomb costs one
     skipped folder, never the batch. Pickles are read with a restricted unpickler that
-    resolves exact ``(module, name)`` pairs only (:data:`_ALLOWED`: numpy's array
+    resolves exact ``(module, name)`` pairs only (:data:`~.unpickle._ALLOWED`: numpy's array
     reconstruction, a few containers, AgentLab's chat messages and discussions); other names
     of numpy, builtins, the standard library's object machinery and AgentLab's message module
     are refused, AgentLab's chat messages (``dict`` subclasses) load as plain
-    :class:`ChatMessage` dicts, and any other class (BrowserGym's, AgentLab's agent arguments)
-    loads as an inert :class:`Record`, which is never given items. Numpy dtypes must be
+    :class:`~.unpickle.ChatMessage` dicts, and any other class (BrowserGym's, AgentLab's agent arguments)
+    loads as an inert :class:`~.unpickle.Record`, which is never given items. Numpy dtypes must be
     plain and their pickled state must match what a plain dtype pickles; arrays are rebuilt
-    here from their raw bytes after their size is checked (at most :data:`MAX_ARRAY_BYTES`);
+    here from their raw bytes after their size is checked (at most :data:`~.limits.MAX_ARRAY_BYTES`);
     no builtin allocates from a size the pickle chooses. Observations are type-checked before use, the DOM
-    snapshot walked iteratively with cycle detection (:func:`check_dom`); images pass a
-    pixel cap (:data:`MAX_PIXELS`) before decoding; gzip files are decompressed in bounded
+    snapshot walked iteratively with cycle detection (:func:`~.limits.check_dom`); images pass a
+    pixel cap (:data:`~.limits.MAX_PIXELS`) before decoding; gzip files are decompressed in bounded
     chunks; a file that is a symlink leading outside the experiment folder is refused; a
     non-finite ``cum_reward`` is a failure.
 
@@ -57,50 +57,24 @@ What is imported
 
 Sites and templates
     MiniWoB++: the site and template are the task name (``click-button``). WebArena: the
-    site comes from the port of the first URL (WebArena's standard ports, :data:`WEBARENA_PORTS`),
+    site comes from the port of the first URL (WebArena's standard ports, :data:`~.convert.WEBARENA_PORTS`),
     the template is the task name unless ``templates`` maps task names to template ids.
 
-Rooms
-    This package is the facade: every name below is importable from it. :mod:`.limits`
-    (hostile-input caps and observation checks), :mod:`.unpickle` (the restricted
-    unpickler), :mod:`.folders` (reading one experiment folder), :mod:`.observation` (one
-    observation's screenshot, Set-of-Mark image and menu), :mod:`.actions` (BrowserGym
-    actions onto the benchmark action space), :mod:`.convert` (one folder into one raw
-    episode, in a child process) and :mod:`.batch` (many folders into a corpus: repeats,
-    limits, writing). What it shares with the Playwright trace importer is
-    :mod:`mag_dataset.harness.import_common`'s.
+Modules
+    :mod:`.limits` (hostile-input caps and observation checks), :mod:`.unpickle` (the
+    restricted unpickler), :mod:`.folders` (reading one experiment folder),
+    :mod:`.observation` (one observation's screenshot, Set-of-Mark image and menu),
+    :mod:`.actions` (BrowserGym actions onto the benchmark action space), :mod:`.convert` (one
+    folder into one raw episode, in a child process) and :mod:`.batch` (many folders into a
+    corpus: repeats, limits, writing). What it shares with the other importers is
+    :mod:`mag_dataset.harness.import_common`'s. The package exports what ``mag
+    import-browsergym`` and a caller of the importer need (:data:`__all__`); everything else is
+    imported from the module that defines it.
 """
 
 from __future__ import annotations
 
-from mag_dataset.harness.browsergym_import.actions import map_action, parse_action_calls
-from mag_dataset.harness.browsergym_import.batch import KEEP_CHOICES, TASK_KEYS, ImportReport, import_experiments
-from mag_dataset.harness.browsergym_import.convert import WEBARENA_PORTS, convert_experiment, isolated_convert
-from mag_dataset.harness.browsergym_import.folders import TIKTOKEN_CRASH, find_experiments
-from mag_dataset.harness.browsergym_import.limits import (
-    IMPORT_LIMITS,
-    MAX_ACTION_CHARS,
-    MAX_ARRAY_BYTES,
-    MAX_DOM_CHARS,
-    MAX_DOM_DEPTH,
-    MAX_DOM_NODES,
-    MAX_PICKLE_BYTES,
-    MAX_PIXELS,
-    MAX_STEP_FILE_BYTES,
-    ImportErrorForEpisode,
-    check_dom,
-    check_image_array,
-    check_observation,
-)
-from mag_dataset.harness.browsergym_import.observation import MINIWOB_SCALE, OBSERVATION_KEYS, _View, process_observation
-from mag_dataset.harness.browsergym_import.unpickle import ChatMessage, Record, UnsafePickle, load_pickle
-from mag_dataset.harness.import_common import MULTI_OPTION_SEPARATOR
+from mag_dataset.harness.browsergym_import.batch import ImportReport, import_experiments
+from mag_dataset.harness.browsergym_import.limits import IMPORT_LIMITS, ImportErrorForEpisode
 
-__all__ = [
-    "IMPORT_LIMITS", "KEEP_CHOICES", "MAX_ACTION_CHARS", "MAX_ARRAY_BYTES", "MAX_DOM_CHARS", "MAX_DOM_DEPTH",
-    "MAX_DOM_NODES", "MAX_PICKLE_BYTES", "MAX_PIXELS", "MAX_STEP_FILE_BYTES", "MINIWOB_SCALE",
-    "MULTI_OPTION_SEPARATOR", "OBSERVATION_KEYS", "TASK_KEYS", "TIKTOKEN_CRASH", "WEBARENA_PORTS",
-    "ChatMessage", "ImportErrorForEpisode", "ImportReport", "Record", "UnsafePickle", "_View", "check_dom", "check_image_array",
-    "check_observation", "convert_experiment", "find_experiments", "import_experiments", "isolated_convert",
-    "load_pickle", "map_action", "parse_action_calls", "process_observation",
-]
+__all__ = ["IMPORT_LIMITS", "ImportErrorForEpisode", "ImportReport", "import_experiments"]

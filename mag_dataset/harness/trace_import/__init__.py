@@ -35,40 +35,18 @@ The trace holds no task text: the intent (and site, template, seed) come from ``
 from a JSON file mapping trace names to them (``--tasks``), or from WebArena's config files
 (``--webarena-configs``).
 
-Rooms
-    This package is the facade: every name below is importable from it. :mod:`.archive`
-    (reading an archive's events under caps), :mod:`.snapshots` (laying DOM snapshots out
-    again and reading them) and :mod:`.convert` (calls into steps, one archive into an
-    episode, a batch into a corpus). What it shares with the BrowserGym importer is
-    :mod:`mag_dataset.harness.import_common`'s.
+Modules
+    :mod:`.archive` (reading an archive's events under caps), :mod:`.snapshots` (laying DOM
+    snapshots out again and reading them) and :mod:`.convert` (calls into steps, one archive
+    into an episode, a batch into a corpus). What it shares with the other importers is
+    :mod:`mag_dataset.harness.import_common`'s. The package exports what ``mag import-trace``
+    and a caller of the importer need (:data:`__all__`); everything else is imported from the
+    module that defines it.
 """
 
 from __future__ import annotations
 
-from mag_dataset.harness.trace_import.archive import (
-    MAX_ARCHIVE_MEMBERS,
-    MAX_CALLS,
-    MAX_MEMBER_BYTES,
-    MAX_TRACE_BYTES,
-    Call,
-    Trace,
-    TraceImportError,
-    read_trace,
-)
-from mag_dataset.harness.trace_import.convert import (
-    POINTER,
-    TARGETED,
-    UNSUPPORTED,
-    TraceImportReport,
-    TraceTask,
-    convert_trace,
-    find_traces,
-    import_traces,
-)
-from mag_dataset.harness.trace_import.snapshots import SnapshotRenderer, serialize_snapshot
+from mag_dataset.harness.trace_import.archive import TraceImportError
+from mag_dataset.harness.trace_import.convert import TraceImportReport, TraceTask, import_traces
 
-__all__ = [
-    "MAX_ARCHIVE_MEMBERS", "MAX_CALLS", "MAX_MEMBER_BYTES", "MAX_TRACE_BYTES", "POINTER", "TARGETED", "UNSUPPORTED",
-    "Call", "SnapshotRenderer", "Trace", "TraceImportError", "TraceImportReport", "TraceTask", "convert_trace",
-    "find_traces", "import_traces", "read_trace", "serialize_snapshot",
-]
+__all__ = ["TraceImportError", "TraceImportReport", "TraceTask", "import_traces"]

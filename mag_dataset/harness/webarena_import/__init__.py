@@ -8,41 +8,20 @@ snapshots, screencast frames) and a log with ``[Result] (PASS|FAIL) <config file
 itself is its config file (``intent``, ``intent_template_id``, ``sites``, ...). This package
 turns the PASS tasks (all with ``include_failed``) into raw episodes ``webarena.<task_id>``.
 
-Rooms
+Modules
     :mod:`.results` reads the folder's files without a browser (render files, logs,
     configs); :mod:`.convert` maps the actions (:data:`~.convert.WEBARENA_ACTIONS`), matches
     them to the trace's calls, lays the DOM snapshots out again for the candidates and
     boxes, and imports a folder with the bookkeeping every importer shares
     (:mod:`mag_dataset.harness.import_common`). Reading the trace archive and laying snapshots
     out are :mod:`mag_dataset.harness.trace_import`'s. Writing such folders from the sites'
-    experts is :mod:`mag_dataset.sites.webarena_run`'s.
+    experts is :mod:`mag_dataset.sites.webarena_run`'s. The package exports what ``mag
+    import-webarena`` and a caller of the importer need (:data:`__all__`); everything else is
+    imported from the module that defines it.
 """
 
 from __future__ import annotations
 
-from mag_dataset.harness.webarena_import.convert import (
-    DROPPED,
-    TRACE_CALLS,
-    WEBARENA_ACTIONS,
-    WebArenaImportError,
-    WebArenaImportReport,
-    convert_task,
-    find_renders,
-    import_webarena,
-)
-from mag_dataset.harness.webarena_import.results import (
-    RenderFile,
-    RenderStep,
-    ResultReadError,
-    find_config,
-    parse_action_object,
-    read_render,
-    read_verdicts,
-    verdict_of,
-)
+from mag_dataset.harness.webarena_import.convert import WebArenaImportError, WebArenaImportReport, import_webarena
 
-__all__ = [
-    "DROPPED", "TRACE_CALLS", "WEBARENA_ACTIONS", "RenderFile", "RenderStep", "ResultReadError", "WebArenaImportError",
-    "WebArenaImportReport", "convert_task", "find_config", "find_renders", "import_webarena", "parse_action_object",
-    "read_render", "read_verdicts", "verdict_of",
-]
+__all__ = ["WebArenaImportError", "WebArenaImportReport", "import_webarena"]
