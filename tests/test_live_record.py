@@ -272,6 +272,11 @@ def test_mag_record_rerecords_bundled_episodes(tmp_path, chromium, capsys):
                [(s.action, s.candidates, s.guide) for s in old[eid].steps]
     manifest = json.loads((out / "corpus.json").read_text())
     assert set(manifest["splits"]) == set(new) and manifest["split_seed"] == 0
+    # the stage record starts with the recording: what was asked, the 4 episodes it wrote
+    (record,) = manifest["stages"]
+    assert record["stage"] == "record" and record["options"] == {
+        "tasks": ["click-button", "enter-text"], "episodes": 2, "seed": 0, "point_only_share": 0.0, "held_out": None}
+    assert record["changed"]["episodes"] == 4 and record["changed"]["files"] == ["corpus.json"]
 
 
 @pytest.mark.parametrize("view", ["som", "coord"])

@@ -8,7 +8,8 @@ programmatically by :func:`build_dataset`, and what is published is its *output*
     OUT/
       README.md            dataset card; its YAML ``configs:`` + ``dataset_info`` make
                            ``datasets.load_dataset(OUT, "som")`` work with no script
-      build_info.json      provenance: raw fingerprint, split seed, counts, file list
+      build_info.json      provenance: raw fingerprint, split seed, counts, file list, and the
+                           raw corpus's stage record (``corpus_stages``, from ``corpus.json``)
       checksums.sha256     sha256 of every other file (``sha256sum -c`` format)
       som/train-00000-of-00001.parquet   som/test-...
       coord/train-00000-of-00001.parquet coord/test-...
@@ -42,7 +43,10 @@ element id (the recorded one is kept in ``original_element_id``) and the target 
 the remapped candidate's box, in both views; the gold coordinate is kept when it lies in
 the new box, else it becomes the box centre. Splits are task-level and come from
 ``RAW/corpus.json`` (seed stored in every row as ``split_seed``); ``unseen_template`` marks
-steps whose intent template never occurs in train.
+steps whose intent template never occurs in train. A ``corpus.json`` that holds only the
+stage record (no ``splits``) gets the default split. The stage record reaches
+``build_info.json`` and one line of the card, never a row: :func:`raw_fingerprint` leaves it
+out, so recording a stage changes neither the fingerprint nor a Parquet byte.
 
 Rooms (this package's modules; ``from mag_dataset.builder import X`` keeps working for every
 public name):
