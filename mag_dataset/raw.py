@@ -126,9 +126,11 @@ entry (:func:`append_stage`, atomic, under a lock, the rest of ``corpus.json`` u
 corpus without ``corpus.json`` gets one holding the record only, and the builder then splits
 by its default). Entries hold no wall-clock time, so the same stages on the same input write
 the same bytes; the record is left out of every fingerprint (a corpus's fingerprint says
-what it holds, not how it was made). A dry run appends nothing; a run that changed nothing
-appends an entry with zero counts (it still says the stage ran, and when), except right after
-an identical one. The canonical order is :data:`STAGE_RULES`; a stage run after one that must
+what it holds, not how it was made). A dry run appends nothing, nor does a run that writes
+outside the corpus (``mag audit --out`` elsewhere); a run that changed nothing appends an entry
+with zero counts (it still says that the stage ran, and in which order), except right after an
+identical one, and except an import or an annotation-app session (which may only have looked).
+The canonical order is :data:`STAGE_RULES`; a stage run after one that must
 come after it prints one warning line naming both (:func:`stage_warning`). ``backfilled``
 entries were written afterwards from how a corpus was made (``changed`` and ``fingerprint``
 null when that state is gone). ``mag stages --raw RAW`` prints the record; ``mag build`` copies it

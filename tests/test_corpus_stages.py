@@ -298,3 +298,16 @@ def test_the_annotation_app_records_a_session_that_changed_the_corpus(tmp_path, 
     (entry,) = read_stages(raw)
     assert entry.stage == "annotate" and entry.options == {"annotator": "ann"}
     assert (entry.changed["episodes"], entry.changed["steps"]) == (1, 1)
+
+
+def test_the_card_line_names_the_stages_and_what_is_out_of_date():
+    from mag_dataset.card import _stages
+
+    def e(name, **kw):
+        return StageEntry(name, "0", {}, {"episodes": 0, "steps": 0, "files": []}, "0" * 64, **kw).to_json()
+
+    line = _stages([e("record", backfilled=True), e("unify"), e("audit"), e("recapture")])
+    assert "\n" not in line and line.startswith("Stages that made the raw corpus, in order (* backfilled")
+    assert "`record`* → `unify` → `audit` → `recapture`" in line
+    assert line.endswith("Out of date: `unify`, `audit` (a stage that must come before ran after it; see `mag stages`).")
+    assert "Out of date" not in _stages([e("record"), e("recapture"), e("unify"), e("audit")])
