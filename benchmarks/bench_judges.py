@@ -1,4 +1,5 @@
-"""The rule-based judges as instruments: their confusion table against known truth (house style 23).
+"""The rule-based judges as instruments: their confusion table against known truth, since a
+judge is an instrument and unit tests alone do not say how often it is wrong.
 
     python benchmarks/bench_judges.py                      # the bundled sample
     python benchmarks/bench_judges.py --raw RAW --seed 0   # any raw corpus with page evidence

@@ -545,7 +545,7 @@ class HeuristicRunner:
         pass
 
 
-#: runner kind -> class. An explicit table (STYLE.md, "explicit tables"), read by ``make_runner``.
+#: runner kind -> class. A literal table (greppable, nothing registers itself on import), read by ``make_runner``.
 RUNNERS: dict[str, type] = {
     "heuristic": HeuristicRunner, "transformers": HFRunner, "vllm": VLLMRunner, "openai": OpenAIRunner,
 }

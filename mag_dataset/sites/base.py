@@ -2,8 +2,8 @@
 
 A **site** is a real open-source web application (a shop, an issue tracker, a wiki, a
 forum) that the package installs, seeds and serves on 127.0.0.1 by itself, the way
-WebArena's sites are used, but from the package registries in minutes (house style 19:
-sites are cattle). Its life cycle:
+WebArena's sites are used, but from the package registries in minutes: one command sets it up
+from nothing and nothing is configured by hand, so any machine can rebuild it. Its life cycle:
 
 * :meth:`Site.setup` installs what it needs (its own virtual environment under the site's
   home folder, or Debian packages), creates its SQLite database(s), loads deterministic seed
@@ -19,13 +19,15 @@ sites are cattle). Its life cycle:
   databases. ``mag recapture --drift SEED`` replays episodes on a drifted site: the path by
   which WebMRE's stale screenshots arose.
 
-A **task** (:class:`mag_dataset.sites.task.SiteTask`) is a BrowserGym ``AbstractBrowserTask`` (house style 16):
+A **task** (:class:`mag_dataset.sites.task.SiteTask`) is a BrowserGym ``AbstractBrowserTask``
+(set up, validate, tear down, as BrowserGym's own tasks are):
 ``setup`` resets the site, logs the task's user in and opens the start page, returning the
 goal; ``validate`` reads the application's state (its database) once the agent finishes
-(house style 18, WebArena's program-based evaluators); ``teardown`` has nothing to undo
+(success is what the application stored, not what the agent's last page shows, as in
+WebArena's program-based evaluators); ``teardown`` has nothing to undo
 because the next ``setup`` resets. Parameters are drawn from the seed data by
 ``random.Random(f"{task_id}:{seed}")``. Every task ships its expert (:meth:`SiteTask.expert`,
-house style 17), which decides the next action from the observation only (bids and page
+so that a test can run each task's own solution against its own check), which decides the next action from the observation only (bids and page
 text), like the MiniWoB++ experts in :mod:`mag_dataset.live.experts`.
 
 Where things live: ``$MAG_SITES_HOME`` (default ``~/.cache/mag_dataset/sites``) holds one

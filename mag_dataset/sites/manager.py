@@ -15,7 +15,7 @@ A server is started with ``start_new_session=True`` so that it and its children 
 built-in server forks workers) form one process group, stopped together by that group's
 id, which is the PID recorded in ``server.json`` and ``server.pid``: never by a name.
 
-Shared state gets a lock (house style 22): ``serve``, ``stop``, ``status`` and
+Shared state gets a lock, not a hope: ``serve``, ``stop``, ``status`` and
 :meth:`Site.reset <mag_dataset.sites.base.Site.reset>` hold the site's file lock
 (``server.lock``) around check-then-act, so two processes (two xdist workers, two shells)
 serving one site at once get one server and both see it healthy. Every server carries

@@ -7,7 +7,7 @@
   the episodes ran against (MiniWoB++ and BrowserGym versions, each site's application,
   version and seed-data fingerprint), the seeds, and the headline, per-task and per-group
   figures. No clock and no path in it: the same run folder always gives the same bytes
-  (house style 10);
+  (so a results file can be checked by running it again);
 Pure but for :func:`write_results` at the end; the figures are
 :mod:`mag_dataset.harness.live_eval.report`'s; reading a run folder back
 (``mag live-eval --report-only RUN_DIR``) is :func:`mag_dataset.harness.live_eval.run.rebuild`.

@@ -3,7 +3,8 @@
 Storefront tasks log in as the customer ``emma.smith@shop.test`` (or browse anonymously);
 dashboard tasks as the staff user ``admin@shop.test``. Parameters come from
 :func:`~mag_dataset.sites.shop.seed_data.seed_data`; checks read the Oscar database after the
-episode (house style 18) and each expert decides from the observation only (house style 17).
+episode (what the shop stored, not what the last page shows) and each expert decides from the
+observation only, as an agent must.
 
 Each template states its goal in several WebArena-style phrasings (``intent_templates``), and
 its expert states what each step is for (:func:`~mag_dataset.live.expert_kit.why`), from which

@@ -3,7 +3,7 @@
 WebArena's wiki tasks are information seeking on a Wikipedia mirror; these add the editor's
 work (section edits, new pages, categories, moves, undo, talk pages, the watchlist) judged
 on MediaWiki's tables after the episode, as WebArena's program-based evaluators do
-(house style 18), and WebArena's own two kinds: information seeking (the ``finish`` answer)
+(what the wiki stored, not what the last page shows), and WebArena's own two kinds: information seeking (the ``finish`` answer)
 and navigation (:class:`WikiNavigationTask`: the page the agent ends on, a history, a diff, a
 category, a user's contributions). Parameters come from :func:`mag_dataset.sites.wiki.seed.world`; each
 expert navigates from the observation only (search box, tabs, links found by id/href/text).
