@@ -6,7 +6,7 @@ the upload, scores it with :func:`mag_dataset.scoring.score_predictions` (the sa
 this file builds the page and shows what the board returns. Names and links are shown
 as plain text (no component here renders HTML from a submission).
 
-The app's rooms, beside this file (and beside it in the Space repo): ``app.py`` lays out
+The app's modules, beside this file (and beside it in the Space repo): ``app.py`` lays out
 the tabs and wires their events (:func:`build_app`) and starts the server (:func:`main`);
 ``lb_handlers.py`` holds what each event calls (one board call each); ``lb_tables.py``
 renders the ranked tables, banner, breakdowns and taxonomy as escaped HTML;

@@ -1,7 +1,7 @@
 """No import cycle anywhere in ``mag_dataset``, function-level (lazy) imports included.
 
 A lazy import hides a cycle from Python (nothing fails at import time) but not from a
-reader: two modules that import each other are one room in two files. This test reads
+reader: two modules that import each other are one module in two files. This test reads
 every module of the package with :mod:`ast` (nothing is imported or run), resolves
 ``import a.b``, ``from a import b`` (a submodule or a name) and relative imports, and
 fails naming each cycle it finds.

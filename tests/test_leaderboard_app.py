@@ -242,7 +242,7 @@ def test_bad_configuration_is_one_line_not_a_traceback(app, monkeypatch, tmp_pat
 
 def test_space_repo_carries_the_app_modules(tmp_path: Path) -> None:
     """The Space's files (``mag publish``'s plan) hold app.py's own modules: in a folder laid out
-    like the Space repo, app.py imports its lb_*.py rooms from beside itself."""
+    like the Space repo, app.py imports its lb_*.py modules from beside itself."""
     import subprocess
     import sys
 
@@ -252,14 +252,14 @@ def test_space_repo_carries_the_app_modules(tmp_path: Path) -> None:
     for f in plan.files:
         (tmp_path / f.path).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / f.path).write_bytes(f.data)
-    rooms = sorted(p.name for p in (ROOT / "leaderboard").glob("lb_*.py"))
-    assert len(rooms) >= 4 and all((tmp_path / r).is_file() for r in rooms), rooms
+    modules = sorted(p.name for p in (ROOT / "leaderboard").glob("lb_*.py"))
+    assert len(modules) >= 4 and all((tmp_path / r).is_file() for r in modules), modules
     code = ("import importlib.util, sys; spec = importlib.util.spec_from_file_location('space_app', 'app.py'); "
             "m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m); "
             "print(*sorted(sys.modules[n].__file__ for n in sys.modules if n.startswith('lb_')), sep='\\n')")
     out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
-    assert sorted(Path(p).name for p in out.stdout.split()) == rooms
+    assert sorted(Path(p).name for p in out.stdout.split()) == modules
     assert all(Path(p).parent == tmp_path for p in out.stdout.split()), out.stdout
 
 

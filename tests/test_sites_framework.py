@@ -1,6 +1,6 @@
 """The site framework on a minimal real site: a SQLite database served by Python's http.server.
 
-What every site room relies on: setup is idempotent and snapshots the databases, reset
+What every site package relies on: setup is idempotent and snapshots the databases, reset
 restores the exact seeded rows (also while another connection is open), serve/status/stop
 track the server by PID and leave no process behind, a taken port is one clear error naming
 what holds it, two processes serving at once get one server (the site's lock), a server whose

@@ -1,6 +1,6 @@
 """Board settings: :class:`BoardConfig` and how it is read from the ``MAG_BOARD_*``
 environment (the variables are listed in :mod:`mag_dataset.board`). Holds no I/O beyond
-reading the environment; the gold, the database and the Hub are other rooms."""
+reading the environment; the gold, the database and the Hub are other modules' concern."""
 
 from __future__ import annotations
 

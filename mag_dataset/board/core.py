@@ -1,5 +1,5 @@
 """The :class:`Board` facade: the one object the leaderboard Space, ``mag leaderboard`` and
-the API use. It wires the rooms of :mod:`mag_dataset.board` together (fields, upload
+the API use. It wires the modules of :mod:`mag_dataset.board` together (fields, upload
 decoding and scoring in an isolated child, integrity, storage, ranking, granularity, Hub
 sync) and holds the caches and locks; it holds no rule of its own.
 """

@@ -1,4 +1,4 @@
-"""The board's one refusal type. Holds nothing else: every room of :mod:`mag_dataset.board`
+"""The board's one refusal type. Holds nothing else: every module of :mod:`mag_dataset.board`
 raises it, so it sits below all of them."""
 
 from __future__ import annotations

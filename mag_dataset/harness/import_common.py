@@ -8,7 +8,7 @@ rules of the benchmark action space, decoding an untrusted screenshot under one 
 the check of a converted episode against the raw format before anything is written, and a
 batch's bookkeeping (skipped with a reason, not overwritten unless asked, written
 atomically, one progress line per source). Building a raw step from an observed page is
-:func:`mag_dataset.live.page_step.step_from_page`'s. This room reads no source format; the
+:func:`mag_dataset.live.page_step.step_from_page`'s. This module reads no source format; the
 other limits of hostile input are each importer's own.
 """
 

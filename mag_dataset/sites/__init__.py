@@ -1,6 +1,6 @@
 """Real web applications served on 127.0.0.1 as benchmark sites, with live tasks.
 
-One room per site (``mag_dataset/sites/<name>/``): ``__init__.py`` names its
+One package per site (``mag_dataset/sites/<name>/``): ``__init__.py`` names its
 :class:`~mag_dataset.sites.base.Site` subclass as ``SITE`` (cheap to import: no browser, no
 app), ``tasks.py`` its task classes as ``TASKS`` (BrowserGym tasks named
 ``sites.<site>.<template>``, each with a state-based check and an expert). Tasks that span
@@ -27,7 +27,7 @@ from mag_dataset.sites.base import Site, SiteError, sites_home
 if TYPE_CHECKING:  # pragma: no cover
     from mag_dataset.sites.task import SiteTask
 
-#: site name -> its room. Explicit on purpose: grep here to find a site.
+#: site name -> its package. Explicit on purpose: grep here to find a site.
 SITES: dict[str, str] = {
     "shop": "mag_dataset.sites.shop",
     "tracker": "mag_dataset.sites.tracker",
@@ -40,16 +40,16 @@ __all__ = ["SITES", "Site", "SiteError", "site", "site_class", "site_names", "si
 
 
 def site_names() -> list[str]:
-    """Names of the sites whose room is present, in table order."""
+    """Names of the sites whose package is present, in table order."""
     out = []
     for name, module in SITES.items():
         try:
-            room = importlib.import_module(module)
+            package = importlib.import_module(module)
         except ModuleNotFoundError as e:
             if e.name is not None and module.startswith(e.name):
-                continue  # the room is not there yet
+                continue  # the package is not there yet
             raise
-        if hasattr(room, "SITE"):  # a room being built names no site yet
+        if hasattr(package, "SITE"):  # a package being built names no site yet
             out.append(name)
     return out
 

@@ -1,6 +1,6 @@
 """Hostile-input limits of the BrowserGym importer: the caps, and the checks of an untrusted observation.
 
-Every experiment folder may be crafted. This room holds the numbers that bound what one
+Every experiment folder may be crafted. This module holds the numbers that bound what one
 folder may cost (file, pickle, array, image and DOM sizes; the child process's memory and
 time, :data:`IMPORT_LIMITS`) and the type-and-size checks an observation passes before
 anything walks it (:func:`check_observation`, :func:`check_dom`, :func:`check_image_array`).

@@ -8,13 +8,13 @@ Why Spirit and not FlaskBB (issue 9 prefers FlaskBB "or another real forum if it
 robust"): FlaskBB's last release (2.0.2, 2018) pins its whole 2018 stack with ``==`` (Flask
 1.0.2, Werkzeug 0.14, SQLAlchemy 1.2, Celery 4.0.2, Pillow 5.1, MarkupSafe 1.0...). Tried here
 on Python 3.11, ``pip install flaskbb==2.0.2`` fails at once (MarkupSafe 1.0's setup.py imports
-``setuptools.Feature``, removed from setuptools); the trial recorded in ``APPS.md`` only ran it
+``setuptools.Feature``, removed from setuptools); an earlier trial of it only ran it
 with ``--no-deps`` and a hand-relaxed set, an ``inspect`` shim and CDN assets removed. Spirit
 0.14.3 is maintained, declares Django 4.2-5.x and a modern Pillow, installs with plain pip in
 ~20 s, runs on SQLite and has every feature the tasks need.
 
 Layout under the site's home: ``venv/`` (pinned :data:`REQUIREMENTS`), ``app/`` (the Django
-project copied from this room's ``app/`` folder: settings, URLs, the absolute-date filter,
+project copied from this package's ``app/`` folder: settings, URLs, the absolute-date filter,
 search indexing of new posts in the request (Spirit only indexes from a task queue), ``load_seed.py``), ``db/forum.sqlite3`` (the whole state: Spirit's tables, sessions, the database
 cache and rate-limit cache, djconfig), ``search/`` (the Whoosh index, snapshotted and restored next
 to the database), ``snapshot/``. Served by waitress (a threaded WSGI server) with static files from
