@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable
 
 from mag_dataset.actions import View
-from mag_dataset.cache import CACHE_ENV, default_cache_dir  # noqa: F401 (re-exported: the one cache rule)
+from mag_dataset.cache import default_cache_dir
 from mag_dataset.schema import Action, Candidate, SchemaError, Step
 
 if TYPE_CHECKING:

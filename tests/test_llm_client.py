@@ -316,7 +316,7 @@ def test_one_cache_directory_rule(monkeypatch, tmp_path):
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     home = tmp_path / "home" / ".cache" / "mag_dataset"
     # one function: the built sample and the LLM answers share a root, the answers in llm/
-    assert dataset.default_cache_dir is cache.default_cache_dir and dataset.CACHE_ENV == "MAG_CACHE_DIR"
+    assert dataset.default_cache_dir is cache.default_cache_dir and cache.CACHE_ENV == "MAG_CACHE_DIR"
     assert cache.default_cache_dir() == home and cache.llm_cache_dir() == audit.default_cache_dir() == home / "llm"
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     assert cache.llm_cache_dir() == tmp_path / "xdg" / "mag_dataset" / "llm"
