@@ -15,6 +15,7 @@ References:
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable
@@ -75,22 +76,34 @@ def bundled_dataset(cache_dir: str | os.PathLike | None = None) -> Path:
     Returns:
         The built folder, loadable with ``datasets.load_dataset(folder, "som")``.
     """
-    from mag_dataset.builder import BUILD_INFO_FILE, build_dataset, raw_fingerprint
+    from mag_dataset.builder import build_dataset, raw_fingerprint
 
     raw = bundled_raw_dir()
     if not raw.is_dir() or not any(p.is_dir() for p in raw.iterdir()):
         raise FileNotFoundError(f"the bundled raw corpus is missing or empty: {raw}")
     root = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     out = root / f"webmre-sample-{raw_fingerprint(raw)[:16]}"
-    if (out / BUILD_INFO_FILE).is_file():
+    if _current_build(out):
         return out
     import filelock
 
     root.mkdir(parents=True, exist_ok=True)
     with filelock.FileLock(str(out) + ".lock"):  # a second caller waits instead of building it again
-        if (out / BUILD_INFO_FILE).is_file():
+        if _current_build(out):
             return out
-        return build_dataset(raw, out, progress=False, overwrite=False)
+        return build_dataset(raw, out, progress=False, overwrite=out.exists())
+
+
+def _current_build(out: Path) -> bool:
+    """A cached build folder the current builder would write the same: its build info has every
+    field added since its build version (:data:`~mag_dataset.builder.layout.LATE_BUILD_INFO_FIELDS`)."""
+    from mag_dataset.builder.layout import BUILD_INFO_FILE, LATE_BUILD_INFO_FIELDS
+
+    try:
+        info = json.loads((out / BUILD_INFO_FILE).read_text("utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(info, dict) and all(k in info for k in LATE_BUILD_INFO_FIELDS)
 
 
 def is_local(source: str | os.PathLike) -> bool:

@@ -138,6 +138,20 @@ def test_bundled_dataset_is_built_once(bundled):
     assert bundled.name == f"webmre-sample-{raw_fingerprint(bundled_raw_dir())[:16]}"
 
 
+def test_a_cached_build_without_a_later_build_info_field_is_not_reused(bundled, tmp_path):
+    from mag_dataset.builder.layout import LATE_BUILD_INFO_FIELDS
+    from mag_dataset.dataset import _current_build
+
+    info = json.loads((bundled / BUILD_INFO_FILE).read_text("utf-8"))
+    assert _current_build(bundled) and set(LATE_BUILD_INFO_FIELDS) <= set(info)
+    old = tmp_path / bundled.name  # a build made before build_info had corpus_stages
+    old.mkdir()
+    (old / BUILD_INFO_FILE).write_text(json.dumps({k: v for k, v in info.items() if k != "corpus_stages"}), "utf-8")
+    assert not _current_build(old)
+    (old / BUILD_INFO_FILE).write_text("{", "utf-8")  # a torn file is no build either
+    assert not _current_build(old) and not _current_build(tmp_path / "missing")
+
+
 def test_a_caller_waiting_for_the_bundled_build_takes_the_one_made_meanwhile(tmp_path):
     """Two callers at once (two xdist workers on a fresh machine): the second waits on the first's
     lock and finds the folder built, instead of spending a minute building it again."""
@@ -153,7 +167,7 @@ def test_a_caller_waiting_for_the_bundled_build_takes_the_one_made_meanwhile(tmp
         waiter.join(0.5)
         assert waiter.is_alive() and not got  # waiting, not building alongside
         (out / BUILD_INFO_FILE).parent.mkdir()
-        (out / BUILD_INFO_FILE).write_text("{}")  # ... the build finished
+        (out / BUILD_INFO_FILE).write_text('{"corpus_stages": []}')  # ... the build finished
     waiter.join(30)
     assert got == [out] and sorted(p.name for p in out.iterdir()) == [BUILD_INFO_FILE]
 

@@ -18,7 +18,9 @@ BUILD_VERSION = 5  # 2: the verified_by column; 3: capture geometry, SoM rendere
 # verification_notes columns, verified_by may name several annotators, build_info "annotation".
 # build_info "corpus_stages" and the card's stages line came without a bump: the rows are unchanged,
 # and a bump would rename every cached build (mag demo prints its folder); a cached build made
-# before them lacks the two (delete ~/.cache/mag_dataset/webmre-sample-* to rebuild)
+# before them lacks the field, and mag_dataset.dataset.bundled_dataset rebuilds it (LATE_BUILD_INFO_FIELDS)
+#: build_info fields added without a BUILD_VERSION bump: a cached build that lacks one is rebuilt.
+LATE_BUILD_INFO_FIELDS: tuple[str, ...] = ("corpus_stages",)
 BUILD_INFO_FILE = "build_info.json"
 CHECKSUM_FILE = "checksums.sha256"
 CARD_FILE = "README.md"
