@@ -4,7 +4,7 @@ Implements the offline protocol of WebMRE (arXiv 2609.27353, "Protocol"): a form
 (OFCR), action-type and target matching, typed-text token F1, step action accuracy, guide
 BLEU and ROUGE, and judge-rated usefulness from cached verdicts. The same inputs always
 give byte-identical report JSON; the only randomness is the task-level bootstrap, drawn
-from an explicit ``random.Random(BOOTSTRAP_SEED)``.
+from an explicit ``random.Random(BOOTSTRAP_SEED)`` (:mod:`.aggregate`).
 
 Per step (``None`` = not applicable, ``0.0`` = wrong; a failed output scores 0 on every
 applicable metric and stays in every denominator):
@@ -28,7 +28,7 @@ distance to the gold box in px), ``wrong_text``, ``wrong_value`` (select / tab),
 ``wrong_key``, ``wrong_url``; ``correct`` when ``saa`` = 1. ``None`` where ``saa`` does
 not apply and the output passed the gate. ``counts["type_confusion"]`` is the gold x
 predicted action-type matrix of outputs that passed the gate, ``counts["near_miss"]``
-the share of coord misses within :data:`NEAR_MISS_PX` of the gold box.
+the share of coord misses within :data:`~.aggregate.NEAR_MISS_PX` of the gold box.
 
 Aggregates: micro mean over steps, macro mean over tasks (mean of per-task means), each
 with its denominator; several seeds give the mean over seeds and the sample std; ``ci95``
@@ -67,10 +67,7 @@ from mag_dataset.predictions import Prediction, PredictionsError, SeenSteps
 from mag_dataset.schema import Candidate, Step
 from mag_dataset.scoring.aggregate import (
     BOOTSTRAP_RESAMPLES,
-    BOOTSTRAP_SEED,
     BREAKDOWNS,
-    NEAR_MISS_PX,
-    REPORT_DECIMALS,
     Aggregator,
     Report,
     aggregate,
@@ -89,13 +86,12 @@ from mag_dataset.scoring.metrics import (
     METRIC_TABLE,
     METRICS,
     SCORER_VERSION,
-    Metric,
     metric_table_markdown,
     metric_table_rst,
 )
 from mag_dataset.scoring.render import format_report
 from mag_dataset.scoring.step import MISSING, StepScore, box_distance, convert_coordinate, score_parsed, score_step
-from mag_dataset.scoring.text import STEP_DECIMALS, bleu, bleu_1_4, normalize_arg, rouge_l, token_f1, tokens
+from mag_dataset.scoring.text import bleu, bleu_1_4, normalize_arg, rouge_l, token_f1
 
 __doc__ = (__doc__ or "").replace("{metric_table}", metric_table_rst())
 
@@ -240,10 +236,7 @@ def _add_missing(agg: Aggregator, seen: SeenSteps, by_id: Mapping[str, Step], po
 
 __all__ = [
     "ALL_METRICS",
-    "Aggregator",
     "BOARD_COLUMNS",
-    "BOOTSTRAP_RESAMPLES",
-    "BOOTSTRAP_SEED",
     "BREAKDOWNS",
     "EXTENSION_METRICS",
     "GoldSteps",
@@ -253,28 +246,20 @@ __all__ = [
     "METRIC_BY_NAME",
     "METRIC_NAMES",
     "METRIC_TABLE",
-    "Metric",
-    "NEAR_MISS_PX",
-    "REPORT_DECIMALS",
     "Report",
     "SCORER_VERSION",
-    "STEP_DECIMALS",
     "StepScore",
     "aggregate",
     "bleu",
     "bleu_1_4",
     "box_distance",
-    "convert_coordinate",
     "dataset_fingerprint",
     "format_report",
     "metric_table_markdown",
-    "metric_table_rst",
     "normalize_arg",
     "rouge_l",
     "round_value",
-    "score_parsed",
     "score_predictions",
     "score_step",
     "token_f1",
-    "tokens",
 ]
