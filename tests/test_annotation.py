@@ -539,8 +539,8 @@ def test_harness_modules_import_cheaply():
         "import sys\n"
         "import mag_dataset.llm_client, mag_dataset.harness.audit, mag_dataset.harness.annotate\n"
         "import mag_dataset.harness.unify, mag_dataset.harness.browsergym_import, mag_dataset.harness.annotate_app\n"
-        "import mag_dataset.commands.audit, mag_dataset.commands.unify, mag_dataset.commands.annotate\n"
-        "import mag_dataset.commands.annotate_app, mag_dataset.commands.import_browsergym\n"
+        "import mag_dataset.commands.audit, mag_dataset.commands.unify, mag_dataset.commands.draft_guides\n"
+        "import mag_dataset.commands.annotate, mag_dataset.commands.import_browsergym\n"
         "heavy = [m for m in ('torch', 'gradio', 'trl', 'playwright', 'datasets', 'transformers') if m in sys.modules]\n"
         "assert not heavy, heavy\n"
     )

@@ -50,6 +50,14 @@ def test_the_walk_finds_every_command_and_subcommand():
     assert {"leaderboard serve", "leaderboard rescore"} <= set(labels)
 
 
+def test_every_command_module_is_named_after_its_command():
+    """`mag draft-guides` lived in commands/annotate.py and `mag annotate` in annotate_app.py."""
+    from mag_dataset.cli import COMMANDS
+
+    assert {name: module for name, (module, _) in COMMANDS.items()
+            if module != "mag_dataset.commands." + name.replace("-", "_")} == {}
+
+
 @pytest.mark.parametrize("name", list(COMMANDS))
 def test_help_exits_0_and_shows_the_docstring_with_an_example(name, capsys):
     with pytest.raises(SystemExit) as e:

@@ -283,7 +283,7 @@ def test_the_annotation_app_records_a_session_that_changed_the_corpus(tmp_path, 
     from mag_dataset.raw import read_episode, rewrite_episode_json
 
     raw = coord_only_corpus(tmp_path / "raw")
-    monkeypatch.setattr("mag_dataset.commands.annotate_app._warn_other_databases", lambda args: None)
+    monkeypatch.setattr("mag_dataset.commands.annotate._warn_other_databases", lambda args: None)
     monkeypatch.setattr(app, "launch", lambda *a, **k: None)  # a session that only looked
     assert main(["annotate", "--raw", str(raw), "--annotator", "ann"]) == 0
     assert read_stages(raw) == []

@@ -1,19 +1,24 @@
-"""``mag draft-guides``: draft guides with an LLM endpoint (answers cached).
+"""``mag annotate``: the human verification and adjudication app (Gradio).
 
 Examples::
 
-    mag draft-guides --raw RAW_DIR --base-url http://127.0.0.1:8000/v1 --model Qwen/Qwen3.5-9B --api-key-env none
-    mag draft-guides --raw RAW_DIR --base-url https://api.openai.com/v1 --model gpt-5.5 --sources template,llm
-    mag annotate --raw RAW_DIR     # then verify the drafts
+    mag annotate --raw RAW_DIR                      # serves http://127.0.0.1:7861
+    mag annotate --raw RAW_DIR --annotator alice --port 7870
+    mag annotate --raw RAW_DIR --assign alice,bob --overlap 0.2 --seed 0   # split the drafts, exit
+    mag annotate --raw RAW_DIR --report                                   # progress and agreement, exit
+    mag annotate --raw RAW_DIR --export responses.jsonl                   # every response, exit
 
-The prompt is :data:`mag_dataset.harness.annotate.DRAFT_SYSTEM_PROMPT` plus the step's
-Set-of-Mark screenshot and :func:`mag_dataset.harness.annotate.draft_user_text`. Drafts written
-into the corpus (its ``guide_drafts.jsonl``) append the run's entry to its stage record (``mag stages``).
+See :mod:`mag_dataset.harness.annotate_app`. Every response is kept in ``RAW/annotations.sqlite``
+(``--db``; :mod:`mag_dataset.harness.annotation_store` has the rule that resolves a step)
+and each step's resolution is written back into the raw episode as responses come in; stop
+and restart the app at any time. A session that changed the corpus appends its entry to the
+corpus's stage record (``mag stages``) when the app stops.
 """
 
 from __future__ import annotations
 
 import argparse
+import getpass
 import sys
 from pathlib import Path
 
@@ -22,53 +27,115 @@ from mag_dataset.commands import options
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     options.add_raw(parser, "raw corpus folder")
-    parser.add_argument("--base-url", required=True, help="OpenAI-compatible endpoint root, e.g. http://127.0.0.1:8000/v1")
-    parser.add_argument("--model", required=True, help="model name")
-    parser.add_argument("--api-key-env", default="OPENAI_API_KEY",
-                        help="environment variable holding the API key ('none' for an endpoint without one)")
-    options.add_out(parser, "drafts file (default: RAW/guide_drafts.jsonl)", default=None, metavar="FILE")
-    options.add_cache_dir(parser, options.LLM_CACHE_HELP, old="--cache", type=Path)
-    parser.add_argument("--sources", default="template",
-                        help="comma-separated guide sources to draft for (template, llm, human); default template")
-    parser.add_argument("--concurrency", type=int, default=4, help="requests in flight")
-    parser.add_argument("--timeout", type=float, default=60.0, help="seconds per request attempt")
-    parser.add_argument("--max-tokens", type=int, default=64, help="longest answer, in tokens")
-    options.add_no_progress(parser)
+    parser.add_argument("--drafts", type=Path, default=None, help="drafts file (default: RAW/guide_drafts.jsonl if present)")
+    parser.add_argument("--db", type=Path, default=None, help="decision database (default: RAW/annotations.sqlite)")
+    parser.add_argument("--audit", type=Path, default=None, help="audit file for adjudication (default: RAW/audit.jsonl)")
+    parser.add_argument("--annotator", default=None, help="your name, recorded with every decision (default: login name)")
+    parser.add_argument("--host", default="127.0.0.1", help="address to serve on")
+    parser.add_argument("--port", type=int, default=7861, help="port to serve on")
+    team = parser.add_argument_group("team work (each does its job and exits instead of serving the app)")
+    team.add_argument("--assign", default=None, metavar="NAMES",
+                      help="split the drafted steps among these annotators (comma-separated) and exit")
+    team.add_argument("--overlap", type=float, default=0.0,
+                      help="with --assign: share of the steps given to two annotators, for agreement (0-1)")
+    team.add_argument("--seed", type=int, default=0, help="with --assign: the shuffle's seed")
+    team.add_argument("--force", action="store_true", help="with --assign: assign already assigned steps again")
+    team.add_argument("--report", action="store_true",
+                      help="print progress ('M of N verified') and agreement on the overlap, and exit")
+    team.add_argument("--export", type=Path, default=None, metavar="FILE.jsonl",
+                      help="write every response (who, what, when, round) as JSONL and exit")
 
 
 def run(args: argparse.Namespace) -> int:
-    from mag_dataset.cache import llm_cache_dir
     from mag_dataset.errors import UserError
-    from mag_dataset.harness.annotate import DRAFTS_FILE, draft_guides
-    from mag_dataset.raw import StageRun
-    from mag_dataset.llm_client import ChatClient, LLMConfigError
-    from mag_dataset.schema import GuideSource
 
-    raw = options.raw_folder(args)
-    sources = tuple(s.strip() for s in args.sources.split(",") if s.strip())
-    bad = [s for s in sources if s not in {g.value for g in GuideSource}]
-    if bad or not sources:
-        raise UserError(f"--sources must list template, llm or human; got {args.sources!r}")
+    if args.assign is not None or args.report or args.export is not None:
+        return _team(args)
+    if args.overlap or args.force:
+        raise UserError("--overlap and --force go with --assign NAMES")
+    args.raw = options.raw_folder(args, must_exist=False)
+    annotator = args.annotator
+    if annotator is None:
+        try:
+            annotator = getpass.getuser()
+        except (KeyError, OSError):
+            annotator = ""
+    stage = None
     try:
-        client = ChatClient(
-            args.base_url, args.model,
-            api_key_env=None if args.api_key_env.lower() == "none" else args.api_key_env,
-            timeout=args.timeout, cache_dir=args.cache_dir or llm_cache_dir(), concurrency=args.concurrency,
-            default_params={"max_tokens": args.max_tokens},
-        )
-        # drafts written into the corpus (its own drafts file) make the run a stage
-        in_corpus = args.out is None or args.out.resolve() == (raw / DRAFTS_FILE).resolve()
-        stage = StageRun(raw, "draft-guides", {"model": args.model, "sources": list(sources),
-                                               "max_tokens": args.max_tokens}) if in_corpus else None
-        if stage is not None and stage.warning:
-            print(f"warning: {stage.warning}", file=sys.stderr)
-        report = draft_guides(raw, client, out_path=args.out, sources=sources,
-                              progress=options.progress_printer(args))
-        if stage is not None:
-            stage.finish()
-    except LLMConfigError as e:
+        _warn_other_databases(args)
+        from mag_dataset.harness.annotate_app import launch
+        from mag_dataset.raw import StageRun
+
+        if args.raw.is_dir():
+            stage = StageRun(args.raw, "annotate", {"annotator": annotator})
+            if stage.warning:
+                print(f"warning: {stage.warning}", file=sys.stderr)
+        launch(args.raw, drafts_path=args.drafts, db_path=args.db, audit_path=args.audit, annotator=annotator,
+               host=args.host, port=args.port, block=True)
+        if stage is not None:  # when the app stops: an entry only when the session changed the corpus
+            stage.finish(only_if_changed=True)
+    except (FileNotFoundError, ValueError) as e:
         raise UserError(str(e)) from None
+    except ImportError as e:
+        raise UserError(f"the annotation app needs Gradio ({e}); install it with: pip install 'mag_dataset[leaderboard]'") from None
+    except OSError as e:  # the port is taken, or the address cannot be bound
+        raise UserError(f"cannot serve on {args.host}:{args.port}: {_why(e)}; pick another port with --port N") from None
+    return 0
+
+
+def _team(args: argparse.Namespace) -> int:
+    """``--assign``, ``--report`` and ``--export``: one library call each, then exit."""
+    from mag_dataset.errors import UserError
+    from mag_dataset.harness.annotation_session import Session
+
+    if sum([args.assign is not None, bool(args.report), args.export is not None]) > 1:
+        raise UserError("give one of --assign, --report and --export at a time")
+    if args.assign is None and (args.overlap or args.force):
+        raise UserError("--overlap and --force go with --assign NAMES")
+    if args.export is not None and args.export.suffix != ".jsonl":
+        raise UserError(f"--export writes JSONL: name the file *.jsonl, not {args.export}")
+    args.raw = options.raw_folder(args)
+    try:
+        session = Session(args.raw, args.drafts, args.db, args.audit)
+    except (FileNotFoundError, ValueError) as e:
+        raise UserError(str(e)) from None
+    try:
+        if args.assign is not None:
+            names = [n.strip() for n in args.assign.split(",") if n.strip()]
+            lines = session.assign(names, args.overlap, args.seed, force=args.force)
+        elif args.report:
+            lines = session.report()
+        else:
+            n = session.export(args.export)
+            lines = [f"wrote {n} responses to {args.export}"]
     except ValueError as e:
         raise UserError(str(e)) from None
-    print(report.summary())
+    except OSError as e:
+        raise UserError(f"cannot write {args.export}: {e.strerror or e}") from None
+    finally:
+        session.close()
+    print("\n".join(lines))
     return 0
+
+
+def _warn_other_databases(args: argparse.Namespace) -> None:
+    """Decisions in another database next to the corpus would be invisible here: say so."""
+    import sys
+
+    from mag_dataset.harness.audit import other_decision_dbs
+    from mag_dataset.raw import iter_episode_dirs, read_episode, step_id
+
+    if not args.raw.is_dir():
+        return  # the app reports the missing folder
+    ids = {step_id(ep.task_id, st.step_index) for ep in map(read_episode, iter_episode_dirs(args.raw)) for st in ep.steps}
+    folders = [args.audit.parent] if args.audit is not None else []
+    for line in other_decision_dbs(args.raw, args.db, ids, *folders):
+        print(f"warning: {line}", file=sys.stderr)
+
+
+def _why(e: OSError) -> str:
+    # Gradio's own message suggests GRADIO_SERVER_PORT, which this command does not read
+    text = str(e)
+    if "empty port" in text or e.errno in (98, 48):  # EADDRINUSE on Linux, macOS
+        return "the port is in use"
+    return e.strerror or text
