@@ -3,7 +3,7 @@
 No browser: a render file is written by webarenax's ``RenderHelper`` from hand-made
 observations (one step per WebArena action type, ``create_id_based_action`` parsing each
 action string as WebArena's agent does), read back by
-:func:`~mag_dataset.harness.webarena_import.read_render`, and every action type is checked
+:func:`~mag_dataset.harness.webarena_import.results.read_render`, and every action type is checked
 against the mapping table. The site runs (``ScriptBrowserEnv`` + tracing, imported end to
 end) are tests/test_site_webarena_import.py.
 """

@@ -19,7 +19,7 @@ Each step of ``render_<id>.html`` is a step of the episode, with:
   episode says why not in ``metadata["not_recapturable"]``.
 * **the candidates**: the trace's DOM snapshot of the step's observation (taken with its
   screenshot) laid out again in Chromium at the recorded viewport and read as the site
-  recorder reads a page (:class:`mag_dataset.harness.trace_import.SnapshotRenderer`), since
+  recorder reads a page (:class:`mag_dataset.harness.trace_import.snapshots.SnapshotRenderer`), since
   neither the render file nor the snapshot holds boxes.
 * **the target** of an id-based ``click``/``type``/``hover``: WebArena acts at the centre of the
   node's ``union_bound`` (``page.mouse.click``), and the trace records that point. The target is
