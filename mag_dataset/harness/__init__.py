@@ -20,5 +20,8 @@ Modules (each imported only by the command that needs it):
   failed-call limit (audit and drafting).
 * :mod:`~mag_dataset.harness.unify` — coordinate-only step restoration and stale flags.
 * :mod:`~mag_dataset.harness.browsergym_import` — BrowserGym/AgentLab experiment import.
+* :mod:`~mag_dataset.harness.trace_import` — Playwright trace import;
+  :mod:`~mag_dataset.harness.webarena_import` — WebArena result folders;
+  :mod:`~mag_dataset.harness.import_common` — what the three importers share.
 * :mod:`~mag_dataset.harness.live_eval` / :mod:`~mag_dataset.harness.agents` — live evaluation.
 """
