@@ -74,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
     from mag_dataset.builder import build_dataset
     from mag_dataset.commands import demo
     from mag_dataset.compact import compact_corpus
-    from mag_dataset.live.recorder import write_corpus_manifest
+    from mag_dataset.builder.splits import write_corpus_manifest
     from mag_dataset.raw import image_format, read_corpus
 
     datasets.disable_progress_bars()

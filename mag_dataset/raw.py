@@ -108,7 +108,7 @@ without that folder no longer reads (the error says so): :func:`copy_episodes` c
     {"format": "mag-raw-corpus", "format_version": 2, "split_seed": 0,
      "held_out_templates": ["..."], "splits": {"<task_id>": "train" | "test", ...}}
 
-(written by :func:`mag_dataset.live.splits.write_corpus_manifest`; versions 1 and 2 are read.)
+(written by :func:`mag_dataset.builder.splits.write_corpus_manifest`; versions 1 and 2 are read.)
 
 **Corpus stages.** Several ``mag`` commands rewrite a corpus in place, and their order matters
 (a recapture after the audit leaves verdicts on screenshots the corpus no longer shows).
@@ -1089,7 +1089,7 @@ def corpus_manifest_text(doc: dict[str, Any]) -> str:
 
 def write_corpus_doc(root: str | os.PathLike, doc: dict[str, Any]) -> Path:
     """Write ``corpus.json`` atomically, keeping the stage record already there (a ``stages`` in
-    ``doc`` wins); used by the manifest writer (:func:`mag_dataset.live.splits.write_corpus_manifest`)."""
+    ``doc`` wins); used by the manifest writer (:func:`mag_dataset.builder.splits.write_corpus_manifest`)."""
     root = Path(root)
     path = root / CORPUS_FILE
     root.mkdir(parents=True, exist_ok=True)

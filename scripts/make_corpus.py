@@ -61,7 +61,7 @@ recordings gives the same corpus. Steps:
    largest budget whose data folder fits :data:`SIZE_CAP` on disk, measured as ``du`` does
    (:func:`disk_usage`); every MiniWoB++ episode kept.
 9. **Split** (``corpus.json``): by task, seeded, held-out templates per family
-   (:func:`mag_dataset.live.recorder.write_corpus_manifest`), with ``drop_test_echoes``: the
+   (:func:`mag_dataset.builder.splits.write_corpus_manifest`), with ``drop_test_echoes``: the
    builder leaves out of test every step that repeats a train step's screenshot and gold
    action (:func:`mag_dataset.builder.corpus.test_echoes`).
 10. **Install**: the result replaces ``--out`` (default ``mag_dataset/data/raw``).
@@ -195,7 +195,7 @@ def merge(sources: list[Path], miniwob: Path, merged: Path) -> None:
     other episodes aside) into ``merged`` (new), with the shared screenshots they name. The
     stage record of ``merged`` starts with the inputs' records (each entry noting its input),
     then this step's entry."""
-    from mag_dataset.live.splits import site_family
+    from mag_dataset.builder.splits import site_family
     from mag_dataset.raw import append_stage, copy_episodes, iter_episode_dirs, read_episode, read_stages
 
     stage = own_stage(merged, "make-corpus merge", {"miniwob_episodes": MINIWOB_EPISODES})
@@ -226,7 +226,7 @@ def fit_to_cap(merged: Path, work: Path, other_data: int) -> tuple[Path, int, in
     Returns:
         (the corpus folder, the step budget, its size on disk once installed in bytes).
     """
-    from mag_dataset.live.splits import site_family
+    from mag_dataset.builder.splits import site_family
     from mag_dataset.raw import (AUDIT_FILE, CORPUS_FILE, CORPUS_FORMAT, FORMAT_VERSION, STAGES_KEY, VERDICTS_FILE,
                                  copy_episodes, corpus_manifest_text, iter_episode_dirs, read_episode)
 
@@ -317,7 +317,7 @@ def main(argv: list[str] | None = None) -> int:
         mag("lint-guides", "--raw", str(merged), "--regenerate")  # today's guides; no finding, or the script stops
         mag("compact", "--raw", str(merged))
 
-    from mag_dataset.live.recorder import write_corpus_manifest
+    from mag_dataset.builder.splits import write_corpus_manifest
 
     out = args.out.resolve()
     other_data = disk_usage(out.parent) - disk_usage(out)  # the data folder's other files

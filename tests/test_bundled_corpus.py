@@ -22,7 +22,7 @@ import mag_dataset
 from mag_dataset.actions import ACTION_SPACE
 from mag_dataset.template_guides import template_guide
 from mag_dataset.harness.unify import PIXEL_FRACTION
-from mag_dataset.live.splits import site_family
+from mag_dataset.builder.splits import site_family
 from mag_dataset.raw import (
     CORPUS_FILE,
     EPISODE_FILE,

@@ -174,7 +174,7 @@ def test_recording_a_stage_changes_no_fingerprint_and_no_build_byte(synthetic_co
     assert "`lint-guides --regenerate`" in line and "corpus_stages" in line
     assert "The raw corpus records no stages" in (built / "README.md").read_text()
     # the split manifest written again keeps the record
-    from mag_dataset.live.splits import write_corpus_manifest
+    from mag_dataset.builder.splits import write_corpus_manifest
 
     write_corpus_manifest(raw, 3)
     assert stages_of(raw) == ["lint-guides --regenerate"]

@@ -11,7 +11,7 @@ import pytest
 from mag_dataset.builder import BuildError, build_dataset
 from mag_dataset.card import README_BEGIN, README_END, family_statistics
 from mag_dataset.cli import main
-from mag_dataset.live.recorder import write_corpus_manifest
+from mag_dataset.builder.splits import write_corpus_manifest
 from mag_dataset.raw import read_corpus
 
 from synthetic_raw import FAMILIES, edit_episode, family_corpus

@@ -9,7 +9,8 @@ import pytest
 from mag_dataset.actions import View
 from mag_dataset.live.execute import ExecutionError, to_browsergym_action
 from mag_dataset.live.observe import Conversion
-from mag_dataset.live.recorder import episode_seed, split_tasks
+from mag_dataset.live.recorder import episode_seed
+from mag_dataset.builder.splits import split_tasks
 from mag_dataset.schema import Action
 
 
@@ -115,7 +116,8 @@ def test_live_modules_import_no_browser_stack():
 
 def test_every_bundled_task_has_an_expert():
     from mag_dataset.live.experts import APP_LIKE, EXPERTS
-    from mag_dataset.live.recorder import BUNDLED_TASKS, HELD_OUT_TEMPLATES
+    from mag_dataset.live.recorder import BUNDLED_TASKS
+    from mag_dataset.builder.splits import HELD_OUT_TEMPLATES
 
     assert len(BUNDLED_TASKS) >= 12 and set(BUNDLED_TASKS) <= set(EXPERTS)
     assert len(set(BUNDLED_TASKS) & APP_LIKE) >= 4

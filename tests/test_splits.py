@@ -9,7 +9,7 @@ import pytest
 
 from mag_dataset.builder import BuildError, prepare_corpus
 from mag_dataset.builder.splits import params_key, site_family
-from mag_dataset.live.recorder import choose_held_out, split_tasks, write_corpus_manifest
+from mag_dataset.builder.splits import choose_held_out, split_tasks, write_corpus_manifest
 from mag_dataset.raw import read_corpus
 
 from synthetic_raw import FAMILIES, family_corpus

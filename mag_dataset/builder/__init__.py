@@ -48,12 +48,13 @@ stage record (no ``splits``) gets the default split. The stage record reaches
 ``build_info.json`` and one line of the card, never a row: :func:`raw_fingerprint` leaves it
 out, so recording a stage changes neither the fingerprint nor a Parquet byte.
 
-Rooms (this package's modules; ``from mag_dataset.builder import X`` keeps working for every
+Modules of this package (``from mag_dataset.builder import X`` keeps working for every
 public name):
 
 * :mod:`~mag_dataset.builder.layout` — the built folder's file names, build format and
   version, :class:`BuildError`, the checksum manifest (:func:`verify_checksums`);
-* :mod:`~mag_dataset.builder.splits` — ``corpus.json`` read and checked, or the default split;
+* :mod:`~mag_dataset.builder.splits` — the split rules: ``corpus.json`` written at record time,
+  read and checked at build, or the default split;
 * :mod:`~mag_dataset.builder.labels` — audit application and the point-only rule (pure);
 * :mod:`~mag_dataset.builder.corpus` — :func:`prepare_corpus`: episodes read, validated and
   labelled into a :class:`Corpus` of :class:`PreparedStep` rows; :func:`raw_fingerprint`;
@@ -81,12 +82,12 @@ from mag_dataset.builder.layout import (
     BuildError,
     verify_checksums,
 )
-from mag_dataset.builder.splits import DEFAULT_SPLIT_SEED, DEFAULT_TEST_FRACTION, CorpusSplits, read_splits
+from mag_dataset.builder.splits import DEFAULT_SPLIT_SEED, TEST_FRACTION, CorpusSplits, read_splits
 from mag_dataset.builder.labels import POINT_NOT_RESTORED, resolve_labels
 from mag_dataset.builder.corpus import Corpus, PreparedStep, prepare_corpus, raw_fingerprint
 
-# The two rooms that import ``datasets`` (seconds, hundreds of MB) load on first use, so that
-# ``mag_dataset.builder.splits`` and the other pure rooms import light (the recorder needs them).
+# The two modules that import ``datasets`` (seconds, hundreds of MB) load on first use, so that
+# ``mag_dataset.builder.splits`` and the other pure modules import light (the recorder writes splits).
 _LAZY = {
     "RENDER_CHUNK": "mag_dataset.builder.hf_builder",
     "WebMREBuilder": "mag_dataset.builder.hf_builder",
@@ -112,10 +113,10 @@ __all__ = [
     "CARD_FILE",
     "CHECKSUM_FILE",
     "DEFAULT_SPLIT_SEED",
-    "DEFAULT_TEST_FRACTION",
     "MAX_SHARD_SIZE",
     "POINT_NOT_RESTORED",
     "RENDER_CHUNK",
+    "TEST_FRACTION",
     "BuildError",
     "Corpus",
     "CorpusSplits",

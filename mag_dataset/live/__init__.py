@@ -10,8 +10,6 @@ execution, scripted experts and the recorder of the bundled sample corpus.
 * :mod:`mag_dataset.live.experts` — ``EXPERTS``: closed-loop scripted experts per task.
 * :mod:`mag_dataset.live.recorder` — ``record_episode``, ``record_corpus`` (here, or one Ray
   task per attempt: ``record_corpus_ray``): what ``mag record`` runs.
-* :mod:`mag_dataset.live.splits` — held-out templates, the train/test split by task, and
-  ``write_corpus_manifest`` (``corpus.json``).
 * :mod:`mag_dataset.live.recapture` — re-render site episodes on a site that has moved on.
 
 A recorded step is built from an observation by :func:`mag_dataset.live.page_step.step_from_page`

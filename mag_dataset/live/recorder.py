@@ -23,7 +23,7 @@ give the same tasks, actions, candidates and guides (pixels may differ across Ch
 This module records episodes and corpora (here, or one Ray task per attempt:
 :func:`record_corpus_ray`); the experts are :mod:`mag_dataset.live.experts`, the page
 observation :mod:`mag_dataset.live.observe`, and the train/test split of a recorded corpus
-:mod:`mag_dataset.live.splits` (its names are importable from here too).
+:mod:`mag_dataset.builder.splits`.
 """
 
 from __future__ import annotations
@@ -37,14 +37,6 @@ from typing import Any, Callable
 
 from mag_dataset.actions import ACTION_SPACE, ActionType, View
 from mag_dataset.template_guides import template_guide
-from mag_dataset.live.splits import (  # noqa: F401 (re-exported: the split rules lived here)
-    HELD_OUT_PER_FAMILY,
-    HELD_OUT_TEMPLATES,
-    TEST_FRACTION,
-    choose_held_out,
-    split_tasks,
-    write_corpus_manifest,
-)
 from mag_dataset.raw import RawEpisode, RawStep, write_episode
 from mag_dataset.live.page_step import episode_id_for, site_and_template, step_from_page
 from mag_dataset.schema import Action, GuideSource, box_center, point_in_box
