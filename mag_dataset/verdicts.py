@@ -152,12 +152,7 @@ def write_verdicts(path: str | os.PathLike, verdicts: Iterable[UsefulnessVerdict
     return atomic_write(path, (v.to_json() + "\n" for v in verdicts))
 
 
-#: Former names, kept for user code and the scorer's callers: :class:`UsefulnessVerdict`
-#: and :func:`read_usefulness_verdicts`.
-Verdict = UsefulnessVerdict
-read_verdicts = read_usefulness_verdicts
-
 __all__ = [
-    "NUM_JUDGES", "UsefulnessVerdict", "Verdict", "Verdicts", "VerdictsError", "read_usefulness_verdicts",
-    "read_verdicts", "verdict_key", "write_verdicts",
+    "NUM_JUDGES", "UsefulnessVerdict", "Verdicts", "VerdictsError", "read_usefulness_verdicts", "verdict_key",
+    "write_verdicts",
 ]

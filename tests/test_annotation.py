@@ -238,7 +238,7 @@ CREATE TABLE IF NOT EXISTS adjudications (
 def test_a_database_of_the_previous_schema_opens_and_takes_a_new_decision(tmp_path):
     import sqlite3
 
-    from mag_dataset.harness.annotation_store import SCHEMA_VERSION
+    from mag_dataset.annotation_rules import SCHEMA_VERSION
 
     raw = tmp_path / "raw"
     hf.make_corpus(raw, 1)
@@ -523,7 +523,7 @@ def test_app_in_a_real_browser_accept_edit_restart(tmp_path, chromium):
 def test_docs_show_the_prompts_verbatim():
     from pathlib import Path
 
-    from mag_dataset.harness.audit import JUDGE_SYSTEM_PROMPT
+    from mag_dataset.harness.audit_prompt import JUDGE_SYSTEM_PROMPT
 
     doc = (Path(__file__).resolve().parents[1] / "docs" / "harness.md").read_text("utf-8")
     for prompt in (DRAFT_SYSTEM_PROMPT, JUDGE_SYSTEM_PROMPT):
@@ -553,7 +553,8 @@ def test_adjudication_in_a_real_browser(tmp_path, chromium):
     from playwright.sync_api import expect, sync_playwright
 
     from mag_dataset.harness.annotate_app import launch
-    from mag_dataset.harness.audit import AuditVerdict as Verdict, Vote
+    from mag_dataset.harness.audit import AuditVerdict as Verdict
+    from mag_dataset.harness.audit_rules import Vote
 
     raw = tmp_path / "raw"
     hf.make_corpus(raw, 1)

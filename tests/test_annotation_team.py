@@ -19,14 +19,8 @@ import pytest
 
 from mag_dataset.cli import main
 from mag_dataset.harness.annotation_session import Session
-from mag_dataset.harness.annotation_store import (
-    SCHEMA_VERSION,
-    AnnotationStore,
-    StaleView,
-    agreement,
-    cohen_kappa,
-    krippendorff_alpha,
-)
+from mag_dataset.harness.annotation_store import AnnotationStore, StaleView
+from mag_dataset.annotation_rules import SCHEMA_VERSION, agreement, cohen_kappa, krippendorff_alpha
 from mag_dataset.raw import iter_episode_dirs, read_episode, step_id
 
 S = "login.seed-0:1"

@@ -19,7 +19,7 @@ import pytest
 from mag_dataset.dataset import step_from_record
 from mag_dataset.predictions import Prediction
 from mag_dataset.scoring import SCORER_VERSION, GoldSteps, format_report, score_predictions
-from mag_dataset.verdicts import read_verdicts
+from mag_dataset.verdicts import read_usefulness_verdicts
 
 GOLDEN = Path(__file__).parent / "golden" / "reports_hard_cases.json"
 
@@ -33,7 +33,7 @@ def golden() -> dict:
 def verdicts(golden, tmp_path_factory):
     path = tmp_path_factory.mktemp("verdicts") / "verdicts.jsonl"
     path.write_text("".join(json.dumps(v) + "\n" for v in golden["verdicts"]), "utf-8")
-    return read_verdicts(path)
+    return read_usefulness_verdicts(path)
 
 
 def test_the_file_pins_every_hard_case(golden):

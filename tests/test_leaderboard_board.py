@@ -368,17 +368,17 @@ def test_decode_upload_passes_good_text_through() -> None:
 
 
 def test_usefulness_column_from_cached_verdicts(tmp_path: Path) -> None:
-    from mag_dataset.verdicts import Verdict, read_verdicts, write_verdicts
+    from mag_dataset.verdicts import UsefulnessVerdict, read_usefulness_verdicts, write_verdicts
 
     steps = gold().steps[View.SOM]
     # three judges rate the gold guide of every step; the majority finds the first half useful
-    verdicts = [Verdict(s.step_id, s.guide, j, useful=(i < 6) or j == "judge-a")
+    verdicts = [UsefulnessVerdict(s.step_id, s.guide, j, useful=(i < 6) or j == "judge-a")
                 for i, s in enumerate(steps) for j in ("judge-a", "judge-b", "judge-c")]
     path = write_verdicts(tmp_path / "verdicts.jsonl", verdicts)
     b = Board(BoardConfig(data_dir=tmp_path / "b", verdicts=path), gold=gold())
     data = jsonl(contract=Contract.G, perfect_every=1)
     sub = submit(b, data, contract="G")
-    expected = score_predictions(read_predictions(data, IDS), steps, "som", "G", verdicts=read_verdicts(path))
+    expected = score_predictions(read_predictions(data, IDS), steps, "som", "G", verdicts=read_usefulness_verdicts(path))
     assert sub.report_json == expected.to_json()
     assert sub.summary["usefulness"] == 0.5
     assert all(r.identical for r in b.rescore_all())

@@ -14,7 +14,7 @@ from mag_dataset.dataset import bundled_raw_dir, gold_records, load_gold, load_v
 from mag_dataset.predictions import Prediction
 from mag_dataset.prompts import render_target
 from mag_dataset.scoring import score_predictions
-from mag_dataset.verdicts import Verdict, write_verdicts
+from mag_dataset.verdicts import UsefulnessVerdict, write_verdicts
 
 REPO = Path(__file__).resolve().parents[1]
 MODULE_DIR = REPO / "loaders" / "webmre_metric"
@@ -71,7 +71,7 @@ def test_compute_equals_the_library(metric, built, view, contract):
 def test_add_batch_and_judges(metric, built, tmp_path):
     refs = gold_records(load_view(built, "som", "test"))
     steps = [step_from_record(r) for r in refs]
-    judges = write_verdicts(tmp_path / "v.jsonl", [Verdict(s.step_id, s.guide, j, j != "c") for s in steps for j in "abc"])
+    judges = write_verdicts(tmp_path / "v.jsonl", [UsefulnessVerdict(s.step_id, s.guide, j, j != "c") for s in steps for j in "abc"])
     half = len(refs) // 2
     preds = [render_target(s, "som", "G") for s in steps]
     metric.add_batch(predictions=preds[:half], references=refs[:half])

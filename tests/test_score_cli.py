@@ -15,7 +15,7 @@ from mag_dataset.heuristic import heuristic_predictions
 from mag_dataset.predictions import Prediction, write_predictions
 from mag_dataset.prompts import render_target
 from mag_dataset.scoring import METRIC_NAMES, GoldSteps, score_predictions
-from mag_dataset.verdicts import Verdict, write_verdicts
+from mag_dataset.verdicts import UsefulnessVerdict, write_verdicts
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -102,7 +102,7 @@ def test_missing_ids_need_allow_missing(built, test_steps, tmp_path, capsys):
 
 def test_verdicts_file_enables_usefulness(built, test_steps, tmp_path, capsys):
     steps = test_steps["som"]
-    verdicts = [Verdict(s.step_id, s.guide, j, useful=(i % 2 == 0) or j != "c")
+    verdicts = [UsefulnessVerdict(s.step_id, s.guide, j, useful=(i % 2 == 0) or j != "c")
                 for i, s in enumerate(steps) for j in ("a", "b", "c")]
     judges = write_verdicts(tmp_path / "v.jsonl", verdicts)
     preds = write_predictions(tmp_path / "p.jsonl", [Prediction(s.step_id, render_target(s, "som", "G")) for s in steps])

@@ -30,7 +30,7 @@ from mag_dataset.scoring import (
     score_step,
     token_f1,
 )
-from mag_dataset.verdicts import Verdict, Verdicts
+from mag_dataset.verdicts import UsefulnessVerdict, Verdicts
 
 STEPS = gold_steps()
 BY_ID = {s.step_id: s for s in STEPS}
@@ -178,7 +178,7 @@ def _verdicts(step_guide_votes):
     for sid, guide, votes in step_guide_votes:
         for judge, useful in zip(("j-a", "j-b", "j-c"), votes):
             if useful is not None:
-                vs.append(Verdict(sid, guide, judge, useful))
+                vs.append(UsefulnessVerdict(sid, guide, judge, useful))
     return Verdicts.from_verdicts(vs)
 
 
@@ -215,12 +215,12 @@ def test_usefulness_is_the_majority_of_three_cached_verdicts():
     ('{"key": "' + "a" * 64 + '", "judge": "j-a", "useful": 1}', "line 2: 'useful' must be true or false"),
 ])
 def test_bad_verdict_file_lines_are_named_not_raised(tmp_path, line, message):
-    from mag_dataset.verdicts import VerdictsError, read_verdicts, write_verdicts
+    from mag_dataset.verdicts import VerdictsError, read_usefulness_verdicts, write_verdicts
 
-    path = write_verdicts(tmp_path / "v.jsonl", [Verdict("s/0", "Click.", "j-a", True)])
+    path = write_verdicts(tmp_path / "v.jsonl", [UsefulnessVerdict("s/0", "Click.", "j-a", True)])
     path.write_text(path.read_text("utf-8") + line + "\n", "utf-8")
     with pytest.raises(VerdictsError) as e:
-        read_verdicts(path)
+        read_usefulness_verdicts(path)
     assert message in str(e.value)
 
 def _noisy_preds(view, contract, seed, p_wrong):

@@ -65,6 +65,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from mag_dataset.errors import UserError
     from mag_dataset.harness import audit
+    from mag_dataset.harness.judges import load_judges
     from mag_dataset.llm_client import LLMConfigError
 
     raw = options.raw_folder(args)
@@ -81,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
         else:
             if args.judges is None:
                 raise UserError("--judges FILE is required (or --replay to recompute from the verdict log)")
-            judges = audit.load_judges(args.judges)
+            judges = load_judges(args.judges)
             panel = [j.name if j.rule_based else f"{j.name}={j.model}" for j in judges]
             stage = _stage(raw, {"judges": panel, "steps": args.select, "split": args.split}, in_corpus)
             report = audit.run_audit(

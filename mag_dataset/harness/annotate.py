@@ -25,8 +25,7 @@ Drafting (``mag draft-guides``)
 Verification (``mag annotate``)
     Every annotator's response lives in a SQLite database (``RAW/annotations.sqlite`` by
     default; append-only, so the app can be closed and resumed at any time and nobody's
-    answer replaces another's: :mod:`mag_dataset.harness.annotation_store`, whose names are
-    re-exported here). :func:`apply_decisions` writes each step's *resolved* decision (the
+    answer replaces another's: :mod:`mag_dataset.harness.annotation_store`). :func:`apply_decisions` writes each step's *resolved* decision (the
     store's rule, not the last writer) back into the raw episodes:
 
     * accept → the draft becomes the guide, ``guide_source = "llm"`` (a step without an LLM
@@ -58,15 +57,8 @@ from typing import Any, Callable, Iterator
 
 from mag_dataset.actions import ACTION_SPACE
 from mag_dataset.fileio import atomic_write_jsonl, read_jsonl
-from mag_dataset.harness.annotation_store import (  # noqa: F401 (re-exported: the store's public names)
-    DECISION_WORDS,
-    DEFAULT_DB,
-    VERIFICATION_DECISIONS,
-    Adjudication,
-    AnnotationStore,
-    Decision,
-    decision_counts,
-)
+from mag_dataset.harness.annotation_store import AnnotationStore
+from mag_dataset.annotation_rules import DECISION_WORDS
 from mag_dataset.harness.audit_rules import make_record
 from mag_dataset.harness.llm_batch import ask_batch, som_messages
 from mag_dataset.harness.preflight import (

@@ -74,7 +74,7 @@ from typing import Any
 
 from mag_dataset.gradio_theme import theme
 from mag_dataset.harness.annotation_session import Session
-from mag_dataset.harness.annotation_store import DECISION_WORDS
+from mag_dataset.annotation_rules import DECISION_WORDS
 
 APP_JS = """
 () => {

@@ -17,7 +17,6 @@ from typing import Any
 
 from mag_dataset.fileio import atomic_write_jsonl
 from mag_dataset.harness.annotate import (
-    DEFAULT_DB,
     DRAFTS_FILE,
     AnnotationStore,
     apply_adjudications,
@@ -25,7 +24,8 @@ from mag_dataset.harness.annotate import (
     describe_action,
     read_drafts,
 )
-from mag_dataset.harness.annotation_store import Agreement, agreement
+from mag_dataset.harness.annotation_store import DEFAULT_DB
+from mag_dataset.annotation_rules import Agreement, agreement
 from mag_dataset.harness.audit import VERDICTS_FILE, AuditItem, audit_staleness, read_audit_verdicts
 from mag_dataset.raw import (
     AUDIT_FILE,

@@ -5,8 +5,7 @@ the stale-view check, originals, the assignment of steps to annotators, queues a
 progress; and which database a command reads (:func:`stored_adjudications`) or should be
 told about (:func:`other_decision_dbs`). The rules below (the resolution, agreement, the
 schema and its migrations) are pure code in :mod:`mag_dataset.annotation_rules`, because
-the builder, which sits below the harness, applies them too; every name of it is
-re-exported here. Nothing here reads or writes a raw corpus:
+the builder, which sits below the harness, applies them too. Nothing here reads or writes a raw corpus:
 :mod:`mag_dataset.harness.annotate` writes resolved decisions back into episodes and into
 the audit file.
 
@@ -97,21 +96,13 @@ import threading
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
-from mag_dataset.annotation_rules import (  # re-exported: the store's contract names
+from mag_dataset.annotation_rules import (
     _RESPONSE_COLUMNS,
-    ADJUDICATION_DECISIONS,
-    DECISION_WORDS,
     DEFAULT_DB,
     KINDS,
-    MIGRATIONS,
-    RESOLUTION_STATUSES,
-    SCHEMA_VERSION,
     SOURCES,
-    VERIFICATION_DECISIONS,
     Adjudication,
-    Agreement,
     Decision,
-    Figure,
     Resolution,
     Response,
     StaleView,
@@ -119,14 +110,8 @@ from mag_dataset.annotation_rules import (  # re-exported: the store's contract 
     _next_round,
     _norm,
     _now,
-    agreement,
-    cohen_kappa,
-    krippendorff_alpha,
     migrate,
-    read_responses,
     resolve,
-    response_label,
-    summary,
 )
 from mag_dataset.harness.audit_rules import Adjudications
 from mag_dataset.schema import AuditStatus, GuideSource

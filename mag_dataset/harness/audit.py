@@ -7,7 +7,7 @@ endpoints (:mod:`mag_dataset.llm_client`) and writes the audit file the builder 
 (:func:`mag_dataset.raw.read_audit`). It holds the prompt, the requests, the cache and
 the files; the rules it applies (answer format, parser, merge rule, records, agreement)
 are pure functions in :mod:`mag_dataset.harness.audit_rules`, the judges file is read by
-:mod:`mag_dataset.harness.judges`, and both modules' names are re-exported here.
+:mod:`mag_dataset.harness.judges`.
 
 What a judge sees
     The step's Set-of-Mark screenshot, the task intent, the guides of the earlier steps,
@@ -77,38 +77,22 @@ from typing import Any, Callable, Iterable, Sequence
 from mag_dataset.actions import ACTION_SPACE
 from mag_dataset.cache import llm_cache_dir
 from mag_dataset.fileio import atomic_write_jsonl, read_jsonl
-from mag_dataset.harness.annotation_store import (  # noqa: F401 (other_decision_dbs re-exported)
-    other_decision_dbs,
-    stored_adjudications,
-)
-from mag_dataset.harness.audit_prompt import (  # noqa: F401 (re-exported: the prompt this runner sends)
-    JUDGE_SYSTEM_PROMPT,
-    judge_messages,
-    judge_user_text,
-    prompt_key,
-)
-from mag_dataset.harness.audit_rules import (  # noqa: F401 (re-exported: the rules this runner applies)
-    DECIDED,
+from mag_dataset.harness.annotation_store import other_decision_dbs, stored_adjudications
+from mag_dataset.harness.audit_prompt import judge_messages, prompt_key
+from mag_dataset.harness.audit_rules import (
     PANEL_SIZE,
-    PROMPT_VERSION,
     Adjudications,
     AuditItem,
     AuditReport,
     AuditVerdict,
-    Verdict,
-    Vote,
     audit_records,
-    make_record,
-    merge_verdicts,
-    pairwise_agreement,
     parse_verdict,
     tally,
 )
-from mag_dataset.harness.judges import JudgeConfig, load_judges  # noqa: F401 (re-exported)
+from mag_dataset.harness.judges import JudgeConfig
 from mag_dataset.harness.page_audit import MissingEvidenceError, has_page_evidence, page_verdicts
 from mag_dataset.harness.llm_batch import ask_batch
 from mag_dataset.harness.preflight import (
-    FATAL_STATUSES,  # noqa: F401 (re-exported: part of this module's documented rules)
     MAX_FAILED_SHARE,
     EndpointFailedError,
     check_endpoints,
@@ -137,7 +121,6 @@ from mag_dataset.raw import (  # noqa: F401 (VERDICTS_FILE re-exported)
     step_id,
     write_audit,
 )
-from mag_dataset.schema import AuditStatus  # noqa: F401 (re-exported: the outcomes of the audit)
 
 
 
@@ -450,8 +433,6 @@ def read_audit_verdicts(path: str | os.PathLike) -> dict[str, list[AuditVerdict]
     return dict(out)
 
 
-#: The former name of :func:`read_audit_verdicts` (not :func:`mag_dataset.verdicts.read_usefulness_verdicts`).
-read_verdicts = read_audit_verdicts
 
 #: The LLM answer cache (``llm/`` below :func:`mag_dataset.cache.default_cache_dir`); kept
 #: under its former name for ``mag draft-guides`` and user code.

@@ -193,9 +193,6 @@ def merge_verdicts(verdicts: Sequence[AuditVerdict], panel_size: int = PANEL_SIZ
     return AuditStatus.DISPUTED, None
 
 
-#: The former name of :class:`AuditVerdict` (a judge's label-audit answer; not
-#: :class:`mag_dataset.verdicts.UsefulnessVerdict`).
-Verdict = AuditVerdict
 
 
 # -- records ------------------------------------------------------------------------------
@@ -358,6 +355,6 @@ def tally(report: AuditReport, verdicts: dict[str, list[AuditVerdict]]) -> None:
 
 
 __all__ = [
-    "DECIDED", "PANEL_SIZE", "PROMPT_VERSION", "Adjudications", "AuditItem", "AuditReport", "AuditVerdict", "Verdict",
+    "DECIDED", "PANEL_SIZE", "PROMPT_VERSION", "Adjudications", "AuditItem", "AuditReport", "AuditVerdict",
     "Vote", "audit_records", "make_record", "merge_verdicts", "pairwise_agreement", "parse_verdict", "tally",
 ]

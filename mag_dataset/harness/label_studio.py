@@ -74,13 +74,8 @@ from typing import Any, Iterable
 from xml.sax.saxutils import quoteattr
 
 from mag_dataset.actions import ACTION_SPACE
-from mag_dataset.harness.annotate import (
-    DEFAULT_DB,
-    DRAFTS_FILE,
-    describe_action,
-    read_drafts,
-    target_of,
-)
+from mag_dataset.harness.annotate import DRAFTS_FILE, describe_action, read_drafts, target_of
+from mag_dataset.harness.annotation_store import DEFAULT_DB
 from mag_dataset.raw import (
     RawEpisode,
     RawStep,

@@ -147,12 +147,12 @@ def _reports(data: dict) -> None:
     from mag_dataset.dataset import step_from_record
     from mag_dataset.predictions import Prediction
     from mag_dataset.scoring import GoldSteps, format_report, score_predictions
-    from mag_dataset.verdicts import read_verdicts
+    from mag_dataset.verdicts import read_usefulness_verdicts
 
     with tempfile.TemporaryDirectory() as tmp:
         vpath = Path(tmp) / "verdicts.jsonl"
         vpath.write_text("".join(json.dumps(v) + "\n" for v in data["verdicts"]), "utf-8")
-        verdicts = read_verdicts(vpath)
+        verdicts = read_usefulness_verdicts(vpath)
     steps = {v: [step_from_record(r) for r in recs] for v, recs in data["gold"].items()}
     for run in data["runs"]:
         view = run["view"]
