@@ -25,17 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 from mag_dataset.actions import CONTRACT_KEYS, Contract, View
-from mag_dataset.runners import (  # noqa: F401 (re-exported: the baselines' decoding helpers live in the runners)
-    CHAT_TEMPLATE_KWARGS,
-    Decoded,
-    HFRunner,
-    VLLMRunner,
-    greedy_generate,
-    load_model_and_processor,
-    prompt_text,
-    shard_bounds,
-    visible_gpus,
-)
+from mag_dataset.runners import HFRunner, VLLMRunner
 from mag_dataset.schema import Step
 
 if TYPE_CHECKING:  # pragma: no cover

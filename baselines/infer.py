@@ -47,6 +47,7 @@ from pathlib import Path
 from typing import Any, Iterator, Sequence
 
 from baselines import common
+from mag_dataset import runners
 from mag_dataset.fileio import atomic_write, atomic_write_json
 
 
@@ -174,7 +175,7 @@ def provenance(args: InferArguments, n_steps: int, backend: str, predictions: Pa
         "steps": n_steps,
         "prompt_version": PROMPT_VERSION,
         "decoding": {"strategy": "greedy", "max_new_tokens": args.max_new_tokens,
-                     "chat_template_kwargs": common.CHAT_TEMPLATE_KWARGS},
+                     "chat_template_kwargs": runners.CHAT_TEMPLATE_KWARGS},
         "backend": backend,
         "parallelism": {"tensor": args.tensor_parallel_size, "data": args.data_parallel_size},
         "dtype": args.dtype,

@@ -50,6 +50,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from baselines import common
+from mag_dataset import runners
 from mag_dataset.actions import Contract
 from mag_dataset.fileio import atomic_write, atomic_write_json
 
@@ -235,10 +236,10 @@ def _backend(args: MediationArguments) -> Any:
 
 
 def _generate(backend: Any, prompts: list[str], examples: Sequence[common.Example], chunk: int, idx: list[int],
-              prefixes: list[str] | None) -> list[common.Decoded]:
+              prefixes: list[str] | None) -> list[runners.Decoded]:
     """Decode the steps ``idx`` (with their forced ``prefixes``), ``chunk`` at a time: screenshots
     are decoded chunk by chunk, never the whole split at once."""
-    out: list[common.Decoded] = []
+    out: list[runners.Decoded] = []
     for k in range(0, len(idx), chunk):
         part = idx[k : k + chunk]
         out += backend.decode([prompts[i] for i in part], [examples[i].image for i in part],

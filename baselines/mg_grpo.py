@@ -57,6 +57,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from baselines import common
+from mag_dataset import runners
 from mag_dataset.fileio import atomic_write_json
 
 
@@ -178,7 +179,7 @@ class MediatedReward:
         self.steps, self.view, self.menus = steps, view, menus
         self.max_new_tokens, self.batch_size = max_new_tokens, max(1, batch_size)
         self.trainer: Any = None
-        self.last: list[tuple[str, common.Decoded | None]] = []
+        self.last: list[tuple[str, runners.Decoded | None]] = []
         self.calls = 0
         self.decode_calls = 0
 
@@ -192,7 +193,7 @@ class MediatedReward:
             return mine
         return int(acc.gather(torch.tensor([mine], device=acc.device)).max().item())
 
-    def decode(self, items: list[tuple[str, str, Any]], filler: tuple[str, str, Any]) -> list[common.Decoded]:
+    def decode(self, items: list[tuple[str, str, Any]], filler: tuple[str, str, Any]) -> list[runners.Decoded]:
         """Greedy action decodes for ``(step_id, guide, image)`` with the trainer's current policy.
 
         Every rank makes the same number of ``generate`` calls (with ``synced_gpus`` when
@@ -207,7 +208,7 @@ class MediatedReward:
         processor = t.processing_class
         n_calls = self._num_decode_calls(len(items))
         synced = True if t.accelerator.num_processes > 1 else None
-        out: list[common.Decoded] = []
+        out: list[runners.Decoded] = []
         # Every rank enters this context on every call (even with nothing to decode): under
         # ZeRO-3 / FSDP it gathers the sharded weights collectively.
         dist = getattr(t, "_dist", None)
@@ -220,9 +221,9 @@ class MediatedReward:
             for k in range(n_calls):
                 part = items[k * self.batch_size : (k + 1) * self.batch_size]
                 batch = part or [filler]
-                decoded = common.greedy_generate(
+                decoded = runners.greedy_generate(
                     model, processor,
-                    [common.prompt_text(processor, self.steps[sid], self.view, CONTRACT) for sid, _, _ in batch],
+                    [runners.prompt_text(processor, self.steps[sid], self.view, CONTRACT) for sid, _, _ in batch],
                     [im for _, _, im in batch], [common.guide_prefix(g) for _, g, _ in batch],
                     self.max_new_tokens, synced_gpus=synced)
                 out += decoded if part else []
@@ -416,7 +417,7 @@ def train(
     if not chosen:
         raise UserError("no element-scored train steps to build prompts from")
     steps = {e.step.step_id: e.step for e in chosen}
-    training_args.chat_template_kwargs = dict(common.CHAT_TEMPLATE_KWARGS)
+    training_args.chat_template_kwargs = dict(runners.CHAT_TEMPLATE_KWARGS)
     if arm.reward == "mediated":
         menus = common.gold_for(list(steps.values()), view, script_args.dataset, script_args.split).menus
         reward: Any = MediatedReward(steps, view.value, script_args.reward_max_new_tokens,

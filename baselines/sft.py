@@ -8,9 +8,9 @@ views. Each training example is the locked prompt of :func:`mag_dataset.prompts.
 tokens only (the answer, then ``<|im_end|>`` and its newline), never the prompt or the image. Works
 with any ``AutoModelForImageTextToText`` checkpoint; full fine-tuning or LoRA (``--use_peft``).
 
-The chat template is rendered up front, with :data:`baselines.common.CHAT_TEMPLATE_KWARGS`
+The chat template is rendered up front, with :data:`baselines.runners.CHAT_TEMPLATE_KWARGS`
 (no thinking block), into plain-text ``prompt`` / ``completion`` columns: the prompt is
-exactly the text :func:`baselines.common.prompt_text` decodes from (ending with the empty
+exactly the text :func:`baselines.runners.prompt_text` decodes from (ending with the empty
 think block), the completion is the rendered answer plus ``<|im_end|>\n``. A per-row
 ``chat_template_kwargs`` column would not survive: for image datasets TRL keeps only
 prompt/completion/image(s) and ``remove_unused_columns`` drops the rest, so the trainer
@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from baselines import common
+from mag_dataset import runners
 from mag_dataset.fileio import atomic_write_json
 
 
@@ -70,7 +71,7 @@ def example_record(processor: Any, step: Any, view: str, contract: str) -> dict[
     from mag_dataset.prompts import render_target
 
     return {
-        "prompt": common.prompt_text(processor, step, view, contract),
+        "prompt": runners.prompt_text(processor, step, view, contract),
         "completion": render_target(step, view, contract) + END_OF_TURN,
     }
 

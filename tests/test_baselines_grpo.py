@@ -16,6 +16,7 @@ pytest.importorskip("trl")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repo root, for `baselines`
 
 from baselines import common, mg_grpo  # noqa: E402
+from mag_dataset import runners  # noqa: E402
 from mag_dataset.testing.tiny_vlm import tiny_steps  # noqa: E402
 
 
@@ -37,7 +38,7 @@ def _examples():
 def _spy_on_forced_decoding(monkeypatch) -> list[str]:
     """Record the text of every sequence the reward's greedy decode feeds to ``model.generate``."""
     fed: list[str] = []
-    real = common.greedy_generate
+    real = runners.greedy_generate
 
     def spy(model, processor, prompts, images, prefixes=None, max_new_tokens=256, synced_gpus=None):
         generate = model.generate
@@ -54,7 +55,7 @@ def _spy_on_forced_decoding(monkeypatch) -> list[str]:
         finally:
             del model.generate
 
-    monkeypatch.setattr(common, "greedy_generate", spy)
+    monkeypatch.setattr(runners, "greedy_generate", spy)
     return fed
 
 
@@ -175,7 +176,7 @@ def test_mediated_reward_scores_the_induced_action(monkeypatch):
             follow = next(s for s in steps.values() if s.guide == guide)
             prefix = common.guide_prefix(guide)
             full = render_output(action_object(follow.action, "som"), guide, "JG")
-            out.append(common.Decoded(prefix, full[len(prefix):], 1))
+            out.append(runners.Decoded(prefix, full[len(prefix):], 1))
         return out
 
     monkeypatch.setattr(reward, "decode", fake_decode)

@@ -12,6 +12,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repo root, for `baselines`
 
 from baselines import common, mediation  # noqa: E402
+from mag_dataset import runners  # noqa: E402
 from mag_dataset.testing.tiny_vlm import tiny_steps  # noqa: E402
 
 
@@ -54,14 +55,14 @@ class GuideFollower:
             if not f:  # free decoding: the gold answer for even steps, garbage for odd ones
                 text = render_output(action_object(step.action, "som"), step.guide, "JG") if step.step_index == 0 \
                     else "not json"
-                out.append(common.Decoded("", text, 1))
+                out.append(runners.Decoded("", text, 1))
                 continue
             guide = json.loads(f[len('{"guide": '): f.rindex(', "action"')])
             follow = next((s for s in (e.step for e in self.examples) if s.guide == guide), None)
             action = follow.action if follow is not None else step.action
             full = render_output(action_object(action, "som"), guide, "JG")
             assert full.startswith(f)
-            out.append(common.Decoded(f, full[len(f):], 1))
+            out.append(runners.Decoded(f, full[len(f):], 1))
         return out
 
 

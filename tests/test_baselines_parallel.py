@@ -16,6 +16,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repo root, for `baselines`
 
 from baselines import common, infer, mediation  # noqa: E402
+from mag_dataset import runners  # noqa: E402
 from mag_dataset.testing.tiny_vlm import tiny_steps  # noqa: E402
 
 FAKE_VLLM = '''
@@ -59,7 +60,7 @@ def _examples(n=5):
 def test_shard_bounds_cover_every_index_once():
     for n in range(0, 12):
         for k in range(1, 5):
-            b = common.shard_bounds(n, k)
+            b = runners.shard_bounds(n, k)
             assert [i for a, e in b for i in range(a, e)] == list(range(n))
             sizes = [e - a for a, e in b]
             assert max(sizes) - min(sizes) <= 1

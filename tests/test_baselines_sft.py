@@ -14,6 +14,7 @@ pytest.importorskip("trl")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repo root, for `baselines`
 
 from baselines import common, infer, sft  # noqa: E402
+from mag_dataset import runners  # noqa: E402
 from mag_dataset.testing.tiny_vlm import tiny_steps  # noqa: E402
 
 
@@ -61,7 +62,7 @@ def test_sft_two_steps_supervises_exactly_the_answer(tmp_path, tiny_vlm, contrac
         prompt = tok.decode([int(i) for i, lab in zip(ids[: idx[0]], labels[: idx[0]])])
         assert prompt.endswith("<|im_start|>assistant\n<think>\n\n</think>\n\n")
         # ... which is, token for token, the prompt the decoders use
-        assert prompt.endswith(common.prompt_text(trainer.processing_class, step, "som", contract).split(
+        assert prompt.endswith(runners.prompt_text(trainer.processing_class, step, "som", contract).split(
             "<|vision_end|>")[-1])
     assert len(seen) == 4, seen
 
