@@ -32,7 +32,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.fresh:
         os.environ["MAG_SITES_HOME"] = tempfile.mkdtemp(prefix="mag-sites-bench-")
 
-    from mag_dataset.live.recorder import record_episode
+    from mag_dataset.harness.recorder import record_episode
     from mag_dataset.sites import site, site_names, tasks_of
     from mag_dataset.sites.manager import served
 

@@ -58,7 +58,7 @@ An episode with ``"success": false`` may have no steps: ``mag live-eval`` writes
 episode when its agent never executed an action the format can hold (its full attempt log is
 in ``metadata["trajectory"]``). Builders yield no rows for it.
 
-Step ``metadata`` is free-form; the MiniWoB++ recorder (:mod:`mag_dataset.live.recorder`)
+Step ``metadata`` is free-form; the MiniWoB++ recorder (:mod:`mag_dataset.harness.recorder`)
 writes ``{"conversion": {"scale_factor": 1.5, "crop": [x0, y0, x1, y1]},
 "browsergym_action": "mouse_move(67.97, 272.25)\\nnoop(100)\\nmouse_click(67.97, 272.25)"}``
 (clicks hover first, see :mod:`mag_dataset.live.execute`): a screenshot point ``(x, y)`` is the

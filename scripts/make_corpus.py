@@ -26,7 +26,7 @@ recordings gives the same corpus. Steps:
    screenshots they name; a duplicate episode id is an error). The MiniWoB++ family is
    **thinned** to the first
    :data:`MINIWOB_EPISODES` episodes of every task, in the order ``mag record`` tries its
-   seeds (:func:`mag_dataset.live.recorder.episode_seed` with k = 0, 1, ...): exactly the
+   seeds (:func:`mag_dataset.harness.recorder.episode_seed` with k = 0, 1, ...): exactly the
    episodes ``mag record --episodes 4`` keeps, so a bigger MiniWoB++ recording (the package
    used to ship 10 per task) gives the same corpus. Four per task keep the corpus within
    :data:`SIZE_CAP` with room to spare.
@@ -39,7 +39,7 @@ recordings gives the same corpus. Steps:
    activity (:meth:`mag_dataset.sites.base.Site.drift`: new orders, posts, tickets and
    revisions, changed statuses and prices), then the episode's actions are replayed and its
    observations re-rendered, the path by which WebMRE's stale screenshots arose
-   (:mod:`mag_dataset.live.recapture`). The sites must be set up; they are served for the run
+   (:mod:`mag_dataset.harness.recapture`). The sites must be set up; they are served for the run
    when they are not running.
 5. **Unify** (``mag unify``): point-only clicks are restored to their element
    (``coordinate_restored``) or marked unrestorable; recaptured steps whose screenshot
@@ -176,7 +176,7 @@ def seed_order(names: set[str], per_task: int) -> dict[str, list[str]]:
     ``mag record`` tries episode seeds ``episode_seed(task, k, seed)`` for k = 0, 1, ... and
     keeps the successful ones, so these are the episodes it keeps with ``--episodes per_task``.
     """
-    from mag_dataset.live.recorder import episode_seed
+    from mag_dataset.harness.recorder import episode_seed
 
     out: dict[str, list[str]] = {}
     for task in sorted({n.split(".seed-")[0] for n in names}):

@@ -251,9 +251,9 @@ def expert_episode_judged(task_id: str, seed: int, env, tmp_path, finish_noop: b
     answer (a no-op) and pass the expert's end page and answer. Templates whose check WebArena
     cannot express (their ``webarena_note``, :func:`~mag_dataset.sites.webarena.inexpressible`)
     are recorded only. ``finish_noop``: the no-op also finishes at once in BrowserGym, whose
-    task check must fail it. Returns the :class:`~mag_dataset.live.recorder.RecordResult`.
+    task check must fail it. Returns the :class:`~mag_dataset.harness.recorder.RecordResult`.
     """
-    from mag_dataset.live.recorder import record_episode
+    from mag_dataset.harness.recorder import record_episode
     from mag_dataset.sites.webarena import Inexpressible, judge, webarena_config
 
     env.reset(seed=seed)

@@ -110,7 +110,7 @@ def test_realistic_part_reads_like_webmre(rows):
     assert realism["steps"] == len(_realistic(rows["som"]))
     missed = {m: (realism[m], b["bar"]) for m, b in realism["bars"].items() if not b["met"]}
     # every bar holds; stale (45% of site steps, bar 40%) since a replay follows its target on a
-    # drifted page (mag_dataset.live.recapture.retarget) instead of ending at the first moved link
+    # drifted page (mag_dataset.harness.recapture.retarget) instead of ending at the first moved link
     assert not missed and realism["stale"] >= 0.40, missed
     assert all(realism["audit"][a] > 0 for a in ("confirmed", "remapped", "unmappable", "disputed")), realism["audit"]
 

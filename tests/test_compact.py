@@ -315,7 +315,7 @@ def test_screenshots_several_episodes_hold_are_stored_once_and_read_everywhere(r
     """A template's start page, byte for byte in several episodes, is stored once (`_shared_images`):
     every reader and the build see the same pixels; undoing a recapture never deletes it; an
     episode copied out alone names the fix; a rerun changes nothing."""
-    from mag_dataset.live.recapture import undo_recapture
+    from mag_dataset.harness.recapture import undo_recapture
     from mag_dataset.raw import SHARED_IMAGES_DIR, copy_episodes, iter_episode_dirs
 
     a, b = raw / "login-form.seed-0", raw / "login-form.seed-1"
@@ -434,7 +434,7 @@ def test_a_recaptured_screenshot_is_stored_as_its_difference_and_read_back_exact
     assert compact_corpus(raw, share=False).deltas == 0  # idempotent
     assert snapshot == {p: p.read_bytes() for p in raw.rglob("*") if p.is_file()}
     # undoing the recapture removes its difference and leaves the action-time chain readable
-    from mag_dataset.live.recapture import undo_recaptures
+    from mag_dataset.harness.recapture import undo_recaptures
 
     edit_episode(folder, lambda d: d["metadata"].update(recaptured={"diverged": False}))
     undo_recaptures(raw)
@@ -542,7 +542,7 @@ def test_stages_that_rewrite_episodes_keep_the_compressed_form(raw):
     rewrites episode.json.gz and never leaves an episode.json (lint-guides --regenerate: in
     test_guide_lint, on the bundled corpus)."""
     from mag_dataset.harness.unify import unify_corpus
-    from mag_dataset.live.recapture import undo_recaptures
+    from mag_dataset.harness.recapture import undo_recaptures
     from mag_dataset.raw import EPISODE_GZ_FILE, SHARED_IMAGES_DIR
 
     compact_corpus(raw)

@@ -61,21 +61,6 @@ OUTSIDE_PRODUCTION: tuple[str, ...] = ("baselines", "leaderboard", "loaders")
 #: Known back-edges (issue 28), ``(importer, imported) -> reason``. Each is a lazy import inside
 #: one function; remove the entry when the edge goes.
 ALLOWED: dict[tuple[str, str], str] = {
-    # live <-> sites (issue 28): the sites' tasks and experts are built on the browser layer
-    # (live.observe, live.expert_kit, live.env's Chromium), so the intended direction is
-    # sites -> live. These three live modules still look a site task class up by its name
-    # (`mag_dataset.sites.task_class`) to start, record or replay a site episode. The recorder,
-    # recapture and evidence (through make_site_env) drive site tasks, so they sit above the
-    # sites: the edges go when they leave live/ (for harness/) and make_site_env moves into
-    # sites/, module moves left to item 5 of issue 28 (names and merged twins).
-    ("mag_dataset.live.env", "mag_dataset.sites"):
-        "make_site_env builds the BrowserGym env around the task class of a `sites.*` task id",
-    ("mag_dataset.live.recorder", "mag_dataset.sites"): "_provenance stores the origins of the sites a task uses",
-    ("mag_dataset.live.recapture", "mag_dataset.sites"): "recapture replays an episode on its site's task class",
-    ("mag_dataset.live.recapture", "mag_dataset.sites.manager"): "recapture checks that the site is served",
-    # live -> harness (issue 28): `mag record --ray` reaches up for the harness's Ray machinery.
-    ("mag_dataset.live.recorder", "mag_dataset.harness.ray_backend"):
-        "`mag record --ray` spreads recording over a Ray cluster with the harness's dispatcher",
     # test support (issue 28): the GPU smoke check builds random-weight models of the real
     # shape on purpose; it is a check to run on a GPU machine, not a baseline.
     ("baselines.gpu_check", "mag_dataset.testing.tiny_vlm"): "builds the tiny and the 4B-shaped random VLM to time them",

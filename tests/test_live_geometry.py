@@ -10,7 +10,7 @@ pytestmark = [pytest.mark.browser]
 
 
 def test_recorded_steps_carry_viewport_and_ratio(tmp_path, chromium):
-    from mag_dataset.live.recorder import record_episode
+    from mag_dataset.harness.recorder import record_episode
 
     res = record_episode("click-button", seed=7)
     assert res.ok, res.reason

@@ -20,7 +20,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 
 def test_record_fresh_login_episode(tmp_path, chromium):
-    from mag_dataset.live.recorder import record_episode
+    from mag_dataset.harness.recorder import record_episode
 
     res = record_episode("login-user", seed=12345)
     assert res.ok, res.reason
@@ -45,7 +45,7 @@ def test_a_fill_that_times_out_once_is_retried_and_a_click_is_not(chromium):
     BrowserGym runs it, enabled again after); the recorder steps it once more and the episode is
     the usual one. A click is never retried."""
     from mag_dataset.live.env import make_env
-    from mag_dataset.live.recorder import _retry_after_timeout, record_episode
+    from mag_dataset.harness.recorder import _retry_after_timeout, record_episode
 
     env = make_env("login-user")
     step, calls = env.step, []
@@ -83,7 +83,7 @@ def test_evidence_replay_fingerprints_identical_pages_and_stops_at_one_that_diff
     import numpy as np
 
     from mag_dataset.cli import main
-    from mag_dataset.live.recorder import record_episode
+    from mag_dataset.harness.recorder import record_episode
 
     res = record_episode("login-user", seed=12345)
     assert res.ok, res.reason
@@ -148,7 +148,7 @@ def test_resets_share_one_chromium_and_a_restarted_playwright_gets_its_own(chrom
 
 def test_failed_episode_is_not_kept(chromium):
     from mag_dataset.live.experts import Decision
-    from mag_dataset.live.recorder import record_episode
+    from mag_dataset.harness.recorder import record_episode
     from mag_dataset.actions import ActionType
 
     def wrong_button(ob, memory):  # clicks "cancel"-like first button that is not the goal's
@@ -167,7 +167,7 @@ def _bundled(task: str, n: int = 1) -> list:
 
 
 def test_rerecording_a_bundled_episode_gives_the_same_actions_candidates_guides(chromium):
-    from mag_dataset.live.recorder import record_episode
+    from mag_dataset.harness.recorder import record_episode
 
     for task in ("login-user", "choose-list"):
         (old,) = _bundled(task)

@@ -9,7 +9,7 @@ import pytest
 from mag_dataset.actions import View
 from mag_dataset.live.execute import ExecutionError, to_browsergym_action
 from mag_dataset.live.observe import Conversion
-from mag_dataset.live.recorder import episode_seed
+from mag_dataset.harness.recorder import episode_seed
 from mag_dataset.builder.splits import split_tasks
 from mag_dataset.schema import Action
 
@@ -87,7 +87,7 @@ def test_record_cli_rejects_bad_input(tmp_path, capsys):
 
 def test_record_cli_records_a_task_named_twice_once(tmp_path, monkeypatch, capsys):
     from mag_dataset.cli import main
-    from mag_dataset.live import recorder
+    from mag_dataset.harness import recorder
 
     calls = {}
 
@@ -107,7 +107,7 @@ def test_live_modules_import_no_browser_stack():
     import sys
 
     code = ("import sys, mag_dataset.live.env, mag_dataset.live.observe, mag_dataset.live.execute, "
-            "mag_dataset.live.experts, mag_dataset.live.recorder, mag_dataset.commands.record; "
+            "mag_dataset.live.experts, mag_dataset.sites.env, mag_dataset.harness.recorder, mag_dataset.commands.record; "
             "bad = [m for m in ('playwright', 'browsergym', 'torch', 'datasets', 'PIL') if m in sys.modules]; "
             "print(bad); sys.exit(1 if bad else 0)")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
@@ -116,7 +116,7 @@ def test_live_modules_import_no_browser_stack():
 
 def test_every_bundled_task_has_an_expert():
     from mag_dataset.live.experts import APP_LIKE, EXPERTS
-    from mag_dataset.live.recorder import BUNDLED_TASKS
+    from mag_dataset.harness.recorder import BUNDLED_TASKS
     from mag_dataset.builder.splits import HELD_OUT_TEMPLATES
 
     assert len(BUNDLED_TASKS) >= 12 and set(BUNDLED_TASKS) <= set(EXPERTS)
@@ -192,7 +192,7 @@ def test_attempt_log_keeps_its_key_order_and_logs_the_action_only_when_parsed():
 
 def test_a_site_click_lands_where_a_person_would_click():
     """Seeded, whole-pixel, always inside the box, rarely the exact centre, some near an edge."""
-    from mag_dataset.live.recorder import human_click_point
+    from mag_dataset.harness.recorder import human_click_point
     from mag_dataset.schema import box_center, point_in_box
 
     box = (100.0, 200.0, 260.0, 236.0)

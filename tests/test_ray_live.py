@@ -65,7 +65,7 @@ def test_ray_flags_and_config_errors_are_one_line(tmp_path, capsys):
 
 def test_importing_the_commands_loads_no_ray():
     code = ("import sys, mag_dataset.harness.live_eval, mag_dataset.harness.ray_backend, "
-            "mag_dataset.commands.live_eval, mag_dataset.commands.record, mag_dataset.live.recorder; "
+            "mag_dataset.commands.live_eval, mag_dataset.commands.record, mag_dataset.harness.recorder; "
             "sys.exit(1 if 'ray' in sys.modules else 0)")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr

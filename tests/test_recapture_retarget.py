@@ -1,7 +1,7 @@
 """A recapture replays each action on its target where the moved-on page has it.
 
 A drifted forum puts a new topic above the recorded one: the recorded point now lies on the
-new topic and BrowserGym's bids are shifted by one. :func:`mag_dataset.live.recapture.retarget`
+new topic and BrowserGym's bids are shifted by one. :func:`mag_dataset.harness.recapture.retarget`
 moves a point click with its target's box (the same place inside it), renames the bid of a
 ``fill``/``select_option``, clicks by bid a target pushed out of the screenshot, and leaves
 alone a target that did not move or is not on the page (the check before the step ends the
@@ -11,7 +11,7 @@ replay there). Pages are built from real observation objects (no browser needed)
 from __future__ import annotations
 
 from mag_dataset.live.observe import Conversion, Element, Observation, fingerprint
-from mag_dataset.live.recapture import check_replayed_page, replayed_target, retarget
+from mag_dataset.harness.recapture import check_replayed_page, replayed_target, retarget
 from mag_dataset.raw import RawStep
 from mag_dataset.schema import Action, ActionType, Candidate
 
@@ -102,8 +102,8 @@ def test_a_goto_goes_where_the_sites_are_served_now():
     run's ports); a replay on sites served elsewhere goes to the same pages there."""
     from types import SimpleNamespace
 
-    from mag_dataset.live.recapture import _to_served, origin_map
-    from mag_dataset.live.recorder import _provenance
+    from mag_dataset.harness.recapture import _to_served, origin_map
+    from mag_dataset.harness.recorder import _provenance
     from mag_dataset.sites import site
 
     task = "sites.tracker.ticket_with_shop_price"  # a cross-site task: it goes to the shop by URL

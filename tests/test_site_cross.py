@@ -74,7 +74,7 @@ def test_at_least_ten_cross_templates_over_four_pairs_and_three_kinds():
 @pytest.mark.parametrize("task_cls", _tasks(), ids=lambda c: c.template)
 def test_noop_fails_and_expert_succeeds(sites, task_cls, tmp_path):
     from mag_dataset.actions import ActionType
-    from mag_dataset.live.env import make_site_env
+    from mag_dataset.sites.env import make_site_env
 
     task_id = task_cls.get_task_id()
     env = make_site_env(task_id)

@@ -120,7 +120,7 @@ def test_templates_cover_the_site():
 
 @pytest.mark.parametrize("task_cls", _tasks(), ids=lambda c: c.template)
 def test_expert_succeeds_on_three_seeds(forum, task_cls, tmp_path):
-    from mag_dataset.live.env import make_site_env
+    from mag_dataset.sites.env import make_site_env
 
     task_id = task_cls.get_task_id()
     env = make_site_env(task_id)
@@ -139,7 +139,7 @@ def test_noop_fails_every_check(forum):
     """Finishing at once leaves the seeded state (or answers "done"): every check must fail."""
     from mag_dataset.actions import ActionType
     from mag_dataset.live.experts import Decision
-    from mag_dataset.live.recorder import record_episode
+    from mag_dataset.harness.recorder import record_episode
 
     s, _ = forum
     for cls in _tasks():

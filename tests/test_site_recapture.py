@@ -38,7 +38,7 @@ TASK = "sites.forum.like_opening_post"
 @pytest.fixture(scope="module")
 def recorded(forum, tmp_path_factory):
     """One recorded like_opening_post episode (the forum is served for the module by conftest's ``forum``)."""
-    from mag_dataset.live.recorder import record_corpus
+    from mag_dataset.harness.recorder import record_corpus
 
     raw = tmp_path_factory.mktemp("recapture") / "raw"
     results = record_corpus(raw, [TASK], episodes=1, seed=0)
@@ -200,12 +200,12 @@ def test_recapture_ends_where_the_server_stopped_and_keeps_the_action_time_scree
                                                                                        monkeypatch, capsys):
     """The server stops before the first replayed action: the next page is Chromium's error page, and
     the recapture of the episode ends there instead of storing it (the sample once shipped one)."""
-    from mag_dataset.live import env as live_env
+    from mag_dataset.sites import env as site_env
     from mag_dataset.sites import manager
 
     raw = tmp_path / "down"
     shutil.copytree(recorded, raw)
-    make = live_env.make_site_env
+    make = site_env.make_site_env
 
     def make_and_stop_before_the_first_action(*args, **kwargs):
         env = make(*args, **kwargs)
@@ -219,7 +219,7 @@ def test_recapture_ends_where_the_server_stopped_and_keeps_the_action_time_scree
         env.step = stop_then_step
         return env
 
-    monkeypatch.setattr(live_env, "make_site_env", make_and_stop_before_the_first_action)
+    monkeypatch.setattr(site_env, "make_site_env", make_and_stop_before_the_first_action)
     try:
         assert main(["recapture", "--raw", str(raw), "--share", "1"]) == 0
     finally:

@@ -6,7 +6,7 @@ BrowserGym. One short forum template is recorded twice with the settings of
 episode's id and seed) and the two recordings are compared step by step: intent, parameters,
 candidates, guides and their plans, actions and the BrowserGym actions (click points
 included), and with the bundled episode itself. Pixels are not compared (they may differ
-with the Chromium build, see :mod:`mag_dataset.live.recorder`). The drift the bundled
+with the Chromium build, see :mod:`mag_dataset.harness.recorder`). The drift the bundled
 recaptures saw is made again on a reset forum with the same seed and compared.
 """
 
@@ -21,7 +21,7 @@ import pytest
 
 import mag_dataset
 from mag_dataset.cli import main
-from mag_dataset.live.recorder import episode_seed
+from mag_dataset.harness.recorder import episode_seed
 from mag_dataset.raw import read_corpus, read_episode
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))

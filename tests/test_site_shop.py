@@ -129,7 +129,7 @@ def test_home_page_is_rich_and_local(shop):
 
 @pytest.mark.parametrize("template", TEMPLATES)
 def test_expert_succeeds(shop, template, tmp_path):
-    from mag_dataset.live.env import make_site_env
+    from mag_dataset.sites.env import make_site_env
 
     task = f"sites.shop.{template}"
     env = make_site_env(task)

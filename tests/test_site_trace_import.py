@@ -29,7 +29,7 @@ def _expert_trace(path, seed: int) -> tuple[str, list[str]]:
     do, at a point (``coord``: ``mouse.click``), so one trace has both kinds. The expert's final
     answer (a chat message, no Playwright call) is sent after the trace stops."""
     from mag_dataset.actions import ActionType, View
-    from mag_dataset.live.env import make_site_env
+    from mag_dataset.sites.env import make_site_env
     from mag_dataset.live.execute import to_browsergym_action
     from mag_dataset.live.observe import observe_page
     from mag_dataset.schema import Action

@@ -153,7 +153,7 @@ def test_templates_cover_the_site():
 
 def test_noop_fails_every_check(tracker):
     """Finishing at once leaves the seeded state: every template's check fails on it (3 seeds each)."""
-    from mag_dataset.live.env import make_site_env
+    from mag_dataset.sites.env import make_site_env
 
     s, _ = tracker
     s.reset()
@@ -175,8 +175,8 @@ def test_noop_fails_every_check(tracker):
 
 @pytest.mark.parametrize("task_id", TEMPLATES)
 def test_expert_succeeds_on_three_seeds(tracker, task_id, tmp_path):
-    from mag_dataset.live.env import make_site_env
-    from mag_dataset.live.recorder import SITE_MAX_STEPS
+    from mag_dataset.sites.env import make_site_env
+    from mag_dataset.harness.recorder import SITE_MAX_STEPS
 
     env = make_site_env(task_id)
     try:

@@ -162,7 +162,7 @@ def test_templates_cover_the_site():
 
 @pytest.mark.parametrize("task_id", TEMPLATES)
 def test_noop_fails_and_expert_succeeds_on_three_seeds(wiki, task_id, tmp_path):
-    from mag_dataset.live.env import make_site_env
+    from mag_dataset.sites.env import make_site_env
 
     env = make_site_env(task_id)
     try:

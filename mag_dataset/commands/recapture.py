@@ -11,8 +11,8 @@
 Episodes imported from WebArena runs on the package's sites (``mag import-webarena``) are
 recaptured as site episodes; other imported ones are listed as not recapturable, with why.
 An episode with a step without a screenshot is recaptured whatever the share (``--share 0``
-recaptures only those). See :mod:`mag_dataset.live.recapture` for the path and why it produces stale screenshots,
-and :mod:`mag_dataset.live.evidence` for ``--evidence`` (episodes recorded before the
+recaptures only those). See :mod:`mag_dataset.harness.recapture` for the path and why it produces stale screenshots,
+and :mod:`mag_dataset.harness.page_evidence` for ``--evidence`` (episodes recorded before the
 recorder stored DOM fingerprints get them from a replay that reproduces their pages).
 The sites the chosen episodes need are served for the run (and stopped after it) when
 they are not running already. Each run appends its entry (``recapture``, ``recapture --evidence``,
@@ -56,7 +56,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from mag_dataset.live.env import LiveEnvError
-    from mag_dataset.live.recapture import choose_episodes, recapture_corpus, site_of
+    from mag_dataset.harness.recapture import choose_episodes, recapture_corpus, site_of
     from mag_dataset.raw import RawDataError, read_corpus
     from mag_dataset.sites import SiteError, site_class
     from mag_dataset.sites.manager import served
@@ -76,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
     if args.evidence:
         return _evidence(args, raw)
     if args.undo:
-        from mag_dataset.live.recapture import undo_recaptures
+        from mag_dataset.harness.recapture import undo_recaptures
 
         try:
             stage = _stage(raw, "recapture --undo", {})
@@ -87,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"undid the recapture of {len(changed)} episodes" + (f"; run `mag unify --raw {raw}` next" if changed else ""))
         return 0
     if args.end_at_error_pages:
-        from mag_dataset.live.recapture import end_at_error_pages
+        from mag_dataset.harness.recapture import end_at_error_pages
 
         try:
             stage = _stage(raw, "recapture --end-at-error-pages", {})
@@ -117,7 +117,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _evidence(args: argparse.Namespace, raw: Path) -> int:
     from mag_dataset.live.env import LiveEnvError
-    from mag_dataset.live.evidence import add_page_evidence, needs_evidence
+    from mag_dataset.harness.page_evidence import add_page_evidence, needs_evidence
     from mag_dataset.raw import RawDataError, read_corpus
     from mag_dataset.sites import SiteError, site_class
     from mag_dataset.sites.manager import served

@@ -28,7 +28,7 @@ from mag_dataset.commands import options
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from mag_dataset.live.recorder import BUNDLED_EPISODES, BUNDLED_SEED, BUNDLED_TASKS
+    from mag_dataset.harness.recorder import BUNDLED_EPISODES, BUNDLED_SEED, BUNDLED_TASKS
     from mag_dataset.builder.splits import HELD_OUT_TEMPLATES
 
     options.add_out(parser, "new (or empty) folder for the raw episodes", required=True, metavar="RAW_DIR")
@@ -53,7 +53,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from mag_dataset.live.experts import EXPERTS
-    from mag_dataset.live.recorder import BUNDLED_TASKS, record_corpus
+    from mag_dataset.harness.recorder import BUNDLED_TASKS, record_corpus
     from mag_dataset.builder.splits import write_corpus_manifest
     from mag_dataset.raw import StageRun
     from mag_dataset.sites import SiteError

@@ -19,6 +19,10 @@ Modules (each imported only by the command that needs it):
 * :mod:`~mag_dataset.harness.preflight` — checks before the first LLM request and the
   failed-call limit (audit and drafting).
 * :mod:`~mag_dataset.harness.unify` — coordinate-only step restoration and stale flags.
+* :mod:`~mag_dataset.harness.recorder` — expert episodes recorded on MiniWoB++ and the sites
+  (``mag record``, here or on Ray); :mod:`~mag_dataset.harness.recapture` — site episodes
+  re-rendered on a site that has moved on; :mod:`~mag_dataset.harness.page_evidence` — the
+  audit's DOM fingerprints for older episodes, by replay (``mag recapture --evidence``).
 * :mod:`~mag_dataset.harness.browsergym_import` — BrowserGym/AgentLab experiment import.
 * :mod:`~mag_dataset.harness.trace_import` — Playwright trace import;
   :mod:`~mag_dataset.harness.webarena_import` — WebArena result folders;

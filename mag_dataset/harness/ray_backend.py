@@ -2,7 +2,7 @@
 
 AgentLab runs large BrowserGym evaluations as Ray tasks; this module does the same for the
 package's live evaluation (:mod:`mag_dataset.harness.live_eval`) and expert recording
-(:mod:`mag_dataset.live.recorder`), so a user who outgrows one machine keeps the same
+(:mod:`mag_dataset.harness.recorder`), so a user who outgrows one machine keeps the same
 commands::
 
     ray start --head                       # on the head node; `ray start --address HEAD:6379` on the others
@@ -34,7 +34,7 @@ How episodes run:
 * **Same results as the local backend.** Episodes depend only on their task and seed; the
   report and the recorded corpus are put in the local backend's order, so completion order
   changes nothing (``mag record`` also tries the same seeds: see
-  :func:`mag_dataset.live.recorder.record_corpus_ray`).
+  :func:`mag_dataset.harness.recorder.record_corpus_ray`).
 * **Environment.** Workers get the driver's ``MAG_*`` variables (sites home and ports,
   Chromium path), ``HF_HUB_OFFLINE`` / ``HF_HOME``, and the agent's API-key variable, through
   Ray's ``runtime_env``; every node needs this package (``pip install "mag_dataset[live,ray]"``)
@@ -43,7 +43,7 @@ How episodes run:
 This module is the scheduling layer only (options and flags, the session, the
 :class:`Dispatcher`, moving episode folders between worker and driver); it imports neither
 driver. The drivers are :func:`mag_dataset.harness.live_eval.run.run_live_episodes` and
-:func:`mag_dataset.live.recorder.record_corpus_ray`, each with its task body next to it.
+:func:`mag_dataset.harness.recorder.record_corpus_ray`, each with its task body next to it.
 
 Ray is an optional dependency (``pip install "mag_dataset[ray]"``); importing this module
 does not import it.

@@ -9,6 +9,9 @@ Usage (all calls from one thread: Playwright objects are bound to the thread tha
     done, ok, raw = episode_outcome(env, info, done)   # MiniWoB's raw reward == 1, read from
     env.close()                                        # the page, not BrowserGym's reward
 
+The sites' envs (:func:`mag_dataset.sites.env.make_site_env`) are built on the same
+:func:`browser_env`: the browser layer knows no site.
+
 Three facts found on this machine shape this module:
 
 * Playwright cannot download its own browsers here, so every launch gets the system
@@ -80,7 +83,7 @@ def miniwob_url() -> str:
     return html.as_uri() + "/"
 
 
-#: A launch option of :func:`make_site_env` (``scrollbars=False``), read by :func:`_launch_kwargs`.
+#: A launch option of :func:`browser_env` (``scrollbars=False``), read by :func:`_launch_kwargs`.
 HIDE_SCROLLBARS = "mag_hide_scrollbars"
 
 
@@ -272,69 +275,44 @@ def make_env(task: str, *, pre_observation_delay: float = 0.3, action_subsets: t
     """
     os.environ.setdefault("MINIWOB_URL", miniwob_url())
     chromium_executable()  # fail early with a clear message
-    _patch_browsergym()
-    from browsergym.core.action.highlevel import HighLevelActionSet
-    from browsergym.core.env import BrowserEnv
-
-    action_set = HighLevelActionSet(subsets=list(action_subsets), multiaction=True, strict=False)
-    return BrowserEnv(
-        task_entrypoint=task_class(task),
-        task_kwargs={"base_url": os.environ["MINIWOB_URL"]},
-        headless=True,
-        action_mapping=action_set.to_python_code,
-        pre_observation_delay=pre_observation_delay,
-    )
+    return browser_env(task_class(task), {"base_url": os.environ["MINIWOB_URL"]},
+                       pre_observation_delay=pre_observation_delay, action_subsets=action_subsets)
 
 
-def make_site_env(task_id: str, *, pre_observation_delay: float = 0.2,
-                  action_subsets: tuple[str, ...] = ACTION_SUBSETS, reset_site: bool = True,
-                  scrollbars: bool = True) -> Any:
-    """Create a headless BrowserGym environment for a site task (``sites.shop.add_to_basket``).
+def browser_env(task_entrypoint: type, task_kwargs: dict[str, Any], *, pre_observation_delay: float,
+                action_subsets: tuple[str, ...] = ACTION_SUBSETS, scrollbars: bool = True) -> Any:
+    """A headless BrowserGym environment around a task class, on the system Chromium.
 
-    The site must be served (``mag sites serve``); ``reset`` restores its seeded state, logs
-    the task's user in and opens the start page in a 1280x720 viewport. After each action
-    BrowserGym sleeps ``pre_observation_delay`` (for the page's own event handlers), then the
-    task waits for the navigation in flight, the load event and the page's animations
-    (:meth:`mag_dataset.sites.task.SiteTask.validate`) before the observation. Pages show
-    their scrollbars, as BrowserGym draws them; ``scrollbars=False`` hides them (no room
-    taken), as Playwright's headless Chromium draws pages for WebArena's runs, so a replay of
-    such a run lays pages out as it did.
+    What every task env of the package shares (:func:`make_env` for MiniWoB++,
+    :func:`mag_dataset.sites.env.make_site_env` for the sites): the system Chromium with
+    :data:`CHROMIUM_FLAGS`, no chat browser, and BrowserGym's high-level actions.
 
-    Raises:
-        LiveEnvError: for an unknown task id, or a site that is not set up or not served.
+    Args:
+        task_entrypoint: a BrowserGym task class (an ``AbstractBrowserTask`` subclass).
+        task_kwargs: the keyword arguments the env constructs it with.
+        pre_observation_delay: seconds BrowserGym waits after an action before observing.
+        action_subsets: BrowserGym high-level action subsets accepted by ``env.step``.
+        scrollbars: False hides the pages' scrollbars (no room taken), as Playwright's headless
+            Chromium draws pages; BrowserGym shows them.
+
+    Returns:
+        A ``browsergym.core.env.BrowserEnv``, to use from the thread that created it.
     """
     chromium_executable()
     _patch_browsergym()
     from browsergym.core.action.highlevel import HighLevelActionSet
     from browsergym.core.env import BrowserEnv
 
-    from mag_dataset.sites import SiteError, task_class as site_task_class
-
-    try:
-        cls = site_task_class(task_id)
-        for needed in (cls.site_class, *cls.other_sites):
-            needed().running_url()
-    except SiteError as e:
-        raise LiveEnvError(str(e)) from None
+    # multiaction: coord-view clicks are several BrowserGym calls (see live.execute).
     action_set = HighLevelActionSet(subsets=list(action_subsets), multiaction=True, strict=False)
     return BrowserEnv(
-        task_entrypoint=cls,
-        task_kwargs={"reset_site": reset_site},
+        task_entrypoint=task_entrypoint,
+        task_kwargs=task_kwargs,
         headless=True,
         action_mapping=action_set.to_python_code,
         pre_observation_delay=pre_observation_delay,
         pw_chromium_kwargs={} if scrollbars else {HIDE_SCROLLBARS: True},
     )
-
-
-def is_site_task(task: str) -> bool:
-    """Whether a task name is a site task (``sites.<site>.<template>``) rather than MiniWoB++."""
-    return task.startswith("sites.")
-
-
-def make_task_env(task: str) -> Any:
-    """The env of a recorder task name: a site task id, or a MiniWoB++ task name."""
-    return make_site_env(task) if is_site_task(task) else make_env(task)
 
 
 def make_browsergym_env(task_id: str, package: str) -> Any:

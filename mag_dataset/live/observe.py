@@ -402,7 +402,7 @@ IDENTITY_ATTRS = FINGERPRINT_ATTRS
 #: Weight of each fingerprint part in :func:`fingerprint_similarity`.
 FINGERPRINT_WEIGHTS = {"tag": 1.0, "role": 1.0, "name": 2.0, "path": 1.0, "attr": 1.0}
 #: Least similarity for a shown element to be the recorded target: the label audit's ``dom``
-#: judge (:mod:`mag_dataset.harness.page_judges`) and recapture (:mod:`mag_dataset.live.recapture`)
+#: judge (:mod:`mag_dataset.harness.page_judges`) and recapture (:mod:`mag_dataset.harness.recapture`)
 #: read the same element by it.
 DOM_MIN_SIMILARITY = 0.6
 

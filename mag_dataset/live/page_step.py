@@ -1,6 +1,6 @@
 """From an observed page to a recorded step: the one place recorders build a :class:`~mag_dataset.raw.RawStep`.
 
-The MiniWoB++/site recorder (:mod:`mag_dataset.live.recorder`), live evaluation
+The MiniWoB++/site recorder (:mod:`mag_dataset.harness.recorder`), live evaluation
 (:mod:`mag_dataset.harness.live_eval`) and the importers (:mod:`mag_dataset.harness.browsergym_import`,
 :mod:`mag_dataset.harness.trace_import`) all write raw episodes step by step from what they
 observed. This module holds what they share: the naming rules (:func:`episode_id_for`,
@@ -100,7 +100,7 @@ def step_from_page(
 ) -> RawStep:
     """The raw step recorded from an observed page; its images go into ``images``.
 
-    The one place a recorder (:mod:`mag_dataset.live.recorder`), live evaluation
+    The one place a recorder (:mod:`mag_dataset.harness.recorder`), live evaluation
     (:mod:`mag_dataset.harness.live_eval`) and the importers turn an observation into a
     :class:`RawStep`: image names by :func:`step_image_names`, size, candidate menu and URL
     from the page.

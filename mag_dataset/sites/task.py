@@ -95,7 +95,7 @@ class SiteTask(AbstractBrowserTask):
             seed: the task instance (parameters are drawn with it).
             site: the site to run on (default: the site class with its default home and port).
             reset_site: reset the site to its seeded state in ``setup`` (False only for
-                :mod:`mag_dataset.live.recapture`, which replays on a site that has moved on).
+                :mod:`mag_dataset.harness.recapture`, which replays on a site that has moved on).
         """
         super().__init__(seed)
         self.reset_site = bool(reset_site)
@@ -186,7 +186,7 @@ class SiteTask(AbstractBrowserTask):
         machine the observation would be a half-parsed page without marks. Waiting here for
         the navigation in flight, the load event and the page's finite animations
         (:data:`_ANIMATIONS_DONE`) costs nothing when the page is idle, and lets the site env
-        observe after a short fixed delay (:func:`mag_dataset.live.env.make_site_env`).
+        observe after a short fixed delay (:func:`mag_dataset.sites.env.make_site_env`).
         """
         deadline = time.monotonic() + SETTLE_TIMEOUT
         try:

@@ -112,7 +112,7 @@ def make_task_env(task_id: str) -> Any:
 
         return make_env(name)
     if prefix == "sites":
-        from mag_dataset.live.env import make_site_env
+        from mag_dataset.sites.env import make_site_env
 
         return make_site_env(task_id)
     from mag_dataset.live.env import make_browsergym_env

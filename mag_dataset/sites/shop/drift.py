@@ -2,7 +2,7 @@
 
 :meth:`mag_dataset.sites.base.Site.drift` moves a reset site on the way a live shop moves on
 between a demonstration and its re-rendering (the path of the stale screenshots of WebMRE,
-arXiv 2609.27353, see :mod:`mag_dataset.live.recapture`). Each level is about :data:`DAYS_PER_LEVEL` days of it, in
+arXiv 2609.27353, see :mod:`mag_dataset.harness.recapture`). Each level is about :data:`DAYS_PER_LEVEL` days of it, in
 the days just before the seed's "now" (``FROZEN_NOW``, the server's clock at start), so the
 staff dashboard's last-24-hours chart and counters show part of it:
 

@@ -2,7 +2,7 @@
 
 Usage::
 
-    from mag_dataset.live.recorder import record_episode, record_corpus
+    from mag_dataset.harness.recorder import record_episode, record_corpus
     result = record_episode("login-user", seed=3)       # RecordResult
     if result.ok: write_episode(out_dir, result.episode, result.images)
     record_corpus(out_dir, tasks=["login-user"], episodes=5, seed=0)
@@ -77,7 +77,7 @@ def record_episode(task: str, seed: int, *, env: Any = None, expert: Callable | 
     Args:
         task: MiniWoB++ task name with an expert in :data:`~mag_dataset.live.experts.EXPERTS`.
         seed: the MiniWoB seed (task instance).
-        env: an env from :func:`~mag_dataset.live.env.make_env` for this task to reuse.
+        env: an env from :func:`~mag_dataset.sites.env.make_task_env` for this task to reuse.
         expert: override the expert (tests).
         max_steps: abandon after this many steps.
         point_only_share: site tasks only: the share of clicks recorded the way human
@@ -89,8 +89,8 @@ def record_episode(task: str, seed: int, *, env: Any = None, expert: Callable | 
     """
     from playwright.sync_api import Error as PlaywrightError
 
-    from mag_dataset.live.env import is_site_task, make_task_env
     from mag_dataset.live.experts import EXPERTS
+    from mag_dataset.sites.env import is_site_task, make_task_env
 
     start = time.monotonic()
     if not is_site_task(task):
@@ -210,9 +210,9 @@ class _Recording:
 
 def _record(task: str, seed: int, env: Any, expert: Callable | None, max_steps: int,
             result: RecordResult, point_only_share: float = 0.0) -> RecordResult:
-    from mag_dataset.live.env import is_site_task
     from mag_dataset.live.execute import to_browsergym_action
     from mag_dataset.live.observe import observe, observe_page
+    from mag_dataset.sites.env import is_site_task
 
     site_task = is_site_task(task)
     obs, info = env.reset(seed=seed)
@@ -419,7 +419,7 @@ def _short_url(url: str) -> str:
 def _provenance(task: str) -> dict[str, Any]:
     from importlib.metadata import PackageNotFoundError, version
 
-    out: dict[str, Any] = {"recorder": "mag_dataset.live.recorder", "expert": task}
+    out: dict[str, Any] = {"recorder": "mag_dataset.harness.recorder", "expert": task}
     pkgs = ("browsergym-core", "playwright") if task.startswith("sites.") else ("browsergym-core", "miniwob", "playwright")
     for pkg in pkgs:
         try:
@@ -457,7 +457,7 @@ def record_corpus(out_dir: str | Path, tasks: list[str], episodes: int, seed: in
     Returns:
         Every attempt's :class:`RecordResult`, in order.
     """
-    from mag_dataset.live.env import make_task_env
+    from mag_dataset.sites.env import make_task_env
 
     max_attempts = max_attempts or episodes * 3
     if ray is not None:

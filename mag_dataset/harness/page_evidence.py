@@ -115,8 +115,9 @@ def episode_evidence(folder: Path, episode: RawEpisode) -> tuple[RawEpisode, int
     """
     import numpy as np
 
-    from mag_dataset.live.env import make_env, make_site_env
+    from mag_dataset.live.env import make_env
     from mag_dataset.live.observe import dom_evidence, observe, observe_page
+    from mag_dataset.sites.env import make_site_env
 
     task = str(episode.metadata.get("expert") or "")
     site_task = task.startswith("sites.")

@@ -397,10 +397,10 @@ def recapture_episode(folder: Path, episode: RawEpisode, *, reset_site: bool = F
     import numpy as np
     from PIL import Image
 
-    from mag_dataset.live.env import make_site_env
     from mag_dataset.live.observe import observe_page
     from mag_dataset.som import draw_som, encode_png
     from mag_dataset.sites import task_class
+    from mag_dataset.sites.env import make_site_env
     from mag_dataset.sites.manager import health
 
     task = str(episode.metadata.get("expert") or "")
