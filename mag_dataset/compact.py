@@ -11,7 +11,7 @@ stored once, in the smallest lossless form:
 * recorded Set-of-Mark images, and ``step_*`` files no step references, are deleted and
   ``som_screenshot`` is cleared: the builder
   renders them from the raw screenshot and the candidate boxes
-  (:func:`mag_dataset.live.observe.render_som`, deterministic);
+  (:func:`mag_dataset.som.render_som`, deterministic);
 * each step's capture geometry (:func:`mag_dataset.raw.capture_geometry`) is written into
   its fields, and the episode is rewritten in format v2, gzip-compressed: ``episode.json``
   becomes ``episode.json.gz`` (deterministic bytes; "Compressed episode files" in

@@ -873,7 +873,7 @@ def som_image_path(folder: str | os.PathLike, step: RawStep) -> Path:
 
 def som_image_bytes(folder: str | os.PathLike, step: RawStep) -> bytes:
     """The Set-of-Mark image of a raw step: the recorded file, or one rendered from the raw
-    screenshot and the candidate menu (:func:`mag_dataset.live.observe.render_som`) when the
+    screenshot and the candidate menu (:func:`mag_dataset.som.render_som`) when the
     step stores none (format v2). For readers that show the labelled page (audit, drafting,
     annotation); the builder renders through the same function."""
     folder = Path(folder)

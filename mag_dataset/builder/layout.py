@@ -1,7 +1,7 @@
 """The built folder's names and version, its checksum manifest, and :class:`BuildError`.
 
 Holds what both the writer (:mod:`mag_dataset.builder.write`) and readers of a built folder
-(:mod:`mag_dataset.hub`, :mod:`mag_dataset.dataset`) need to agree on: file names, the
+(:mod:`mag_dataset.publish`, :mod:`mag_dataset.dataset`) need to agree on: file names, the
 build format and version, and the ``checksums.sha256`` check. It does not read raw data
 or write anything.
 """

@@ -6,7 +6,7 @@ real sites, so its guides are varied, its demonstrations uneven and its recaptur
 screenshots often stale; a corpus recorded by scripted experts can look nothing like it and
 still pass every schema check. These measures say how close it comes, each with the bar the
 corpus is held to (:data:`BARS`) and, where the paper reports one, WebMRE's figure
-(``../shared/BENCHMARK.md``: medians guide 13 words, menu 55 elements, task 6 steps, max 71;
+(WebMRE, arXiv 2609.27353: medians guide 13 words, menu 55 elements, task 6 steps, max 71;
 59% of steps stale; 859 coordinate-only steps restored; an audit of 465 steps: 225
 remapped, 128 unmappable, 54 confirmed, 58 disputed).
 
@@ -65,7 +65,7 @@ BARS: tuple[tuple[str, str, float], ...] = (
 #: The measures that are shares of a whole (shown as percentages).
 SHARES = frozenset({"distinct_guides", "shared_openings", "centre_clicks", "fixed_length_templates", "stale"})
 
-#: WebMRE's figures for the same measures (BENCHMARK.md, "Corpus (WebMRE)"); None: not reported.
+#: WebMRE's figures for the same measures (the paper's corpus statistics); None: not reported.
 WEBMRE: dict[str, Any] = {
     "steps": 5293,
     "tasks": 541,
