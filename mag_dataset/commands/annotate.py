@@ -64,12 +64,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         _warn_other_databases(args)
         from mag_dataset.harness.annotate_app import launch
-        from mag_dataset.raw import StageRun
-
         if args.raw.is_dir():
-            stage = StageRun(args.raw, "annotate", {"annotator": annotator})
-            if stage.warning:
-                print(f"warning: {stage.warning}", file=sys.stderr)
+            stage = options.start_stage(args.raw, "annotate", {"annotator": annotator})
         launch(args.raw, drafts_path=args.drafts, db_path=args.db, audit_path=args.audit, annotator=annotator,
                host=args.host, port=args.port, block=True)
         if stage is not None:  # when the app stops: an entry only when the session changed the corpus
@@ -120,8 +116,6 @@ def _team(args: argparse.Namespace) -> int:
 
 def _warn_other_databases(args: argparse.Namespace) -> None:
     """Decisions in another database next to the corpus would be invisible here: say so."""
-    import sys
-
     from mag_dataset.harness.audit import other_decision_dbs
     from mag_dataset.raw import iter_episode_dirs, read_episode, step_id
 

@@ -33,7 +33,7 @@ import sys
 from pathlib import Path
 
 from mag_dataset.commands import options
-from mag_dataset.raw import AUDIT_FILE, StageRun
+from mag_dataset.raw import AUDIT_FILE
 from mag_dataset.schema import Split
 
 
@@ -77,14 +77,15 @@ def run(args: argparse.Namespace) -> int:
             vpath = args.verdicts or out.with_name(audit.VERDICTS_FILE)
             if not vpath.is_file():
                 raise UserError(f"verdict log not found: {vpath} (run the audit with --judges first)")
-            stage = _stage(raw, {"replay": True}, in_corpus)
+            stage = options.start_stage(raw, "audit", {"replay": True}) if in_corpus else None
             report = audit.replay_audit(raw, vpath, out_path=args.out, db_path=args.db)
         else:
             if args.judges is None:
                 raise UserError("--judges FILE is required (or --replay to recompute from the verdict log)")
             judges = load_judges(args.judges)
             panel = [j.name if j.rule_based else f"{j.name}={j.model}" for j in judges]
-            stage = _stage(raw, {"judges": panel, "steps": args.select, "split": args.split}, in_corpus)
+            settings = {"judges": panel, "steps": args.select, "split": args.split}
+            stage = options.start_stage(raw, "audit", settings) if in_corpus else None
             report = audit.run_audit(
                 raw, judges, out_path=args.out, verdicts_path=args.verdicts, cache_dir=args.cache_dir,
                 select=args.select, split=args.split, db_path=args.db, allow_partial=args.allow_partial,
@@ -104,13 +105,3 @@ def run(args: argparse.Namespace) -> int:
         print(f"the audit file {args.out or raw / 'audit.jsonl'} was not changed; review {report.audit_path} "
               "and move it into place, or rerun when the judges are back", file=sys.stderr)
     return 0
-
-
-def _stage(raw: Path, settings: dict, in_corpus: bool) -> "StageRun | None":
-    """The audit's stage run (None when it writes its audit file outside the corpus); warns when out of order."""
-    if not in_corpus:
-        return None
-    stage = StageRun(raw, "audit", settings)
-    if stage.warning:
-        print(f"warning: {stage.warning}", file=sys.stderr)
-    return stage

@@ -12,7 +12,6 @@ run) appends its entry to the corpus's stage record (``mag stages``).
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 from mag_dataset import compact as _compact
@@ -37,16 +36,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from mag_dataset.errors import UserError
-    from mag_dataset.raw import RawDataError, StageRun
+    from mag_dataset.raw import RawDataError
 
     raw = options.raw_folder(args)
     if args.workers is not None and args.workers < 1:
         raise UserError(f"--workers must be at least 1, got {args.workers}")
     try:
-        stage = StageRun(raw, "compact", {"method": args.method, "quality": args.quality, "share": not args.no_share,
-                                          "delta": not args.no_delta})
-        if stage.warning:
-            print(f"warning: {stage.warning}", file=sys.stderr)
+        stage = options.start_stage(raw, "compact", {"method": args.method, "quality": args.quality,
+                                                      "share": not args.no_share, "delta": not args.no_delta})
         report = _compact.compact_corpus(raw, method=args.method, quality=args.quality, workers=args.workers,
                                          dry_run=args.dry_run, share=not args.no_share,
                                          delta=not args.no_delta)

@@ -14,7 +14,6 @@ into the corpus (its ``guide_drafts.jsonl``) append the run's entry to its stage
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 from mag_dataset.commands import options
@@ -40,7 +39,6 @@ def run(args: argparse.Namespace) -> int:
     from mag_dataset.cache import llm_cache_dir
     from mag_dataset.errors import UserError
     from mag_dataset.harness.annotate import DRAFTS_FILE, draft_guides
-    from mag_dataset.raw import StageRun
     from mag_dataset.llm_client import ChatClient, LLMConfigError
     from mag_dataset.schema import GuideSource
 
@@ -58,10 +56,8 @@ def run(args: argparse.Namespace) -> int:
         )
         # drafts written into the corpus (its own drafts file) make the run a stage
         in_corpus = args.out is None or args.out.resolve() == (raw / DRAFTS_FILE).resolve()
-        stage = StageRun(raw, "draft-guides", {"model": args.model, "sources": list(sources),
-                                               "max_tokens": args.max_tokens}) if in_corpus else None
-        if stage is not None and stage.warning:
-            print(f"warning: {stage.warning}", file=sys.stderr)
+        stage = options.start_stage(raw, "draft-guides", {"model": args.model, "sources": list(sources),
+                                                          "max_tokens": args.max_tokens}) if in_corpus else None
         report = draft_guides(raw, client, out_path=args.out, sources=sources,
                               progress=options.progress_printer(args))
         if stage is not None:

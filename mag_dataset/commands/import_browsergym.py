@@ -67,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
                         seconds=args.time_limit or IMPORT_LIMITS.seconds)
     except ValueError as e:
         raise UserError(f"--memory-limit/--time-limit: {e}") from None
-    stage = import_stage(args.out, "import-browsergym", {
+    stage = options.start_stage(args.out, "import-browsergym", {
         "inputs": [p.name for p in args.exp_dirs], "min_reward": args.min_reward, "templates": templates,
         "overwrite": args.overwrite, "task_key": args.task_key, "keep": args.keep})
     try:
@@ -79,22 +79,6 @@ def run(args: argparse.Namespace) -> int:
     finish_import(stage)
     return import_exit_status(report, "BrowserGym experiment directory (summary_info.json / step_0.pkl.gz)",
                               args.exp_dirs)
-
-
-def import_stage(out: Path, stage: str, settings: dict[str, Any]) -> Any:
-    """The import's run as a corpus stage (:class:`mag_dataset.raw.StageRun` on ``--out``), warning when out of order."""
-    import sys
-
-    from mag_dataset.errors import UserError
-    from mag_dataset.raw import StageRecordError, StageRun
-
-    try:
-        run = StageRun(out, stage, settings)
-    except StageRecordError as e:
-        raise UserError(str(e)) from None
-    if run.warning:
-        print(f"warning: {run.warning}", file=sys.stderr)
-    return run
 
 
 def finish_import(stage: Any) -> None:

@@ -27,7 +27,7 @@ import json
 from pathlib import Path
 
 from mag_dataset.commands import options
-from mag_dataset.commands.import_browsergym import finish_import, import_exit_status, import_stage
+from mag_dataset.commands.import_browsergym import finish_import, import_exit_status
 from typing import Any
 
 TASK_FIELDS = {"intent": str, "site": str, "intent_template_id": str, "task_id": str, "seed": int}
@@ -107,7 +107,7 @@ def run(args: argparse.Namespace) -> int:
         return None if entry is None else TraceTask(**{k: v for k, v in entry.items() if v is not None})
 
     given = "intent" if args.intent is not None else "webarena_configs" if args.webarena_configs is not None else "tasks"
-    stage = import_stage(args.out, "import-trace", {"inputs": [p.name for p in args.traces], "task_from": given,
+    stage = options.start_stage(args.out, "import-trace", {"inputs": [p.name for p in args.traces], "task_from": given,
                                                     "overwrite": args.overwrite})
     try:
         report = import_traces(args.traces, args.out, task_of, overwrite=args.overwrite,

@@ -27,7 +27,7 @@ import argparse
 from pathlib import Path
 
 from mag_dataset.commands import options
-from mag_dataset.commands.import_browsergym import finish_import, import_exit_status, import_stage
+from mag_dataset.commands.import_browsergym import finish_import, import_exit_status
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -48,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
 
     if args.configs is not None and not args.configs.is_dir():
         raise UserError(f"--configs {args.configs}: not a folder")
-    stage = import_stage(args.out, "import-webarena", {"inputs": [args.result_dir.name], "all": args.include_failed,
+    stage = options.start_stage(args.out, "import-webarena", {"inputs": [args.result_dir.name], "all": args.include_failed,
                                                        "overwrite": args.overwrite})
     try:
         report = import_webarena(args.result_dir, args.out, configs_dir=args.configs,

@@ -98,11 +98,7 @@ def _import(args: argparse.Namespace) -> int:
 
     if args.project is None:
         raise UserError("import needs the project id: --project ID (the number in the project's URL)")
-    from mag_dataset.raw import StageRun
-
-    stage = StageRun(args.raw, "label-studio import", {"project": args.project})
-    if stage.warning:
-        print(f"warning: {stage.warning}", file=sys.stderr)
+    stage = options.start_stage(args.raw, "label-studio import", {"project": args.project})
     with _client(args) as client:
         report = import_project(args.raw, client, args.project, db_path=args.db)
     stage.finish()

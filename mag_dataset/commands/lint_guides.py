@@ -17,7 +17,6 @@ guides written by people or models are left alone, and the run appends its entry
 from __future__ import annotations
 
 import argparse
-import sys
 
 from mag_dataset.commands import options
 
@@ -33,7 +32,7 @@ def run(args: argparse.Namespace) -> int:
     from mag_dataset.builder.guide_lint import lint_episodes
     from mag_dataset.errors import UserError
     from mag_dataset.context_guides import regenerate_guides
-    from mag_dataset.raw import (RawDataError, StageRecordError, StageRun, iter_episode_dirs, read_episode,
+    from mag_dataset.raw import (RawDataError, StageRecordError, iter_episode_dirs, read_episode,
                                  rewrite_episode_json)
 
     raw = options.raw_folder(args)
@@ -42,9 +41,7 @@ def run(args: argparse.Namespace) -> int:
     episodes = []
     rewritten = 0
     try:
-        stage = StageRun(raw, "lint-guides --regenerate", {}) if args.regenerate else None
-        if stage is not None and stage.warning:
-            print(f"warning: {stage.warning}", file=sys.stderr)
+        stage = options.start_stage(raw, "lint-guides --regenerate", {}) if args.regenerate else None
         for folder in iter_episode_dirs(raw):
             ep = read_episode(folder)
             if args.regenerate:

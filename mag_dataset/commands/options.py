@@ -176,3 +176,23 @@ def progress_printer(args: argparse.Namespace) -> Callable[[str], None] | None:
     if args.no_progress:
         return None
     return lambda line: print(line, file=sys.stderr, flush=True)
+
+
+def start_stage(raw: Path, stage: str, settings: dict[str, Any]) -> Any:
+    """This run of a command that rewrites a raw corpus, as a corpus stage
+    (:class:`mag_dataset.raw.StageRun`: the command calls its ``finish()`` when the corpus is
+    rewritten); prints the one warning line when the stage runs out of the canonical order.
+
+    Raises:
+        UserError: the corpus's stage record is malformed (one line naming the file and entry).
+    """
+    from mag_dataset.errors import UserError
+    from mag_dataset.raw import StageRecordError, StageRun
+
+    try:
+        run = StageRun(raw, stage, settings)
+    except StageRecordError as e:
+        raise UserError(str(e)) from None
+    if run.warning:
+        print(f"warning: {run.warning}", file=sys.stderr)
+    return run

@@ -22,12 +22,11 @@ they are not running already. Each run appends its entry (``recapture``, ``recap
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 from mag_dataset.errors import UserError
 from mag_dataset.commands import options
-from mag_dataset.raw import StageRecordError, StageRun
+from mag_dataset.raw import StageRecordError
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -79,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
         from mag_dataset.harness.recapture import undo_recaptures
 
         try:
-            stage = _stage(raw, "recapture --undo", {})
+            stage = options.start_stage(raw, "recapture --undo", {})
             changed = undo_recaptures(raw, log=options.progress_printer(args))
             stage.finish()
         except (RawDataError, StageRecordError) as e:
@@ -90,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
         from mag_dataset.harness.recapture import end_at_error_pages
 
         try:
-            stage = _stage(raw, "recapture --end-at-error-pages", {})
+            stage = options.start_stage(raw, "recapture --end-at-error-pages", {})
             changed = end_at_error_pages(raw, log=options.progress_printer(args))
             stage.finish()
         except (RawDataError, StageRecordError) as e:
@@ -101,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         settings = {"share": args.share, "per_template": args.per_template, "seed": args.seed,
                     "reset": not args.no_reset, "drift": args.drift, "drift_level": args.drift_level}
-        stage = _stage(raw, "recapture", {k: v for k, v in settings.items() if v is not None})
+        stage = options.start_stage(raw, "recapture", {k: v for k, v in settings.items() if v is not None})
         chosen = choose_episodes(list(read_corpus(raw)), share, args.seed, args.per_template)
         sites = [site_class(n)() for n in dict.fromkeys(site_of(e) for e in chosen)]
         with served(sites):
@@ -123,7 +122,7 @@ def _evidence(args: argparse.Namespace, raw: Path) -> int:
     from mag_dataset.sites.manager import served
 
     try:
-        stage = _stage(raw, "recapture --evidence", {})
+        stage = options.start_stage(raw, "recapture --evidence", {})
         wanted = [e for e in read_corpus(raw) if e.source in ("sites", "miniwob") and needs_evidence(e)]
         sites = [site_class(n)() for n in dict.fromkeys(e.site for e in wanted if e.source == "sites")]
         with served(sites):
@@ -133,11 +132,3 @@ def _evidence(args: argparse.Namespace, raw: Path) -> int:
         raise UserError(str(e)) from None
     print(report.summary())
     return 0
-
-
-def _stage(raw: Path, stage: str, settings: dict) -> StageRun:
-    """This run's stage (its entry appended when it is done); warns when it is out of order."""
-    run = StageRun(raw, stage, settings)
-    if run.warning:
-        print(f"warning: {run.warning}", file=sys.stderr)
-    return run

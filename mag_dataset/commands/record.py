@@ -55,7 +55,6 @@ def run(args: argparse.Namespace) -> int:
     from mag_dataset.live.experts import EXPERTS
     from mag_dataset.harness.recorder import BUNDLED_TASKS, record_corpus
     from mag_dataset.builder.splits import write_corpus_manifest
-    from mag_dataset.raw import StageRun
     from mag_dataset.sites import SiteError
 
     args.tasks = options.task_list(args.tasks) if args.tasks else list(BUNDLED_TASKS)
@@ -92,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
     from mag_dataset.sites.manager import served
 
     sites = options.sites_of(args.tasks)
-    stage = StageRun(tmp, "record", {"tasks": args.tasks, "episodes": args.episodes, "seed": args.seed,
+    stage = options.start_stage(tmp, "record", {"tasks": args.tasks, "episodes": args.episodes, "seed": args.seed,
                                      "point_only_share": args.point_only_share, "held_out": args.held_out})
     try:
         with served(sites):

@@ -12,7 +12,6 @@ entry to the corpus's stage record (``mag stages``).
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 from mag_dataset.commands import options
@@ -33,7 +32,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from mag_dataset.errors import UserError
-    from mag_dataset.raw import RawDataError, StageRun
+    from mag_dataset.raw import RawDataError
 
     raw = options.raw_folder(args)
     if not 0 <= args.pixel_tolerance <= 255:
@@ -41,10 +40,9 @@ def run(args: argparse.Namespace) -> int:
     if not 0 <= args.pixel_fraction <= 1:
         raise UserError(f"--pixel-fraction must be in 0..1, got {args.pixel_fraction}")
     try:
-        stage = StageRun(raw, "unify", {"pixel_tolerance": args.pixel_tolerance, "pixel_fraction": args.pixel_fraction,
-                                        "box_tolerance": args.box_tolerance})
-        if stage.warning:
-            print(f"warning: {stage.warning}", file=sys.stderr)
+        stage = options.start_stage(raw, "unify", {"pixel_tolerance": args.pixel_tolerance,
+                                                    "pixel_fraction": args.pixel_fraction,
+                                                    "box_tolerance": args.box_tolerance})
         report = _rules.unify_corpus(
             raw,
             dry_run=args.dry_run,
