@@ -337,7 +337,8 @@ def test_serve_runs_a_local_server_until_ctrl_c(server, tmp_path):
     port = LocalServer(data, home=TEST_HOME).port
     env = {**os.environ, "MAG_LABEL_STUDIO_HOME": str(TEST_HOME)}
     p = subprocess.Popen([sys.executable, "-m", "mag_dataset.cli", "label-studio", "serve", "--data-dir", str(data),
-                          "--port", str(port)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+                          "--port", str(port)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                         start_new_session=True)
     try:
         lines = []
         for line in p.stdout:
@@ -351,7 +352,12 @@ def test_serve_runs_a_local_server_until_ctrl_c(server, tmp_path):
             assert c.whoami()["email"] == ALICE
     finally:
         p.send_signal(signal.SIGINT)
-        rc = p.wait(timeout=60)
+        try:
+            rc = p.wait(timeout=60)
+        except subprocess.TimeoutExpired:  # kill mag and its Label Studio, not leave them listening
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+            raise
     assert rc == 130
     with pytest.raises(httpx.ConnectError):  # stopped with it
         httpx.get(f"http://127.0.0.1:{port}/health", timeout=5)

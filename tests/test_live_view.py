@@ -78,7 +78,8 @@ def test_the_command_serves_on_localhost_until_stopped(tmp_path):
     (tmp_path / "episodes").mkdir()
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     proc = subprocess.Popen([sys.executable, "-m", "mag_dataset.cli", "view", str(tmp_path), "--port", "0"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                            start_new_session=True)
     try:
         line = proc.stdout.readline()
         m = re.search(r"at http://127\.0\.0\.1:(\d+)/ \(read-only", line)
@@ -89,7 +90,13 @@ def test_the_command_serves_on_localhost_until_stopped(tmp_path):
         assert run == {"run": tmp_path.name, "summary": None, "episodes": []}
     finally:
         proc.send_signal(signal.SIGINT)
-        assert proc.wait(timeout=10) == 0
+        try:
+            rc = proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:  # a hung server is killed, not left listening after the test
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            raise
+    assert rc == 0
 
 
 def _answer(body: dict, calls: list[int]) -> str:
